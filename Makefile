@@ -1,0 +1,48 @@
+# tabletdb developer commands. `make run` and `make test` do all set-up on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Apache cqlsh and cassandra-driver install the same Python packages (`cqlsh`, `cassandra`) as
+# scylla-cqlsh and scylla-driver, so they live in a venv of their own.
+CASSANDRA_VENV := .venv-cassandra
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint unit bench soak clean format
+
+install: $(VENV)/.installed $(CASSANDRA_VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+$(CASSANDRA_VENV)/.installed:
+	$(PYTHON) -m venv $(CASSANDRA_VENV)
+	$(CASSANDRA_VENV)/bin/pip install -q --disable-pip-version-check cassandra-driver==3.30.1 cqlsh==6.2.2
+	touch $@
+
+run: install
+	$(BIN)/tabletdb server --workdir work/node1 --listen-address 127.0.0.1
+
+lint: install
+	$(BIN)/ruff check tabletdb tests bench
+	$(BIN)/ruff format --check tabletdb tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+format: install
+	$(BIN)/ruff format tabletdb tests bench
+	$(BIN)/ruff check --fix tabletdb tests bench
+
+test: install lint
+	$(BIN)/pytest -q -n 2 -m "not slow" $(PYTEST_ARGS)
+
+soak: install
+	$(BIN)/tabletdb sim raft --seeds 5000
+	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) $(CASSANDRA_VENV) work .pytest_cache .mypy_cache .ruff_cache .hypothesis
