@@ -1,0 +1,415 @@
+"""Node configuration: the scylla.yaml subset tabletdb understands.
+
+Key names are Scylla's so an operator's muscle memory (and a trimmed scylla.yaml) carries over.
+Every value goes through one parser per key, whether it came from a YAML file, a command-line
+flag or a direct ``NodeConfig(...)`` call, so a NodeConfig that exists is always valid and
+normalised (e.g. ``org.apache.cassandra.auth.PasswordAuthenticator`` becomes
+``PasswordAuthenticator``). Unknown keys are errors rather than warnings: a misspelt key that is
+silently ignored is a misconfigured node.
+
+The effective configuration is written to ``<workdir>/node.yaml`` at start so a restart, an
+operator or a test can see exactly what the node ran with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import ipaddress
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EFFECTIVE_CONFIG_NAME = "node.yaml"
+
+AUTHENTICATORS = ("AllowAllAuthenticator", "PasswordAuthenticator")
+AUTHORIZERS = ("AllowAllAuthorizer", "CassandraAuthorizer")
+SNITCHES = ("SimpleSnitch", "GossipingPropertyFileSnitch")
+TABLETS_MODES = ("enabled", "disabled", "enforced")
+COMMITLOG_SYNC_MODES = ("batch", "periodic")
+DEFAULT_DC = "datacenter1"
+DEFAULT_RACK = "rack1"
+_CLASS_PREFIXES = ("org.apache.cassandra.auth.", "org.apache.cassandra.locator.")
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is not allowed.
+
+    Carries the key and the offending value so the command line can print one actionable line.
+    """
+
+    def __init__(self, key: str, value: object, allowed: str, message: str | None = None) -> None:
+        self.key = key
+        self.value = value
+        self.allowed = allowed
+        super().__init__(message or f"config key {key!r}: invalid value {value!r}; allowed: {allowed}")
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Everything one node process needs to know before it starts.
+
+    Empty strings for ``rpc_address``, ``broadcast_address``, ``broadcast_rpc_address`` and
+    ``api_address`` mean "derive it" (Scylla's behaviour); after construction they always hold
+    a real address. An empty ``endpoint_snitch`` picks GossipingPropertyFileSnitch when a
+    non-default dc/rack is given and SimpleSnitch otherwise. Empty ``seeds`` means this node
+    seeds itself (it starts a new cluster).
+    """
+
+    workdir: Path
+    cluster_name: str = "Test Cluster"
+    listen_address: str = "127.0.0.1"
+    rpc_address: str = ""
+    broadcast_address: str = ""
+    broadcast_rpc_address: str = ""
+    native_transport_port: int = 9042
+    native_shard_aware_transport_port: int | None = None
+    seeds: tuple[str, ...] = ()
+    smp: int = 2
+    authenticator: str = "AllowAllAuthenticator"
+    authorizer: str = "AllowAllAuthorizer"
+    api_address: str = ""
+    api_port: int = 10000
+    num_tokens: int = 256
+    tablets_mode_for_new_keyspaces: str = "enabled"
+    tablets_initial_scale_factor: float = 10.0
+    tablets_per_shard_goal: int = 100
+    target_tablet_size_in_bytes: int = 5 * 1024**3
+    murmur3_partitioner_ignore_msb_bits: int = 12
+    endpoint_snitch: str = ""
+    dc: str = DEFAULT_DC
+    rack: str = DEFAULT_RACK
+    rf_rack_valid_keyspaces: bool = False
+    enforce_rack_list: bool = False
+    maintenance_mode: bool = False
+    commitlog_sync: str = "periodic"
+    commitlog_sync_period_in_ms: int = 10000
+    read_request_timeout_in_ms: int = 5000
+    write_request_timeout_in_ms: int = 2000
+    range_request_timeout_in_ms: int = 10000
+    counter_write_request_timeout_in_ms: int = 5000
+    cas_contention_timeout_in_ms: int = 1000
+    truncate_request_timeout_in_ms: int = 60000
+    request_timeout_in_ms: int = 10000
+    native_transport_max_frame_size_in_mb: int = 256
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _PARSERS[f.name](f.name, getattr(self, f.name)))
+        self._derive_defaults()
+
+    def _derive_defaults(self) -> None:
+        """Fill the "derive it" fields the way Scylla does, then check cross-key rules."""
+        if not self.rpc_address:
+            object.__setattr__(self, "rpc_address", self.listen_address)
+        if not self.broadcast_address:
+            object.__setattr__(self, "broadcast_address", self.listen_address)
+        if not self.broadcast_rpc_address:
+            object.__setattr__(self, "broadcast_rpc_address", self.rpc_address)
+        if not self.api_address:
+            object.__setattr__(self, "api_address", self.listen_address)
+        custom_location = (self.dc, self.rack) != (DEFAULT_DC, DEFAULT_RACK)
+        if not self.endpoint_snitch:
+            snitch = "GossipingPropertyFileSnitch" if custom_location else "SimpleSnitch"
+            object.__setattr__(self, "endpoint_snitch", snitch)
+        elif self.endpoint_snitch == "SimpleSnitch" and custom_location:
+            raise ConfigError(
+                "endpoint_snitch",
+                self.endpoint_snitch,
+                f"GossipingPropertyFileSnitch when dc/rack are set (got dc={self.dc!r}, rack={self.rack!r});"
+                " SimpleSnitch always reports datacenter1/rack1",
+            )
+        ports = {"native_transport_port": self.native_transport_port, "api_port": self.api_port}
+        if self.native_shard_aware_transport_port is not None:
+            ports["native_shard_aware_transport_port"] = self.native_shard_aware_transport_port
+        _check_distinct_ports(ports, same_host=self.api_address == self.rpc_address)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain YAML-ready mapping with scylla.yaml key names (the node.yaml contents)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Path):
+                value = str(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @property
+    def effective_config_path(self) -> Path:
+        return self.workdir / EFFECTIVE_CONFIG_NAME
+
+
+def _check_distinct_ports(ports: dict[str, int], same_host: bool) -> None:
+    """Two listeners on one address and port would fail at bind time with a vaguer message."""
+    if not same_host:
+        ports = {k: v for k, v in ports.items() if k != "api_port"}
+    seen: dict[int, str] = {}
+    for key, port in ports.items():
+        if port in seen:
+            raise ConfigError(key, port, f"a port different from {seen[port]} ({port})")
+        seen[port] = key
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-key parsers. Each takes (key, raw value) and returns the typed value or raises ConfigError.
+# They accept strings too, because command-line overrides and environment-driven YAML arrive so.
+
+Parser = Callable[[str, Any], Any]
+
+
+def _parse_str(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(key, value, "a non-empty string")
+    return value.strip()
+
+
+def _parse_workdir(key: str, value: Any) -> Path:
+    if isinstance(value, Path):
+        return value
+    return Path(_parse_str(key, value))
+
+
+def _parse_address(key: str, value: Any) -> str:
+    """An IP address, or "" for the derived fields (filled in after parsing)."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise ConfigError(key, value, "an IPv4 or IPv6 address such as 127.0.0.1")
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        raise ConfigError(key, value, "an IPv4 or IPv6 address such as 127.0.0.1") from None
+
+
+def _parse_required_address(key: str, value: Any) -> str:
+    if not _parse_address(key, value):
+        raise ConfigError(key, value, "an IPv4 or IPv6 address such as 127.0.0.1")
+    return _parse_address(key, value)
+
+
+def _int_parser(lo: int, hi: int | None = None) -> Parser:
+    def parse(key: str, value: Any) -> int:
+        allowed = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
+        if isinstance(value, bool):
+            raise ConfigError(key, value, allowed)
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise ConfigError(key, value, allowed) from None
+        if not isinstance(value, int) or value < lo or (hi is not None and value > hi):
+            raise ConfigError(key, value, allowed)
+        return value
+
+    return parse
+
+
+_parse_port = _int_parser(1, 65535)
+
+
+def _parse_optional_port(key: str, value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    result: int = _parse_port(key, value)
+    return result
+
+
+def _parse_positive_float(key: str, value: Any) -> float:
+    allowed = "a number > 0"
+    if isinstance(value, bool):
+        raise ConfigError(key, value, allowed)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(key, value, allowed) from None
+    if not number > 0 or number == float("inf"):
+        raise ConfigError(key, value, allowed)
+    return number
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _parse_bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ConfigError(key, value, "true or false")
+
+
+def _choice_parser(choices: tuple[str, ...], class_names: bool = False, optional: bool = False) -> Parser:
+    """Case-insensitive choice; with class_names, Java class prefixes are accepted and dropped."""
+
+    def parse(key: str, value: Any) -> str:
+        shown = ", ".join(choices)
+        if optional and (value is None or value == ""):
+            return ""
+        if not isinstance(value, str):
+            raise ConfigError(key, value, f"one of {shown}")
+        name = value.strip()
+        if class_names:
+            for prefix in _CLASS_PREFIXES:
+                if name.startswith(prefix):
+                    name = name[len(prefix) :]
+        for choice in choices:
+            if choice.lower() == name.lower():
+                return choice
+        prefix_note = " (optionally with the org.apache.cassandra.* class prefix)" if class_names else ""
+        raise ConfigError(key, value, f"one of {shown}{prefix_note}")
+
+    return parse
+
+
+def _parse_seeds(key: str, value: Any) -> tuple[str, ...]:
+    """A list of addresses, a comma-separated string, or Scylla's seed_provider structure."""
+    if value is None or value == "":
+        return ()
+    items: Iterable[Any]
+    if isinstance(value, str):
+        items = [part for part in value.split(",") if part.strip()]
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        raise ConfigError(key, value, "a list of IP addresses or a comma-separated string of them")
+    seeds: list[str] = []
+    for item in items:
+        seed = _parse_required_address(key, item)
+        if seed not in seeds:
+            seeds.append(seed)
+    return tuple(seeds)
+
+
+def _seeds_from_provider(value: Any) -> Any:
+    """Extract the seeds string from scylla.yaml's seed_provider list (SimpleSeedProvider)."""
+    allowed = "[{class_name: org.apache.cassandra.locator.SimpleSeedProvider, parameters: [{seeds: 'a,b'}]}]"
+    try:
+        (provider,) = value
+        (params,) = provider["parameters"]
+        return params["seeds"]
+    except (TypeError, KeyError, ValueError):
+        raise ConfigError("seed_provider", value, allowed) from None
+
+
+_PARSERS: dict[str, Parser] = {
+    "workdir": _parse_workdir,
+    "cluster_name": _parse_str,
+    "listen_address": _parse_required_address,
+    "rpc_address": _parse_address,
+    "broadcast_address": _parse_address,
+    "broadcast_rpc_address": _parse_address,
+    "native_transport_port": _parse_port,
+    "native_shard_aware_transport_port": _parse_optional_port,
+    "seeds": _parse_seeds,
+    "smp": _int_parser(1, 256),
+    "authenticator": _choice_parser(AUTHENTICATORS, class_names=True),
+    "authorizer": _choice_parser(AUTHORIZERS, class_names=True),
+    "api_address": _parse_address,
+    "api_port": _parse_port,
+    "num_tokens": _int_parser(1, 1536),
+    "tablets_mode_for_new_keyspaces": _choice_parser(TABLETS_MODES),
+    "tablets_initial_scale_factor": _parse_positive_float,
+    "tablets_per_shard_goal": _int_parser(1),
+    "target_tablet_size_in_bytes": _int_parser(1),
+    "murmur3_partitioner_ignore_msb_bits": _int_parser(0, 63),
+    "endpoint_snitch": _choice_parser(SNITCHES, class_names=True, optional=True),
+    "dc": _parse_str,
+    "rack": _parse_str,
+    "rf_rack_valid_keyspaces": _parse_bool,
+    "enforce_rack_list": _parse_bool,
+    "maintenance_mode": _parse_bool,
+    "commitlog_sync": _choice_parser(COMMITLOG_SYNC_MODES),
+    "commitlog_sync_period_in_ms": _int_parser(1),
+    "read_request_timeout_in_ms": _int_parser(1),
+    "write_request_timeout_in_ms": _int_parser(1),
+    "range_request_timeout_in_ms": _int_parser(1),
+    "counter_write_request_timeout_in_ms": _int_parser(1),
+    "cas_contention_timeout_in_ms": _int_parser(1),
+    "truncate_request_timeout_in_ms": _int_parser(1),
+    "request_timeout_in_ms": _int_parser(1),
+    "native_transport_max_frame_size_in_mb": _int_parser(1, 2047),
+}
+
+KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and saving.
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("config file", str(path), f"a readable YAML file ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError("config file", str(path), f"valid YAML ({exc})".replace("\n", " ")) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("config file", str(path), "a YAML mapping of scylla.yaml keys to values")
+    return data
+
+
+def _normalise_keys(raw: Mapping[Any, Any], source: str) -> dict[str, Any]:
+    """Map dashes to underscores, fold seed_provider into seeds, reject unknown keys."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = str(key).replace("-", "_")
+        if name == "seed_provider":
+            name, value = "seeds", _seeds_from_provider(value)
+        if name not in KNOWN_KEYS:
+            raise _unknown_key(name, value, source)
+        out[name] = value
+    return out
+
+
+def _unknown_key(name: str, value: Any, source: str) -> ConfigError:
+    close = difflib.get_close_matches(name, KNOWN_KEYS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    allowed = ", ".join(sorted(KNOWN_KEYS))
+    return ConfigError(
+        name, value, allowed, f"unknown config key {name!r} ({source}){hint} known keys: {allowed}"
+    )
+
+
+def load_config(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any]) -> NodeConfig:
+    """Build the node's config: YAML file keys first, then overrides (None values are ignored).
+
+    Overrides are what the command line passes; a flag left unset arrives as None and must not
+    clobber the file.
+    """
+    merged: dict[str, Any] = {}
+    if path is not None:
+        merged.update(_normalise_keys(_read_yaml(Path(path)), f"in {path}"))
+    merged.update(_normalise_keys({k: v for k, v in overrides.items() if v is not None}, "override"))
+    if "workdir" not in merged:
+        raise ConfigError("workdir", None, "a directory path, set in the YAML file or with --workdir")
+    return NodeConfig(**merged)
+
+
+def write_effective_config(config: NodeConfig) -> Path:
+    """Write ``<workdir>/node.yaml`` atomically (temp file + rename): a crash never leaves half."""
+    target = config.effective_config_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        yaml.safe_dump(config.to_dict(), fh, sort_keys=True, default_flow_style=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(target)
+    return target
+
+
+def read_effective_config(workdir: str | os.PathLike[str]) -> NodeConfig:
+    """Load the config a node in ``workdir`` last ran with."""
+    return load_config(Path(workdir) / EFFECTIVE_CONFIG_NAME, {})

@@ -1,0 +1,259 @@
+"""NodeConfig parsing: defaults, normalisation, precedence, errors and node.yaml round trips."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tabletdb.node.config import (
+    KNOWN_KEYS,
+    ConfigError,
+    NodeConfig,
+    load_config,
+    read_effective_config,
+    write_effective_config,
+)
+
+
+def write_yaml(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_every_field_has_a_parser_and_vice_versa() -> None:
+    assert {f.name for f in dataclasses.fields(NodeConfig)} == KNOWN_KEYS
+
+
+def test_defaults_match_scylla() -> None:
+    c = load_config(None, {"workdir": "w"})
+    assert c.cluster_name == "Test Cluster"
+    assert (c.listen_address, c.rpc_address, c.broadcast_address, c.api_address) == ("127.0.0.1",) * 4
+    assert c.native_transport_port == 9042
+    assert c.native_shard_aware_transport_port is None
+    assert c.smp == 2 and c.api_port == 10000 and c.num_tokens == 256
+    assert c.tablets_mode_for_new_keyspaces == "enabled"
+    assert c.tablets_initial_scale_factor == 10.0 and c.tablets_per_shard_goal == 100
+    assert c.target_tablet_size_in_bytes == 5 * 2**30
+    assert c.murmur3_partitioner_ignore_msb_bits == 12
+    assert (c.endpoint_snitch, c.dc, c.rack) == ("SimpleSnitch", "datacenter1", "rack1")
+    assert (c.read_request_timeout_in_ms, c.write_request_timeout_in_ms, c.request_timeout_in_ms) == (
+        5000,
+        2000,
+        10000,
+    )
+    assert c.native_transport_max_frame_size_in_mb == 256
+    assert c.authenticator == "AllowAllAuthenticator" and c.authorizer == "AllowAllAuthorizer"
+    assert c.seeds == () and not c.maintenance_mode and c.commitlog_sync == "periodic"
+
+
+def test_derived_addresses_follow_listen_address() -> None:
+    c = load_config(None, {"workdir": "w", "listen_address": "127.0.3.7"})
+    assert c.rpc_address == c.broadcast_address == c.broadcast_rpc_address == c.api_address == "127.0.3.7"
+    c = load_config(None, {"workdir": "w", "listen_address": "127.0.3.7", "rpc_address": "127.0.3.8"})
+    assert c.broadcast_rpc_address == "127.0.3.8" and c.broadcast_address == "127.0.3.7"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("PasswordAuthenticator", "PasswordAuthenticator"),
+        ("org.apache.cassandra.auth.PasswordAuthenticator", "PasswordAuthenticator"),
+        ("passwordauthenticator", "PasswordAuthenticator"),
+        ("org.apache.cassandra.auth.AllowAllAuthenticator", "AllowAllAuthenticator"),
+    ],
+)
+def test_authenticator_class_names_are_normalised(raw: str, expected: str) -> None:
+    assert load_config(None, {"workdir": "w", "authenticator": raw}).authenticator == expected
+
+
+def test_authorizer_accepts_full_class_name() -> None:
+    c = load_config(None, {"workdir": "w", "authorizer": "org.apache.cassandra.auth.CassandraAuthorizer"})
+    assert c.authorizer == "CassandraAuthorizer"
+
+
+def test_file_then_overrides_and_none_overrides_are_ignored(tmp_path: Path) -> None:
+    path = write_yaml(
+        tmp_path / "scylla.yaml",
+        {"workdir": str(tmp_path / "a"), "smp": 4, "cluster_name": "prod", "native_transport_port": 9100},
+    )
+    c = load_config(path, {"smp": 1, "native_transport_port": None, "workdir": None})
+    assert c.smp == 1
+    assert c.native_transport_port == 9100
+    assert c.cluster_name == "prod"
+    assert c.workdir == tmp_path / "a"
+
+
+def test_string_values_from_flags_are_coerced() -> None:
+    c = load_config(None, {"workdir": "w", "smp": "3", "maintenance_mode": "true", "api_port": "10001"})
+    assert (c.smp, c.maintenance_mode, c.api_port) == (3, True, 10001)
+
+
+def test_seed_forms(tmp_path: Path) -> None:
+    assert load_config(None, {"workdir": "w", "seeds": "127.0.0.1, 127.0.0.2"}).seeds == (
+        "127.0.0.1",
+        "127.0.0.2",
+    )
+    assert load_config(None, {"workdir": "w", "seeds": ["127.0.0.2", "127.0.0.2"]}).seeds == ("127.0.0.2",)
+    provider = [
+        {
+            "class_name": "org.apache.cassandra.locator.SimpleSeedProvider",
+            "parameters": [{"seeds": "127.0.0.5,127.0.0.6"}],
+        }
+    ]
+    path = write_yaml(tmp_path / "s.yaml", {"workdir": "w", "seed_provider": provider})
+    assert load_config(path, {}).seeds == ("127.0.0.5", "127.0.0.6")
+
+
+def test_dc_rack_pick_gossiping_snitch() -> None:
+    c = load_config(None, {"workdir": "w", "dc": "dc2", "rack": "r7"})
+    assert (c.endpoint_snitch, c.dc, c.rack) == ("GossipingPropertyFileSnitch", "dc2", "r7")
+    c = load_config(None, {"workdir": "w", "endpoint_snitch": "org.apache.cassandra.locator.SimpleSnitch"})
+    assert c.endpoint_snitch == "SimpleSnitch"
+
+
+def test_simple_snitch_with_custom_dc_is_an_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {"workdir": "w", "endpoint_snitch": "SimpleSnitch", "dc": "dc2"})
+    assert info.value.key == "endpoint_snitch"
+
+
+def test_dashed_keys_are_accepted() -> None:
+    assert load_config(None, {"workdir": "w", "native-transport-port": 9500}).native_transport_port == 9500
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("smp", 0, "1..256"),
+        ("smp", "two", "1..256"),
+        ("smp", True, "1..256"),
+        ("native_transport_port", 70000, "1..65535"),
+        ("authenticator", "KerberosAuthenticator", "PasswordAuthenticator"),
+        ("authorizer", "Nope", "CassandraAuthorizer"),
+        ("tablets_mode_for_new_keyspaces", "sometimes", "enforced"),
+        ("commitlog_sync", "never", "periodic"),
+        ("listen_address", "not-an-ip", "IPv4"),
+        ("seeds", 5, "list of IP addresses"),
+        ("maintenance_mode", "perhaps", "true or false"),
+        ("murmur3_partitioner_ignore_msb_bits", 64, "0..63"),
+        ("tablets_initial_scale_factor", -1, "> 0"),
+        ("cluster_name", "", "non-empty"),
+    ],
+)
+def test_bad_values_name_key_value_and_allowed(key: str, value: Any, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {"workdir": "w", key: value})
+    assert info.value.key == key
+    assert fragment in str(info.value)
+    assert repr(value) in str(info.value)
+
+
+def test_bad_seed_names_the_bad_entry() -> None:
+    with pytest.raises(ConfigError, match="invalid value 'banana'"):
+        load_config(None, {"workdir": "w", "seeds": "127.0.0.1,banana"})
+
+
+def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
+    path = write_yaml(tmp_path / "s.yaml", {"workdir": "w", "listen_adress": "127.0.0.1"})
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {})
+    assert "unknown config key 'listen_adress'" in str(info.value)
+    assert "did you mean 'listen_address'" in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_missing_workdir_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="--workdir"):
+        load_config(None, {})
+
+
+def test_port_clash_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="native_transport_port"):
+        load_config(None, {"workdir": "w", "api_port": 9042})
+    # On different addresses the same port number is fine.
+    c = load_config(None, {"workdir": "w", "api_port": 9042, "api_address": "127.0.0.2"})
+    assert c.api_port == 9042
+
+
+@pytest.mark.parametrize(
+    "content", ["- just\n- a list\n", "key: [unclosed\n"], ids=["not-a-mapping", "bad-yaml"]
+)
+def test_bad_files(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {"workdir": "w"})
+    assert info.value.key == "config file"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="readable"):
+        load_config(tmp_path / "nope.yaml", {"workdir": "w"})
+
+
+def test_empty_file_means_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    assert load_config(path, {"workdir": "w"}) == load_config(None, {"workdir": "w"})
+
+
+def test_direct_construction_validates_too() -> None:
+    with pytest.raises(ConfigError):
+        NodeConfig(workdir=Path("w"), smp=0)
+
+
+def test_effective_config_round_trip(tmp_path: Path) -> None:
+    c = load_config(
+        None,
+        {
+            "workdir": str(tmp_path / "n1"),
+            "seeds": "127.0.0.1,127.0.0.2",
+            "authenticator": "org.apache.cassandra.auth.PasswordAuthenticator",
+            "native_shard_aware_transport_port": 19042,
+            "dc": "east",
+        },
+    )
+    path = write_effective_config(c)
+    assert path == tmp_path / "n1" / "node.yaml"
+    assert read_effective_config(tmp_path / "n1") == c
+    assert not list((tmp_path / "n1").glob("*.tmp"))
+
+
+addresses = st.tuples(st.integers(0, 255), st.integers(1, 254)).map(lambda t: f"127.0.{t[0]}.{t[1]}")
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    listen=addresses,
+    seeds=st.lists(addresses, max_size=4),
+    smp=st.integers(1, 256),
+    port=st.integers(1, 65535),
+    mode=st.sampled_from(["enabled", "disabled", "enforced"]),
+    scale=st.floats(0.01, 1000),
+    maintenance=st.booleans(),
+)
+def test_to_dict_round_trips_through_yaml(
+    listen: str, seeds: list[str], smp: int, port: int, mode: str, scale: float, maintenance: bool
+) -> None:
+    c = load_config(
+        None,
+        {
+            "workdir": "/tmp/x",
+            "listen_address": listen,
+            "seeds": seeds,
+            "smp": smp,
+            "native_transport_port": port,
+            "api_port": 1 if port != 1 else 2,
+            "tablets_mode_for_new_keyspaces": mode,
+            "tablets_initial_scale_factor": scale,
+            "maintenance_mode": maintenance,
+        },
+    )
+    again = NodeConfig(**yaml.safe_load(yaml.safe_dump(c.to_dict())))
+    assert again == c
