@@ -165,3 +165,15 @@ class Unprepared(CqlError):
     def __init__(self, message: str, prepared_id: bytes) -> None:
         super().__init__(message)
         self.prepared_id = prepared_id
+
+
+class RateLimitReached(CqlError):
+    """Scylla's per-partition rate limit. Sent as code 0xF000 with its extra fields only to clients
+    that negotiated SCYLLA_RATE_LIMIT_ERROR; others get Config_error (0x2300) with the message."""
+
+    code = 0xF000
+
+    def __init__(self, message: str, op_type: int, rejected_by_coordinator: bool) -> None:
+        super().__init__(message)
+        self.op_type = op_type  # 0 read, 1 write
+        self.rejected_by_coordinator = rejected_by_coordinator
