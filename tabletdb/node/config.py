@@ -375,10 +375,10 @@ def _normalise_keys(raw: Mapping[Any, Any], source: str) -> dict[str, Any]:
 
 def _unknown_key(name: str, value: Any, source: str) -> ConfigError:
     close = difflib.get_close_matches(name, KNOWN_KEYS, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = f", did you mean {close[0]!r}?" if close else ""
     allowed = ", ".join(sorted(KNOWN_KEYS))
     return ConfigError(
-        name, value, allowed, f"unknown config key {name!r} ({source}){hint} known keys: {allowed}"
+        name, value, allowed, f"unknown config key {name!r} ({source}){hint}; known keys: {allowed}"
     )
 
 
@@ -391,7 +391,7 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any
     merged: dict[str, Any] = {}
     if path is not None:
         merged.update(_normalise_keys(_read_yaml(Path(path)), f"in {path}"))
-    merged.update(_normalise_keys({k: v for k, v in overrides.items() if v is not None}, "override"))
+    merged.update(_normalise_keys({k: v for k, v in overrides.items() if v is not None}, "command line"))
     if "workdir" not in merged:
         raise ConfigError("workdir", None, "a directory path, set in the YAML file or with --workdir")
     return NodeConfig(**merged)
