@@ -1,0 +1,246 @@
+"""CREATE / ALTER / DROP KEYSPACE decisions, including replication and tablets validation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tabletdb.cql.errors import AlreadyExists, ConfigurationError, InvalidRequest
+from tabletdb.schema.ddl_common import (
+    ALTERABLE_SYSTEM_KEYSPACES,
+    NOOP,
+    SYSTEM_KEYSPACES,
+    Change,
+    DdlOutcome,
+    SchemaChangeEvent,
+    SchemaConfig,
+    Target,
+    ensure_user_modifiable,
+    validate_keyspace_name,
+)
+from tabletdb.schema.model import (
+    EVERYWHERE,
+    NTS,
+    SIMPLE,
+    Catalog,
+    KeyspaceDef,
+    KeyspaceTablets,
+    RackList,
+    Replication,
+)
+from tabletdb.schema.mutations import DropKeyspace, PutKeyspace
+
+_PREFIX = "org.apache.cassandra.locator."
+_STRATEGIES = {"SimpleStrategy": SIMPLE, "NetworkTopologyStrategy": NTS, "EverywhereStrategy": EVERYWHERE}
+
+
+def strategy_class(name: str) -> str:
+    """The full Java class name of a replication strategy, as system_schema stores it."""
+    short = name.removeprefix(_PREFIX).removeprefix("com.scylladb.locator.")
+    if short == "LocalStrategy":
+        raise ConfigurationError("LocalStrategy is for ScyllaDB internal use only")
+    full = _STRATEGIES.get(short)
+    if full is None:
+        raise ConfigurationError(f"Unable to find replication strategy class '{_PREFIX}{short}'")
+    return full
+
+
+def _rf(value: object) -> str:
+    text = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else None
+    if text is None or not text.isdigit():
+        raise ConfigurationError(f"Replication factor must be numeric and non-negative, found '{value}'")
+    return str(int(text))
+
+
+def _rack_list(dc: str, value: Sequence[object]) -> RackList:
+    racks = tuple(str(r) for r in value)
+    if len(set(racks)) != len(racks):
+        raise ConfigurationError(f"Rack list for datacenter {dc} contains duplicates: {list(racks)}")
+    return racks
+
+
+def validate_replication(keyspace: str, given: Mapping[str, object], config: SchemaConfig) -> Replication:
+    """Turn `replication = {...}` into a Replication, rejecting what ScyllaDB rejects."""
+    options = dict(given)
+    cls_value = options.pop("class", None)
+    if cls_value is None:
+        raise ConfigurationError("Missing mandatory replication strategy class")
+    full = strategy_class(str(cls_value))
+    if full == SIMPLE:
+        if "replication_factor" not in options:
+            raise ConfigurationError("SimpleStrategy requires a replication_factor strategy option.")
+        for key in options:
+            if key != "replication_factor":
+                raise ConfigurationError(
+                    f"Unrecognized strategy option {{{key}}} passed to SimpleStrategy for keyspace {keyspace}"
+                )
+        return Replication(SIMPLE, (("replication_factor", _rf(options["replication_factor"])),))
+    if full == EVERYWHERE:
+        if options:
+            raise ConfigurationError(f"EverywhereStrategy takes no options, got {sorted(options)}")
+        return Replication(EVERYWHERE)
+    return Replication(NTS, _nts_options(keyspace, options, config))
+
+
+def _nts_options(
+    keyspace: str, options: dict[str, object], config: SchemaConfig
+) -> tuple[tuple[str, str | RackList], ...]:
+    result: dict[str, str | RackList] = {}
+    default = options.pop("replication_factor", None)
+    if default is not None:
+        if not config.datacenters:
+            raise ConfigurationError(
+                "replication_factor is ambiguous for NetworkTopologyStrategy: no datacenter is known yet"
+            )
+        rf = _rf(default)
+        result.update({dc: rf for dc in config.datacenters})
+    for dc, value in options.items():
+        if config.datacenters and dc not in config.datacenters:
+            raise ConfigurationError(
+                f"Unrecognized strategy option {{{dc}}} passed to NetworkTopologyStrategy "
+                f"for keyspace {keyspace}"
+            )
+        if isinstance(value, list | tuple):
+            result[dc] = _rack_list(dc, value)
+        else:
+            result[dc] = _rf(value)
+    return tuple(sorted(result.items()))
+
+
+def _tablets(
+    replication: Replication, given: Mapping[str, object] | None, config: SchemaConfig
+) -> KeyspaceTablets | None:
+    wanted: bool | None = None
+    initial: int | None = None
+    for key, value in (given or {}).items():
+        if key == "enabled":
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                value = value.lower() == "true"
+            if not isinstance(value, bool):
+                raise ConfigurationError(f"Invalid value for tablets option 'enabled': {value!r}")
+            wanted = value
+        elif key == "initial":
+            if isinstance(value, bool) or not str(value).isdigit():
+                raise ConfigurationError(f"Invalid value for tablets option 'initial': {value!r}")
+            initial = int(str(value))
+        else:
+            raise ConfigurationError(f"Unrecognized tablets option '{key}'")
+    mode = config.tablets_mode_for_new_keyspaces
+    if mode == "enforced" and (wanted is False or replication.strategy_class != NTS):
+        raise ConfigurationError(
+            "Tablets are enforced for new keyspaces (tablets_mode_for_new_keyspaces=enforced); "
+            "use NetworkTopologyStrategy and do not disable tablets"
+        )
+    if replication.strategy_class != NTS:
+        if wanted:
+            raise ConfigurationError(
+                f"Tablets are only supported with NetworkTopologyStrategy, not {replication.strategy_class}"
+            )
+        return None
+    enabled = wanted if wanted is not None else mode in ("enabled", "enforced")
+    if initial is not None and not enabled:
+        raise ConfigurationError("The 'initial' tablets option requires tablets to be enabled")
+    if enabled and config.enforce_rack_list:
+        for dc, value in replication.options:
+            if not isinstance(value, tuple) and int(value) > 0:
+                raise ConfigurationError(
+                    f"Replication factor for datacenter {dc} must be a rack list (enforce_rack_list is set)"
+                )
+    return KeyspaceTablets(enabled, initial)
+
+
+def _storage(given: Mapping[str, object] | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    if not given:
+        return None, ()
+    options = {str(k): str(v) for k, v in given.items()}
+    kind = options.pop("type", None)
+    if kind is None:
+        raise ConfigurationError("Missing storage type")
+    if kind.upper() == "LOCAL":
+        if options:
+            raise ConfigurationError(f"Local storage does not accept options, got {sorted(options)}")
+        return None, ()
+    if kind.upper() != "S3":
+        raise ConfigurationError(f"Unsupported storage type {kind}")
+    return "S3", tuple(sorted(options.items()))
+
+
+def create_keyspace(
+    catalog: Catalog,
+    name: str,
+    replication: Mapping[str, object],
+    durable_writes: bool = True,
+    tablets: Mapping[str, object] | None = None,
+    if_not_exists: bool = False,
+    config: SchemaConfig | None = None,
+    storage: Mapping[str, object] | None = None,
+) -> DdlOutcome:
+    config = config or SchemaConfig()
+    if name.lower() in SYSTEM_KEYSPACES:
+        raise InvalidRequest(f"{name} keyspace is not user-modifiable")
+    validate_keyspace_name(name)
+    if catalog.keyspace(name) is not None:
+        if if_not_exists:
+            return NOOP
+        raise AlreadyExists(f'Cannot add already existing keyspace "{name}"', name)
+    rep = validate_replication(name, replication, config)
+    storage_type, storage_options = _storage(storage)
+    definition = KeyspaceDef(
+        name, rep, durable_writes, _tablets(rep, tablets, config), storage_type, storage_options
+    )
+    return DdlOutcome((PutKeyspace(definition),), (SchemaChangeEvent(Change.CREATED, Target.KEYSPACE, name),))
+
+
+def alter_keyspace(
+    catalog: Catalog,
+    name: str,
+    replication: Mapping[str, object] | None = None,
+    durable_writes: bool | None = None,
+    tablets: Mapping[str, object] | None = None,
+    config: SchemaConfig | None = None,
+    if_exists: bool = False,
+) -> DdlOutcome:
+    config = config or SchemaConfig()
+    if name not in ALTERABLE_SYSTEM_KEYSPACES:
+        ensure_user_modifiable(name)
+    ks = catalog.keyspace(name)
+    if ks is None:
+        if if_exists:
+            return NOOP
+        raise InvalidRequest(f"Keyspace {name} does not exist")
+    old = ks.definition
+    rep = old.replication if replication is None else validate_replication(name, replication, config)
+    new_tablets = old.tablets
+    if tablets is not None or rep.strategy_class != old.replication.strategy_class:
+        merged: dict[str, object] = {"enabled": old.uses_tablets}
+        merged.update(tablets or {})
+        if old.tablets is not None and old.tablets.initial is not None and "initial" not in (tablets or {}):
+            merged["initial"] = old.tablets.initial
+        if rep.strategy_class != NTS and not old.uses_tablets:
+            merged = {}
+        sticky = SchemaConfig("enabled" if old.uses_tablets else "disabled", config.datacenters, False)
+        new_tablets = _tablets(rep, merged, sticky)
+        was = old.uses_tablets
+        now = new_tablets is not None and new_tablets.enabled
+        if was != now:
+            raise ConfigurationError(
+                f"Cannot alter replication strategy vnode/tablets flavor of keyspace {name}: "
+                "tablets can only be chosen when the keyspace is created"
+            )
+    definition = KeyspaceDef(
+        name,
+        rep,
+        old.durable_writes if durable_writes is None else durable_writes,
+        new_tablets,
+        old.storage_type,
+        old.storage_options,
+    )
+    return DdlOutcome((PutKeyspace(definition),), (SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, name),))
+
+
+def drop_keyspace(catalog: Catalog, name: str, if_exists: bool = False) -> DdlOutcome:
+    ensure_user_modifiable(name)
+    if catalog.keyspace(name) is None:
+        if if_exists:
+            return NOOP
+        raise ConfigurationError(f"Cannot drop non existing keyspace '{name}'.")
+    return DdlOutcome((DropKeyspace(name),), (SchemaChangeEvent(Change.DROPPED, Target.KEYSPACE, name),))

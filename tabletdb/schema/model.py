@@ -1,0 +1,332 @@
+"""The schema catalog as an immutable value.
+
+Every node holds the same Catalog (group0 applies the same mutations in the same order), and
+readers keep using the object they fetched while a new one is built. Column types are always
+resolved: a UDT appears as `tabletdb.cql.types.UserType` carrying its fields, never as a
+`UserTypeRef`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+
+from tabletdb.cql.types import CqlType, UserType
+from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.schema.options import Pairs, TableOptions
+
+NTS = "org.apache.cassandra.locator.NetworkTopologyStrategy"
+SIMPLE = "org.apache.cassandra.locator.SimpleStrategy"
+LOCAL = "org.apache.cassandra.locator.LocalStrategy"
+EVERYWHERE = "org.apache.cassandra.locator.EverywhereStrategy"
+
+
+class ColumnKind(StrEnum):
+    PARTITION_KEY = "partition_key"
+    CLUSTERING = "clustering"
+    STATIC = "static"
+    REGULAR = "regular"
+
+
+class ClusteringOrder(StrEnum):
+    ASC = "ASC"
+    DESC = "DESC"
+    NONE = "NONE"
+
+
+class IndexKind(StrEnum):
+    KEYS = "KEYS"
+    COMPOSITES = "COMPOSITES"
+    CUSTOM = "CUSTOM"
+
+
+RackList = tuple[str, ...]
+ZERO_VERSION = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True)
+class Replication:
+    """Strategy class (full Java name) and its options; a DC's factor is a number string or a rack list."""
+
+    strategy_class: str
+    options: tuple[tuple[str, str | RackList], ...] = ()
+
+    def factor(self, dc: str) -> int:
+        value = dict(self.options).get(dc, "0")
+        return len(value) if isinstance(value, tuple) else int(value)
+
+
+@dataclass(frozen=True)
+class KeyspaceTablets:
+    """`tablets = {'enabled': ..., 'initial': N}`; None on a keyspace means tablets do not apply."""
+
+    enabled: bool
+    initial: int | None = None
+
+
+@dataclass(frozen=True)
+class KeyspaceDef:
+    name: str
+    replication: Replication
+    durable_writes: bool = True
+    tablets: KeyspaceTablets | None = None
+    storage_type: str | None = None
+    storage_options: Pairs = ()
+
+    @property
+    def uses_tablets(self) -> bool:
+        return self.tablets is not None and self.tablets.enabled
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    name: str
+    type: CqlType
+    kind: ColumnKind
+    position: int = -1
+    clustering_order: ClusteringOrder = ClusteringOrder.NONE
+
+    @property
+    def is_primary_key(self) -> bool:
+        return self.kind in (ColumnKind.PARTITION_KEY, ColumnKind.CLUSTERING)
+
+
+@dataclass(frozen=True)
+class DroppedColumn:
+    type: CqlType
+    timestamp: int  # microseconds since the epoch, the DROP's write timestamp
+
+
+@dataclass(frozen=True)
+class IndexDef:
+    """A secondary index. `options` holds `target` (and `class_name` for custom indexes)."""
+
+    name: str
+    table: str
+    kind: IndexKind
+    options: Pairs
+
+    @property
+    def target(self) -> str:
+        return dict(self.options)["target"]
+
+    @property
+    def custom_class(self) -> str | None:
+        return dict(self.options).get("class_name")
+
+
+def order_columns(columns: tuple[ColumnDef, ...] | list[ColumnDef]) -> tuple[ColumnDef, ...]:
+    """Partition key by position, clustering by position, then static and regular by name."""
+    rank = {
+        ColumnKind.PARTITION_KEY: 0,
+        ColumnKind.CLUSTERING: 1,
+        ColumnKind.STATIC: 2,
+        ColumnKind.REGULAR: 2,
+    }
+
+    def key(c: ColumnDef) -> tuple[int, int, bytes]:
+        return (rank[c.kind], c.position, c.name.encode())
+
+    return tuple(sorted(columns, key=key))
+
+
+@dataclass(frozen=True)
+class TableDef:
+    keyspace: str
+    name: str
+    id: uuid.UUID
+    columns: tuple[ColumnDef, ...]
+    options: TableOptions = field(default_factory=TableOptions)
+    dropped_columns: tuple[tuple[str, DroppedColumn], ...] = ()
+    is_compact_storage: bool = False
+    is_dense: bool = False
+    indexes: tuple[IndexDef, ...] = ()
+
+    @cached_property
+    def _by_name(self) -> dict[str, ColumnDef]:
+        return {c.name: c for c in self.columns}
+
+    def column(self, name: str) -> ColumnDef | None:
+        return self._by_name.get(name)
+
+    @property
+    def partition_key(self) -> tuple[ColumnDef, ...]:
+        return tuple(c for c in self.columns if c.kind is ColumnKind.PARTITION_KEY)
+
+    @property
+    def clustering_key(self) -> tuple[ColumnDef, ...]:
+        return tuple(c for c in self.columns if c.kind is ColumnKind.CLUSTERING)
+
+    @property
+    def primary_key(self) -> tuple[ColumnDef, ...]:
+        return self.partition_key + self.clustering_key
+
+    @property
+    def static_columns(self) -> tuple[ColumnDef, ...]:
+        return tuple(c for c in self.columns if c.kind is ColumnKind.STATIC)
+
+    @property
+    def regular_columns(self) -> tuple[ColumnDef, ...]:
+        return tuple(c for c in self.columns if c.kind is ColumnKind.REGULAR)
+
+    @property
+    def is_counter(self) -> bool:
+        return any(c.type.is_counter for c in self.columns if not c.is_primary_key)
+
+    @property
+    def flags(self) -> frozenset[str]:
+        """system_schema.tables.flags; never empty for CQL tables (drivers read empty as compact)."""
+        result = set()
+        if self.is_counter:
+            result.add("counter")
+        if self.is_compact_storage:
+            if self.is_dense:
+                result.add("dense")
+            if len(self.clustering_key) > 1 or not self.is_dense:
+                result.add("compound")
+        else:
+            result.add("compound")
+        return frozenset(result)
+
+    def dropped(self, name: str) -> DroppedColumn | None:
+        return dict(self.dropped_columns).get(name)
+
+    def index(self, name: str) -> IndexDef | None:
+        return next((i for i in self.indexes if i.name == name), None)
+
+
+@dataclass(frozen=True)
+class ViewDef:
+    """A materialized view: its own table shape plus the link to its base table."""
+
+    table: TableDef
+    base_table_id: uuid.UUID
+    base_table_name: str
+    where_clause: str
+    include_all_columns: bool = False
+
+    @property
+    def keyspace(self) -> str:
+        return self.table.keyspace
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+
+@dataclass(frozen=True)
+class UserTypeDef:
+    keyspace: str
+    name: str
+    field_names: tuple[str, ...]
+    field_types: tuple[CqlType, ...]
+
+    def as_type(self, frozen: bool = False) -> UserType:
+        return UserType(self.keyspace, self.name, self.field_names, self.field_types, frozen)
+
+
+@dataclass(frozen=True)
+class FunctionDef:
+    keyspace: str
+    name: str
+    argument_names: tuple[str, ...]
+    argument_types: tuple[CqlType, ...]
+    return_type: CqlType
+    language: str
+    body: str
+    called_on_null_input: bool
+
+    @property
+    def signature(self) -> FunctionKey:
+        return (self.name, tuple(t.cql() for t in self.argument_types))
+
+
+@dataclass(frozen=True)
+class AggregateDef:
+    keyspace: str
+    name: str
+    argument_types: tuple[CqlType, ...]
+    state_func: str
+    state_type: CqlType
+    return_type: CqlType
+    final_func: str | None = None
+    initcond: str | None = None  # the CQL literal text of the initial state
+    reduce_func: str | None = None
+
+    @property
+    def signature(self) -> FunctionKey:
+        return (self.name, tuple(t.cql() for t in self.argument_types))
+
+
+FunctionKey = tuple[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class KeyspaceSchema:
+    definition: KeyspaceDef
+    tables: FrozenMap[str, TableDef] = field(default_factory=FrozenMap)
+    views: FrozenMap[str, ViewDef] = field(default_factory=FrozenMap)
+    types: FrozenMap[str, UserTypeDef] = field(default_factory=FrozenMap)
+    functions: FrozenMap[FunctionKey, FunctionDef] = field(default_factory=FrozenMap)
+    aggregates: FrozenMap[FunctionKey, AggregateDef] = field(default_factory=FrozenMap)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def views_of(self, table: str) -> list[ViewDef]:
+        return sorted((v for v in self.views.values() if v.base_table_name == table), key=lambda v: v.name)
+
+    def functions_named(self, name: str) -> list[FunctionDef]:
+        return [f for key, f in self.functions.items() if key[0] == name]
+
+    def aggregates_named(self, name: str) -> list[AggregateDef]:
+        return [a for key, a in self.aggregates.items() if key[0] == name]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All keyspaces plus the schema version (the id of the group0 state that produced it)."""
+
+    keyspaces: FrozenMap[str, KeyspaceSchema] = field(default_factory=FrozenMap)
+    version: uuid.UUID = field(default_factory=lambda: ZERO_VERSION)
+    # table or view id -> (keyspace, name): keeps `WITH ID` uniqueness checks O(1).
+    ids: FrozenMap[uuid.UUID, tuple[str, str]] = field(default_factory=FrozenMap)
+
+    def keyspace(self, name: str) -> KeyspaceSchema | None:
+        return self.keyspaces.get(name)
+
+    def table(self, keyspace: str, name: str) -> TableDef | None:
+        ks = self.keyspaces.get(keyspace)
+        return None if ks is None else ks.tables.get(name)
+
+    def view(self, keyspace: str, name: str) -> ViewDef | None:
+        ks = self.keyspaces.get(keyspace)
+        return None if ks is None else ks.views.get(name)
+
+    def table_or_view(self, keyspace: str, name: str) -> TableDef | None:
+        table = self.table(keyspace, name)
+        if table is not None:
+            return table
+        view = self.view(keyspace, name)
+        return None if view is None else view.table
+
+    def user_type(self, keyspace: str, name: str) -> UserTypeDef | None:
+        ks = self.keyspaces.get(keyspace)
+        return None if ks is None else ks.types.get(name)
+
+    def by_id(self, table_id: uuid.UUID) -> TableDef | None:
+        where = self.ids.get(table_id)
+        return None if where is None else self.table_or_view(*where)
+
+    def find_index(self, keyspace: str, name: str) -> tuple[TableDef, IndexDef] | None:
+        ks = self.keyspaces.get(keyspace)
+        if ks is None:
+            return None
+        for table in ks.tables.values():
+            index = table.index(name)
+            if index is not None:
+                return table, index
+        return None
