@@ -1,0 +1,72 @@
+"""The interface between the protocol shell and the query layer.
+
+The query layer implements `Handler`; the server calls it with a `ClientState` that describes
+the connection (what system.clients shows) and that the handler may annotate. Handler methods
+raise `tabletdb.cql.errors.CqlError` subclasses to answer with an ERROR frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tabletdb.protocol.requests import Batch, QueryParameters
+from tabletdb.protocol.responses import PreparedResult, Result
+
+
+@dataclass(slots=True)
+class ClientState:
+    """One client connection as the query layer sees it."""
+
+    connection_id: int
+    peer: tuple[str, int]
+    shard: int
+    protocol_version: int = 4
+    startup_options: dict[str, str] = field(default_factory=dict)
+    extensions: frozenset[str] = frozenset()
+    keyspace: str | None = None
+    user: str | None = None
+    ready: bool = False
+    # Free for the handler (e.g. its session object, per-connection prepared cache).
+    slot: Any = None
+
+    @property
+    def driver_name(self) -> str | None:
+        return self.startup_options.get("DRIVER_NAME")
+
+    @property
+    def driver_version(self) -> str | None:
+        return self.startup_options.get("DRIVER_VERSION")
+
+
+class Handler(Protocol):
+    """What the server needs from the query layer."""
+
+    @property
+    def authenticator(self) -> str | None:
+        """Authenticator class to send in AUTHENTICATE, or None to answer STARTUP with READY."""
+        ...
+
+    def supported(self, client: ClientState) -> dict[str, list[str]]:
+        """The SUPPORTED multimap for this connection (see extensions.build_supported)."""
+        ...
+
+    async def authenticate(self, client: ClientState, username: str, password: str) -> None:
+        """Check PLAIN credentials; raise BadCredentials on failure."""
+        ...
+
+    async def query(self, client: ClientState, query: str, params: QueryParameters) -> Result: ...
+
+    async def prepare(self, client: ClientState, query: str) -> PreparedResult: ...
+
+    async def execute(
+        self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
+    ) -> Result: ...
+
+    async def batch(self, client: ClientState, batch: Batch) -> Result: ...
+
+    def connection_opened(self, client: ClientState) -> None:
+        """Called once the TCP connection is accepted (before any request)."""
+        ...
+
+    def connection_closed(self, client: ClientState) -> None: ...

@@ -1,0 +1,125 @@
+"""Column metadata shared by Rows and Prepared results, and the result-metadata id.
+
+The metadata id lets a driver that negotiated SCYLLA_USE_METADATA_ID skip result metadata on
+EXECUTE and still notice a schema change: it must be a stable function of the result columns.
+We define it as the first 16 bytes of SHA-256 over, for each column in order, the column name
+and the CQL type text (`type.cql()`), each written as a `[string]` (u16 length + UTF-8), so no
+two different column lists can produce the same byte stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from tabletdb.cql.types import CqlType
+from tabletdb.protocol.types_wire import write_option
+from tabletdb.protocol.wire import write_bytes, write_int, write_short_bytes, write_string
+
+# Rows metadata flags.
+MF_GLOBAL_TABLES_SPEC = 0x0001
+MF_HAS_MORE_PAGES = 0x0002
+MF_NO_METADATA = 0x0004
+MF_METADATA_CHANGED = 0x0008
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    keyspace: str
+    table: str
+    name: str
+    type: CqlType
+
+
+def result_metadata_id(columns: list[ColumnSpec]) -> bytes:
+    h = hashlib.sha256()
+    buf = bytearray()
+    for col in columns:
+        write_string(buf, col.name)
+        write_string(buf, col.type.cql())
+    h.update(buf)
+    return h.digest()[:16]
+
+
+def common_table(columns: list[ColumnSpec]) -> tuple[str, str] | None:
+    """(keyspace, table) when the list is non-empty and all columns share it: Scylla's rule for
+    setting global_tables_spec."""
+    if not columns:
+        return None
+    first = columns[0]
+    ks, table = first.keyspace, first.table
+    for col in columns:
+        if col.keyspace != ks or col.table != table:
+            return None
+    return ks, table
+
+
+def write_column_specs(out: bytearray, columns: list[ColumnSpec], global_spec: bool) -> None:
+    for col in columns:
+        if not global_spec:
+            write_string(out, col.keyspace)
+            write_string(out, col.table)
+        write_string(out, col.name)
+        write_option(out, col.type)
+
+
+@dataclass(slots=True)
+class RowsMetadata:
+    """Result columns plus the paging state of this page.
+
+    Build one per statement and reuse it: the encoded column block and the metadata id are
+    computed once and cached, which matters on the EXECUTE hot path.
+    """
+
+    columns: list[ColumnSpec]
+    paging_state: bytes | None = None
+    _id: bytes | None = field(default=None, repr=False, compare=False)
+    _specs: tuple[bool, bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def metadata_id(self) -> bytes:
+        if self._id is None:
+            self._id = result_metadata_id(self.columns)
+        return self._id
+
+    def with_paging_state(self, paging_state: bytes | None) -> RowsMetadata:
+        """The same columns (sharing the caches) for another page."""
+        return RowsMetadata(self.columns, paging_state, self._id, self._specs)
+
+    def _column_block(self) -> tuple[bool, bytes]:
+        """Whether the spec is global, and `[string] ks, [string] table` (if global) followed by
+        the column specs; computed once."""
+        if self._specs is None:
+            out = bytearray()
+            table = common_table(self.columns)
+            if table is not None:
+                write_string(out, table[0])
+                write_string(out, table[1])
+            write_column_specs(out, self.columns, table is not None)
+            self._specs = (table is not None, bytes(out))
+        return self._specs
+
+    def encode(
+        self, out: bytearray, *, no_metadata: bool = False, new_metadata_id: bytes | None = None
+    ) -> None:
+        """Append `<metadata>`. `new_metadata_id` (SCYLLA_USE_METADATA_ID) forces full metadata."""
+        flags = 0
+        if self.paging_state is not None:
+            flags |= MF_HAS_MORE_PAGES
+        if new_metadata_id is not None:
+            flags |= MF_METADATA_CHANGED
+        elif no_metadata or not self.columns:
+            flags |= MF_NO_METADATA
+        full = not flags & MF_NO_METADATA
+        global_spec, block = self._column_block() if full else (False, b"")
+        if global_spec:
+            flags |= MF_GLOBAL_TABLES_SPEC
+        write_int(out, flags)
+        write_int(out, len(self.columns))
+        if self.paging_state is not None:
+            write_bytes(out, self.paging_state)
+        if not full:
+            return
+        if new_metadata_id is not None:
+            write_short_bytes(out, new_metadata_id)
+        out += block

@@ -1,0 +1,315 @@
+"""Typed server responses and their body encoders (spec/clients.md 1.2, 1.7-1.9).
+
+Each response knows its opcode and appends its body given the connection's negotiated facts
+(`EncodeContext`) and the request it answers (Rows metadata depends on the request's
+skip-metadata flag and metadata id). Any response may carry warnings and a custom payload
+(e.g. `tablets-routing-v1`); the connection turns those into frame flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tabletdb.cql import errors as E
+from tabletdb.protocol.frames import OpCode
+from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata, common_table, write_column_specs
+from tabletdb.protocol.requests import Execute, Query, Request
+from tabletdb.protocol.wire import (
+    write_byte,
+    write_bytes,
+    write_consistency,
+    write_inet,
+    write_int,
+    write_short,
+    write_short_bytes,
+    write_string,
+    write_string_list,
+    write_string_multimap,
+    write_uint,
+)
+
+RESULT_VOID, RESULT_ROWS, RESULT_SET_KEYSPACE, RESULT_PREPARED, RESULT_SCHEMA_CHANGE = 1, 2, 3, 4, 5
+PREPARED_GLOBAL_TABLES_SPEC = 0x0001
+LWT_METADATA_MASK = 0x80000000  # what Scylla advertises as LWT_OPTIMIZATION_META_BIT_MASK
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeContext:
+    """What the connection negotiated that changes response layouts."""
+
+    version: int = 4
+    use_metadata_id: bool = False
+    lwt_mark: bool = False
+    rate_limit_error: bool = False
+
+
+@dataclass(slots=True)
+class Response:
+    """Base: `custom_payload` and `warnings` ride in the frame, before the opcode body."""
+
+    custom_payload: dict[str, bytes | None] | None = field(default=None, kw_only=True)
+    warnings: list[str] | None = field(default=None, kw_only=True)
+
+    opcode = OpCode.RESULT
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        raise NotImplementedError
+
+
+@dataclass(slots=True)
+class Ready(Response):
+    opcode = OpCode.READY
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class Supported(Response):
+    options: dict[str, list[str]] = field(default_factory=dict)
+    opcode = OpCode.SUPPORTED
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_string_multimap(out, self.options)
+
+
+@dataclass(slots=True)
+class Authenticate(Response):
+    authenticator: str = ""
+    opcode = OpCode.AUTHENTICATE
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_string(out, self.authenticator)
+
+
+@dataclass(slots=True)
+class AuthChallenge(Response):
+    token: bytes | None = None
+    opcode = OpCode.AUTH_CHALLENGE
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_bytes(out, self.token)
+
+
+@dataclass(slots=True)
+class AuthSuccess(Response):
+    token: bytes | None = b""
+    opcode = OpCode.AUTH_SUCCESS
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_bytes(out, self.token)
+
+
+@dataclass(slots=True)
+class ErrorResponse(Response):
+    error: E.CqlError = field(default_factory=lambda: E.ServerError("unknown error"))
+    opcode = OpCode.ERROR
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        encode_error(out, self.error, ctx)
+
+
+def encode_error(out: bytearray, err: E.CqlError, ctx: EncodeContext) -> None:
+    """`[int] code`, `[string] message`, then the code's extra fields (1.9)."""
+    if isinstance(err, E.RateLimitReached) and not ctx.rate_limit_error:
+        write_int(out, E.ConfigurationError.code)
+        write_string(out, err.message)
+        return
+    write_int(out, err.code)
+    write_string(out, err.message)
+    if isinstance(err, E.Unavailable):
+        write_consistency(out, err.consistency)
+        write_int(out, err.required)
+        write_int(out, err.alive)
+    elif isinstance(err, E.WriteTimeout):
+        write_consistency(out, err.consistency)
+        write_int(out, err.received)
+        write_int(out, err.block_for)
+        write_string(out, err.write_type)
+    elif isinstance(err, E.ReadTimeout):
+        write_consistency(out, err.consistency)
+        write_int(out, err.received)
+        write_int(out, err.block_for)
+        write_byte(out, 1 if err.data_present else 0)
+    elif isinstance(err, E.ReadFailure):
+        write_consistency(out, err.consistency)
+        write_int(out, err.received)
+        write_int(out, err.block_for)
+        write_int(out, err.failures)
+        write_byte(out, 1 if err.data_present else 0)
+    elif isinstance(err, E.FunctionFailure):
+        write_string(out, err.keyspace)
+        write_string(out, err.function)
+        write_string_list(out, err.arg_types)
+    elif isinstance(err, E.WriteFailure):
+        write_consistency(out, err.consistency)
+        write_int(out, err.received)
+        write_int(out, err.block_for)
+        write_int(out, err.failures)
+        write_string(out, err.write_type)
+    elif isinstance(err, E.AlreadyExists):
+        write_string(out, err.keyspace)
+        write_string(out, err.table)
+    elif isinstance(err, E.Unprepared):
+        write_short_bytes(out, err.prepared_id)
+    elif isinstance(err, E.RateLimitReached):
+        write_byte(out, err.op_type)
+        write_byte(out, 1 if err.rejected_by_coordinator else 0)
+
+
+@dataclass(slots=True)
+class VoidResult(Response):
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_int(out, RESULT_VOID)
+
+
+@dataclass(slots=True)
+class RowsResult(Response):
+    """One page of rows: each row a list of serialized cells (None = null)."""
+
+    metadata: RowsMetadata = field(default_factory=lambda: RowsMetadata([]))
+    rows: list[list[bytes | None]] = field(default_factory=list)
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_int(out, RESULT_ROWS)
+        meta = self.metadata
+        no_metadata = False
+        new_id: bytes | None = None
+        if isinstance(request, Execute):
+            no_metadata = request.params.skip_metadata
+            if ctx.use_metadata_id and request.result_metadata_id != meta.metadata_id:
+                new_id = meta.metadata_id
+        elif isinstance(request, Query):
+            no_metadata = request.params.skip_metadata
+        meta.encode(out, no_metadata=no_metadata, new_metadata_id=new_id)
+        write_int(out, len(self.rows))
+        for row in self.rows:
+            for cell in row:
+                write_bytes(out, cell)
+
+
+@dataclass(slots=True)
+class SetKeyspaceResult(Response):
+    keyspace: str = ""
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_int(out, RESULT_SET_KEYSPACE)
+        write_string(out, self.keyspace)
+
+
+@dataclass(slots=True)
+class PreparedResult(Response):
+    """The answer to PREPARE. `pk_indexes` are bind positions of the partition key components, in
+    partition-key order; they are sent only when all bind columns come from one table."""
+
+    id: bytes = b""
+    bind_columns: list[ColumnSpec] = field(default_factory=list)
+    pk_indexes: list[int] = field(default_factory=list)
+    result_metadata: RowsMetadata = field(default_factory=lambda: RowsMetadata([]))
+    is_lwt: bool = False
+
+    @property
+    def result_metadata_id(self) -> bytes:
+        return self.result_metadata.metadata_id
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_int(out, RESULT_PREPARED)
+        write_short_bytes(out, self.id)
+        if ctx.use_metadata_id:
+            write_short_bytes(out, self.result_metadata_id)
+        table = common_table(self.bind_columns)
+        flags = PREPARED_GLOBAL_TABLES_SPEC if table is not None else 0
+        if self.is_lwt and ctx.lwt_mark:
+            flags |= LWT_METADATA_MASK
+        write_uint(out, flags)
+        write_int(out, len(self.bind_columns))
+        pk_indexes = self.pk_indexes if table is not None else []
+        write_int(out, len(pk_indexes))
+        for i in pk_indexes:
+            write_short(out, i)
+        if table is not None:
+            write_string(out, table[0])
+            write_string(out, table[1])
+        write_column_specs(out, self.bind_columns, table is not None)
+        self.result_metadata.encode(out)
+
+
+@dataclass(slots=True)
+class SchemaChangeResult(Response):
+    """change: CREATED/UPDATED/DROPPED; target: KEYSPACE/TABLE/TYPE/FUNCTION/AGGREGATE."""
+
+    change: str = "CREATED"
+    target: str = "KEYSPACE"
+    keyspace: str = ""
+    name: str | None = None
+    arg_types: list[str] | None = None
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_int(out, RESULT_SCHEMA_CHANGE)
+        write_schema_change(out, self.change, self.target, self.keyspace, self.name, self.arg_types)
+
+
+def write_schema_change(
+    out: bytearray, change: str, target: str, keyspace: str, name: str | None, arg_types: list[str] | None
+) -> None:
+    write_string(out, change)
+    write_string(out, target)
+    write_string(out, keyspace)
+    if target == "KEYSPACE":
+        return
+    if name is None:
+        raise ValueError(f"schema change on a {target} needs a name")
+    write_string(out, name)
+    if target in ("FUNCTION", "AGGREGATE"):
+        write_string_list(out, arg_types or [])
+
+
+Result = VoidResult | RowsResult | SetKeyspaceResult | PreparedResult | SchemaChangeResult
+
+
+@dataclass(slots=True)
+class Event(Response):
+    """Base of server-pushed EVENTs (stream -1); `event_type` is what REGISTER names."""
+
+    opcode = OpCode.EVENT
+    event_type = ""
+
+
+@dataclass(slots=True)
+class TopologyChangeEvent(Event):
+    change: str = "NEW_NODE"  # NEW_NODE, REMOVED_NODE, MOVED_NODE
+    address: str = "127.0.0.1"
+    port: int = 9042
+    event_type = "TOPOLOGY_CHANGE"
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_string(out, self.event_type)
+        write_string(out, self.change)
+        write_inet(out, self.address, self.port)
+
+
+@dataclass(slots=True)
+class StatusChangeEvent(Event):
+    status: str = "UP"  # UP, DOWN
+    address: str = "127.0.0.1"
+    port: int = 9042
+    event_type = "STATUS_CHANGE"
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_string(out, self.event_type)
+        write_string(out, self.status)
+        write_inet(out, self.address, self.port)
+
+
+@dataclass(slots=True)
+class SchemaChangeEvent(Event):
+    change: str = "CREATED"
+    target: str = "KEYSPACE"
+    keyspace: str = ""
+    name: str | None = None
+    arg_types: list[str] | None = None
+    event_type = "SCHEMA_CHANGE"
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_string(out, self.event_type)
+        write_schema_change(out, self.change, self.target, self.keyspace, self.name, self.arg_types)

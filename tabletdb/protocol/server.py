@@ -1,0 +1,310 @@
+"""The asyncio shell around `Connection`: sockets, request tasks, write coalescing, events.
+
+Each request runs in its own task so slow queries do not block other streams of the same
+connection; responses are written as they complete. Output produced during one loop tick is
+joined into a single `transport.write` (call_soon-scheduled flush), which is what makes pipelined
+driver traffic cheap. Back-pressure: when the transport's buffer is full or too many requests are
+in flight, we stop reading from that socket until it drains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Awaitable, Callable
+
+from tabletdb.cql.errors import CqlError, ServerError
+from tabletdb.protocol.connection import EVENT_STREAM, Connection, ConnState, ProtocolViolation
+from tabletdb.protocol.extensions import KNOWN_EXTENSIONS
+from tabletdb.protocol.frames import DEFAULT_MAX_FRAME_SIZE
+from tabletdb.protocol.handler import ClientState, Handler
+from tabletdb.protocol.requests import (
+    AuthResponse,
+    Batch,
+    Execute,
+    Options,
+    Prepare,
+    Query,
+    Register,
+    Request,
+    Startup,
+)
+from tabletdb.protocol.responses import (
+    AuthSuccess,
+    ErrorResponse,
+    Event,
+    Ready,
+    Response,
+    SetKeyspaceResult,
+    Supported,
+)
+from tabletdb.protocol.sasl import parse_plain_token
+
+DEFAULT_MAX_IN_FLIGHT = 1024
+
+
+class CqlServer:
+    """Serves the CQL native protocol for one node.
+
+    `port=0` binds an ephemeral port (see `port` after `start`). With `shard_aware_port` set, a
+    second listener assigns connections to shard `client source port % nr_shards`; the main port
+    assigns shards round-robin.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        host: str = "127.0.0.1",
+        port: int = 9042,
+        *,
+        shard_aware_port: int | None = None,
+        nr_shards: int = 1,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        offered_extensions: frozenset[str] = KNOWN_EXTENSIONS,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
+        self.handler = handler
+        self.host = host
+        self.port = port
+        self.shard_aware_port = shard_aware_port
+        self.nr_shards = nr_shards
+        self.max_frame_size = max_frame_size
+        self.offered_extensions = offered_extensions
+        self.max_in_flight = max_in_flight
+        self._servers: list[asyncio.Server] = []
+        self._clients: set[_ClientProtocol] = set()
+        self._ids = itertools.count(1)
+        self._round_robin = itertools.count()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        main = await loop.create_server(
+            lambda: _ClientProtocol(self, shard_aware=False), self.host, self.port
+        )
+        self._servers.append(main)
+        self.port = main.sockets[0].getsockname()[1]
+        if self.shard_aware_port is not None:
+            aware = await loop.create_server(
+                lambda: _ClientProtocol(self, shard_aware=True), self.host, self.shard_aware_port
+            )
+            self._servers.append(aware)
+            self.shard_aware_port = aware.sockets[0].getsockname()[1]
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stop accepting, let in-flight requests finish (up to `grace` seconds), then close."""
+        for server in self._servers:
+            server.close()
+        clients = list(self._clients)
+        pending = [t for c in clients for t in c.tasks]
+        if pending:
+            await asyncio.wait(pending, timeout=grace)
+        for client in clients:
+            client.close()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
+
+    @property
+    def clients(self) -> list[ClientState]:
+        return [c.client for c in self._clients]
+
+    def broadcast(self, event: Event) -> int:
+        """Push an EVENT to every ready connection REGISTERed for its type; returns how many."""
+        sent = 0
+        for client in self._clients:
+            if client.conn.state is ConnState.READY and event.event_type in client.conn.registered:
+                client.write(client.conn.send(EVENT_STREAM, event))
+                sent += 1
+        return sent
+
+    def _assign_shard(self, peer_port: int, shard_aware: bool) -> int:
+        if shard_aware:
+            return peer_port % self.nr_shards
+        return next(self._round_robin) % self.nr_shards
+
+
+class _ClientProtocol(asyncio.Protocol):
+    """One client connection: feeds bytes to Connection and dispatches its events."""
+
+    def __init__(self, server: CqlServer, shard_aware: bool) -> None:
+        self.server = server
+        self.shard_aware = shard_aware
+        self.conn = Connection(
+            authenticator=server.handler.authenticator,
+            offered_extensions=server.offered_extensions,
+            max_frame_size=server.max_frame_size,
+        )
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.client = ClientState(0, ("", 0), 0)
+        self._transport: asyncio.Transport | None = None
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._close_after_flush = False
+        self._write_paused = False
+        self._reading_paused = False
+
+    # asyncio.Protocol callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername") or ("", 0)
+        server = self.server
+        shard = server._assign_shard(peer[1], self.shard_aware)
+        self.client = ClientState(next(server._ids), (peer[0], peer[1]), shard)
+        server._clients.add(self)
+        server.handler.connection_opened(self.client)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conn.close()
+        self._transport = None
+        for task in self.tasks:
+            task.cancel()
+        if self in self.server._clients:
+            self.server._clients.discard(self)
+            self.server.handler.connection_closed(self.client)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        for event in self.conn.receive_data(data):
+            if isinstance(event, ProtocolViolation):
+                self.write(self.conn.send(event.stream, ErrorResponse(error=event.error)))
+                if event.fatal:
+                    self._close_after_flush = True
+                    break
+            else:
+                self._dispatch(event.stream, event.request)
+        self._update_reading()
+
+    # dispatch
+
+    def _dispatch(self, stream: int, request: Request) -> None:
+        conn = self.conn
+        client = self.client
+        handler = self.server.handler
+        if isinstance(request, Execute):
+            self._spawn(
+                stream,
+                request,
+                handler.execute(client, request.query_id, request.result_metadata_id, request.params),
+            )
+        elif isinstance(request, Query):
+            self._spawn(stream, request, handler.query(client, request.query, request.params))
+        elif isinstance(request, Prepare):
+            self._spawn(stream, request, handler.prepare(client, request.query))
+        elif isinstance(request, Batch):
+            self._spawn(stream, request, handler.batch(client, request))
+        elif isinstance(request, Options):
+            self._answer(stream, request, lambda: Supported(options=handler.supported(client)))
+        elif isinstance(request, Startup):
+            client.startup_options = conn.startup_options
+            client.extensions = conn.extensions
+            client.protocol_version = conn.version
+            response = conn.startup_response()
+            client.ready = isinstance(response, Ready)
+            self.write(conn.send(stream, response, request))
+        elif isinstance(request, Register):
+            self.write(conn.send(stream, Ready(), request))
+        elif isinstance(request, AuthResponse):
+            self._spawn(stream, request, self._authenticate(request))
+
+    def _answer(self, stream: int, request: Request, build: Callable[[], Response]) -> None:
+        """Answer synchronously (OPTIONS), turning handler errors into ERROR frames."""
+        try:
+            response = build()
+        except CqlError as exc:
+            response = ErrorResponse(error=exc)
+        except Exception as exc:
+            response = ErrorResponse(
+                error=ServerError(f"Internal error answering {type(request).__name__}: {exc!r}")
+            )
+        self.write(self.conn.send(stream, response, request))
+
+    async def _authenticate(self, request: AuthResponse) -> Response:
+        username, password = parse_plain_token(request.token)
+        await self.server.handler.authenticate(self.client, username, password)
+        self.client.user = username
+        self.client.ready = True
+        return AuthSuccess(token=b"")
+
+    def _spawn(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
+        task = asyncio.ensure_future(self._run(stream, request, work))
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if self._reading_paused:
+            self._update_reading()
+
+    async def _run(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
+        try:
+            response = await work
+        except CqlError as exc:
+            response = ErrorResponse(error=exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            response = ErrorResponse(
+                error=ServerError(f"Internal error processing {type(request).__name__}: {exc!r}")
+            )
+        if isinstance(response, SetKeyspaceResult):
+            self.client.keyspace = response.keyspace
+        if self._transport is None:
+            return
+        try:
+            data = self.conn.send(stream, response, request)
+        except Exception as exc:  # an unencodable result (e.g. a too-long string) is a server error
+            data = self.conn.send(
+                stream, ErrorResponse(error=ServerError(f"Cannot encode response: {exc!r}"))
+            )
+        self.write(data)
+
+    # output
+
+    def write(self, data: bytes) -> None:
+        if self._transport is None:
+            return
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        transport = self._transport
+        if transport is None:
+            self._out.clear()
+            return
+        out = self._out
+        if out:
+            self._out = []
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
+        if self._close_after_flush:
+            transport.close()
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or self._close_after_flush:
+            return
+        should_pause = self._write_paused or len(self.tasks) >= self.server.max_in_flight
+        if should_pause and not self._reading_paused:
+            self._reading_paused = True
+            transport.pause_reading()
+        elif not should_pause and self._reading_paused:
+            self._reading_paused = False
+            transport.resume_reading()
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._flush()
+            with contextlib.suppress(Exception):
+                self._transport.close()
