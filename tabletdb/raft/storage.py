@@ -9,7 +9,7 @@ an in-memory disk that crashes):
 * ``snap-<index>.snap``: one SNAPSHOT record; written to ``.tmp``, fsynced, renamed, then the
   directory is fsynced, so a snapshot file is either whole or absent.
 
-Durability is explicit: `append`, `set_hard_state` and `set_conf_state` only buffer writes in the
+Durability is explicit: `append`, `set_hard_state` and `bootstrap` only buffer writes in the
 OS; `sync` fsyncs once for the whole batch (group commit), after which `synced_index` covers
 them. The driver must `sync` before sending any message that promises what it wrote.
 
@@ -83,7 +83,6 @@ class DurableLog:
         self._snapshot_meta = SnapshotMeta(0, 0, ConfState())
         self._entries: list[Entry] = []  # indices snapshot.index+1 .. last, contiguous
         self._hard_state = HardState()
-        self._conf_state = ConfState()
         self._segment_seq = 0
         self._segment_size = 0
         self._dirty = False
@@ -102,14 +101,16 @@ class DurableLog:
 
     @property
     def conf_state(self) -> ConfState:
-        return self._conf_state
+        """Membership as of the snapshot base (`first_index() - 1`); later committed conf changes
+        are re-applied by the core from the log, as `LogView.initial_state` specifies."""
+        return self._snapshot_meta.conf
 
     @property
     def snapshot_meta(self) -> SnapshotMeta:
         return self._snapshot_meta
 
     def initial_state(self) -> tuple[HardState, ConfState]:
-        return self._hard_state, self._conf_state
+        return self._hard_state, self._snapshot_meta.conf
 
     def first_index(self) -> int:
         return self._snapshot_meta.index + 1
@@ -122,14 +123,13 @@ class DurableLog:
         """The last index known durable; entries beyond it may vanish in a crash."""
         return self._synced_index
 
-    def term(self, index: int) -> int:
+    def term(self, index: int) -> int | None:
+        """Term at `index` for first_index()-1 <= index <= last_index(), else None."""
         base = self._snapshot_meta.index
         if index == base:
             return self._snapshot_meta.term
-        if index < base:
-            raise LogCompactedError(f"term of index {index}: compacted into the snapshot at {base}")
-        if index > self.last_index():
-            raise LogUnavailableError(f"term of index {index}: the log ends at {self.last_index()}")
+        if index < base or index > self.last_index():
+            return None
         return self._entries[index - base - 1].term
 
     def entries(self, lo: int, hi: int) -> list[Entry]:
@@ -173,10 +173,15 @@ class DurableLog:
             self._hard_state = hs
             self._write(encode_record(RecordType.HARD_STATE, _pack(codec.hard_state_to_obj(hs))))
 
-    def set_conf_state(self, cs: ConfState) -> None:
-        if cs != self._conf_state:
-            self._conf_state = cs
-            self._write(encode_record(RecordType.CONF_STATE, _pack(codec.conf_state_to_obj(cs))))
+    def bootstrap(self, conf: ConfState) -> None:
+        """Set the initial membership of a fresh log (there is no snapshot to carry it yet)."""
+        if self._snapshot_meta.index != 0:
+            raise ValueError(
+                f"bootstrap: the log is already based on a snapshot at {self._snapshot_meta.index}"
+            )
+        if conf != self._snapshot_meta.conf:
+            self._snapshot_meta = replace(self._snapshot_meta, conf=conf)
+            self._write(encode_record(RecordType.CONF_STATE, _pack(codec.conf_state_to_obj(conf))))
 
     def sync(self) -> None:
         """Make every write so far durable with one fsync (the group commit point)."""
@@ -218,7 +223,7 @@ class DurableLog:
         `mark`) the snapshot base, followed by `entries`; it is fsynced before it is used."""
         records = [
             encode_record(RecordType.HARD_STATE, _pack(codec.hard_state_to_obj(self._hard_state))),
-            encode_record(RecordType.CONF_STATE, _pack(codec.conf_state_to_obj(self._conf_state))),
+            encode_record(RecordType.CONF_STATE, _pack(codec.conf_state_to_obj(self._snapshot_meta.conf))),
         ]
         if mark is not None:
             records.append(encode_record(RecordType.SNAPSHOT_MARK, _pack([mark.index, mark.term])))
@@ -231,10 +236,8 @@ class DurableLog:
         self._dirty = False
 
     def _adopt_snapshot(self, meta: SnapshotMeta) -> None:
-        """Base the in-memory log on `meta`; a snapshot the log did not match also replaces the
-        membership (it came from the leader), and commit never lags a snapshot."""
-        if not self._reset_to(meta):
-            self._conf_state = meta.conf
+        """Base the in-memory log on `meta` (commit never lags a snapshot)."""
+        self._reset_to(meta)
         if self._hard_state.commit < meta.index:
             self._hard_state = replace(self._hard_state, commit=meta.index)
 
@@ -325,11 +328,11 @@ class DurableLog:
             elif rtype == RecordType.HARD_STATE:
                 self._hard_state = codec.hard_state_from_obj(obj)
             elif rtype == RecordType.CONF_STATE:
-                self._conf_state = codec.conf_state_from_obj(obj)
+                self._snapshot_meta = replace(self._snapshot_meta, conf=codec.conf_state_from_obj(obj))
             elif rtype == RecordType.SNAPSHOT_MARK:
                 assert isinstance(obj, list)
                 index, term = obj
-                self._reset_to(SnapshotMeta(index, term, self._conf_state))
+                self._reset_to(SnapshotMeta(index, term, self._snapshot_meta.conf))
             else:
                 raise CorruptLogError(name, 0, f"unexpected {rtype.name} record in a segment")
 

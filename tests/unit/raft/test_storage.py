@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tabletdb.raft.log import LogView
 from tabletdb.raft.storage import CorruptLogError, DurableLog, LogCompactedError, LogUnavailableError
 from tabletdb.raft.storage_fs import MemFileSystem
 from tabletdb.raft.types import ConfState, Entry, EntryKind, HardState, Snapshot, SnapshotMeta
@@ -31,7 +32,7 @@ def test_round_trip_on_a_real_directory(tmp_path: Path) -> None:
     log = DurableLog.open(str(tmp_path), segment_bytes=200)
     log.append(ents(1, 20))
     log.set_hard_state(HardState(term=3, vote=2, commit=7))
-    log.set_conf_state(ConfState(voters=frozenset({1, 2, 3}), learners=frozenset({4})))
+    log.bootstrap(ConfState(voters=frozenset({1, 2, 3}), learners=frozenset({4})))
     log.sync()
     assert len(list(tmp_path.glob("wal-*.log"))) > 1  # small segments rotated
     again = DurableLog.open(str(tmp_path), segment_bytes=200)
@@ -43,9 +44,12 @@ def test_round_trip_on_a_real_directory(tmp_path: Path) -> None:
 
 def test_index_errors_say_why() -> None:
     log = DurableLog(MemFileSystem())
-    log.append(ents(1, 3))
+    view: LogView = log  # serves the core's protocol (checked by mypy)
+    assert view.initial_state() == (HardState(), ConfState())
     with pytest.raises(LogUnavailableError):
-        log.term(4)
+        log.entries(1, 5)
+    log.append(ents(1, 3))
+    assert log.term(4) is None
     with pytest.raises(LogCompactedError):
         log.entries(0, 2)
     with pytest.raises(ValueError, match="gap"):
@@ -163,8 +167,7 @@ def test_local_snapshot_compacts_and_survives_restart() -> None:
     assert (log.first_index(), log.last_index()) == (21, 30)
     assert len([n for n in fs.list() if n.startswith("wal-")]) == 1
     assert [n for n in fs.list() if n.startswith("snap-")] == ["snap-00000000000000000020.snap"]
-    with pytest.raises(LogCompactedError):
-        log.term(19)
+    assert log.term(19) is None and log.term(20) == 1
     fs.crash()
     again = DurableLog(fs)
     assert again.snapshot() == Snapshot(SnapshotMeta(20, 1, conf), b"state@20")
@@ -285,7 +288,7 @@ def test_random_operations_and_crashes_never_lose_synced_state(seed: int) -> Non
             )
         elif r < 0.9 and log.last_index() >= log.first_index():
             idx = rng.randint(log.first_index(), log.last_index())
-            log.apply_snapshot(Snapshot(SnapshotMeta(idx, log.term(idx), ConfState()), b"s"))
+            log.apply_snapshot(Snapshot(SnapshotMeta(idx, log.term(idx) or 0, ConfState()), b"s"))
             synced, synced_hs, later = (
                 log.entries(log.first_index(), log.last_index() + 1),
                 log.hard_state,
