@@ -81,6 +81,7 @@ class SchemaConfig:
     tablets_mode_for_new_keyspaces: str = "enabled"  # enabled | disabled | enforced
     datacenters: tuple[str, ...] = ()  # known DCs: `replication_factor` in NTS expands to these
     enforce_rack_list: bool = False
+    enable_create_table_with_compact_storage: bool = False
 
 
 def validate_keyspace_name(name: str) -> None:

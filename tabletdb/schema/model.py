@@ -141,7 +141,6 @@ class TableDef:
     options: TableOptions = field(default_factory=TableOptions)
     dropped_columns: tuple[tuple[str, DroppedColumn], ...] = ()
     is_compact_storage: bool = False
-    is_dense: bool = False
     indexes: tuple[IndexDef, ...] = ()
 
     @cached_property
@@ -176,18 +175,20 @@ class TableDef:
         return any(c.type.is_counter for c in self.columns if not c.is_primary_key)
 
     @property
+    def is_dense(self) -> bool:
+        """COMPACT STORAGE with clustering columns: one value cell per clustering row."""
+        return self.is_compact_storage and bool(self.clustering_key)
+
+    @property
     def flags(self) -> frozenset[str]:
-        """system_schema.tables.flags; never empty for CQL tables (drivers read empty as compact)."""
+        """system_schema.tables.flags; drivers take an empty set as a compact static-only table."""
         result = set()
         if self.is_counter:
             result.add("counter")
-        if self.is_compact_storage:
-            if self.is_dense:
-                result.add("dense")
-            if len(self.clustering_key) > 1 or not self.is_dense:
-                result.add("compound")
-        else:
+        if not self.is_compact_storage or len(self.clustering_key) > 1:
             result.add("compound")
+        if self.is_dense:
+            result.add("dense")
         return frozenset(result)
 
     def dropped(self, name: str) -> DroppedColumn | None:

@@ -1,0 +1,187 @@
+"""Secondary indexes: target strings and CREATE / DROP INDEX decisions.
+
+An index lives inside its base table's definition (so dropping the table drops it). Its
+`target` option uses ScyllaDB's stored forms: `c` / `"C"` for a plain column, `keys(m)`,
+`values(m)`, `entries(m)`, `full(f)`, and for a local index the JSON
+`{"pk":["p"],"ck":["c"]}`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.identifiers import quote_identifier
+from tabletdb.cql.types import MapType
+from tabletdb.schema.ddl_common import (
+    NOOP,
+    Change,
+    DdlOutcome,
+    SchemaChangeEvent,
+    Target,
+    ensure_user_modifiable,
+    require_keyspace,
+)
+from tabletdb.schema.model import Catalog, IndexDef, IndexKind, TableDef
+from tabletdb.schema.mutations import PutTable
+
+TARGET_KINDS = ("simple", "values", "keys", "entries", "full")
+_FUNC = re.compile(r"(keys|values|entries|full)\((.*)\)\Z")
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if text.startswith('"') and text.endswith('"'):
+        return text[1:-1].replace('""', '"')
+    return text
+
+
+def target_string(column: str, kind: str) -> str:
+    name = quote_identifier(column)
+    return name if kind == "simple" else f"{kind}({name})"
+
+
+def local_target_string(partition_key: Sequence[str], column: str) -> str:
+    return json.dumps({"pk": list(partition_key), "ck": [column]}, separators=(",", ":"))
+
+
+def parse_target(target: str) -> tuple[str, str, tuple[str, ...]]:
+    """(column, kind, local partition key) of a stored target string."""
+    if target.startswith("{"):
+        data = json.loads(target)
+        ck = data.get("ck", [])
+        return (ck[0] if ck else ""), "simple", tuple(data.get("pk", []))
+    match = _FUNC.match(target)
+    if match:
+        return _unquote(match.group(2)), match.group(1), ()
+    return _unquote(target), "simple", ()
+
+
+def target_columns(target: str) -> set[str]:
+    column, _, local_pk = parse_target(target)
+    return {column, *local_pk} - {""}
+
+
+def describe_target(target: str) -> str:
+    """The target as CREATE INDEX prints it: `keys(m)`, `v`, or `((p1, p2), v)` for local indexes."""
+    column, kind, local_pk = parse_target(target)
+    if local_pk:
+        return "((" + ", ".join(quote_identifier(p) for p in local_pk) + f"), {quote_identifier(column)})"
+    return target_string(column, kind)
+
+
+def default_index_name(table: TableDef, column: str, existing: set[str]) -> str:
+    base = re.sub(r"\W", "", f"{table.name}_{column}_idx")
+    name, i = base, 0
+    while name in existing:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+def _validate_target(table: TableDef, column: str, kind: str) -> None:
+    col = table.column(column)
+    if col is None:
+        raise InvalidRequest(f"No column definition found for column {column}")
+    if kind not in TARGET_KINDS:
+        raise InvalidRequest(f"Unknown index target kind {kind!r}")
+    if len(table.partition_key) == 1 and table.partition_key[0].name == column and not table.clustering_key:
+        raise InvalidRequest(f"Cannot create secondary index on the only partition key column {column}")
+    if col.type.is_collection:
+        if not col.type.is_multi_cell and kind != "full":
+            raise InvalidRequest(
+                f"Cannot create {kind}() index on frozen column {column}. "
+                "Frozen collections only support full() indexes"
+            )
+        if col.type.is_multi_cell and kind == "full":
+            raise InvalidRequest("full() indexes can only be created on frozen collections")
+        if kind in ("keys", "entries") and not isinstance(col.type, MapType):
+            raise InvalidRequest(f"Cannot create index on {kind} of column {column} with non-map type")
+    elif kind not in ("simple",):
+        if kind == "full":
+            raise InvalidRequest("full() indexes can only be created on frozen collections")
+        raise InvalidRequest(
+            f"Cannot create {kind}() index on {column}. Non-collection columns support only simple indexes"
+        )
+
+
+def create_index(
+    catalog: Catalog,
+    keyspace: str,
+    table_name: str,
+    name: str | None,
+    column: str,
+    kind: str = "simple",
+    *,
+    local_partition_key: Sequence[str] | None = None,
+    custom_class: str | None = None,
+    options: Mapping[str, str] | None = None,
+    if_not_exists: bool = False,
+) -> DdlOutcome:
+    """CREATE [CUSTOM] INDEX. `kind` is simple/values/keys/entries/full; a plain collection
+    column (kind simple) indexes its values, as in CQL."""
+    ks = require_keyspace(catalog, keyspace)
+    ensure_user_modifiable(keyspace)
+    if table_name in ks.views:
+        raise InvalidRequest("Secondary indexes are not supported on materialized views")
+    table = ks.tables.get(table_name)
+    if table is None:
+        raise InvalidRequest(f"unconfigured table {table_name}")
+    if table.is_counter:
+        raise InvalidRequest("Secondary indexes are not supported on counter tables")
+    col = table.column(column)
+    if kind == "simple" and col is not None and col.type.is_collection and col.type.is_multi_cell:
+        kind = "values"
+    _validate_target(table, column, kind)
+    existing = {i.name for t in ks.tables.values() for i in t.indexes}
+    if local_partition_key is not None:
+        if tuple(local_partition_key) != tuple(c.name for c in table.partition_key):
+            raise InvalidRequest("Local index definition must contain full partition key only")
+        target = local_target_string(local_partition_key, column)
+    else:
+        target = target_string(column, kind)
+    index_name = name or default_index_name(table, column, existing)
+    if index_name in existing:
+        if if_not_exists:
+            return NOOP
+        raise InvalidRequest(f"Index {index_name} already exists")
+    duplicate = next(
+        (i for i in table.indexes if i.target == target and i.custom_class == custom_class), None
+    )
+    if duplicate is not None:
+        if if_not_exists:
+            return NOOP
+        raise InvalidRequest(f"Index {index_name} is a duplicate of existing index {duplicate.name}")
+    stored = dict(options or {})
+    if custom_class is not None:
+        stored["class_name"] = custom_class
+    stored["target"] = target
+    index_kind = IndexKind.CUSTOM if custom_class is not None else IndexKind.COMPOSITES
+    index = IndexDef(index_name, table_name, index_kind, tuple(sorted(stored.items())))
+    indexes = tuple(sorted((*table.indexes, index), key=lambda i: i.name))
+    new_table = replace(table, indexes=indexes)
+    event = SchemaChangeEvent(Change.UPDATED, Target.TABLE, keyspace, table_name)
+    return DdlOutcome((PutTable(new_table),), (event,))
+
+
+def drop_index(catalog: Catalog, keyspace: str, name: str, if_exists: bool = False) -> DdlOutcome:
+    ks = catalog.keyspace(keyspace)
+    if ks is None:
+        if if_exists:
+            return NOOP
+        raise InvalidRequest(f"Keyspace {keyspace} does not exist")
+    ensure_user_modifiable(keyspace)
+    found = catalog.find_index(keyspace, name)
+    if found is None:
+        if if_exists:
+            return NOOP
+        raise InvalidRequest(
+            f"Index '{name}' could not be found in any of the tables of keyspace '{keyspace}'"
+        )
+    table, _ = found
+    new_table = replace(table, indexes=tuple(i for i in table.indexes if i.name != name))
+    event = SchemaChangeEvent(Change.UPDATED, Target.TABLE, keyspace, table.name)
+    return DdlOutcome((PutTable(new_table),), (event,))
