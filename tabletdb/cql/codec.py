@@ -83,7 +83,8 @@ def _de_fixed_int(t: NativeType, data: bytes) -> int:
 
 def varint_bytes(n: int) -> bytes:
     """Minimal big-endian two's complement, as CQL varint and decimal's unscaled part use."""
-    return n.to_bytes(n.bit_length() // 8 + 1, "big", signed=True)
+    magnitude_bits = n.bit_length() if n >= 0 else (~n).bit_length()
+    return n.to_bytes(magnitude_bits // 8 + 1, "big", signed=True)
 
 
 def _ser_varint(t: NativeType, v: Any) -> bytes:

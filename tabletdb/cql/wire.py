@@ -32,6 +32,9 @@ def fixed_size(t: CqlType) -> int | None:
     """Serialized size of every value of `t` inside a vector, or None when it varies."""
     if isinstance(t, NativeType):
         return FIXED_SIZES.get(t.name)
+    if isinstance(t, VectorType):
+        inner = fixed_size(t.element)
+        return None if inner is None else inner * t.dimension
     return None
 
 
