@@ -58,7 +58,7 @@ def check_key_column_type(name: str, t: CqlType) -> None:
         raise InvalidRequest(f"duration type is not supported for PRIMARY KEY part {name}")
 
 
-def _clustering_orders(
+def clustering_orders(
     clustering_key: Sequence[str], given: Sequence[tuple[str, str]]
 ) -> list[ClusteringOrder]:
     orders = [ClusteringOrder.ASC] * len(clustering_key)
@@ -115,7 +115,7 @@ def build_columns(
         check_key_column_type(name, types[name])
     if statics and not clustering_key:
         raise InvalidRequest(STATIC_NEEDS_CLUSTERING)
-    orders = _clustering_orders(clustering_key, clustering_order)
+    orders = clustering_orders(clustering_key, clustering_order)
     result = [ColumnDef(n, types[n], ColumnKind.PARTITION_KEY, i) for i, n in enumerate(partition_key)]
     result += [
         ColumnDef(n, types[n], ColumnKind.CLUSTERING, i, orders[i]) for i, n in enumerate(clustering_key)
