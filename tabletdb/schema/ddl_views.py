@@ -24,7 +24,7 @@ from tabletdb.schema.ddl_common import (
     require_keyspace,
     validate_table_name,
 )
-from tabletdb.schema.ddl_table import clustering_orders, check_key_column_type, claim_table_id
+from tabletdb.schema.ddl_table import check_key_column_type, claim_table_id, clustering_orders
 from tabletdb.schema.model import Catalog, ColumnDef, ColumnKind, TableDef, ViewDef, order_columns
 from tabletdb.schema.mutations import DropView, PutView
 from tabletdb.schema.options import TableOptions, apply_options, table_id_option
