@@ -182,7 +182,7 @@ def _de_boolean(t: NativeType, data: bytes) -> bool:
 
 def _ser_uuid(t: NativeType, v: Any) -> bytes:
     _want(t, v, uuid.UUID)
-    if t.name == "timeuuid" and v.version != 1:
+    if t.name == "timeuuid" and v.bytes[6] >> 4 != 1:
         raise _bad(t, f"{v} is not a type 1 (time-based) UUID")
     return bytes(v.bytes)
 

@@ -188,3 +188,47 @@ def from_driver(t: T.CqlType, v: Any) -> Any:
         return tuple((from_driver(t.key, k), from_driver(t.value, x)) for k, x in v.items())
     types = t.elements if isinstance(t, T.TupleType) else t.field_types  # type: ignore[attr-defined]
     return tuple(from_driver(ft, x) for ft, x in zip(types, v))
+
+
+# ---------------------------------------------------------------------------------------------
+# an independent model of CQL order on Python values
+
+
+def cql_sort_key(t: T.CqlType, v: Any) -> Any:
+    """A Python-comparable key whose order is CQL order of `v` (written from the spec, not the code)."""
+    if isinstance(t, T.NativeType):
+        return _native_key(t.name, v)
+    if isinstance(t, T.ListType | T.SetType | T.VectorType):
+        return tuple(cql_sort_key(t.element, e) for e in v)
+    if isinstance(t, T.MapType):
+        return tuple((cql_sort_key(t.key, k), cql_sort_key(t.value, x)) for k, x in v)
+    types = t.elements if isinstance(t, T.TupleType) else t.field_types  # type: ignore[attr-defined]
+    keys = [(0,) if x is None else (1, cql_sort_key(ft, x)) for ft, x in zip(types, v)]
+    while keys and keys[-1] == (0,):
+        keys.pop()
+    return tuple(keys)
+
+
+def _native_key(name: str, v: Any) -> Any:
+    import math
+    import uuid as uuid_mod
+
+    if name in ("float", "double"):
+        return (1, 0.0, 0.0) if math.isnan(v) else (0, v, math.copysign(1.0, v))
+    if name in ("text", "ascii"):
+        return v.encode()
+    if name == "inet":
+        return (v.version, v.packed)
+    if name == "duration":
+        from tabletdb.cql.codec import serialize
+
+        return serialize(T.DURATION, v)
+    if name in ("uuid", "timeuuid"):
+        assert isinstance(v, uuid_mod.UUID)
+        signed_low = tuple(b - 256 if b > 127 else b for b in v.bytes[8:])
+        if name == "timeuuid":
+            return (v.time, signed_low)
+        if v.bytes[6] >> 4 == 1:
+            return (1, v.time, signed_low)
+        return (v.bytes[6] >> 4, 0, v.bytes)
+    return v
