@@ -1,0 +1,218 @@
+"""Real clients against a test node: scylla-driver in-process, cqlsh and Apache's driver as subprocesses.
+
+Apache cassandra-driver and cqlsh install the same Python packages as scylla-driver and
+scylla-cqlsh, so they run from the separate `.venv-cassandra` (built by `make install`); snippets
+for it execute in a subprocess and hand results back as JSON. cqlsh always runs with HOME set to
+an empty temporary directory so a developer's ~/.cassandra/cqlshrc cannot change what a test sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CASSANDRA_VENV = REPO_ROOT / ".venv-cassandra"
+RESULT_MARKER = "@@HARNESS-RESULT@@ "
+
+
+class Endpoint(Protocol):
+    """Anything with a CQL address: a TestNode, or the benchmark floor server."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+
+class ClientError(RuntimeError):
+    """A client subprocess failed; the message carries its output."""
+
+
+@contextlib.contextmanager
+def scylla_cluster(
+    endpoints: Endpoint | Sequence[Endpoint], protocol_version: int | None = 4, **kwargs: Any
+) -> Iterator[Any]:
+    """A connected-on-demand scylla-driver Cluster; shut down on exit.
+
+    `protocol_version=None` lets the driver negotiate (it starts at v5 and must downgrade to v4),
+    which is how most applications connect.
+    """
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import RoundRobinPolicy
+
+    nodes = [endpoints] if not isinstance(endpoints, Sequence) else list(endpoints)
+    ports = {node.port for node in nodes}
+    if len(ports) != 1:
+        raise ValueError(f"the driver uses one port for all contact points; got {sorted(ports)}")
+    options: dict[str, Any] = {
+        "contact_points": [node.host for node in nodes],
+        "port": ports.pop(),
+        "execution_profiles": {
+            EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())
+        },
+        **kwargs,
+    }
+    if protocol_version is not None:
+        options["protocol_version"] = protocol_version
+    cluster = Cluster(**options)
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
+
+
+@contextlib.contextmanager
+def scylla_session(
+    endpoints: Endpoint | Sequence[Endpoint],
+    protocol_version: int | None = 4,
+    keyspace: str | None = None,
+    **kwargs: Any,
+) -> Iterator[Any]:
+    """A scylla-driver Session (cassandra.cluster.Session); the cluster is shut down on exit."""
+    with scylla_cluster(endpoints, protocol_version, **kwargs) as cluster:
+        yield cluster.connect(keyspace) if keyspace else cluster.connect()
+
+
+@dataclass(frozen=True)
+class CqlshResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> CqlshResult:
+        if self.returncode != 0:
+            raise ClientError(
+                f"cqlsh exited with {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+            )
+        return self
+
+
+def scylla_cqlsh_path() -> Path:
+    return Path(sys.executable).parent / "cqlsh"
+
+
+def apache_cqlsh_path() -> Path:
+    return _cassandra_venv_bin("cqlsh")
+
+
+def _cassandra_venv_bin(name: str) -> Path:
+    path = CASSANDRA_VENV / "bin" / name
+    if not path.exists():
+        raise ClientError(f"{path} is missing: build the Apache client venv with `make install`")
+    return path
+
+
+def clean_client_env(home: Path) -> dict[str, str]:
+    """The environment for client subprocesses: empty HOME, no inherited cqlsh/venv settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CQLSH", "PYTHON", "VIRTUAL_ENV"))}
+    env["HOME"] = str(home)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_cqlsh(
+    endpoint: Endpoint,
+    command: str,
+    apache: bool = False,
+    args: Sequence[str] = (),
+    timeout: float = 120.0,
+    home: Path | None = None,
+) -> CqlshResult:
+    """Run `cqlsh host port -e command` (scylla-cqlsh, or Apache cqlsh with apache=True)."""
+    binary = apache_cqlsh_path() if apache else scylla_cqlsh_path()
+    with contextlib.ExitStack() as stack:
+        if home is None:
+            home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cqlsh-home-")))
+        argv = [str(binary), endpoint.host, str(endpoint.port), *args, "-e", command]
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, env=clean_client_env(home), cwd=home
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ClientError(
+                f"cqlsh {command!r} did not finish in {timeout:.0f}s; output: {exc.stdout!r}"
+            ) from None
+    return CqlshResult(done.returncode, done.stdout, done.stderr)
+
+
+_PRELUDE = """
+import json, sys
+from cassandra.cluster import Cluster
+
+HOST, PORT, PROTOCOL = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+def rows(result):
+    return [dict(row._asdict()) if hasattr(row, "_asdict") else list(row) for row in result]
+
+def connect(**kwargs):
+    if PROTOCOL != "auto":
+        kwargs.setdefault("protocol_version", int(PROTOCOL))
+    cluster = Cluster([HOST], port=PORT, **kwargs)
+    return cluster, cluster.connect()
+
+result = None
+"""
+
+_EPILOGUE = """
+print({marker!r} + json.dumps(result, default=str), flush=True)
+"""
+
+
+def run_cassandra_driver(
+    endpoint: Endpoint, code: str, protocol_version: int | None = 4, timeout: float = 120.0
+) -> Any:
+    """Run `code` under Apache cassandra-driver 3.30.1 (in .venv-cassandra) and return its `result`.
+
+    The snippet gets `HOST`, `PORT`, `connect(**cluster_kwargs) -> (cluster, session)` and
+    `rows(result_set) -> list[dict]`, and must assign a JSON-serialisable value to `result`
+    (non-JSON values are turned into strings).
+    """
+    script = _PRELUDE + textwrap.dedent(code) + _EPILOGUE.format(marker=RESULT_MARKER)
+    python = _cassandra_venv_bin("python")
+    version = "auto" if protocol_version is None else str(protocol_version)
+    with tempfile.TemporaryDirectory(prefix="cassandra-snippet-") as home:
+        argv = [str(python), "-c", script, endpoint.host, str(endpoint.port), version]
+        try:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=clean_client_env(Path(home)),
+                cwd=home,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ClientError(
+                f"cassandra-driver snippet ran over {timeout:.0f}s; output: {exc.stdout!r}"
+            ) from None
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith(RESULT_MARKER) and done.returncode == 0:
+            return json.loads(line[len(RESULT_MARKER) :])
+    raise ClientError(
+        f"cassandra-driver snippet failed (exit {done.returncode})\n"
+        f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    )
+
+
+def cassandra_driver_query(
+    endpoint: Endpoint, statements: Sequence[str], protocol_version: int | None = 4
+) -> list[list[dict[str, Any]]]:
+    """Execute statements in order with Apache cassandra-driver; rows of each, as dicts."""
+    code = f"""
+cluster, session = connect()
+result = [rows(session.execute(statement)) for statement in {list(statements)!r}]
+cluster.shutdown()
+"""
+    value: list[list[dict[str, Any]]] = run_cassandra_driver(endpoint, code, protocol_version)
+    return value

@@ -1,0 +1,186 @@
+"""Real tabletdb server processes for integration tests.
+
+A TestNode is `python -m tabletdb.cli.main server ...` on its own loopback address, with its own
+workdir and an output log. "Started" means CQL-ready (see probe.py), so tests never race the
+server's start-up. Restart keeps the workdir: that is how durability is tested.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tests.harness.addresses import AddressAllocator, NodeEndpoints
+from tests.harness.probe import ProbeError, wait_cql_ready
+from tests.harness.process import ManagedProcess, ProcessError, environ_with
+
+START_TIMEOUT = 120.0
+STOP_TIMEOUT = 60.0
+
+
+def server_argv(
+    endpoints: NodeEndpoints,
+    workdir: Path,
+    seeds: Sequence[str] = (),
+    smp: int | None = None,
+    options: Mapping[str, object] | None = None,
+    log_level: str = "INFO",
+) -> list[str]:
+    """The command line of one node; `options` become `-o key=value` for any config key."""
+    argv = [
+        sys.executable,
+        "-m",
+        "tabletdb.cli.main",
+        "server",
+        "--workdir",
+        str(workdir),
+        "--listen-address",
+        endpoints.address,
+        "--native-transport-port",
+        str(endpoints.native_port),
+        "--api-port",
+        str(endpoints.api_port),
+        "--log-level",
+        log_level,
+    ]
+    if endpoints.shard_aware_port is not None:
+        argv += ["--native-shard-aware-transport-port", str(endpoints.shard_aware_port)]
+    if seeds:
+        argv += ["--seeds", ",".join(seeds)]
+    if smp is not None:
+        argv += ["--smp", str(smp)]
+    for key, value in (options or {}).items():
+        argv += ["-o", f"{key}={value}"]
+    return argv
+
+
+class TestNode:
+    """One tabletdb node process; `host`/`port` are what drivers and cqlsh connect to."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    def __init__(
+        self,
+        endpoints: NodeEndpoints,
+        workdir: Path,
+        seeds: Sequence[str] = (),
+        smp: int | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> None:
+        self.endpoints = endpoints
+        self.workdir = workdir
+        self.seeds = list(seeds)
+        argv = server_argv(endpoints, workdir, seeds, smp, options)
+        log = workdir.parent / f"{workdir.name}.log"
+        repo_root = Path(__file__).resolve().parents[2]
+        self.process = ManagedProcess(
+            argv,
+            log,
+            name=f"tabletdb@{endpoints.address}",
+            env=environ_with(PYTHONUNBUFFERED="1"),
+            cwd=repo_root,
+        )
+        self.supported: dict[str, list[str]] = {}
+
+    @property
+    def host(self) -> str:
+        return self.endpoints.address
+
+    @property
+    def port(self) -> int:
+        return self.endpoints.native_port
+
+    @property
+    def running(self) -> bool:
+        return self.process.running
+
+    def start(self, wait: bool = True, timeout: float = START_TIMEOUT) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.process.start()
+        if wait:
+            self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
+        try:
+            self.supported = wait_cql_ready(self.host, self.port, timeout, alive=lambda: self.process.running)
+        except (ProbeError, TimeoutError) as exc:
+            raise ProcessError(
+                f"{self.process.name} did not become CQL-ready: {exc}\n"
+                f"exit code: {self.process.returncode}; output tail:\n{self.process.log_tail()}"
+            ) from None
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int:
+        return self.process.stop(timeout)
+
+    def kill(self) -> int:
+        return self.process.kill()
+
+    def restart(self, wait: bool = True) -> None:
+        """Graceful stop (if running) and start on the same workdir and address."""
+        if self.running:
+            self.stop()
+        self.start(wait=wait)
+
+    def log_tail(self, lines: int = 80) -> str:
+        return self.process.log_tail(lines)
+
+    def __repr__(self) -> str:
+        state = f"pid {self.process.pid}" if self.running else "stopped"
+        return f"TestNode({self.host}:{self.port}, {state}, workdir={self.workdir})"
+
+
+class NodeFactory:
+    """Creates nodes on fresh addresses under one base directory and cleans them all up."""
+
+    def __init__(self, allocator: AddressAllocator, base_dir: Path) -> None:
+        self.allocator = allocator
+        self.base_dir = base_dir
+        self.nodes: list[TestNode] = []
+
+    def create(
+        self,
+        seeds: Sequence[str] = (),
+        smp: int | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> TestNode:
+        endpoints = self.allocator.allocate()
+        workdir = self.base_dir / f"node-{endpoints.address}"
+        node = TestNode(endpoints, workdir, seeds, smp, options)
+        self.nodes.append(node)
+        return node
+
+    def start_node(self, **kwargs: object) -> TestNode:
+        node = self.create(**kwargs)  # type: ignore[arg-type]
+        node.start()
+        return node
+
+    def start_cluster(
+        self, size: int, smp: int | None = None, options: Mapping[str, object] | None = None
+    ) -> list[TestNode]:
+        """The first node seeds a new cluster; the others join one at a time, like Scylla's rule."""
+        if size < 1:
+            raise ValueError(f"cluster size must be >= 1, got {size}")
+        first = self.create(smp=smp, options=options)
+        first.start()
+        nodes = [first]
+        for _ in range(size - 1):
+            node = self.create(seeds=[first.host], smp=smp, options=options)
+            node.start()
+            nodes.append(node)
+        return nodes
+
+    def cleanup(self) -> list[str]:
+        """Stop every node still running; returns problems (unclean exits) instead of raising."""
+        problems: list[str] = []
+        for node in self.nodes:
+            if not node.running:
+                continue
+            try:
+                code = node.stop()
+            except ProcessError as exc:
+                problems.append(str(exc))
+                continue
+            if code != 0:
+                problems.append(f"{node!r} exited with {code} on SIGTERM:\n{node.log_tail(40)}")
+        return problems
