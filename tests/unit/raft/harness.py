@@ -32,6 +32,10 @@ class Peer:
     node: RaftNode
     log: MemoryLog
     applied: list[Entry] = field(default_factory=list)
+    """Entries applied since start or the last snapshot install/restart."""
+    state: list[bytes] = field(default_factory=list)
+    """The application: NORMAL payloads in apply order; snapshots serialise it."""
+    last_applied: int = 0
     read_states: list[ReadState] = field(default_factory=list)
 
 
@@ -50,7 +54,11 @@ class Network:
         self.queue: list[Message] = []
         self.cut: set[frozenset[NodeId]] = set()
         self.down: set[NodeId] = set()
-        self.drop: Callable[[Message], bool] = lambda m: False
+        self.filter: Callable[[Message], Message | None] = lambda m: m
+        """Rewrites (or drops, by returning None) each message at delivery time."""
+        self.first_applied: dict[int, tuple[NodeId, Entry]] = {}
+        self.violations: list[str] = []
+        """State-machine safety violations: two nodes applied different entries at one index."""
         conf = ConfState(voters=frozenset(voters), learners=frozenset(learners))
         for n in sorted(conf.voters | conf.learners):
             self._start(n, MemoryLog(conf))
@@ -89,7 +97,9 @@ class Network:
         old = self.peers[n]
         peer = self._start(n, old.log)
         # The application restarts from the snapshot and replays committed entries.
-        peer.applied = [e for e in old.applied if e.index <= old.log.snapshot().meta.index]
+        snapshot = old.log.snapshot()
+        peer.state = _decode_state(snapshot.data)
+        peer.last_applied = snapshot.meta.index
 
     # --- running ----------------------------------------------------------------------------------
 
@@ -102,16 +112,28 @@ class Network:
             rd = peer.node.ready()
             if rd.snapshot is not None:
                 peer.log.apply_snapshot(rd.snapshot)
-                peer.applied = [e for e in peer.applied if e.index <= rd.snapshot.meta.index]
+                peer.applied = []
+                peer.state = _decode_state(rd.snapshot.data)
+                peer.last_applied = rd.snapshot.meta.index
             peer.log.append(rd.entries)
             if rd.hard_state is not None:
                 peer.log.set_hard_state(rd.hard_state)
             self.queue.extend(rd.messages)
             for entry in rd.committed_entries:
-                assert all(entry.index > e.index for e in peer.applied[-1:]), (n, entry, peer.applied[-1:])
+                self._check_applied(n, peer, entry)
                 peer.applied.append(entry)
+                peer.last_applied = entry.index
+                if entry.kind == EntryKind.NORMAL:
+                    peer.state.append(entry.data)
             peer.read_states.extend(rd.read_states)
             peer.node.advance(rd)
+
+    def _check_applied(self, n: NodeId, peer: Peer, entry: Entry) -> None:
+        if entry.index != peer.last_applied + 1:
+            self.violations.append(f"node {n} applied {entry} right after index {peer.last_applied}")
+        first = self.first_applied.setdefault(entry.index, (n, entry))
+        if first[1] != entry:
+            self.violations.append(f"node {n} applied {entry} but node {first[0]} applied {first[1]}")
 
     def flush_all(self) -> None:
         for n in sorted(self.peers):
@@ -121,8 +143,12 @@ class Network:
         return m.dst not in self.down and m.src not in self.down and frozenset((m.src, m.dst)) not in self.cut
 
     def deliver(self, m: Message) -> None:
-        if not self.deliverable(m) or self.drop(m):
+        if not self.deliverable(m):
             return
+        filtered = self.filter(m)
+        if filtered is None:
+            return
+        m = filtered
         self.node(m.dst).step(m)
         if m.type == MessageType.SNAPSHOT:
             self.node(m.src).report_snapshot(m.dst, ok=True)
@@ -146,10 +172,14 @@ class Network:
                     self.node(peer_id).tick()
             self.run()
 
-    def elect(self, n: NodeId) -> None:
-        self.node(n).campaign()
-        self.run()
-        assert self.node(n).role == Role.LEADER, self.node(n)
+    def elect(self, n: NodeId, attempts: int = 5) -> None:
+        """Make `n` campaign until it wins (a lost round leaves it at a higher term)."""
+        for _ in range(attempts):
+            self.node(n).campaign()
+            self.run()
+            if self.node(n).role == Role.LEADER:
+                return
+        raise AssertionError(f"{self.node(n)} did not win an election in {attempts} attempts")
 
     def leader(self) -> NodeId | None:
         """The live leader with the highest term, if any."""
@@ -161,8 +191,22 @@ class Network:
         self.run()
 
     def data(self, n: NodeId) -> list[bytes]:
-        """The NORMAL payloads node `n` applied, in order."""
-        return [e.data for e in self.peers[n].applied if e.kind == EntryKind.NORMAL]
+        """Node `n`'s application state: the NORMAL payloads applied, in order."""
+        return list(self.peers[n].state)
+
+    def converge(self, ticks: int = 60) -> None:
+        """Tick until one live leader is known to every live node and all logs are applied."""
+        for _ in range(ticks):
+            self.tick()
+            lead = self.leader()
+            live = [p.node for n, p in self.peers.items() if n not in self.down]
+            if lead is not None and all(
+                r.leader == lead and r.applied == self.node(lead).commit_index
+                for r in live
+                if r.id in self.node(lead).progress
+            ):
+                return
+        raise AssertionError(f"no convergence after {ticks} ticks: {[p.node for p in self.peers.values()]}")
 
     def snapshot(self, n: NodeId, compact: bool = True) -> None:
         """Snapshot node `n`'s applied state (the applied payloads) and compact its log."""
@@ -172,6 +216,10 @@ class Network:
         peer.log.create_snapshot(meta, data)
         if compact:
             peer.log.compact(meta.index)
+
+
+def _decode_state(data: bytes) -> list[bytes]:
+    return data.split(b"\n") if data else []
 
 
 def conf_entries(peer: Peer) -> list[object]:
