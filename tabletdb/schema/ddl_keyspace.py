@@ -106,9 +106,8 @@ def _nts_options(
     return tuple(sorted(result.items()))
 
 
-def _tablets(
-    replication: Replication, given: Mapping[str, object] | None, config: SchemaConfig
-) -> KeyspaceTablets | None:
+def _parse_tablets(given: Mapping[str, object] | None) -> tuple[bool | None, int | None]:
+    """The `tablets = {...}` map as (enabled if given, initial if given)."""
     wanted: bool | None = None
     initial: int | None = None
     for key, value in (given or {}).items():
@@ -124,6 +123,13 @@ def _tablets(
             initial = int(str(value))
         else:
             raise ConfigurationError(f"Unrecognized tablets option '{key}'")
+    return wanted, initial
+
+
+def _tablets(
+    replication: Replication, given: Mapping[str, object] | None, config: SchemaConfig
+) -> KeyspaceTablets | None:
+    wanted, initial = _parse_tablets(given)
     mode = config.tablets_mode_for_new_keyspaces
     if mode == "enforced" and (wanted is False or replication.strategy_class != NTS):
         raise ConfigurationError(
@@ -209,23 +215,7 @@ def alter_keyspace(
         raise InvalidRequest(f"Keyspace {name} does not exist")
     old = ks.definition
     rep = old.replication if replication is None else validate_replication(name, replication, config)
-    new_tablets = old.tablets
-    if tablets is not None or rep.strategy_class != old.replication.strategy_class:
-        merged: dict[str, object] = {"enabled": old.uses_tablets}
-        merged.update(tablets or {})
-        if old.tablets is not None and old.tablets.initial is not None and "initial" not in (tablets or {}):
-            merged["initial"] = old.tablets.initial
-        if rep.strategy_class != NTS and not old.uses_tablets:
-            merged = {}
-        sticky = SchemaConfig("enabled" if old.uses_tablets else "disabled", config.datacenters, False)
-        new_tablets = _tablets(rep, merged, sticky)
-        was = old.uses_tablets
-        now = new_tablets is not None and new_tablets.enabled
-        if was != now:
-            raise ConfigurationError(
-                f"Cannot alter replication strategy vnode/tablets flavor of keyspace {name}: "
-                "tablets can only be chosen when the keyspace is created"
-            )
+    new_tablets = _altered_tablets(name, old, rep, tablets)
     definition = KeyspaceDef(
         name,
         rep,
@@ -235,6 +225,28 @@ def alter_keyspace(
         old.storage_options,
     )
     return DdlOutcome((PutKeyspace(definition),), (SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, name),))
+
+
+def _altered_tablets(
+    name: str, old: KeyspaceDef, rep: Replication, given: Mapping[str, object] | None
+) -> KeyspaceTablets | None:
+    """Tablets stay as chosen at CREATE; only `initial` may change on a tablets keyspace."""
+    was = old.uses_tablets
+    wanted, initial = _parse_tablets(given)
+    if (wanted is not None and wanted != was) or (was and rep.strategy_class != NTS):
+        raise ConfigurationError(
+            f"Cannot alter replication strategy vnode/tablets flavor of keyspace {name}: "
+            "tablets can only be chosen when the keyspace is created"
+        )
+    if initial is not None and not was:
+        raise ConfigurationError("The 'initial' tablets option requires tablets to be enabled")
+    if rep.strategy_class != NTS:
+        return None
+    if not was:
+        return KeyspaceTablets(False)
+    return KeyspaceTablets(
+        True, initial if initial is not None else (old.tablets.initial if old.tablets else None)
+    )
 
 
 def drop_keyspace(catalog: Catalog, name: str, if_exists: bool = False) -> DdlOutcome:

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+import pytest
+
+from tabletdb.cql.errors import AlreadyExists, ConfigurationError, InvalidRequest, Unauthorized
+from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, SchemaConfig, Target
+from tabletdb.schema.ddl_keyspace import alter_keyspace, create_keyspace, drop_keyspace
+from tabletdb.schema.model import NTS, SIMPLE, Catalog, KeyspaceTablets
+from tabletdb.schema.mutations import PutKeyspace
+
+from .helpers import CONFIG, apply, with_keyspace
+
+NTS_REP = {"class": "NetworkTopologyStrategy", "dc1": 3}
+
+
+def test_create_keyspace_outcome_and_event() -> None:
+    outcome = create_keyspace(Catalog(), "ks", NTS_REP, config=CONFIG)
+    assert outcome.events == (SchemaChangeEvent(Change.CREATED, Target.KEYSPACE, "ks"),)
+    (mutation,) = outcome.mutations
+    assert isinstance(mutation, PutKeyspace)
+    ks = mutation.keyspace
+    assert ks.replication.strategy_class == NTS
+    assert ks.replication.options == (("dc1", "3"),)
+    assert ks.tablets == KeyspaceTablets(True, None)
+
+
+def test_existing_keyspace() -> None:
+    catalog = with_keyspace()
+    with pytest.raises(AlreadyExists, match='Cannot add already existing keyspace "ks"') as e:
+        create_keyspace(catalog, "ks", NTS_REP, config=CONFIG)
+    assert e.value.keyspace == "ks"
+    assert create_keyspace(catalog, "ks", NTS_REP, if_not_exists=True, config=CONFIG).is_noop
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("bad-name", '"bad-name" is not a valid keyspace name'), ("k" * 49, "shouldn't be more than 48")],
+)
+def test_keyspace_name_rules(name: str, message: str) -> None:
+    with pytest.raises(InvalidRequest, match=message):
+        create_keyspace(Catalog(), name, NTS_REP, config=CONFIG)
+
+
+def test_system_keyspace_refused() -> None:
+    with pytest.raises(InvalidRequest, match="system keyspace is not user-modifiable"):
+        create_keyspace(Catalog(), "system", NTS_REP, config=CONFIG)
+    with pytest.raises(Unauthorized, match="not user-modifiable"):
+        drop_keyspace(Catalog(), "system_schema")
+
+
+@pytest.mark.parametrize(
+    ("replication", "message"),
+    [
+        ({"dc1": 1}, "Missing mandatory replication strategy class"),
+        ({"class": "SimpleStrategy"}, "SimpleStrategy requires a replication_factor strategy option."),
+        (
+            {"class": "SimpleStrategy", "replication_factor": "x"},
+            "must be numeric and non-negative, found 'x'",
+        ),
+        (
+            {"class": "SimpleStrategy", "replication_factor": 1, "dc1": 1},
+            r"Unrecognized strategy option \{dc1\}",
+        ),
+        ({"class": "OldNetworkTopologyStrategy"}, "Unable to find replication strategy class"),
+        ({"class": "LocalStrategy"}, "internal use only"),
+        ({"class": "NetworkTopologyStrategy", "dc9": 1}, r"Unrecognized strategy option \{dc9\}"),
+        ({"class": "NetworkTopologyStrategy", "dc1": -1}, "must be numeric and non-negative"),
+        ({"class": "NetworkTopologyStrategy", "dc1": ["r1", "r1"]}, "duplicates"),
+    ],
+)
+def test_replication_validation(replication: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        create_keyspace(Catalog(), "ks", replication, config=CONFIG)
+
+
+def test_replication_factor_expands_to_known_dcs_and_rack_lists_are_kept() -> None:
+    rep = {
+        "class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
+        "replication_factor": 2,
+        "dc2": ["a", "b"],
+    }
+    ks = with_keyspace(replication=rep).keyspaces["ks"].definition
+    assert ks.replication.options == (("dc1", "2"), ("dc2", ("a", "b")))
+    assert ks.replication.factor("dc2") == 2
+
+
+def test_tablets_modes() -> None:
+    simple = {"class": "SimpleStrategy", "replication_factor": 1}
+    assert with_keyspace(replication=simple).keyspaces["ks"].definition.tablets is None
+    with pytest.raises(ConfigurationError, match="only supported with NetworkTopologyStrategy"):
+        create_keyspace(Catalog(), "ks", simple, tablets={"enabled": True}, config=CONFIG)
+    disabled = SchemaConfig("disabled", ("dc1",))
+    off = create_keyspace(Catalog(), "ks", NTS_REP, config=disabled).mutations[0]
+    assert isinstance(off, PutKeyspace) and off.keyspace.tablets == KeyspaceTablets(False)
+    on = create_keyspace(Catalog(), "ks", NTS_REP, tablets={"enabled": True, "initial": 8}, config=disabled)
+    assert isinstance(on.mutations[0], PutKeyspace) and on.mutations[0].keyspace.tablets == KeyspaceTablets(
+        True, 8
+    )
+    enforced = SchemaConfig("enforced", ("dc1",))
+    with pytest.raises(ConfigurationError, match="enforced"):
+        create_keyspace(Catalog(), "ks", NTS_REP, tablets={"enabled": False}, config=enforced)
+    with pytest.raises(ConfigurationError, match="enforced"):
+        create_keyspace(Catalog(), "ks", simple, config=enforced)
+    with pytest.raises(ConfigurationError, match="Unrecognized tablets option 'foo'"):
+        create_keyspace(Catalog(), "ks", NTS_REP, tablets={"foo": 1}, config=CONFIG)
+    with pytest.raises(ConfigurationError, match="rack list"):
+        create_keyspace(
+            Catalog(), "ks", NTS_REP, config=SchemaConfig(datacenters=("dc1",), enforce_rack_list=True)
+        )
+
+
+def test_alter_keyspace_cannot_switch_tablets() -> None:
+    catalog = with_keyspace()
+    with pytest.raises(ConfigurationError, match="vnode/tablets"):
+        alter_keyspace(catalog, "ks", tablets={"enabled": False}, config=CONFIG)
+    with pytest.raises(ConfigurationError, match="vnode/tablets"):
+        alter_keyspace(
+            catalog, "ks", replication={"class": "SimpleStrategy", "replication_factor": 1}, config=CONFIG
+        )
+    outcome = alter_keyspace(
+        catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=CONFIG
+    )
+    assert outcome.events == (SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, "ks"),)
+    altered = apply(catalog, outcome).keyspaces["ks"].definition
+    assert altered.replication.options == (("dc1", "2"),) and altered.uses_tablets
+
+
+def test_alter_vnode_keyspace_between_strategies_keeps_contents() -> None:
+    simple = {"class": "SimpleStrategy", "replication_factor": 1}
+    catalog = with_keyspace(replication=simple)
+    outcome = alter_keyspace(
+        catalog,
+        "ks",
+        replication={"class": "NetworkTopologyStrategy", "dc1": 1},
+        durable_writes=False,
+        config=SchemaConfig("enabled", ("dc1",)),
+    )
+    ks = apply(catalog, outcome).keyspaces["ks"].definition
+    assert ks.replication.strategy_class == NTS and not ks.uses_tablets and not ks.durable_writes
+    assert ks.tablets == KeyspaceTablets(False)
+    assert SIMPLE != NTS
+
+
+def test_drop_keyspace() -> None:
+    with pytest.raises(ConfigurationError, match="Cannot drop non existing keyspace 'ks'."):
+        drop_keyspace(Catalog(), "ks")
+    assert drop_keyspace(Catalog(), "ks", if_exists=True).is_noop
+    catalog = with_keyspace()
+    outcome = drop_keyspace(catalog, "ks")
+    assert outcome.events == (SchemaChangeEvent(Change.DROPPED, Target.KEYSPACE, "ks"),)
+    assert "ks" not in apply(catalog, outcome).keyspaces
