@@ -1,0 +1,197 @@
+"""CQL text -> statement objects (`tabletdb.cql.ast`) and type strings -> CqlType.
+
+Drivers may send unprepared QUERYs thousands of times a second, so:
+- the LALR parser is built once, lazily, and builds AST objects directly during reductions
+  (lark's inline transformer: no parse tree is materialised);
+- parsed statements are immutable, so `parse` keeps an LRU cache of text -> statements.
+
+Syntax errors are CqlSyntaxError with ScyllaDB-like messages that start `line L:C` (line from 1,
+column from 0, as ANTLR counts) and quote the offending input.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from importlib import resources
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from tabletdb.cql import ast
+from tabletdb.cql.errors import CqlError, CqlSyntaxError
+from tabletdb.cql.parse_auth import AuthCallbacks
+from tabletdb.cql.parse_terms import SemanticSyntaxError
+from tabletdb.cql.types import CqlType
+
+CACHE_SIZE = 4096
+
+
+class _Builder(AuthCallbacks, Transformer):  # type: ignore[misc]
+    """All grammar callbacks plus the two top-level rules (every one receives its children as
+    positional arguments: see `_inline_callbacks`)."""
+
+    def __init__(self) -> None:
+        AuthCallbacks.__init__(self)
+        Transformer.__init__(self)
+
+    def statement(self, statement: ast.Statement) -> ast.Statement:
+        # Reduced once per top-level statement: bind markers restart at 0 for the next one.
+        self.reset_markers()
+        return statement
+
+    def start(self, *statements: ast.Statement) -> list[ast.Statement]:
+        return list(statements)
+
+
+def _inline_callbacks(cls: type) -> None:
+    """Make lark pass children as arguments to every callback, inherited ones included (lark's
+    class-level v_args only covers methods defined on the Transformer subclass itself)."""
+    for name in dir(AuthCallbacks) + ["statement", "start"]:
+        if not name.startswith("_") and callable(getattr(cls, name)):
+            setattr(cls, name, v_args(inline=True)(getattr(cls, name)))
+
+
+_inline_callbacks(_Builder)
+
+
+class _Parser:
+    """The lark parser and its transformer; parsing is serialised because the transformer
+    carries the bind-marker counter of the statement being parsed."""
+
+    def __init__(self) -> None:
+        grammar = resources.files("tabletdb.cql").joinpath("grammar.lark").read_text(encoding="utf-8")
+        self.builder = _Builder()
+        self.lark = Lark(
+            grammar,
+            parser="lalr",
+            lexer="contextual",
+            start=["start", "type_start"],
+            maybe_placeholders=True,
+            transformer=self.builder,
+            propagate_positions=False,
+            cache=True,  # the LALR analysis takes seconds; lark keys the cache on the grammar text
+        )
+        self.lock = threading.Lock()
+
+    def run(self, text: str, start: str) -> object:
+        with self.lock:
+            self.builder.reset_markers()
+            try:
+                return self.lark.parse(text, start=start)
+            except UnexpectedInput as exc:
+                raise CqlSyntaxError(_describe_unexpected(text, exc)) from None
+            except SemanticSyntaxError as exc:
+                raise CqlSyntaxError(_describe_semantic(text, exc)) from None
+            except VisitError as exc:  # a callback failed inside lark's own wrapper
+                raise _unwrap(text, exc.orig_exc) from None
+
+
+_instance: _Parser | None = None
+_instance_lock = threading.Lock()
+
+
+def _parser() -> _Parser:
+    global _instance
+    if _instance is None:
+        with _instance_lock:
+            if _instance is None:
+                _instance = _Parser()
+    return _instance
+
+
+# ----------------------------------------------------------------------------------- public API
+
+
+def parse(text: str) -> list[ast.Statement]:
+    """All statements of `text` (separated by `;`, a trailing `;` allowed). Raises CqlSyntaxError,
+    or InvalidRequest for the few checks ScyllaDB also makes while parsing."""
+    return list(_parse_cached(text))
+
+
+def parse_statement(text: str) -> ast.Statement:
+    """Exactly one statement (a trailing `;` allowed)."""
+    statements = _parse_cached(text)
+    if len(statements) != 1:
+        line, column = _end_position(text)
+        raise CqlSyntaxError(f"line {line}:{column} expected exactly one statement, got {len(statements)}")
+    return statements[0]
+
+
+def parse_type(text: str) -> CqlType:
+    """A CQL type as written in DDL or stored in system_schema, e.g. `frozen<map<text, int>>`,
+    `vector<float, 3>`; UDT names become `UserTypeRef`."""
+    result = _parse_type_cached(text)
+    return result
+
+
+def clear_cache() -> None:
+    """Forget cached parses (for benchmarks and tests)."""
+    _parse_cached.cache_clear()
+    _parse_type_cached.cache_clear()
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _parse_cached(text: str) -> tuple[ast.Statement, ...]:
+    if not text.strip(" \t\r\n;"):
+        line, column = _end_position(text)
+        raise CqlSyntaxError(f"line {line}:{column} mismatched input '<EOF>' expecting a statement")
+    result = _parser().run(text, "start")
+    assert isinstance(result, list)
+    return tuple(result)
+
+
+@lru_cache(maxsize=256)
+def _parse_type_cached(text: str) -> CqlType:
+    result = _parser().run(text, "type_start")
+    if not isinstance(result, CqlType):
+        raise CqlSyntaxError(f"line 1:0 invalid type {text!r}")
+    return result
+
+
+# ---------------------------------------------------------------------------------- error text
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.split("\n")
+    return len(lines), len(lines[-1])
+
+
+def _token_text(token: Token) -> str:
+    return "<EOF>" if token.type == "$END" else str(token)
+
+
+def _describe_unexpected(text: str, exc: UnexpectedInput) -> str:
+    if isinstance(exc, UnexpectedToken | UnexpectedEOF):
+        token = getattr(exc, "token", None)
+        if token is None or token.type == "$END":
+            line, column = _end_position(text)
+            return f"line {line}:{column} mismatched input '<EOF>' expecting {_expected(exc)}"
+        return f"line {token.line}:{token.column - 1} no viable alternative at input '{_token_text(token)}'"
+    if isinstance(exc, UnexpectedCharacters):
+        return f"line {exc.line}:{exc.column - 1} no viable alternative at character '{exc.char}'"
+    return f"line {exc.line}:{max(exc.column - 1, 0)} syntax error"
+
+
+def _expected(exc: UnexpectedInput) -> str:
+    names = sorted(getattr(exc, "expected", ()) or ())
+    if not names:
+        return "more input"
+    shown = ", ".join(names[:6])
+    return shown + (", ..." if len(names) > 6 else "")
+
+
+def _describe_semantic(text: str, exc: SemanticSyntaxError) -> str:
+    token = exc.token
+    if token is not None and token.line is not None and token.column is not None:
+        return f"line {token.line}:{token.column - 1} {exc.message}"
+    line, column = _end_position(text)
+    return f"line {line}:{column} {exc.message}"
+
+
+def _unwrap(text: str, exc: BaseException) -> Exception:
+    if isinstance(exc, SemanticSyntaxError):
+        return CqlSyntaxError(_describe_semantic(text, exc))
+    if isinstance(exc, CqlError):
+        return exc
+    return CqlSyntaxError(f"line 1:0 {exc}")
