@@ -67,14 +67,14 @@ def clustering_orders(
             raise InvalidRequest(
                 f"Only clustering key columns can be defined in CLUSTERING ORDER directive: {name} is not one"
             )
-        if i >= len(clustering_key) or clustering_key[i] != name:
-            expected = clustering_key[min(i, len(clustering_key) - 1)]
-            raise InvalidRequest(
-                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering "
-                f"columns ({expected} must appear before {name})"
-                if name in clustering_key[i:]
-                else f"Missing CLUSTERING ORDER for column {expected}"
-            )
+        if clustering_key[i] != name:
+            expected = clustering_key[i]
+            if expected in (n for n, _ in given):
+                raise InvalidRequest(
+                    "The order of columns in the CLUSTERING ORDER directive must match that of the "
+                    f"clustering columns ({expected} must appear before {name})"
+                )
+            raise InvalidRequest(f"Missing CLUSTERING ORDER for column {expected}")
         upper = order.upper()
         if upper not in ("ASC", "DESC"):
             raise InvalidRequest(

@@ -142,7 +142,7 @@ def test_alter_vnode_keyspace_between_strategies_keeps_contents() -> None:
 
 
 def test_drop_keyspace() -> None:
-    with pytest.raises(ConfigurationError, match="Cannot drop non existing keyspace 'ks'."):
+    with pytest.raises(ConfigurationError, match=r"Cannot drop non existing keyspace 'ks'\."):
         drop_keyspace(Catalog(), "ks")
     assert drop_keyspace(Catalog(), "ks", if_exists=True).is_noop
     catalog = with_keyspace()
