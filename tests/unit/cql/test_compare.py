@@ -28,7 +28,7 @@ def typed_pairs(draw: st.DrawFn) -> tuple[T.CqlType, Any, Any]:
     return t, draw(values_of(t)), draw(values_of(t))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(typed_pairs())
 def test_compare_matches_model(tv: tuple[T.CqlType, Any, Any]) -> None:
     t, a, b = tv
