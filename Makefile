@@ -35,7 +35,7 @@ format: install
 	$(BIN)/ruff check --fix tabletdb tests bench
 
 test: install lint
-	$(BIN)/pytest -q -n 2 -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -rfEs -n 2 -m "not slow" $(PYTEST_ARGS)
 
 soak: install
 	$(BIN)/tabletdb sim raft --seeds 5000

@@ -115,7 +115,8 @@ def server(config_file: str | None, options: tuple[str, ...], log_level: str, **
     """Run one node until SIGTERM or SIGINT."""
     configure_logging(log_level)
     try:
-        overrides: dict[str, Any] = {**_parse_option_pairs(options), **flags}
+        given = {key: value for key, value in flags.items() if value is not None}
+        overrides: dict[str, Any] = {**_parse_option_pairs(options), **given}
         config = load_config(config_file, overrides)
         write_effective_config(config)
     except ConfigError as exc:

@@ -1,7 +1,7 @@
 """Loopback address and port allocation for test servers.
 
-Every node gets its own 127.0.x.y address so all nodes can use Scylla's default ports (9042,
-19042, 10000 for the API is moved to a per-worker range anyway) and tests on different
+Every node gets its own 127.0.x.y address so all nodes can use Scylla's default CQL ports (9042,
+19042; the REST API port comes from a per-worker range) and tests on different
 pytest-xdist workers never collide: worker gwN owns 127.0.(N+1).0/24; a run without xdist
 owns 127.0.250.0/24. Linux routes all of 127.0.0.0/8 to the loopback interface, so no set-up
 is needed.
@@ -15,7 +15,9 @@ import socket
 import threading
 from dataclasses import dataclass
 
-MAX_WORKERS = 200
+# API ports: 20000 + 250 per worker slot, staying below Linux's ephemeral range (32768+) so a
+# client socket can never be holding a port a server is about to bind.
+MAX_WORKERS = 48
 NO_XDIST_SUBNET = 250
 API_PORT_BASE = 20000
 API_PORTS_PER_WORKER = 250

@@ -85,6 +85,7 @@ def test_flags_override_the_file(tmp_path: Path, fake_runner: list[NodeConfig]) 
     [
         ("--smp", "0"),
         ("-o", "no_such_key=1"),
+        ("-o", "smp=0"),
         ("-o", "missing-equals-sign"),
         ("--authenticator", "Kerberos"),
     ],
