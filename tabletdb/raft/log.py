@@ -47,15 +47,34 @@ class LogView(Protocol):
         ...
 
 
+def bootstrap_state(conf: ConfState) -> tuple[Snapshot, HardState]:
+    """The identical starting point of every founding member of a cluster.
+
+    The founding membership lives in a snapshot at index 1 (term 1, no data) rather than in
+    the log's base at index 0, because a node that joins later starts from an empty log and
+    must learn the founding membership from somewhere: with the base at index 1 the leader
+    cannot send it entry 1, so it sends this snapshot, which carries the membership, instead.
+    """
+    snapshot = Snapshot(meta=SnapshotMeta(index=1, term=1, conf=conf))
+    return snapshot, HardState(term=1, vote=None, commit=1)
+
+
 class MemoryLog:
-    """A LogView kept in memory plus the write side a driver needs (tests and the simulator)."""
+    """A LogView kept in memory plus the write side a driver needs (tests and the simulator).
+
+    `MemoryLog(conf)` is a founding member's log (see `bootstrap_state`); `MemoryLog()` is the
+    empty log of a node that will be added to an existing cluster.
+    """
 
     def __init__(self, conf: ConfState | None = None) -> None:
         self._hard_state = HardState()
-        self._snapshot = Snapshot(meta=SnapshotMeta(index=0, term=0, conf=conf or ConfState()))
+        self._snapshot = Snapshot(meta=SnapshotMeta(index=0, term=0, conf=ConfState()))
         self._offset_index = 0
         self._offset_term = 0
         self._entries: list[Entry] = []
+        if conf is not None:
+            snapshot, self._hard_state = bootstrap_state(conf)
+            self.apply_snapshot(snapshot)
 
     # --- LogView -----------------------------------------------------------------------------
 

@@ -67,7 +67,10 @@ class Network:
 
     def _start(self, n: NodeId, log: MemoryLog) -> Peer:
         cfg = Config(id=n, seed=n, **self.config)  # type: ignore[arg-type]
-        peer = Peer(node=RaftNode(cfg, log), log=log)
+        # The application (re)starts from the log's snapshot and replays committed entries.
+        snapshot = log.snapshot()
+        peer = Peer(node=RaftNode(cfg, log), log=log, state=_decode_state(snapshot.data))
+        peer.last_applied = snapshot.meta.index
         self.peers[n] = peer
         return peer
 
@@ -94,12 +97,7 @@ class Network:
 
     def restart(self, n: NodeId) -> None:
         self.down.discard(n)
-        old = self.peers[n]
-        peer = self._start(n, old.log)
-        # The application restarts from the snapshot and replays committed entries.
-        snapshot = old.log.snapshot()
-        peer.state = _decode_state(snapshot.data)
-        peer.last_applied = snapshot.meta.index
+        self._start(n, self.peers[n].log)
 
     # --- running ----------------------------------------------------------------------------------
 
