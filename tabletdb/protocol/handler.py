@@ -21,6 +21,8 @@ class ClientState:
     connection_id: int
     peer: tuple[str, int]
     shard: int
+    # The listener port the client connected to (main or shard-aware port).
+    local_port: int = 0
     protocol_version: int = 4
     startup_options: dict[str, str] = field(default_factory=dict)
     extensions: frozenset[str] = frozenset()

@@ -152,7 +152,8 @@ class _ClientProtocol(asyncio.Protocol):
         peer = transport.get_extra_info("peername") or ("", 0)
         server = self.server
         shard = server._assign_shard(peer[1], self.shard_aware)
-        self.client = ClientState(next(server._ids), (peer[0], peer[1]), shard)
+        sockname = transport.get_extra_info("sockname") or ("", 0)
+        self.client = ClientState(next(server._ids), (peer[0], peer[1]), shard, local_port=sockname[1])
         server._clients.add(self)
         server.handler.connection_opened(self.client)
 

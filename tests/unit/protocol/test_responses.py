@@ -304,8 +304,8 @@ ERRORS: list[tuple[E.CqlError, type, dict[str, Any]]] = [
     ("err", "driver_cls", "info"), ERRORS, ids=lambda x: type(x).__name__ if isinstance(x, E.CqlError) else ""
 )
 def test_errors_decode_in_driver(err: E.CqlError, driver_cls: type, info: dict[str, Any]) -> None:
-    msg = decode_response(encode(ErrorResponse(error=err)))
-    assert type(msg) is driver_cls
+    msg: Any = decode_response(encode(ErrorResponse(error=err)))
+    assert msg.__class__ is driver_cls
     assert msg.code == err.code and msg.message == err.message
     for key, value in info.items():
         assert msg.info[key] == value
