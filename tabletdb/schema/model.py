@@ -118,12 +118,13 @@ class IndexDef:
 
 
 def order_columns(columns: tuple[ColumnDef, ...] | list[ColumnDef]) -> tuple[ColumnDef, ...]:
-    """Partition key by position, clustering by position, then static and regular by name."""
+    """Scylla's column order (SELECT *, DESCRIBE): partition key and clustering columns by
+    position, then static columns, then regular columns, each by name bytes."""
     rank = {
         ColumnKind.PARTITION_KEY: 0,
         ColumnKind.CLUSTERING: 1,
         ColumnKind.STATIC: 2,
-        ColumnKind.REGULAR: 2,
+        ColumnKind.REGULAR: 3,
     }
 
     def key(c: ColumnDef) -> tuple[int, int, bytes]:

@@ -68,8 +68,8 @@ def test_create_table_columns_and_event() -> None:
         ("p1", ColumnKind.PARTITION_KEY, 0),
         ("p2", ColumnKind.PARTITION_KEY, 1),
         ("c", ColumnKind.CLUSTERING, 0),
-        ("a", ColumnKind.REGULAR, -1),
         ("s", ColumnKind.STATIC, -1),
+        ("a", ColumnKind.REGULAR, -1),
         ("z", ColumnKind.REGULAR, -1),
     ]
     assert table.column("c").clustering_order is ClusteringOrder.DESC  # type: ignore[union-attr]
@@ -274,7 +274,7 @@ def test_alter_add_drop_readd() -> None:
     assert outcome.events == (SchemaChangeEvent(Change.UPDATED, Target.TABLE, "ks", "t"),)
     catalog = apply(catalog, outcome)
     table = catalog.table("ks", "t")
-    assert table is not None and [c.name for c in table.columns] == ["pk", "ck", "b", "s", "v"]
+    assert table is not None and [c.name for c in table.columns] == ["pk", "ck", "s", "b", "v"]
     with pytest.raises(
         InvalidRequest, match="Invalid column name v because it conflicts with an existing column"
     ):
