@@ -111,12 +111,13 @@ class ErrorResponse(Response):
 
 def encode_error(out: bytearray, err: E.CqlError, ctx: EncodeContext) -> None:
     """`[int] code`, `[string] message`, then the code's extra fields (1.9)."""
+    message = _clip(err.message)
     if isinstance(err, E.RateLimitReached) and not ctx.rate_limit_error:
         write_int(out, E.ConfigurationError.code)
-        write_string(out, err.message)
+        write_string(out, message)
         return
     write_int(out, err.code)
-    write_string(out, err.message)
+    write_string(out, message)
     if isinstance(err, E.Unavailable):
         write_consistency(out, err.consistency)
         write_int(out, err.required)
@@ -155,6 +156,14 @@ def encode_error(out: bytearray, err: E.CqlError, ctx: EncodeContext) -> None:
     elif isinstance(err, E.RateLimitReached):
         write_byte(out, err.op_type)
         write_byte(out, 1 if err.rejected_by_coordinator else 0)
+
+
+def _clip(message: str, limit: int = 0xFFFF) -> str:
+    """An error message must fit a `[string]`; a huge one (e.g. echoing a long query) is cut."""
+    raw = message.encode("utf-8")
+    if len(raw) <= limit:
+        return message
+    return raw[: limit - 3].decode("utf-8", "ignore") + "..."
 
 
 @dataclass(slots=True)
@@ -313,3 +322,19 @@ class SchemaChangeEvent(Event):
     def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
         write_string(out, self.event_type)
         write_schema_change(out, self.change, self.target, self.keyspace, self.name, self.arg_types)
+
+
+@dataclass(slots=True)
+class ClientRoutesChangeEvent(Event):
+    """Scylla-only: the client routes of some connections/hosts changed (`UPDATE_NODES`)."""
+
+    change: str = "UPDATE_NODES"
+    connection_ids: list[str] = field(default_factory=list)
+    host_ids: list[str] = field(default_factory=list)
+    event_type = "CLIENT_ROUTES_CHANGE"
+
+    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
+        write_string(out, self.event_type)
+        write_string(out, self.change)
+        write_string_list(out, self.connection_ids)
+        write_string_list(out, self.host_ids)

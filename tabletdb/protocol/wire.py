@@ -64,31 +64,53 @@ class Reader:
         self._pos = end
         return self._buf[pos:end]
 
-    def _unpack(self, st: struct.Struct, what: str) -> int:
-        pos = self._pos
-        if pos + st.size > len(self._buf):
-            raise ProtocolError(
-                f"Truncated message: needed {st.size} bytes for {what} at offset {pos}, "
-                f"only {len(self._buf) - pos} left"
-            )
-        self._pos = pos + st.size
-        value: int = st.unpack_from(self._buf, pos)[0]
-        return value
+    def _truncated(self, size: int, what: str) -> ProtocolError:
+        left = len(self._buf) - self._pos
+        return ProtocolError(
+            f"Truncated message: needed {size} bytes for {what} at offset {self._pos}, only {left} left"
+        )
+
+    # The fixed-size readers are the hot path: struct raises on a short buffer, so the bounds
+    # check costs nothing until it fails.
 
     def byte(self) -> int:
-        return self._unpack(_BYTE, "[byte]")
+        pos = self._pos
+        try:
+            value: int = _BYTE.unpack_from(self._buf, pos)[0]
+        except struct.error:
+            raise self._truncated(1, "[byte]") from None
+        self._pos = pos + 1
+        return value
 
     def short(self) -> int:
-        return self._unpack(_SHORT, "[short]")
+        pos = self._pos
+        try:
+            value: int = _SHORT.unpack_from(self._buf, pos)[0]
+        except struct.error:
+            raise self._truncated(2, "[short]") from None
+        self._pos = pos + 2
+        return value
 
     def i32(self) -> int:
-        return self._unpack(_INT, "[int]")
+        pos = self._pos
+        try:
+            value: int = _INT.unpack_from(self._buf, pos)[0]
+        except struct.error:
+            raise self._truncated(4, "[int]") from None
+        self._pos = pos + 4
+        return value
 
     def i64(self) -> int:
-        return self._unpack(_LONG, "[long]")
+        pos = self._pos
+        try:
+            value: int = _LONG.unpack_from(self._buf, pos)[0]
+        except struct.error:
+            raise self._truncated(8, "[long]") from None
+        self._pos = pos + 8
+        return value
 
     def consistency(self) -> int:
-        return self._unpack(_SHORT, "[consistency]")
+        return self.short()
 
     def string(self) -> str:
         return self._decode(self._take(self.short(), "[string]"), "[string]")

@@ -20,6 +20,7 @@ from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata, result_metadata
 from tabletdb.protocol.requests import Execute, QueryParameters
 from tabletdb.protocol.responses import (
     AuthSuccess,
+    ClientRoutesChangeEvent,
     EncodeContext,
     ErrorResponse,
     PreparedResult,
@@ -247,6 +248,19 @@ def test_events() -> None:
     assert msg.event_args == {"change_type": "DOWN", "address": ("::1", 9042)}
     msg = decode_response(encode(SchemaChangeEvent(change="UPDATED", target="TYPE", keyspace="ks", name="u")))
     assert msg.event_args["type"] == "u"
+    msg = decode_response(
+        encode(ClientRoutesChangeEvent(connection_ids=["c1"], host_ids=[str(uuid.UUID(int=1))]))
+    )
+    assert msg.event_args == {
+        "change_type": "UPDATE_NODES",
+        "connection_ids": ["c1"],
+        "host_ids": ["00000000-0000-0000-0000-000000000001"],
+    }
+
+
+def test_huge_error_message_is_clipped_to_a_string() -> None:
+    msg = decode_response(encode(ErrorResponse(error=E.InvalidRequest("é" * 40000))))
+    assert msg.message.endswith("...") and len(msg.message.encode()) <= 0xFFFF
 
 
 ERRORS: list[tuple[E.CqlError, type, dict[str, Any]]] = [
@@ -303,7 +317,7 @@ ERRORS: list[tuple[E.CqlError, type, dict[str, Any]]] = [
 @pytest.mark.parametrize(
     ("err", "driver_cls", "info"), ERRORS, ids=lambda x: type(x).__name__ if isinstance(x, E.CqlError) else ""
 )
-def test_errors_decode_in_driver(err: E.CqlError, driver_cls: type, info: dict[str, Any]) -> None:
+def test_errors_decode_in_driver(err: E.CqlError, driver_cls: Any, info: dict[str, Any]) -> None:
     msg: Any = decode_response(encode(ErrorResponse(error=err)))
     assert msg.__class__ is driver_cls
     assert msg.code == err.code and msg.message == err.message
