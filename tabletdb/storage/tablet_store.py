@@ -1,0 +1,292 @@
+"""One SQLite file holding one tablet replica (or one shard of a vnode table): DESIGN.md decision 5.
+
+``apply`` writes a batch of mutations in one transaction with ``synchronous=FULL``, so a batch is
+durable once ``apply`` returns and costs one fsync however many writes it holds (the group commit
+in ``group_commit`` feeds it one batch per event-loop tick). Reads return only live data, with
+write timestamps and remaining TTLs. Files are self-contained, so migration streams them whole
+(``snapshot_bytes`` / ``install``) and split/merge copy mutations by token range.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from tabletdb.dht.token import TokenRange
+from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
+from tabletdb.storage.read_path import PartitionReader, bound_to_columns
+from tabletdb.storage.reconcile import PartitionData
+from tabletdb.storage.sqlite_schema import (
+    DDL,
+    REGULAR_KIND,
+    SCHEMA_VERSION,
+    STATIC_KIND,
+    UPSERT_CELL,
+    UPSERT_COLLECTION_TOMBSTONE,
+    UPSERT_PARTITION,
+    UPSERT_RANGE_TOMBSTONE,
+    UPSERT_ROW,
+)
+from tabletdb.storage.stored_mutations import mutations_for_partition
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPosition:
+    """Where a scan page stopped: after row ``clustering`` of partition (token, pk), or after
+    the whole partition when ``clustering`` is None."""
+
+    token: int
+    partition_key: bytes
+    clustering: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPage:
+    partitions: tuple[PartitionData, ...]
+    next_position: ScanPosition | None
+    """None when the range is exhausted; otherwise pass it back as ``after`` for the next page."""
+
+
+def _resume_slice(after: ScanPosition | None, token: int, pk: bytes) -> ClusteringSlice | None:
+    """The rest of the partition a previous page stopped inside, or None if it did not stop in this one."""
+    if after is None or after.clustering is None or (token, pk) != (after.token, after.partition_key):
+        return None
+    return ClusteringSlice(Bound(after.clustering, inclusive=False))
+
+
+class StorageError(Exception):
+    """A tablet file could not be opened or written; the message names the file."""
+
+
+class TabletStore:
+    """The data of one tablet replica in one SQLite file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = OFF")
+            self._transaction(lambda: [self._conn.execute(stmt) for stmt in DDL])
+            version = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if version is None:
+                self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            elif version[0] != SCHEMA_VERSION:
+                raise StorageError(
+                    f"{self.path}: storage schema version {version[0]}, expected {SCHEMA_VERSION}"
+                )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> TabletStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def apply(self, mutations: Iterable[Mutation]) -> None:
+        """Apply a batch atomically and durably (one transaction, one sync)."""
+        batch = list(mutations)
+        if not batch:
+            return
+
+        def write_all() -> None:
+            for mutation in batch:
+                self._apply_one(mutation)
+
+        self._transaction(write_all)
+
+    def _apply_one(self, m: Mutation) -> None:
+        execute = self._conn.execute
+        pk = m.partition_key
+        execute(UPSERT_PARTITION, (pk, m.token, m.partition_tombstone))
+        for row in m.rows:
+            kind = STATIC_KIND if row.static else REGULAR_KIND
+            marker = row.marker
+            execute(
+                UPSERT_ROW,
+                (
+                    pk,
+                    kind,
+                    row.clustering,
+                    None if marker is None else marker.timestamp,
+                    0 if marker is None else marker.ttl,
+                    0 if marker is None else marker.expiry,
+                    row.tombstone,
+                ),
+            )
+            for c in row.cells:
+                dead = c.value is None
+                execute(
+                    UPSERT_CELL,
+                    (
+                        pk,
+                        kind,
+                        row.clustering,
+                        c.column,
+                        c.path,
+                        c.timestamp,
+                        int(dead),
+                        c.value or b"",
+                        c.expiry,
+                        c.ttl,
+                    ),
+                )
+            for column, ts in row.collection_tombstones:
+                execute(UPSERT_COLLECTION_TOMBSTONE, (pk, kind, row.clustering, column, ts))
+        for rt in m.range_tombstones:
+            start_kind, start = bound_to_columns(rt.clustering.start)
+            end_kind, end = bound_to_columns(rt.clustering.end)
+            execute(UPSERT_RANGE_TOMBSTONE, (pk, start_kind, start, end_kind, end, rt.timestamp))
+
+    def delete_token_range(self, token_range: TokenRange) -> int:
+        """Remove every partition in the range (cleanup after a range leaves this replica)."""
+
+        def delete() -> int:
+            removed = 0
+            for piece in token_range.unwrap():
+                selector = "SELECT pk FROM partitions WHERE token > ? AND token <= ?"
+                bounds = (piece.start, piece.end)
+                for table in ("cells", "rows", "collection_tombstones", "range_tombstones"):
+                    self._conn.execute(f"DELETE FROM {table} WHERE pk IN ({selector})", bounds)
+                removed += self._conn.execute(
+                    "DELETE FROM partitions WHERE token > ? AND token <= ?", bounds
+                ).rowcount
+            return removed
+
+        return self._transaction(delete)
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def read_partition(
+        self,
+        partition_key: bytes,
+        now: int,
+        clustering: ClusteringSlice = FULL_SLICE,
+        *,
+        reverse: bool = False,
+        limit: int | None = None,
+        include_static: bool = True,
+    ) -> PartitionData | None:
+        """The live rows of a partition within ``clustering`` (None if nothing is live)."""
+        found = self._conn.execute(
+            "SELECT token, tombstone FROM partitions WHERE pk = ?", (partition_key,)
+        ).fetchone()
+        if found is None:
+            return None
+        reader = PartitionReader(self._conn, partition_key, found[0], found[1], now)
+        return reader.read(clustering, reverse=reverse, limit=limit, include_static=include_static)
+
+    def scan(
+        self, token_range: TokenRange, now: int, *, limit: int, after: ScanPosition | None = None
+    ) -> ScanPage:
+        """Up to ``limit`` live rows of the range, partitions in (token, key) order, resumable."""
+        if limit < 1:
+            raise ValueError(f"scan limit must be at least 1, got {limit}")
+        out: list[PartitionData] = []
+        remaining = limit
+        for token, pk, tombstone in self._partitions_in(token_range, after):
+            resume_slice = _resume_slice(after, token, pk)
+            slice_ = FULL_SLICE if resume_slice is None else resume_slice
+            reader = PartitionReader(self._conn, pk, token, tombstone, now)
+            data = reader.read(slice_, reverse=False, limit=remaining, include_static=resume_slice is None)
+            if data is None:
+                continue
+            out.append(data)
+            remaining -= data.row_count
+            if remaining <= 0:
+                last = data.rows[-1].clustering if data.rows else None
+                return ScanPage(tuple(out), ScanPosition(token, pk, last))
+        return ScanPage(tuple(out), None)
+
+    def _partitions_in(
+        self, token_range: TokenRange, after: ScanPosition | None
+    ) -> Iterator[tuple[int, bytes, int | None]]:
+        for piece in token_range.unwrap():
+            sql = "SELECT token, pk, tombstone FROM partitions WHERE token > ? AND token <= ?"
+            params: list[object] = [piece.start, piece.end]
+            if after is not None:
+                op = ">=" if after.clustering is not None else ">"
+                sql += f" AND (token, pk) {op} (?, ?)"
+                params += [after.token, after.partition_key]
+            yield from self._conn.execute(sql + " ORDER BY token, pk", params)
+
+    def mutations_in_range(self, token_range: TokenRange) -> Iterator[Mutation]:
+        """Everything stored for the range, tombstones included, as mutations to re-apply elsewhere."""
+        for piece in token_range.unwrap():
+            partitions = self._conn.execute(
+                "SELECT pk, token, tombstone FROM partitions "
+                "WHERE token > ? AND token <= ? ORDER BY token, pk",
+                (piece.start, piece.end),
+            ).fetchall()
+            for pk, token, tombstone in partitions:
+                yield mutations_for_partition(self._conn, pk, token, tombstone)
+
+    # --- whole-file operations --------------------------------------------------------------
+
+    def snapshot_bytes(self) -> bytes:
+        """A consistent image of the file (SQLite online backup), for streaming or backup."""
+        image = sqlite3.connect(":memory:")
+        try:
+            self._conn.backup(image)
+            return image.serialize()
+        finally:
+            image.close()
+
+    @classmethod
+    def install(cls, path: str | Path, image: bytes) -> TabletStore:
+        """Create the file at ``path`` from a ``snapshot_bytes`` image and open it.
+
+        The image is written to a temporary name, synced and integrity-checked, then renamed into
+        place, so a crash never leaves a half-written tablet file under the real name.
+        """
+        target = Path(path)
+        if target.exists():
+            raise StorageError(f"refusing to install a tablet image over existing file {target}")
+        staging = target.with_name(target.name + ".installing")
+        try:
+            with open(staging, "wb") as out:
+                out.write(image)
+                out.flush()
+                os.fsync(out.fileno())
+            check = sqlite3.connect(staging)
+            try:
+                verdict = check.execute("PRAGMA quick_check").fetchone()
+            finally:
+                check.close()
+            if verdict is None or verdict[0] != "ok":
+                raise StorageError(f"tablet image for {target} failed its integrity check: {verdict}")
+            os.replace(staging, target)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(f"cannot install tablet image into {target}: {exc}") from exc
+        finally:
+            staging.unlink(missing_ok=True)
+        return cls(target)
+
+    def size_bytes(self) -> int:
+        """Bytes used by the database pages (the balancer's load measure)."""
+        page_count = self._conn.execute("PRAGMA page_count").fetchone()[0]
+        page_size = self._conn.execute("PRAGMA page_size").fetchone()[0]
+        return int(page_count) * int(page_size)
+
+    def _transaction(self, work: Callable[[], T]) -> T:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = work()
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        return result
