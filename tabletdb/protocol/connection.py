@@ -191,7 +191,7 @@ class Connection:
         self.compression = compression
         self.extensions = frozenset(k for k in options if k in self.offered_extensions)
         use_metadata_id = USE_METADATA_ID in self.extensions
-        self._decode_ctx = DecodeContext(use_metadata_id=use_metadata_id)
+        self._decode_ctx = DecodeContext(use_metadata_id=use_metadata_id, version=self.version)
         self._encode_ctx = EncodeContext(
             version=self.version,
             use_metadata_id=use_metadata_id,

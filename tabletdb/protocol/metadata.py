@@ -41,6 +41,12 @@ def result_metadata_id(columns: list[ColumnSpec]) -> bytes:
     return h.digest()[:16]
 
 
+def prepared_statement_id(keyspace: str | None, query: str) -> bytes:
+    """Scylla's prepared id: MD5 of the current keyspace name followed by the query text, so the
+    same text prepared under different `USE`s gets different ids."""
+    return hashlib.md5((keyspace or "").encode("utf-8") + query.encode("utf-8")).digest()
+
+
 def common_table(columns: list[ColumnSpec]) -> tuple[str, str] | None:
     """(keyspace, table) when the list is non-empty and all columns share it: Scylla's rule for
     setting global_tables_spec."""

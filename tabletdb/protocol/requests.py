@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from tabletdb.cql.errors import ProtocolError
 from tabletdb.protocol.frames import OpCode
-from tabletdb.protocol.wire import Reader, Value
+from tabletdb.protocol.wire import UNSET, Reader, Value
 
 # Consistency levels (the `[consistency]` codes).
 ANY, ONE, TWO, THREE, QUORUM, ALL = 0x0000, 0x0001, 0x0002, 0x0003, 0x0004, 0x0005
@@ -125,9 +125,10 @@ class DecodeContext:
     """Per-connection facts that change body layouts."""
 
     use_metadata_id: bool = False
+    version: int = 4
 
 
-def read_query_parameters(r: Reader) -> QueryParameters:
+def read_query_parameters(r: Reader, version: int = 4) -> QueryParameters:
     consistency = _consistency(r, "consistency")
     flags = r.byte()
     params = QueryParameters(consistency)
@@ -139,6 +140,8 @@ def read_query_parameters(r: Reader) -> QueryParameters:
             if with_names:
                 names.append(r.string())
             values.append(r.value())
+        if version < 4 and UNSET in values:
+            raise ProtocolError("Unset values ([value] length -2) need protocol v4 or later")
         params.values = values
         if with_names:
             params.names = names
@@ -187,7 +190,7 @@ def _options(r: Reader, ctx: DecodeContext) -> Options:
 
 def _query(r: Reader, ctx: DecodeContext) -> Query:
     query = r.long_string()
-    return Query(query, read_query_parameters(r))
+    return Query(query, read_query_parameters(r, ctx.version))
 
 
 def _prepare(r: Reader, ctx: DecodeContext) -> Prepare:
@@ -197,7 +200,7 @@ def _prepare(r: Reader, ctx: DecodeContext) -> Prepare:
 def _execute(r: Reader, ctx: DecodeContext) -> Execute:
     query_id = r.short_bytes()
     metadata_id = r.short_bytes() if ctx.use_metadata_id else None
-    return Execute(query_id, metadata_id, read_query_parameters(r))
+    return Execute(query_id, metadata_id, read_query_parameters(r, ctx.version))
 
 
 def _batch(r: Reader, ctx: DecodeContext) -> Batch:

@@ -112,6 +112,8 @@ class ErrorResponse(Response):
 def encode_error(out: bytearray, err: E.CqlError, ctx: EncodeContext) -> None:
     """`[int] code`, `[string] message`, then the code's extra fields (1.9)."""
     message = _clip(err.message)
+    if ctx.version < 4:
+        err = _v3_equivalent(err)
     if isinstance(err, E.RateLimitReached) and not ctx.rate_limit_error:
         write_int(out, E.ConfigurationError.code)
         write_string(out, message)
@@ -156,6 +158,17 @@ def encode_error(out: bytearray, err: E.CqlError, ctx: EncodeContext) -> None:
     elif isinstance(err, E.RateLimitReached):
         write_byte(out, err.op_type)
         write_byte(out, 1 if err.rejected_by_coordinator else 0)
+
+
+def _v3_equivalent(err: E.CqlError) -> E.CqlError:
+    """Protocol v3 has no *_failure codes: send the nearest v3 error, as Cassandra does."""
+    if isinstance(err, E.ReadFailure):
+        return E.ReadTimeout(err.message, err.consistency, err.received, err.block_for, err.data_present)
+    if isinstance(err, E.WriteFailure):
+        return E.WriteTimeout(err.message, err.consistency, err.received, err.block_for, err.write_type)
+    if isinstance(err, E.FunctionFailure):
+        return E.InvalidRequest(err.message)
+    return err
 
 
 def _clip(message: str, limit: int = 0xFFFF) -> str:

@@ -268,3 +268,12 @@ def test_v3_and_v4_are_accepted(version: int) -> None:
     ev = one(conn.receive_data(encode_frame(version, 0, 1, 0x05, b"")))
     assert isinstance(ev.request, Options)
     assert conn.send(1, Ready())[0] == 0x80 | version
+
+
+def test_unset_values_are_refused_in_v3() -> None:
+    conn = Connection()
+    ev = one(conn.receive_data(encode_frame(3, 0, 1, 0x01, b"\x00\x00")))
+    conn.send(ev.stream, conn.startup_response(), ev.request)
+    body = b"\x00\x00\x00\x08SELECT ?" + b"\x00\x01\x01\x00\x01\xff\xff\xff\xfe"
+    (bad,) = conn.receive_data(encode_frame(3, 0, 2, 0x07, body))
+    assert isinstance(bad, ProtocolViolation) and "Unset values" in bad.error.message

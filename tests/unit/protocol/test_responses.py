@@ -394,3 +394,28 @@ def test_supported_and_auth_success() -> None:
     frame = encode(AuthSuccess())
     assert frame[9:] == b"\x00\x00\x00\x00"  # an empty [bytes], as Scylla sends
     assert decode_response(frame).token in ("", b"")
+
+
+def test_v3_gets_v3_error_codes() -> None:
+    v3 = EncodeContext(version=3)
+    out = bytearray()
+    from tabletdb.protocol.responses import encode_error
+
+    encode_error(out, E.ReadFailure("rf", 4, 1, 2, 1, True), v3)
+    assert bytes(out[:4]) == b"\x00\x00\x12\x00" and len(out) == 4 + 4 + 2 + 4 + 4 + 1
+    out.clear()
+    encode_error(out, E.WriteFailure("wf", 4, 1, 2, 1, "SIMPLE"), v3)
+    assert bytes(out[:4]) == b"\x00\x00\x11\x00"
+    out.clear()
+    encode_error(out, E.FunctionFailure("ff", "ks", "f", []), v3)
+    assert bytes(out) == b"\x00\x00\x22\x00\x00\x02ff"
+
+
+def test_prepared_statement_id_depends_on_keyspace() -> None:
+    import hashlib
+
+    from tabletdb.protocol.metadata import prepared_statement_id
+
+    assert prepared_statement_id("ks", "SELECT 1") == hashlib.md5(b"ksSELECT 1").digest()
+    assert prepared_statement_id(None, "SELECT 1") == hashlib.md5(b"SELECT 1").digest()
+    assert prepared_statement_id("a", "SELECT 1") != prepared_statement_id("b", "SELECT 1")
