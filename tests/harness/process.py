@@ -17,6 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
+# Resolved once in the parent: after fork the child must not dlopen (the loader lock may be held
+# by another thread of the parent at fork time).
+try:
+    _PRCTL: ctypes._NamedFuncPointer | None = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _PRCTL = None
 
 
 def _die_with_parent() -> None:
@@ -24,8 +30,8 @@ def _die_with_parent() -> None:
 
     Without this a crashed pytest worker leaves servers holding addresses for the next run.
     """
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
 class ProcessError(RuntimeError):
@@ -33,7 +39,12 @@ class ProcessError(RuntimeError):
 
 
 class ManagedProcess:
-    """One restartable process whose output is captured in `log_path`."""
+    """One restartable process whose output is captured in `log_path`.
+
+    Start processes from the test's main thread: the kernel's parent-death signal fires when the
+    *thread* that started the child exits, so a node started from a short-lived worker thread
+    would be killed with it.
+    """
 
     def __init__(
         self,
