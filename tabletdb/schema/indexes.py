@@ -66,10 +66,10 @@ def target_columns(target: str) -> set[str]:
 
 
 def describe_target(target: str) -> str:
-    """The target as CREATE INDEX prints it: `keys(m)`, `v`, or `((p1, p2), v)` for local indexes."""
+    """What goes between CREATE INDEX's parentheses: `keys(m)`, `v`, or `(p1, p2), v` (local index)."""
     column, kind, local_pk = parse_target(target)
     if local_pk:
-        return "((" + ", ".join(quote_identifier(p) for p in local_pk) + f"), {quote_identifier(column)})"
+        return "(" + ", ".join(quote_identifier(p) for p in local_pk) + f"), {quote_identifier(column)}"
     return target_string(column, kind)
 
 

@@ -136,7 +136,7 @@ def test_create_index_targets_and_events() -> None:
         "loc": '{"pk":["k"],"ck":["v"]}',
     }
     assert all(i.kind is IndexKind.COMPOSITES for i in table.indexes)
-    assert describe_target(targets["loc"]) == "((k), v)"
+    assert describe_target(targets["loc"]) == "(k), v"
     assert parse_target('keys("Odd""Name")') == ('Odd"Name', "keys", ())
     with pytest.raises(InvalidRequest, match="Index mk already exists"):
         create_index(catalog, "ks", "t", "mk", "m", "values")

@@ -1,0 +1,268 @@
+"""DESCRIBE text for schema objects, exactly in ScyllaDB's format (spec/describe.md).
+
+DESCRIBE output is the schema backup: executed in order on an empty cluster it must recreate
+the schema, table ids included (WITH INTERNALS). So objects come dependencies first, and
+dropped-column history is replayed with `ALTER TABLE ... DROP ... USING TIMESTAMP`.
+Roles, grants and service levels are described by their own packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tabletdb.cql.format import format_float
+from tabletdb.cql.identifiers import quote_identifier as q
+from tabletdb.cql.identifiers import quote_string
+from tabletdb.schema.ddl_common import SYSTEM_KEYSPACES
+from tabletdb.schema.indexes import describe_target
+from tabletdb.schema.model import (
+    AggregateDef,
+    Catalog,
+    ColumnDef,
+    ColumnKind,
+    FunctionDef,
+    IndexDef,
+    IndexKind,
+    KeyspaceDef,
+    KeyspaceSchema,
+    TableDef,
+    UserTypeDef,
+    ViewDef,
+)
+from tabletdb.schema.options import Pairs, TableOptions
+from tabletdb.schema.typeutil import children
+
+
+@dataclass(frozen=True)
+class DescribeRow:
+    """One result row: names already quoted as identifiers where needed."""
+
+    keyspace_name: str | None
+    type: str
+    name: str
+    create_statement: str
+
+
+def _map(pairs: Iterable[tuple[str, str]]) -> str:
+    return "{" + ", ".join(f"{quote_string(k)}: {quote_string(v)}" for k, v in sorted(pairs)) + "}"
+
+
+def keyspace_statement(ks: KeyspaceDef) -> str:
+    rep = [f"'class': {quote_string(ks.replication.strategy_class)}"]
+    for dc, value in sorted(ks.replication.options):
+        text = (
+            "[" + ", ".join(quote_string(r) for r in value) + "]"
+            if isinstance(value, tuple)
+            else quote_string(value)
+        )
+        rep.append(f"{quote_string(dc)}: {text}")
+    parts = [f"CREATE KEYSPACE {q(ks.name)} WITH replication = {{{', '.join(rep)}}}"]
+    if ks.storage_type is not None:
+        parts.append(f"storage = {_map((('type', ks.storage_type), *ks.storage_options))}")
+    parts.append(f"durable_writes = {'true' if ks.durable_writes else 'false'}")
+    if ks.tablets is not None:
+        tablets = f"'enabled': {'true' if ks.tablets.enabled else 'false'}"
+        if ks.tablets.initial is not None:
+            tablets += f", 'initial': {ks.tablets.initial}"
+        parts.append(f"tablets = {{{tablets}}}")
+    return " AND ".join(parts) + ";\n"
+
+
+def type_statement(udt: UserTypeDef) -> str:
+    fields = ",\n".join(f"    {q(n)} {t.cql()}" for n, t in zip(udt.field_names, udt.field_types))
+    return f"CREATE TYPE {q(udt.keyspace)}.{q(udt.name)} (\n{fields}\n);\n"
+
+
+def function_statement(f: FunctionDef) -> str:
+    args = ", ".join(f"{q(n)} {t.cql()}" for n, t in zip(f.argument_names, f.argument_types))
+    on_null = "CALLED ON NULL INPUT" if f.called_on_null_input else "RETURNS NULL ON NULL INPUT"
+    return (
+        f"CREATE FUNCTION {q(f.keyspace)}.{q(f.name)}({args})\n{on_null}\nRETURNS {f.return_type.cql()}\n"
+        f"LANGUAGE {f.language}\nAS $${f.body}$$;\n"
+    )
+
+
+def aggregate_statement(a: AggregateDef) -> str:
+    lines = [
+        f"CREATE AGGREGATE {q(a.keyspace)}.{q(a.name)}({', '.join(t.cql() for t in a.argument_types)})",
+        f"SFUNC {q(a.state_func)}",
+        f"STYPE {a.state_type.cql()}",
+    ]
+    if a.reduce_func is not None:
+        lines.append(f"REDUCEFUNC {q(a.reduce_func)}")
+    if a.final_func is not None:
+        lines.append(f"FINALFUNC {q(a.final_func)}")
+    if a.initcond is not None:
+        lines.append(f"INITCOND {a.initcond}")
+    return "\n".join(lines) + ";\n"
+
+
+def _options(o: TableOptions, is_view: bool) -> list[str]:
+    def pairs_or_empty(p: Pairs) -> str:
+        return _map(p)
+
+    result = [
+        f"bloom_filter_fp_chance = {format_float(o.bloom_filter_fp_chance)}",
+        f"caching = {pairs_or_empty(o.caching)}",
+        f"comment = {quote_string(o.comment)}",
+        f"compaction = {pairs_or_empty(o.compaction)}",
+        f"compression = {pairs_or_empty(o.compression)}",
+        f"crc_check_chance = {format_float(o.crc_check_chance)}",
+        f"default_time_to_live = {o.default_time_to_live}",
+        f"gc_grace_seconds = {o.gc_grace_seconds}",
+        f"max_index_interval = {o.max_index_interval}",
+        f"memtable_flush_period_in_ms = {o.memtable_flush_period_in_ms}",
+        f"min_index_interval = {o.min_index_interval}",
+        f"speculative_retry = {quote_string(o.speculative_retry)}",
+    ]
+    if o.tablets is not None:
+        result.append(f"tablets = {_map(o.tablets)}")
+    if o.cdc is not None:
+        result.append(f"cdc = {_map(o.cdc)}")
+    if o.paxos_grace_seconds is not None:
+        result.append(f"paxos_grace_seconds = {o.paxos_grace_seconds}")
+    if o.per_partition_rate_limit is not None:
+        result.append(f"per_partition_rate_limit = {_map(o.per_partition_rate_limit)}")
+    if o.scylla_tags is not None:
+        result.append(f"scylla_tags = {_map(o.scylla_tags)}")
+    result.append(f"tombstone_gc = {_map(o.tombstone_gc)}")
+    if is_view and o.synchronous_updates is not None:
+        result.append(f"synchronous_updates = {'true' if o.synchronous_updates else 'false'}")
+    return result
+
+
+def _primary_key(table: TableDef) -> str:
+    pk = [q(c.name) for c in table.partition_key]
+    head = pk[0] if len(pk) == 1 else "(" + ", ".join(pk) + ")"
+    return "(" + ", ".join([head, *(q(c.name) for c in table.clustering_key)]) + ")"
+
+
+def _with_clause(table: TableDef, with_internals: bool, is_view: bool) -> list[str]:
+    clauses = []
+    if with_internals:
+        clauses.append(f"ID = {table.id}")
+    if table.clustering_key:
+        orders = ", ".join(f"{q(c.name)} {c.clustering_order.value}" for c in table.clustering_key)
+        clauses.append(f"CLUSTERING ORDER BY ({orders})")
+    if table.is_compact_storage:
+        clauses.append("COMPACT STORAGE")
+    return clauses + _options(table.options, is_view)
+
+
+def _column_line(c: ColumnDef) -> str:
+    return f"    {q(c.name)} {c.type.cql()}{' STATIC' if c.kind is ColumnKind.STATIC else ''},"
+
+
+def table_statement(table: TableDef, with_internals: bool = False) -> str:
+    readded = (
+        {c.name for c in table.columns if table.dropped(c.name) is not None} if with_internals else set()
+    )
+    lines = [f"CREATE TABLE {q(table.keyspace)}.{q(table.name)} ("]
+    lines += [_column_line(c) for c in table.columns if c.name not in readded]
+    if with_internals:
+        lines += [f"    {q(name)} {d.type.cql()}," for name, d in table.dropped_columns]
+    lines.append(f"    PRIMARY KEY {_primary_key(table)}")
+    text = (
+        "\n".join(lines) + "\n) WITH " + "\n    AND ".join(_with_clause(table, with_internals, False)) + ";"
+    )
+    if with_internals:
+        target = f"{q(table.keyspace)}.{q(table.name)}"
+        for name, d in table.dropped_columns:
+            text += f"\nALTER TABLE {target} DROP {q(name)} USING TIMESTAMP {d.timestamp};"
+        for c in table.columns:
+            if c.name in readded:
+                static = " static" if c.kind is ColumnKind.STATIC else ""
+                text += f"\nALTER TABLE {target} ADD {q(c.name)} {c.type.cql()}{static};"
+    return text + "\n"
+
+
+def index_statement(keyspace: str, index: IndexDef) -> str:
+    target = describe_target(index.target)
+    head = "CREATE CUSTOM INDEX" if index.kind is IndexKind.CUSTOM else "CREATE INDEX"
+    text = f"{head} {q(index.name)} ON {q(keyspace)}.{q(index.table)}({target})"
+    if index.custom_class is not None:
+        text += f" USING {quote_string(index.custom_class)}"
+        extra = [(k, v) for k, v in index.options if k not in ("target", "class_name")]
+        if extra:
+            text += f" WITH OPTIONS = {_map(extra)}"
+    return text + ";\n"
+
+
+def view_statement(view: ViewDef, with_internals: bool = False) -> str:
+    table = view.table
+    selected = "*" if view.include_all_columns else ", ".join(q(c.name) for c in table.columns)
+    return (
+        f"CREATE MATERIALIZED VIEW {q(view.keyspace)}.{q(view.name)} AS\n"
+        f"    SELECT {selected}\n"
+        f"    FROM {q(view.keyspace)}.{q(view.base_table_name)}\n"
+        f"    WHERE {view.where_clause}\n"
+        f"    PRIMARY KEY {_primary_key(table)}\n"
+        "    WITH " + "\n    AND ".join(_with_clause(table, with_internals, True)) + ";\n"
+    )
+
+
+def types_in_dependency_order(ks: KeyspaceSchema) -> list[UserTypeDef]:
+    """UDTs with every type after the types it uses; otherwise by name."""
+    ordered: list[UserTypeDef] = []
+    placed: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in placed or name not in ks.types:
+            return
+        placed.add(name)
+        udt = ks.types[name]
+        for dependency in sorted(_udt_names(udt.field_types, ks.name)):
+            visit(dependency)
+        ordered.append(udt)
+
+    for name in sorted(ks.types):
+        visit(name)
+    return ordered
+
+
+def _udt_names(types: Iterable[object], keyspace: str) -> set[str]:
+    from tabletdb.cql.types import CqlType, UserType
+
+    found: set[str] = set()
+    stack = [t for t in types if isinstance(t, CqlType)]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, UserType) and t.keyspace == keyspace:
+            found.add(t.name)
+        stack.extend(children(t))
+    return found
+
+
+def table_rows(ks: KeyspaceSchema, table: TableDef, with_internals: bool = False) -> list[DescribeRow]:
+    """DESC TABLE: the table, then its indexes and its views, each by name."""
+    kq = q(ks.name)
+    result = [DescribeRow(kq, "table", q(table.name), table_statement(table, with_internals))]
+    for index in sorted(table.indexes, key=lambda i: i.name):
+        result.append(DescribeRow(kq, "index", q(index.name), index_statement(ks.name, index)))
+    for view in ks.views_of(table.name):
+        result.append(DescribeRow(kq, "view", q(view.name), view_statement(view, with_internals)))
+    return result
+
+
+def keyspace_rows(ks: KeyspaceSchema, with_internals: bool = False) -> list[DescribeRow]:
+    """DESC KEYSPACE: keyspace, UDTs, UDFs, UDAs, then tables with their indexes and views."""
+    kq = q(ks.name)
+    result = [DescribeRow(kq, "keyspace", kq, keyspace_statement(ks.definition))]
+    result += [DescribeRow(kq, "type", q(u.name), type_statement(u)) for u in types_in_dependency_order(ks)]
+    for key in sorted(ks.functions):
+        result.append(DescribeRow(kq, "function", q(key[0]), function_statement(ks.functions[key])))
+    for key in sorted(ks.aggregates):
+        result.append(DescribeRow(kq, "aggregate", q(key[0]), aggregate_statement(ks.aggregates[key])))
+    for name in sorted(ks.tables):
+        result += table_rows(ks, ks.tables[name], with_internals)
+    return result
+
+
+def schema_rows(catalog: Catalog, full: bool = False, with_internals: bool = False) -> list[DescribeRow]:
+    """DESC [FULL] SCHEMA for the schema objects (system keyspaces only with FULL)."""
+    result: list[DescribeRow] = []
+    for name in sorted(catalog.keyspaces):
+        if full or name not in SYSTEM_KEYSPACES:
+            result += keyspace_rows(catalog.keyspaces[name], with_internals)
+    return result
