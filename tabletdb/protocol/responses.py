@@ -301,7 +301,7 @@ class Event(Response):
 class TopologyChangeEvent(Event):
     change: str = "NEW_NODE"  # NEW_NODE, REMOVED_NODE, MOVED_NODE
     address: str = "127.0.0.1"
-    port: int = 9042
+    port: int = 0  # 0: CqlServer.broadcast fills in its own CQL port, as Scylla does
     event_type = "TOPOLOGY_CHANGE"
 
     def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
@@ -314,7 +314,7 @@ class TopologyChangeEvent(Event):
 class StatusChangeEvent(Event):
     status: str = "UP"  # UP, DOWN
     address: str = "127.0.0.1"
-    port: int = 9042
+    port: int = 0  # 0: CqlServer.broadcast fills in its own CQL port, as Scylla does
     event_type = "STATUS_CHANGE"
 
     def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:

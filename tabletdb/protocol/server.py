@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 from collections.abc import Awaitable, Callable
 
@@ -37,7 +38,9 @@ from tabletdb.protocol.responses import (
     Ready,
     Response,
     SetKeyspaceResult,
+    StatusChangeEvent,
     Supported,
+    TopologyChangeEvent,
 )
 from tabletdb.protocol.sasl import parse_plain_token
 
@@ -110,7 +113,13 @@ class CqlServer:
         return [c.client for c in self._clients]
 
     def broadcast(self, event: Event) -> int:
-        """Push an EVENT to every ready connection REGISTERed for its type; returns how many."""
+        """Push an EVENT to every ready connection REGISTERed for its type; returns how many.
+
+        Node events with port 0 get this server's CQL port (Scylla reports the address with the
+        port of the listener the client is connected to; drivers register on the main port).
+        """
+        if isinstance(event, TopologyChangeEvent | StatusChangeEvent) and event.port == 0:
+            event = dataclasses.replace(event, port=self.port)
         sent = 0
         for client in self._clients:
             if client.conn.state is ConnState.READY and event.event_type in client.conn.registered:

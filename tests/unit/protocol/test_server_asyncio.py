@@ -116,6 +116,10 @@ def test_broadcast_reaches_only_registered_connections() -> None:
         ready = await listener.request(dp.RegisterMessage(["SCHEMA_CHANGE"]), stream=1)
         assert isinstance(ready, dp.ReadyMessage)
         assert server.broadcast(StatusChangeEvent(status="UP", address="127.0.0.9")) == 0
+        ready = await other.request(dp.RegisterMessage(["STATUS_CHANGE"]), stream=2)
+        assert server.broadcast(StatusChangeEvent(status="UP", address="127.0.0.9")) == 1
+        status = await other.read()
+        assert status.event_args == {"change_type": "UP", "address": ("127.0.0.9", server.port)}
         assert (
             server.broadcast(SchemaChangeEvent(change="DROPPED", target="TABLE", keyspace="ks", name="t"))
             == 1
