@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +12,13 @@ import pytest
 
 from tests.harness.addresses import AddressAllocator
 from tests.harness.node import NodeFactory, server_argv
-from tests.harness.process import ManagedProcess, ProcessError, processes_to_report, wait_for_exit
+from tests.harness.process import (
+    ManagedProcess,
+    ProcessError,
+    environ_with,
+    processes_to_report,
+    wait_for_exit,
+)
 
 # Prints a line per start, exits 0 on SIGTERM (a graceful server), else sleeps forever.
 GRACEFUL = """
@@ -140,3 +147,58 @@ def test_wait_ready_reports_an_early_exit_with_its_output(node_factory: NodeFact
     with pytest.raises(ProcessError, match="did not become CQL-ready") as info:
         node.start()
     assert "unknown config key 'no_such_key'" in str(info.value)
+
+
+INNER_TEST = """
+import sys
+import time
+from pathlib import Path
+from tests.harness.process import ManagedProcess
+
+def test_fails_while_a_server_runs(tmp_path):
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import sys, time\n"
+        "print('hello-from-the-server', file=sys.stderr, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    process = ManagedProcess([sys.executable, str(script)], tmp_path / "out.log", name="inner-server")
+    process.start()
+    try:
+        while "hello-from-the-server" not in process.log_tail():
+            time.sleep(0.01)
+        assert False, "deliberate failure"
+    finally:
+        process.kill()
+"""
+
+
+def test_failure_report_carries_the_server_output(tmp_path: Path) -> None:
+    """Run a failing test in a child pytest that loads our conftest hooks; its report must show
+    the output of the process the test had running."""
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_runtest_makereport, pytest_runtest_setup  # noqa: F401\n"
+    )
+    (tmp_path / "test_inner.py").write_text(INNER_TEST)
+    repo_root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=repo_root,
+        env=environ_with(PYTHONPATH=str(repo_root)),
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "output of inner-server" in done.stdout
+    assert "hello-from-the-server" in done.stdout
