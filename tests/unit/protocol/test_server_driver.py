@@ -169,3 +169,16 @@ def test_garbage_does_not_affect_other_connections(serve: Callable[..., ServerTh
         assert len(list(session.execute("SELECT k, v FROM ks.t"))) == 2
     finally:
         c.shutdown()
+
+
+def test_driver_without_explicit_version_downgrades_from_v5(serve: Callable[..., ServerThread]) -> None:
+    st = serve(FakeHandler())
+    c = Cluster(
+        ["127.0.0.1"], port=st.server.port, load_balancing_policy=RoundRobinPolicy(), connect_timeout=10
+    )
+    try:
+        session = c.connect()
+        assert c.protocol_version == 4
+        assert len(list(session.execute("SELECT k, v FROM ks.t"))) == 2
+    finally:
+        c.shutdown()
