@@ -60,6 +60,40 @@ def _resume_slice(after: ScanPosition | None, token: int, pk: bytes) -> Clusteri
     return ClusteringSlice(Bound(after.clustering, inclusive=False))
 
 
+class _BatchParams:
+    """SQL parameters of a batch of mutations, one list per upsert statement."""
+
+    def __init__(self) -> None:
+        self.partitions: list[tuple[object, ...]] = []
+        self.rows: list[tuple[object, ...]] = []
+        self.cells: list[tuple[object, ...]] = []
+        self.collection_tombstones: list[tuple[object, ...]] = []
+        self.range_tombstones: list[tuple[object, ...]] = []
+
+    def add(self, m: Mutation) -> None:
+        pk = m.partition_key
+        self.partitions.append((pk, m.token, m.partition_tombstone))
+        for row in m.rows:
+            kind = STATIC_KIND if row.static else REGULAR_KIND
+            ck = row.clustering
+            marker = row.marker
+            if marker is None:
+                self.rows.append((pk, kind, ck, None, 0, 0, row.tombstone))
+            else:
+                self.rows.append((pk, kind, ck, marker.timestamp, marker.ttl, marker.expiry, row.tombstone))
+            for c in row.cells:
+                dead = 1 if c.value is None else 0
+                self.cells.append(
+                    (pk, kind, ck, c.column, c.path, c.timestamp, dead, c.value or b"", c.expiry, c.ttl)
+                )
+            for column, ts in row.collection_tombstones:
+                self.collection_tombstones.append((pk, kind, ck, column, ts))
+        for rt in m.range_tombstones:
+            start_kind, start = bound_to_columns(rt.clustering.start)
+            end_kind, end = bound_to_columns(rt.clustering.end)
+            self.range_tombstones.append((pk, start_kind, start, end_kind, end, rt.timestamp))
+
+
 class StorageError(Exception):
     """A tablet file could not be opened or written; the message names the file."""
 
@@ -97,59 +131,26 @@ class TabletStore:
     # --- writes -----------------------------------------------------------------------------
 
     def apply(self, mutations: Iterable[Mutation]) -> None:
-        """Apply a batch atomically and durably (one transaction, one sync)."""
-        batch = list(mutations)
-        if not batch:
+        """Apply a batch atomically and durably (one transaction, one sync).
+
+        Parameters are gathered per statement and sent with ``executemany``; the order of
+        upserts does not matter because last-write-wins is commutative.
+        """
+        params = _BatchParams()
+        for mutation in mutations:
+            params.add(mutation)
+        if not params.partitions:
             return
 
         def write_all() -> None:
-            for mutation in batch:
-                self._apply_one(mutation)
+            executemany = self._conn.executemany
+            executemany(UPSERT_PARTITION, params.partitions)
+            executemany(UPSERT_ROW, params.rows)
+            executemany(UPSERT_CELL, params.cells)
+            executemany(UPSERT_COLLECTION_TOMBSTONE, params.collection_tombstones)
+            executemany(UPSERT_RANGE_TOMBSTONE, params.range_tombstones)
 
         self._transaction(write_all)
-
-    def _apply_one(self, m: Mutation) -> None:
-        execute = self._conn.execute
-        pk = m.partition_key
-        execute(UPSERT_PARTITION, (pk, m.token, m.partition_tombstone))
-        for row in m.rows:
-            kind = STATIC_KIND if row.static else REGULAR_KIND
-            marker = row.marker
-            execute(
-                UPSERT_ROW,
-                (
-                    pk,
-                    kind,
-                    row.clustering,
-                    None if marker is None else marker.timestamp,
-                    0 if marker is None else marker.ttl,
-                    0 if marker is None else marker.expiry,
-                    row.tombstone,
-                ),
-            )
-            for c in row.cells:
-                dead = c.value is None
-                execute(
-                    UPSERT_CELL,
-                    (
-                        pk,
-                        kind,
-                        row.clustering,
-                        c.column,
-                        c.path,
-                        c.timestamp,
-                        int(dead),
-                        c.value or b"",
-                        c.expiry,
-                        c.ttl,
-                    ),
-                )
-            for column, ts in row.collection_tombstones:
-                execute(UPSERT_COLLECTION_TOMBSTONE, (pk, kind, row.clustering, column, ts))
-        for rt in m.range_tombstones:
-            start_kind, start = bound_to_columns(rt.clustering.start)
-            end_kind, end = bound_to_columns(rt.clustering.end)
-            execute(UPSERT_RANGE_TOMBSTONE, (pk, start_kind, start, end_kind, end, rt.timestamp))
 
     def delete_token_range(self, token_range: TokenRange) -> int:
         """Remove every partition in the range (cleanup after a range leaves this replica)."""
