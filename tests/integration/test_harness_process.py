@@ -149,7 +149,7 @@ def test_wait_ready_reports_an_early_exit_with_its_output(node_factory: NodeFact
     assert "unknown config key 'no_such_key'" in str(info.value)
 
 
-INNER_TEST = """
+INNER_TEST = r"""
 import sys
 import time
 from pathlib import Path
