@@ -54,7 +54,6 @@ SEQUENCE_END = 0x20
 AFTER_PREFIX = b"\x60"
 
 _SIGNED_SIZES = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8, "counter": 8, "timestamp": 8, "time": 8}
-_BYTES_LIKE = frozenset({"text", "ascii", "blob", "duration"})
 
 Component = tuple[CqlType, bool, bytes | None]
 
@@ -211,14 +210,12 @@ def _encode_native(t: NativeType, value: bytes) -> bytes:
         version = value[6] >> 4
         if name == "timeuuid" and version != 1:
             raise InvalidRequest(f"Invalid value for type timeuuid: version {version} UUID")
-        timed = uuid_timestamp(value).to_bytes(8, "big") + signed_low_bytes(value)
+        timestamp = uuid_timestamp(value).to_bytes(8, "big")
         if name == "timeuuid":
-            return timed
-        return bytes([version]) + (timed if version == 1 else value)
-    if name == "inet":
-        if len(value) not in (4, 16):
-            raise InvalidRequest(f"Invalid value for type inet: expected 4 or 16 bytes, got {len(value)}")
-        return bytes([len(value)]) + value
+            return timestamp + signed_low_bytes(value)
+        return bytes([version]) + (timestamp + value[8:] if version == 1 else value)
+    if name == "inet" and len(value) not in (4, 16):
+        raise InvalidRequest(f"Invalid value for type inet: expected 4 or 16 bytes, got {len(value)}")
     return _escape(value)
 
 
@@ -337,11 +334,11 @@ def _decode_native(t: NativeType, r: _Reader) -> bytes:
         if version != 1:
             return r.take(16)
         ts = int.from_bytes(r.take(8), "big")
-        low = bytes(b ^ 0x80 for b in r.take(8))
+        low = r.take(8)
+        if name == "timeuuid":
+            low = bytes(b ^ 0x80 for b in low)
         high = (ts & 0xFFFFFFFF).to_bytes(4, "big") + ((ts >> 32) & 0xFFFF).to_bytes(2, "big")
         return high + (0x1000 | (ts >> 48)).to_bytes(2, "big") + low
-    if name == "inet":
-        return r.take(r.byte())
     return _unescape(r)
 
 

@@ -8,9 +8,11 @@ in. It follows Cassandra's comparators:
   varint and decimal numerically (so decimal 1.0 == 1.00);
 - float/double as Java's `Float.compare`: -0.0 < 0.0, NaN above +Infinity, all NaNs equal;
 - text, ascii, blob, duration, custom: unsigned bytewise; boolean: false < true;
-- uuid: version first; two version-1 uuids by timestamp, then the low 8 bytes as signed bytes;
-  other versions by unsigned bytes. timeuuid: timestamp, then low 8 bytes as signed bytes;
-- inet: IPv4 before IPv6, then bytewise;
+- uuid: version first; two version-1 uuids by timestamp then unsigned low 8 bytes, other versions
+  by unsigned bytes. timeuuid: timestamp, then the low 8 bytes as *signed* bytes (Cassandra's two
+  types really do differ there);
+- inet: unsigned bytewise, as Cassandra and Scylla do (so an IPv4 address is not always before
+  an IPv6 one: ::1 < 10.0.0.1);
 - list, set, vector: element by element, then the shorter first; map: key, value, key, ...;
 - tuple, UDT: field by field with null before any value; missing trailing fields equal nulls.
 """
@@ -105,8 +107,6 @@ def _compare_native(name: str, a: bytes, b: bytes) -> int:
         return _compare_uuid(a, b)
     if name == "timeuuid":
         return _compare_timeuuid(a, b)
-    if name == "inet":
-        return _sign(len(a) - len(b)) or _cmp_bytes(a, b)
     return _cmp_bytes(a, b)
 
 
@@ -167,5 +167,5 @@ def _compare_uuid(a: bytes, b: bytes) -> int:
     if va != vb:
         return _sign(va - vb)
     if va == 1:
-        return _compare_timeuuid(a, b)
+        return _sign(uuid_timestamp(a) - uuid_timestamp(b)) or _cmp_bytes(a[8:], b[8:])
     return _cmp_bytes(a, b)

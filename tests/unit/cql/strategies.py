@@ -218,7 +218,7 @@ def _native_key(name: str, v: Any) -> Any:
     if name in ("text", "ascii"):
         return v.encode()
     if name == "inet":
-        return (v.version, v.packed)
+        return v.packed
     if name == "duration":
         from tabletdb.cql.codec import serialize
 
@@ -229,6 +229,6 @@ def _native_key(name: str, v: Any) -> Any:
         if name == "timeuuid":
             return (v.time, signed_low)
         if v.bytes[6] >> 4 == 1:
-            return (1, v.time, signed_low)
+            return (1, v.time, v.bytes[8:])
         return (v.bytes[6] >> 4, 0, v.bytes)
     return v

@@ -58,11 +58,13 @@ def _v1(time: int, low: int) -> uuid.UUID:
         (T.TEXT, "z", "é"),
         (T.BLOB, b"\x7f", b"\x80"),
         (T.BOOLEAN, False, True),
-        (T.INET, ip_address("255.255.255.255"), ip_address("::")),
+        (T.INET, ip_address("::1"), ip_address("10.0.0.1")),  # bytewise, not v4 first
+        (T.INET, ip_address("10.0.0.1"), ip_address("a00:1::")),  # a prefix sorts first
+        (T.UUID, _v1(5, 0), _v1(5, 0x80 << 40)),  # uuid: low bytes unsigned, unlike timeuuid
         # timeuuid orders by time even when the raw bytes say otherwise
         (T.TIMEUUID, _v1(0x0000_0001_FFFF_FFFF, 0), _v1(0x0000_0002_0000_0000, 0)),
         (T.TIMEUUID, _v1(5, 0x80 << 40), _v1(5, 0)),  # low bytes compare as signed
-        (T.UUID, uuid.UUID(int=(1 << 76) | 0xFFFF), _v1(0, 0)),  # version 0 < version 1
+        (T.UUID, uuid.UUID(int=0xFFFF << 80), _v1(0, 0)),  # version 0 < version 1
         (T.UUID, _v1(1 << 40, 0), uuid.UUID("00000000-0000-4000-8000-000000000000")),
         (T.ListType(T.INT, True), (1,), (1, 0)),
         (T.ListType(T.INT, True), (0, 5), (1,)),
