@@ -78,7 +78,8 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [to_plain(v) for v in value]
     if isinstance(value, FrozenMap):
-        return {"@m": [[to_plain(k), to_plain(v)] for k, v in value.items()]}
+        # Sorted so every node encodes an equal catalog to identical bytes.
+        return {"@m": [[to_plain(k), to_plain(value[k])] for k in sorted(value)]}
     if isinstance(value, cql_types.NativeType):
         return {"@n": value.name}
     if dataclasses.is_dataclass(value) and type(value).__name__ in _CLASSES:

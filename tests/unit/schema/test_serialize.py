@@ -73,7 +73,7 @@ cql_types: st.SearchStrategy[CqlType] = st.recursive(
         st.builds(UserTypeRef, st.none() | names, names, st.booleans()),
         st.builds(CustomType, names),
     ),
-    max_leaves=6,
+    max_leaves=4,
 )
 pairs = st.dictionaries(names, names, max_size=3).map(lambda d: tuple(sorted(d.items())))
 options = st.builds(
@@ -156,7 +156,7 @@ def _through_msgpack(data: object) -> object:
     return msgpack.unpackb(msgpack.packb(data, use_bin_type=True), raw=False, strict_map_key=False)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(catalogs())
 def test_random_catalogs_round_trip(catalog: Catalog) -> None:
     assert catalog_from_plain(_through_msgpack(catalog_to_plain(catalog))) == catalog

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tabletdb.schema.frozenmap import FrozenMap
+
+
+class Collide:
+    """Keys with equal hashes exercise the collision buckets below the last trie level."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __hash__(self) -> int:
+        return 42
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Collide) and other.n == self.n
+
+    def __repr__(self) -> str:
+        return f"Collide({self.n})"
+
+
+ops = st.lists(st.tuples(st.booleans(), st.integers(-50, 50), st.integers()), max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops)
+def test_behaves_like_a_dict_and_old_versions_stay_intact(operations: list[tuple[bool, int, int]]) -> None:
+    model: dict[object, int] = {}
+    fmap: FrozenMap[object, int] = FrozenMap()
+    history = []
+    for is_set, raw_key, value in operations:
+        key: object = Collide(raw_key % 7) if raw_key % 3 == 0 else raw_key
+        if is_set:
+            model[key] = value
+            fmap = fmap.set(key, value)
+        else:
+            model.pop(key, None)
+            fmap = fmap.remove(key)
+        history.append((dict(model), fmap))
+        assert len(fmap) == len(model)
+    for snapshot, version in history:
+        assert dict(version.items()) == snapshot
+        assert all(k in version and version[k] == v for k, v in snapshot.items())
+    assert fmap == FrozenMap(model) and hash(fmap) == hash(FrozenMap(model))
+
+
+def test_equality_ignores_insertion_order_and_missing_keys_raise() -> None:
+    a = FrozenMap([("x", 1), ("y", 2)])
+    b = FrozenMap({"y": 2}).set("x", 1)
+    assert a == b and a != b.set("x", 3) and a.remove("nope") is a
+    assert a.get("z") is None and "z" not in a
+    with pytest.raises(KeyError, match="z"):
+        a["z"]
+
+
+def test_large_map_updates_share_structure() -> None:
+    big = FrozenMap((f"t{i}", i) for i in range(5000))
+    bigger = big.set("new", -1)
+    assert len(big) == 5000 and len(bigger) == 5001 and "new" not in big
+    assert sum(1 for a, b in zip(big._root, bigger._root) if a is b) >= 31
