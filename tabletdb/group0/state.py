@@ -1,0 +1,102 @@
+"""group0: the replicated metadata state machine (DESIGN.md decisions 2-4).
+
+The state is one immutable value; a command names the state id it was decided on and the new
+id it produces. Apply is deterministic and a no-op when the state has moved on, so every node
+that applies the same log reaches the same state, and the deciding node learns (by comparing
+ids) whether its command took effect or must be re-decided on the newer state.
+
+Today the state holds the schema catalog; roles, service levels, topology, tablet maps, CDC
+generations and features join it as their issues land — each as another field and command.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import msgpack
+
+from tabletdb.schema import serialize
+from tabletdb.schema.model import ZERO_VERSION, Catalog
+from tabletdb.schema.mutations import Mutation, apply_mutations
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Group0State:
+    catalog: Catalog = field(default_factory=Catalog)
+
+    @property
+    def state_id(self) -> uuid.UUID:
+        """The id of the last command applied; doubles as the schema version."""
+        return self.catalog.version
+
+
+@dataclass(frozen=True)
+class SchemaCommand:
+    prev_state_id: uuid.UUID
+    new_state_id: uuid.UUID
+    mutations: tuple[Mutation, ...]
+
+
+Command = SchemaCommand
+
+
+def apply(state: Group0State, command: Command) -> tuple[Group0State, bool]:
+    """The state after `command`, and whether it took effect (False: the state moved on)."""
+    if command.prev_state_id != state.state_id:
+        return state, False
+    catalog = apply_mutations(state.catalog, command.mutations, command.new_state_id)
+    return replace(state, catalog=catalog), True
+
+
+def encode_command(command: Command) -> bytes:
+    body: dict[str, Any] = {
+        "f": FORMAT_VERSION,
+        "k": "schema",
+        "prev": command.prev_state_id.bytes,
+        "new": command.new_state_id.bytes,
+        "m": serialize.mutations_to_plain(command.mutations),
+    }
+    return msgpack.packb(body, use_bin_type=True)
+
+
+def decode_command(data: bytes) -> Command:
+    body = msgpack.unpackb(data, raw=False)
+    if not isinstance(body, dict) or body.get("f") != FORMAT_VERSION or body.get("k") != "schema":
+        raise ValueError(f"unknown group0 command encoding: {str(body)[:80]}")
+    return SchemaCommand(
+        uuid.UUID(bytes=body["prev"]),
+        uuid.UUID(bytes=body["new"]),
+        serialize.mutations_from_plain(body["m"]),
+    )
+
+
+def encode_state(state: Group0State) -> bytes:
+    return msgpack.packb(
+        {"f": FORMAT_VERSION, "catalog": serialize.catalog_to_plain(state.catalog)}, use_bin_type=True
+    )
+
+
+def decode_state(data: bytes) -> Group0State:
+    if not data:
+        return Group0State()
+    body = msgpack.unpackb(data, raw=False)
+    if not isinstance(body, dict) or body.get("f") != FORMAT_VERSION:
+        raise ValueError("unknown group0 snapshot encoding")
+    return Group0State(serialize.catalog_from_plain(body["catalog"]))
+
+
+__all__ = [
+    "ZERO_VERSION",
+    "Command",
+    "Group0State",
+    "SchemaCommand",
+    "apply",
+    "decode_command",
+    "decode_state",
+    "encode_command",
+    "encode_state",
+]

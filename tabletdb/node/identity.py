@@ -1,0 +1,49 @@
+"""A node's durable identity: its host id and its vnode tokens, chosen once at first start.
+
+Drivers key everything on the host id (tablet replicas, the control connection), and vnode
+keyspaces place data by the tokens, so neither may change across restarts. The file is written
+to a temporary name, fsynced and renamed, so a crash leaves either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabletdb.dht.ring import random_tokens
+
+IDENTITY_FILE = "identity.json"
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    host_id: uuid.UUID
+    tokens: tuple[int, ...]
+
+
+def load_or_create_identity(workdir: Path, num_tokens: int) -> NodeIdentity:
+    path = workdir / IDENTITY_FILE
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+            return NodeIdentity(uuid.UUID(data["host_id"]), tuple(int(t) for t in data["tokens"]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise RuntimeError(f"{path} is damaged ({e}); restore it or start with a fresh workdir") from e
+    rng = random.SystemRandom()
+    identity = NodeIdentity(uuid.uuid4(), tuple(sorted(random_tokens(rng, max(1, num_tokens)))))
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        json.dump({"host_id": str(identity.host_id), "tokens": [str(t) for t in identity.tokens]}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(workdir, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return identity

@@ -1,0 +1,291 @@
+"""The query processor: the protocol `Handler` that parses, prepares and executes statements.
+
+It owns the per-node prepared-statement cache (ids are MD5 of the keyspace in use followed by
+the query text, as ScyllaDB computes them) and dispatches each statement kind to the module that
+executes it. Schema statements go to the metadata store; SELECTs on `system` and
+`system_schema` render virtual tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tabletdb.cql import ast
+from tabletdb.cql.errors import (
+    CqlSyntaxError,
+    InvalidRequest,
+    Unprepared,
+)
+from tabletdb.cql.parser import parse_statement
+from tabletdb.protocol.extensions import build_supported
+from tabletdb.protocol.handler import ClientState
+from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
+from tabletdb.protocol.requests import Batch, QueryParameters
+from tabletdb.protocol.responses import (
+    PreparedResult,
+    Result,
+    SchemaChangeResult,
+    SetKeyspaceResult,
+    VoidResult,
+)
+from tabletdb.protocol.wire import Value
+from tabletdb.query import ddl
+from tabletdb.query.metadata_store import MetadataStore
+from tabletdb.query.node_info import NodeInfo
+from tabletdb.query.receivers import Receiver, pk_indexes, receivers
+from tabletdb.query.system_tables import RENDERERS, SYSTEM, SystemState, system_keyspace
+from tabletdb.query.terms import Bindings, bind_by_name
+from tabletdb.query.virtual_select import output_columns, select_virtual
+from tabletdb.schema import system_schema
+from tabletdb.schema.ddl_common import SchemaConfig
+from tabletdb.schema.model import Catalog, TableDef
+
+PREPARED_CACHE_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class Prepared:
+    statement: ast.Statement
+    keyspace: str | None
+    binds: list[Receiver]
+    result: PreparedResult
+
+
+class QueryProcessor:
+    """Implements `tabletdb.protocol.handler.Handler` for one node."""
+
+    def __init__(
+        self,
+        node: Callable[[], NodeInfo],
+        metadata: MetadataStore,
+        schema_config: SchemaConfig,
+        clients: Callable[[], list[ClientState]],
+        shard_aware_port: int | None = None,
+    ) -> None:
+        self._node = node
+        self._metadata = metadata
+        self._schema_config = schema_config
+        self._clients = clients
+        self._shard_aware_port = shard_aware_port
+        self._prepared: dict[bytes, Prepared] = {}
+        self._system_catalog: tuple[uuid.UUID, Catalog] | None = None
+
+    # -- Handler: connection set-up -------------------------------------------------------
+
+    @property
+    def authenticator(self) -> str | None:
+        return None
+
+    def supported(self, client: ClientState) -> dict[str, list[str]]:
+        node = self._node()
+        return build_supported(
+            host_id=node.host_id,
+            shard=client.shard,
+            nr_shards=node.smp,
+            ignore_msb=node.ignore_msb,
+            shard_aware_port=self._shard_aware_port,
+        )
+
+    async def authenticate(self, client: ClientState, username: str, password: str) -> None:
+        return None
+
+    def connection_opened(self, client: ClientState) -> None:
+        return None
+
+    def connection_closed(self, client: ClientState) -> None:
+        return None
+
+    # -- Handler: requests ----------------------------------------------------------------
+
+    async def query(self, client: ClientState, query: str, params: QueryParameters) -> Result:
+        stmt = parse_statement(query)
+        values = params.values
+        if params.names is not None:
+            table = self._table_for(stmt, client.keyspace)
+            binds = receivers(stmt, table)
+            values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
+        return await self._execute(client, stmt, client.keyspace, values, params)
+
+    async def prepare(self, client: ClientState, query: str) -> PreparedResult:
+        keyspace = client.keyspace
+        stmt = parse_statement(query)
+        table = self._table_for(stmt, keyspace)
+        binds = receivers(stmt, table)
+        qid = hashlib.md5(((keyspace or "") + query).encode()).digest()
+        ks_name = table.keyspace if table is not None else (keyspace or "")
+        tbl_name = table.name if table is not None else ""
+        bind_specs = [ColumnSpec(ks_name, tbl_name, b.name, b.type) for b in binds]
+        result_columns = self._result_columns(stmt, table)
+        result = PreparedResult(
+            id=qid,
+            bind_columns=bind_specs,
+            pk_indexes=pk_indexes(stmt, table, binds),
+            result_metadata=RowsMetadata(result_columns),
+            is_lwt=_is_conditional(stmt),
+        )
+        if len(self._prepared) >= PREPARED_CACHE_LIMIT:
+            self._prepared.pop(next(iter(self._prepared)))
+        self._prepared[qid] = Prepared(stmt, keyspace, binds, result)
+        return result
+
+    async def execute(
+        self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
+    ) -> Result:
+        prepared = self._prepared.get(query_id)
+        if prepared is None:
+            raise Unprepared(f"Prepared query with ID {query_id.hex()} not found", query_id)
+        values = params.values
+        if params.names is not None:
+            names = [b.name for b in prepared.binds]
+            values = bind_by_name(prepared.statement.bind_markers, names, values, params.names)
+        return await self._execute(client, prepared.statement, prepared.keyspace, values, params)
+
+    async def batch(self, client: ClientState, batch: Batch) -> Result:
+        raise InvalidRequest("BATCH needs the data path, which this node does not serve yet")
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    async def _execute(
+        self,
+        client: ClientState,
+        stmt: ast.Statement,
+        keyspace: str | None,
+        values: list[Value],
+        params: QueryParameters,
+    ) -> Result:
+        if isinstance(stmt, ast.SelectStatement):
+            return self._select(stmt, keyspace, Bindings(values), params)
+        if isinstance(stmt, ast.UseStatement):
+            if self._catalog_with_system().keyspace(stmt.keyspace) is None:
+                raise InvalidRequest(f"Keyspace '{stmt.keyspace}' does not exist")
+            client.keyspace = stmt.keyspace
+            return SetKeyspaceResult(stmt.keyspace)
+        if isinstance(stmt, ddl.DDL_STATEMENTS):
+            return await self._schema_change(stmt, keyspace)
+        if isinstance(stmt, ast.Describe):
+            # Until server-side DESCRIBE lands, a syntax error makes scylla-cqlsh describe from
+            # the driver's metadata instead (spec/clients.md 4).
+            raise CqlSyntaxError(
+                "line 1:0 DESCRIBE is not supported by this server; use the client-side DESCRIBE"
+            )
+        raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
+
+    async def _schema_change(self, stmt: ast.Statement, keyspace: str | None) -> Result:
+        decide = ddl.decision_for(stmt, keyspace, self._schema_config, uuid.uuid1, _now_micros)
+        outcome = await self._metadata.change_schema(decide)
+        if not outcome.events:
+            return VoidResult()
+        first = outcome.events[0]
+        return SchemaChangeResult(
+            change=first.change.value,
+            target=first.target.value,
+            keyspace=first.keyspace,
+            name=first.name or None,
+            arg_types=list(first.arg_types) if first.target.value in ("FUNCTION", "AGGREGATE") else None,
+        )
+
+    # -- SELECT ---------------------------------------------------------------------------
+
+    def _select(
+        self, stmt: ast.SelectStatement, keyspace: str | None, bindings: Bindings, params: QueryParameters
+    ) -> Result:
+        ks = ddl.keyspace_of(stmt.table, keyspace)
+        name = stmt.table.name
+        if ks == SYSTEM:
+            entry = RENDERERS.get(name)
+            if entry is None:
+                raise InvalidRequest(f"unconfigured table {name}")
+            table, render = entry
+            state = self._system_state()
+            return select_virtual(
+                stmt, table, lambda _: render(state), bindings, params.page_size, params.paging_state
+            )
+        if ks == system_schema.KEYSPACE:
+            schema_table = system_schema.TABLES.get(name)
+            if schema_table is None:
+                raise InvalidRequest(f"unconfigured table {name}")
+            catalog = self._catalog_with_system()
+            first_ck = schema_table.clustering_key[0].name if schema_table.clustering_key else None
+
+            def source(narrowing: dict[str, object]) -> list[dict[str, object]]:
+                ks_filter = narrowing.get("keyspace_name")
+                obj = narrowing.get(first_ck) if first_ck and ks_filter is not None else None
+                return system_schema.rows(
+                    catalog,
+                    name,
+                    None if ks_filter is None else str(ks_filter),
+                    None if obj is None else str(obj),
+                )
+
+            return select_virtual(stmt, schema_table, source, bindings, params.page_size, params.paging_state)
+        catalog = self._metadata.catalog
+        if catalog.keyspace(ks) is None:
+            raise InvalidRequest(f"Keyspace {ks} does not exist")
+        if catalog.table_or_view(ks, name) is None:
+            raise InvalidRequest(f"unconfigured table {name}")
+        raise InvalidRequest("Reading user tables needs the data path, which this node does not serve yet")
+
+    def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
+        """The table a DML statement reads or writes (for bind metadata); None for other kinds."""
+        if not isinstance(
+            stmt, ast.SelectStatement | ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
+        ):
+            return None
+        ks = ddl.keyspace_of(stmt.table, keyspace)
+        name = stmt.table.name
+        if ks == SYSTEM:
+            entry = RENDERERS.get(name)
+            if entry is None:
+                raise InvalidRequest(f"unconfigured table {name}")
+            return entry[0]
+        if ks == system_schema.KEYSPACE:
+            found = system_schema.TABLES.get(name)
+            if found is None:
+                raise InvalidRequest(f"unconfigured table {name}")
+            return found
+        catalog = self._metadata.catalog
+        if catalog.keyspace(ks) is None:
+            raise InvalidRequest(f"Keyspace {ks} does not exist")
+        table = catalog.table_or_view(ks, name)
+        if table is None:
+            raise InvalidRequest(f"unconfigured table {name}")
+        return table
+
+    def _result_columns(self, stmt: ast.Statement, table: TableDef | None) -> list[ColumnSpec]:
+        if not isinstance(stmt, ast.SelectStatement) or table is None:
+            return []
+        return output_columns(stmt, table)
+
+    # -- state for system tables -------------------------------------------------------------
+
+    def _system_state(self) -> SystemState:
+        return SystemState(self._node(), self._metadata.catalog, tuple(self._clients()))
+
+    def _catalog_with_system(self) -> Catalog:
+        """The user catalog plus the `system` and `system_schema` keyspaces, as drivers list them."""
+        catalog = self._metadata.catalog
+        cached = self._system_catalog
+        if cached is not None and cached[0] == catalog.version and cached[1] is not None:
+            return cached[1]
+        keyspaces = catalog.keyspaces.set(SYSTEM, system_keyspace()).set(
+            system_schema.KEYSPACE, system_schema.system_schema_keyspace()
+        )
+        merged = Catalog(keyspaces, catalog.version, catalog.ids)
+        self._system_catalog = (catalog.version, merged)
+        return merged
+
+
+def _is_conditional(stmt: ast.Statement) -> bool:
+    if isinstance(stmt, ast.InsertStatement):
+        return stmt.if_not_exists
+    if isinstance(stmt, ast.UpdateStatement | ast.DeleteStatement):
+        return stmt.if_exists or bool(stmt.conditions)
+    return False
+
+
+def _now_micros() -> int:
+    return time.time_ns() // 1000

@@ -1,0 +1,175 @@
+"""Evaluating terms (constants, collection literals, bind markers, a few functions) to values.
+
+A term only has a type once it meets a receiver (a column, a collection element, a function
+argument), as in Cassandra: `receiver_type` drives literal conversion and bound-value
+decoding. Values follow the conventions of `tabletdb.cql.codec`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tabletdb.cql import ast, codec
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.literals import literal_value
+from tabletdb.cql.types import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
+from tabletdb.protocol.wire import UNSET, Unset, Value
+
+
+@dataclass(frozen=True, slots=True)
+class Bindings:
+    """The values bound to a statement's markers, by position (names resolved at bind time)."""
+
+    values: Sequence[Value]
+
+    def get(self, marker: ast.BindMarker) -> Value:
+        if marker.index >= len(self.values):
+            raise InvalidRequest(
+                f"There were {marker.index + 1} or more markers(?) in CQL but only "
+                f"{len(self.values)} bound variables"
+            )
+        return self.values[marker.index]
+
+
+NO_BINDINGS = Bindings(())
+
+
+def bind_by_name(
+    markers: Sequence[ast.BindMarker], receivers: Sequence[str], values: Sequence[Value], names: Sequence[str]
+) -> list[Value]:
+    """Reorder named values (QUERY/EXECUTE with the names flag) into marker positions."""
+    by_name = {n.lower(): v for n, v in zip(names, values)}
+    result: list[Value] = []
+    for marker, receiver in zip(markers, receivers):
+        key = (marker.name or receiver).lower()
+        if key not in by_name:
+            raise InvalidRequest(f"No value for bind variable {key}")
+        result.append(by_name[key])
+    return result
+
+
+def term_value(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: Bindings) -> Any:
+    """The value of `term` assigned to `receiver`; None for null, UNSET for an unset marker."""
+    if isinstance(term, ast.Literal):
+        return literal_value(receiver_type, term.kind, term.text, receiver)  # type: ignore[arg-type]
+    if isinstance(term, ast.Null):
+        return None
+    if isinstance(term, ast.BindMarker):
+        raw = bindings.get(term)
+        if raw is None or isinstance(raw, Unset):
+            return raw
+        return codec.deserialize(receiver_type, raw)
+    if isinstance(term, ast.TypeCast):
+        return term_value(term.term, term.type, receiver, bindings)
+    if isinstance(term, ast.FunctionCall):
+        return _function_value(term, receiver_type, receiver)
+    return _collection_value(term, receiver_type, receiver, bindings)
+
+
+def term_bytes(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: Bindings) -> Value:
+    """Like `term_value` but serialized; bound values pass through after validation."""
+    if isinstance(term, ast.BindMarker):
+        raw = bindings.get(term)
+        if raw is None or isinstance(raw, Unset):
+            return raw
+        codec.deserialize(receiver_type, raw)  # validates; raises InvalidRequest naming the type
+        return raw
+    value = term_value(term, receiver_type, receiver, bindings)
+    if value is None or value is UNSET:
+        return None if value is None else UNSET
+    return codec.serialize(receiver_type, value)
+
+
+def _collection_value(term: ast.Term, t: CqlType, receiver: str, bindings: Bindings) -> Any:
+    def elements(items: Sequence[ast.Term], element_type: CqlType) -> list[Any]:
+        out = []
+        for item in items:
+            v = term_value(item, element_type, receiver, bindings)
+            if v is None or v is UNSET:
+                raise InvalidRequest(f"null is not supported inside collections (column {receiver})")
+            out.append(v)
+        return out
+
+    if isinstance(term, ast.ListLiteral) and isinstance(t, ListType | VectorType):
+        values = elements(term.items, t.element)
+        if isinstance(t, VectorType) and len(values) != t.dimension:
+            raise InvalidRequest(
+                f"Invalid vector literal for {receiver} of type {t.cql()}; expected {t.dimension} elements, "
+                f"but given {len(values)}"
+            )
+        return tuple(values)
+    if isinstance(term, ast.SetLiteral) and isinstance(t, SetType):
+        return _canonical(t, elements(term.items, t.element))
+    if isinstance(term, ast.MapLiteral) and isinstance(t, SetType) and not term.pairs:
+        return ()
+    if isinstance(term, ast.MapLiteral) and isinstance(t, MapType):
+        keys = elements([k for k, _ in term.pairs], t.key)
+        vals = elements([v for _, v in term.pairs], t.value)
+        return _canonical(t, list(zip(keys, vals)))
+    if isinstance(term, ast.TupleLiteral) and isinstance(t, TupleType):
+        if len(term.items) > len(t.elements):
+            raise InvalidRequest(
+                f"Invalid tuple literal for {receiver}: too many elements. Type {t.cql()} expects "
+                f"{len(t.elements)} but got {len(term.items)}"
+            )
+        return tuple(term_value(item, et, receiver, bindings) for item, et in zip(term.items, t.elements)) + (
+            None,
+        ) * (len(t.elements) - len(term.items))
+    if isinstance(term, ast.UdtLiteral | ast.MapLiteral) and isinstance(t, UserType):
+        return _udt_value(term, t, receiver, bindings)
+    raise InvalidRequest(f"Invalid {_term_kind(term)} literal for {receiver} of type {t.cql()}")
+
+
+def _canonical(t: CqlType, value: Any) -> Any:
+    """Sets and maps in CQL order with duplicates folded, exactly as a stored value reads back."""
+    return codec.deserialize(t, codec.serialize(t, value))
+
+
+def _udt_value(term: ast.UdtLiteral | ast.MapLiteral, t: UserType, receiver: str, bindings: Bindings) -> Any:
+    given: dict[str, ast.Term] = {}
+    if isinstance(term, ast.UdtLiteral):
+        given = dict(term.fields)
+    else:
+        for k, v in term.pairs:
+            if not isinstance(k, ast.Literal):
+                raise InvalidRequest(f"Invalid user type literal for {receiver}")
+            given[k.text] = v
+    unknown = set(given) - set(t.field_names)
+    if unknown:
+        raise InvalidRequest(f"Unknown field '{sorted(unknown)[0]}' in value of user defined type {t.name}")
+    return tuple(
+        None if name not in given else term_value(given[name], ft, f"{receiver}.{name}", bindings)
+        for name, ft in zip(t.field_names, t.field_types)
+    )
+
+
+def _term_kind(term: ast.Term) -> str:
+    return {
+        ast.ListLiteral: "list",
+        ast.SetLiteral: "set",
+        ast.MapLiteral: "map",
+        ast.TupleLiteral: "tuple",
+        ast.UdtLiteral: "user type",
+    }.get(type(term), "value")
+
+
+def _function_value(call: ast.FunctionCall, t: CqlType, receiver: str) -> Any:
+    """Functions that need no arguments and no row: the time and id generators."""
+    name = call.name.lower()
+    if call.args:
+        raise InvalidRequest(f"Function {name} with arguments is not supported in this position ({receiver})")
+    if name in ("now", "currenttimeuuid"):
+        return uuid.uuid1()
+    if name == "uuid":
+        return uuid.uuid4()
+    if name in ("currenttimestamp", "totimestamp"):
+        return time.time_ns() // 1_000_000
+    if name == "currentdate":
+        return time.time_ns() // 86_400_000_000_000
+    if name == "currenttime":
+        return time.time_ns() % 86_400_000_000_000
+    raise InvalidRequest(f"Unknown function {name} called")
