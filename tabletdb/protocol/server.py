@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import itertools
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from tabletdb.cql.errors import CqlError, ServerError
 from tabletdb.protocol.connection import EVENT_STREAM, Connection, ConnState, ProtocolViolation
@@ -156,8 +157,8 @@ class _ClientProtocol(asyncio.Protocol):
     # asyncio.Protocol callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses, only the same interface.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername") or ("", 0)
         server = self.server
         shard = server._assign_shard(peer[1], self.shard_aware)
