@@ -62,6 +62,7 @@ _UNITS: tuple[tuple[str, str, int], ...] = (
     ("m", "nanoseconds", NANOS_PER_MINUTE),
     ("s", "nanoseconds", NANOS_PER_SECOND),
 )
+_UNIT_ORDER = ("y", "mo", "w", "d", "h", "m", "s", "ms", "us", "ns")
 _STANDARD = re.compile(r"(\d+)(mo|us|µs|ms|ns|y|w|d|h|m|s)", re.IGNORECASE)
 _ISO = re.compile(
     r"P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?\Z", re.IGNORECASE
@@ -91,14 +92,18 @@ def _parse_unsigned(body: str) -> tuple[int, int, int] | None:
         return _parse_iso(body)
     totals = {"months": 0, "days": 0, "nanoseconds": 0}
     pos = 0
-    seen: set[str] = set()
+    last_rank = -1
     for match in _STANDARD.finditer(body):
         if match.start() != pos:
             return None
         unit = match.group(2).lower()
-        if unit in seen:
-            return None  # Cassandra rejects a unit given twice
-        seen.add(unit)
+        rank = _UNIT_ORDER.index("us" if unit == "µs" else unit)
+        if rank <= last_rank:  # as Cassandra: each unit at most once, largest first
+            raise InvalidRequest(
+                f"Invalid duration '{body}': {unit} repeated or out of order "
+                f"(the order is {', '.join(_UNIT_ORDER)})"
+            )
+        last_rank = rank
         field, scale = next((f, s) for u, f, s in _UNITS if u == unit)
         totals[field] += int(match.group(1)) * scale
         pos = match.end()
