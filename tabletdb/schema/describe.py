@@ -266,3 +266,58 @@ def schema_rows(catalog: Catalog, full: bool = False, with_internals: bool = Fal
         if full or name not in SYSTEM_KEYSPACES:
             result += keyspace_rows(catalog.keyspaces[name], with_internals)
     return result
+
+
+def listing_rows(catalog: Catalog, kind: str, keyspace: str | None = None) -> list[DescribeRow]:
+    """DESC KEYSPACES / TABLES / TYPES / FUNCTIONS / AGGREGATES: (keyspace_name, type, name) rows.
+
+    `keyspace` (the USEd keyspace) narrows every listing but KEYSPACES; `create_statement` is
+    left empty since listings do not return it.
+    """
+    names = sorted(catalog.keyspaces) if keyspace is None or kind == "keyspaces" else [keyspace]
+    result: list[DescribeRow] = []
+    for ks_name in names:
+        ks = catalog.keyspaces.get(ks_name)
+        if ks is None:
+            continue
+        kq = q(ks_name)
+        if kind == "keyspaces":
+            result.append(DescribeRow(kq, "keyspace", kq, ""))
+        elif kind == "tables":
+            result += [DescribeRow(kq, "table", q(n), "") for n in sorted(ks.tables)]
+        elif kind == "types":
+            result += [DescribeRow(kq, "type", q(n), "") for n in sorted(ks.types)]
+        elif kind == "functions":
+            result += [DescribeRow(kq, "function", q(n), "") for n in sorted({k[0] for k in ks.functions})]
+        elif kind == "aggregates":
+            result += [DescribeRow(kq, "aggregate", q(n), "") for n in sorted({k[0] for k in ks.aggregates})]
+        else:
+            raise ValueError(f"unknown DESCRIBE listing {kind!r}")
+    return result
+
+
+def object_rows(
+    catalog: Catalog, keyspace: str, name: str, with_internals: bool = False
+) -> list[DescribeRow]:
+    """The generic `DESC name` inside a keyspace: table/view, index, type, function, aggregate.
+
+    Returns [] when nothing has that name (the caller reports the error with its own wording).
+    """
+    ks = catalog.keyspaces.get(keyspace)
+    if ks is None:
+        return []
+    kq = q(keyspace)
+    if name in ks.tables:
+        return table_rows(ks, ks.tables[name], with_internals)
+    if name in ks.views:
+        return [DescribeRow(kq, "view", q(name), view_statement(ks.views[name], with_internals))]
+    found = catalog.find_index(keyspace, name)
+    if found is not None:
+        return [DescribeRow(kq, "index", q(name), index_statement(keyspace, found[1]))]
+    if name in ks.types:
+        return [DescribeRow(kq, "type", q(name), type_statement(ks.types[name]))]
+    functions = [ks.functions[k] for k in sorted(ks.functions) if k[0] == name]
+    if functions:
+        return [DescribeRow(kq, "function", q(name), function_statement(f)) for f in functions]
+    aggregates = [ks.aggregates[k] for k in sorted(ks.aggregates) if k[0] == name]
+    return [DescribeRow(kq, "aggregate", q(name), aggregate_statement(a)) for a in aggregates]

@@ -171,3 +171,22 @@ def test_system_keyspaces_only_in_full_schema() -> None:
     assert [r.name for r in schema_rows(catalog)] == ["ks"]
     assert [r.name for r in schema_rows(catalog, full=True)] == ["ks", "system"]
     assert SchemaConfig().tablets_mode_for_new_keyspaces == "enabled"
+
+
+def test_listings_and_generic_lookup() -> None:
+    from tabletdb.schema.describe import listing_rows, object_rows
+
+    catalog = representative_catalog()
+    assert [r.name for r in listing_rows(catalog, "keyspaces", "ks")] == ["ks", "vn"]
+    assert [(r.keyspace_name, r.name) for r in listing_rows(catalog, "tables")] == [
+        ("ks", '"Events"'),
+        ("ks", "base"),
+    ]
+    assert [r.name for r in listing_rows(catalog, "types", "ks")] == ["addr", "person"]
+    assert [r.name for r in listing_rows(catalog, "functions", "vn")] == []
+    assert [r.type for r in object_rows(catalog, "ks", "Events")] == ["table", "index", "index"]
+    assert [r.type for r in object_rows(catalog, "ks", "by_v")] == ["view"]
+    assert object_rows(catalog, "ks", "m_keys")[0].create_statement.startswith("CREATE INDEX m_keys")
+    assert [r.type for r in object_rows(catalog, "ks", "total")] == ["aggregate"]
+    assert [r.type for r in object_rows(catalog, "ks", "acc")] == ["function"]
+    assert object_rows(catalog, "ks", "nope") == [] and object_rows(catalog, "nope", "x") == []
