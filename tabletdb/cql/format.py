@@ -104,6 +104,5 @@ def _format_native(name: str, value: Any) -> str:
 
 
 def _format_decimal(d: Decimal) -> str:
-    """Plain notation like Java's BigDecimal.toString for moderate exponents, else scientific."""
-    text = str(d)
-    return text.replace("E", "e")
+    """Python's str(Decimal) follows the same rules as Java's BigDecimal.toString (plain or `1E+3`)."""
+    return str(d)

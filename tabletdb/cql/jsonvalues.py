@@ -75,7 +75,7 @@ def _native_to_json(name: str, value: Any) -> str:
         v = float(value)
         return "null" if math.isnan(v) or math.isinf(v) else _json_float(v, name == "float")
     if name == "decimal":
-        return str(Decimal(value)).replace("E", "e")
+        return str(Decimal(value))  # the same notation as Java's BigDecimal.toString
     if name == "boolean":
         return "true" if value else "false"
     if name == "blob":
@@ -93,9 +93,21 @@ def _native_to_json(name: str, value: Any) -> str:
 
 
 def _json_float(v: float, single: bool) -> str:
-    """Java-like: whole numbers keep `.0` so the JSON reads back as a floating number."""
-    text = format_float(v, single)
-    return text if any(c in text for c in ".e") else text + ".0"
+    """Java's Float/Double.toString layout (`1.0`, `0.001`, `1.0E7`, `1.5E-4`) over the shortest digits."""
+    digits_text = format_float(abs(v), single)
+    sign = "-" if math.copysign(1.0, v) < 0 else ""
+    d = Decimal(digits_text)
+    if d == 0:
+        return sign + "0.0"
+    if Decimal("0.001") <= d < Decimal(10_000_000):
+        plain = format(d, "f")
+        return sign + (plain if "." in plain else plain + ".0")
+    _, digits, exponent = d.as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = "".join(map(str, digits)).rstrip("0") or "0"
+    power = exponent + len(digits) - 1
+    fraction = mantissa[1:] or "0"
+    return f"{sign}{mantissa[0]}.{fraction}E{power}"
 
 
 def from_json(t: CqlType, parsed: Any, receiver: str = "value") -> Any:
