@@ -127,16 +127,14 @@ class Connection:
             return []
         events: list[ConnectionEvent] = []
         for frame in self._decoder.feed(data):
-            event = self._handle_frame(frame)
-            if event is not None:
-                events.append(event)
+            events.append(self._handle_frame(frame))
         fatal = self._decoder.fatal
         if fatal is not None:
             self.state = ConnState.CLOSED
             events.append(ProtocolViolation(fatal.stream, fatal, fatal=True))
         return events
 
-    def _handle_frame(self, frame: Frame) -> ConnectionEvent | None:
+    def _handle_frame(self, frame: Frame) -> ConnectionEvent:
         stream = frame.stream
         try:
             self._check_state(frame.opcode)
