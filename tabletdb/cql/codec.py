@@ -294,7 +294,7 @@ def serialize(t: CqlType, value: Any) -> bytes:
         items = [serialize(t.element, v) for v in _sequence(t, value)]
         return wire.join_collection(items, len(items))
     if isinstance(t, SetType):
-        items = _sorted_unique(t.element, [serialize(t.element, v) for v in _iterable(t, value)])
+        items = _sorted_unique(t.element, [serialize(t.element, v) for v in _sequence(t, value)])
         return wire.join_collection(items, len(items))
     if isinstance(t, MapType):
         return _serialize_map(t, value)
@@ -371,7 +371,7 @@ def _serialize_vector(t: VectorType, values: list[Any]) -> bytes:
 
 
 def _serialize_map(t: MapType, value: Any) -> bytes:
-    pairs = value.items() if isinstance(value, Mapping) else _iterable(t, value)
+    pairs = value.items() if isinstance(value, Mapping) else _sequence(t, value)
     entries: dict[bytes, bytes] = {}
     for pair in pairs:
         if not isinstance(pair, tuple | list) or len(pair) != 2:
@@ -407,10 +407,6 @@ def _sequence(t: CqlType, value: Any) -> list[Any]:
     if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
         raise _bad(t, f"expected a sequence, got {type(value).__name__}")
     return list(value)
-
-
-def _iterable(t: CqlType, value: Any) -> list[Any]:
-    return _sequence(t, value)
 
 
 def _sorted_unique(element: CqlType, items: list[bytes]) -> list[bytes]:

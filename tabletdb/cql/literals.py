@@ -43,10 +43,10 @@ _ACCEPTS: dict[str, frozenset[str]] = {
 }
 
 
-def literal_value(t: CqlType, kind: LiteralKind, text: str, receiver: str) -> Any:
+def literal_value(t: CqlType, kind: LiteralKind | str, text: str, receiver: str) -> Any:
     """The value of constant `text` of `kind` assigned to `receiver` (a column or bind name) of type `t`."""
     if kind not in _ACCEPTS:
-        raise ValueError(f"unknown literal kind {kind!r}")
+        raise ValueError(f"unknown literal kind {kind!r}")  # a grammar bug, not a user error
     if not isinstance(t, NativeType) or t.name not in _ACCEPTS[kind]:
         shown = f"'{text}'" if kind == "string" else text
         raise InvalidRequest(f'Invalid {kind.upper()} constant ({shown}) for "{receiver}" of type {t.cql()}')
