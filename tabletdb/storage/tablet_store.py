@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tabletdb.dht.token import TokenRange
+from tabletdb.storage.compaction import compact
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
 from tabletdb.storage.read_path import PartitionReader, bound_to_columns
 from tabletdb.storage.reconcile import PartitionData
@@ -168,6 +169,10 @@ class TabletStore:
             return removed
 
         return self._transaction(delete)
+
+    def compact(self, now: int, gc_before_ts: int | None = None) -> None:
+        """Drop shadowed versions; with ``gc_before_ts`` also older tombstones and expired data."""
+        self._transaction(lambda: compact(self._conn, now, gc_before_ts))
 
     # --- reads ------------------------------------------------------------------------------
 
