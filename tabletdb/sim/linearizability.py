@@ -61,6 +61,10 @@ class Model(Protocol):
         """Read-only operations with unknown outputs cannot affect the verdict and are skipped."""
         ...
 
+    def observes(self, output: Any, input: tuple[Any, ...]) -> bool:
+        """Whether a read's `output` shows the effect of the write `input` (see `check_partition`)."""
+        ...
+
 
 class RegisterModel:
     """A read/write register: inputs ("write", v) -> None and ("read",) -> value (None unset)."""
@@ -78,6 +82,9 @@ class RegisterModel:
 
     def is_read_only(self, input: tuple[Any, ...]) -> bool:
         return bool(input[0] == "read")
+
+    def observes(self, output: Any, input: tuple[Any, ...]) -> bool:
+        return bool(output == input[1])
 
 
 class SetModel:
@@ -99,6 +106,9 @@ class SetModel:
     def is_read_only(self, input: tuple[Any, ...]) -> bool:
         return bool(input[0] == "read")
 
+    def observes(self, output: Any, input: tuple[Any, ...]) -> bool:
+        return input[1] in output
+
 
 class AppendLogModel:
     """An append-only list: ("append", x) -> None and ("read",) -> tuple of items in order."""
@@ -118,6 +128,9 @@ class AppendLogModel:
 
     def is_read_only(self, input: tuple[Any, ...]) -> bool:
         return bool(input[0] == "read")
+
+    def observes(self, output: Any, input: tuple[Any, ...]) -> bool:
+        return input[1] in output
 
 
 @dataclass(frozen=True)
@@ -202,8 +215,20 @@ def _unlift(call: _Node) -> None:
 def check_partition(
     model: Model, ops: Sequence[Operation], max_steps: int = 2_000_000
 ) -> tuple[bool | None, int]:
-    """Search one object's history; returns (verdict or None if out of budget, steps taken)."""
-    ops = [op for op in ops if not (op.indeterminate and model.is_read_only(op.input))]
+    """Search one object's history; returns (verdict or None if out of budget, steps taken).
+
+    Indeterminate operations no completed read observes are dropped before the search: placing
+    such a write anywhere would make every later read observe it, so "it never happened" is
+    always at least as good a choice. This keeps timed-out writes from multiplying the search
+    space by every subset and order of them.
+    """
+    reads = [op.output for op in ops if not op.indeterminate and model.is_read_only(op.input)]
+    ops = [
+        op
+        for op in ops
+        if not op.indeterminate
+        or (not model.is_read_only(op.input) and any(model.observes(out, op.input) for out in reads))
+    ]
     head = _build_list(ops)
     state: State = model.init()
     placed = 0  # bitset of linearized op ids
