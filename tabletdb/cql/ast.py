@@ -1,8 +1,9 @@
 """The CQL abstract syntax tree: what `tabletdb.cql.parser` produces.
 
-One import point for the executor: terms, selectors and clauses (`ast_terms`) and statements
-(`ast_statements`, and roles/permissions/service levels/DESCRIBE in `ast_auth`). See `ast_terms` for the normalisation conventions (identifier case, `{}`,
-literal text) and `ast_statements.Statement` for bind markers.
+One import point for the executor: terms, selectors and clauses (`ast_terms`), statements
+(`ast_statements`) and roles, permissions, service levels and DESCRIBE (`ast_auth`). See
+`ast_terms` for the normalisation conventions (identifier case, `{}`, literal text) and
+`ast_statements.Statement` for bind markers.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tabletdb.cql.ast_statements import Statement
-from tabletdb.cql.ast_terms import MapLiteral, Properties, QualifiedName
+from tabletdb.cql.ast_terms import NO_PROPERTIES, MapLiteral, Properties, QualifiedName
 from tabletdb.cql.types import CqlType
 
 # ------------------------------------------------------------------------------------- roles
@@ -26,10 +26,13 @@ class RoleOptions:
     options: MapLiteral | None = None
 
 
+NO_ROLE_OPTIONS = RoleOptions()
+
+
 @dataclass(frozen=True)
 class CreateRole(Statement):
     name: str
-    options: RoleOptions = RoleOptions()
+    options: RoleOptions = NO_ROLE_OPTIONS
     if_not_exists: bool = False
 
 
@@ -194,7 +197,7 @@ class CreateServiceLevel(Statement):
     """`options` holds timeout (duration literal or Null), workload_type, shares as written."""
 
     name: str
-    options: Properties = Properties()
+    options: Properties = NO_PROPERTIES
     if_not_exists: bool = False
 
 

@@ -13,6 +13,8 @@ from functools import cached_property
 from typing import Any
 
 from tabletdb.cql.ast_terms import (
+    NO_ATTRIBUTES,
+    NO_PROPERTIES,
     Attributes,
     BindMarker,
     ColumnDef,
@@ -87,7 +89,7 @@ class InsertStatement(Statement):
     json: Term | None = None
     json_default_unset: bool = False
     if_not_exists: bool = False
-    attributes: Attributes = Attributes()
+    attributes: Attributes = NO_ATTRIBUTES
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ class UpdateStatement(Statement):
     table: QualifiedName
     assignments: tuple[Assignment, ...]
     where: tuple[Relation, ...]
-    attributes: Attributes = Attributes()
+    attributes: Attributes = NO_ATTRIBUTES
     conditions: tuple[Relation, ...] = ()
     if_exists: bool = False
 
@@ -170,7 +172,7 @@ class DeleteStatement(Statement):
     table: QualifiedName
     targets: tuple[DeleteTarget, ...]
     where: tuple[Relation, ...]
-    attributes: Attributes = Attributes()
+    attributes: Attributes = NO_ATTRIBUTES
     conditions: tuple[Relation, ...] = ()
     if_exists: bool = False
 
@@ -184,7 +186,7 @@ class BatchStatement(Statement):
 
     kind: str
     statements: tuple[ModificationStatement, ...]
-    attributes: Attributes = Attributes()
+    attributes: Attributes = NO_ATTRIBUTES
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ class CreateTable(Statement):
     clustering_order: tuple[Ordering, ...] = ()
     compact_storage: bool = False
     table_id: str | None = None
-    options: Properties = Properties()
+    options: Properties = NO_PROPERTIES
     if_not_exists: bool = False
 
 
@@ -338,7 +340,7 @@ class CreateIndex(Statement):
     partition_columns: tuple[str, ...] = ()
     custom: bool = False
     custom_class: str | None = None
-    options: Properties = Properties()
+    options: Properties = NO_PROPERTIES
     if_not_exists: bool = False
 
 
@@ -358,7 +360,7 @@ class CreateMaterializedView(Statement):
     clustering_key: tuple[str, ...] = ()
     clustering_order: tuple[Ordering, ...] = ()
     table_id: str | None = None
-    options: Properties = Properties()
+    options: Properties = NO_PROPERTIES
     if_not_exists: bool = False
 
 

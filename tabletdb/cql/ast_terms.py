@@ -265,6 +265,10 @@ class Properties:
         return len(self.items)
 
 
+NO_ATTRIBUTES = Attributes()
+NO_PROPERTIES = Properties()
+
+
 @dataclass(frozen=True)
 class ColumnDef:
     name: str
@@ -274,6 +278,8 @@ class ColumnDef:
 
 __all__ = [
     "LITERAL_KINDS",
+    "NO_ATTRIBUTES",
+    "NO_PROPERTIES",
     "RELATION_OPERATORS",
     "Attributes",
     "BindMarker",

@@ -18,6 +18,9 @@ RESERVED_KEYWORDS: frozenset[str] = frozenset(
     nan norecursive not null of on or order primary rename replace revoke schema select set table
     to token truncate unlogged update use using view where with mbean mbeans
     """.split()
+    # Boolean constants: never identifiers in ScyllaDB's grammar, so they must be quoted too
+    # (a bare `true` in a select list is the literal, not a column).
+    + ["true", "false"]
 )
 
 

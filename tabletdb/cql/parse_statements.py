@@ -167,7 +167,9 @@ class StatementCallbacks(TermCallbacks):
 
     def _check_same(self, column: str, other: str, op: str) -> None:
         if column != other:
-            fail(f"Only expressions of the form X = X {op} <value> are supported (got {column} = {other} ...)")
+            fail(
+                f"Only expressions of the form X = X {op} <value> are supported (got {column} = {other} ...)"
+            )
 
     def add_column(self, column: str, other: str, value: ast.Term) -> ast.AddToColumn:
         self._check_same(column, other, "+")
@@ -200,7 +202,9 @@ class StatementCallbacks(TermCallbacks):
     def if_conditions(self, *relations: ast.Relation) -> tuple[ast.Relation, ...]:
         return relations
 
-    def update_stmt(self, table: ast.QualifiedName, attributes: ast.Attributes | None, *rest: Any) -> ast.Statement:
+    def update_stmt(
+        self, table: ast.QualifiedName, attributes: ast.Attributes | None, *rest: Any
+    ) -> ast.Statement:
         assignments, where, conditions = rest[:-2], rest[-2], rest[-1]
         return ast.UpdateStatement(
             table,
@@ -231,7 +235,9 @@ class StatementCallbacks(TermCallbacks):
     def batch_kind(self, token: Token) -> str:
         return token.upper()
 
-    def batch_stmt(self, kind: str | None, attributes: ast.Attributes | None, *members: Any) -> ast.BatchStatement:
+    def batch_stmt(
+        self, kind: str | None, attributes: ast.Attributes | None, *members: Any
+    ) -> ast.BatchStatement:
         attributes = attributes or ast.Attributes()
         if attributes.ttl is not None:
             fail("Cannot use TTL on a BATCH (set it on the statements)")
@@ -313,7 +319,9 @@ class StatementCallbacks(TermCallbacks):
                 props.append((name, value))
         return TableOptions(build_properties(tuple(props)), order, compact, table_id)
 
-    def create_table(self, if_not_exists: bool | None, name: ast.QualifiedName, *rest: Any) -> ast.CreateTable:
+    def create_table(
+        self, if_not_exists: bool | None, name: ast.QualifiedName, *rest: Any
+    ) -> ast.CreateTable:
         options: TableOptions = rest[-1] or NO_TABLE_OPTIONS
         columns, partition_key, clustering_key = split_primary_key(rest[:-1])
         return ast.CreateTable(
@@ -402,7 +410,9 @@ class StatementCallbacks(TermCallbacks):
     def kind_target(self, kind: str, column: str) -> ast.IndexTarget:
         return ast.IndexTarget(column, kind)
 
-    def global_targets(self, *targets: ast.IndexTarget) -> tuple[tuple[str, ...], tuple[ast.IndexTarget, ...]]:
+    def global_targets(
+        self, *targets: ast.IndexTarget
+    ) -> tuple[tuple[str, ...], tuple[ast.IndexTarget, ...]]:
         return ((), targets)
 
     def local_targets(

@@ -275,9 +275,7 @@ class TermCallbacks:
     def rel_multi(self, columns: tuple[str, ...], op: str, value: ast.Term) -> ast.Relation:
         return ast.Relation(ast.ColumnTuple(columns), op, value)
 
-    def rel_multi_in(
-        self, columns: tuple[str, ...], values: ast.InValues | ast.BindMarker
-    ) -> ast.Relation:
+    def rel_multi_in(self, columns: tuple[str, ...], values: ast.InValues | ast.BindMarker) -> ast.Relation:
         return ast.Relation(ast.ColumnTuple(columns), "IN", values)
 
     def in_list(self, *items: ast.Term | None) -> ast.InValues:

@@ -27,7 +27,7 @@ from tabletdb.cql.types import CqlType
 CACHE_SIZE = 4096
 
 
-class _Builder(AuthCallbacks, Transformer):  # type: ignore[misc]
+class _Builder(AuthCallbacks, Transformer[Token, object]):
     """All grammar callbacks plus the two top-level rules (every one receives its children as
     positional arguments: see `_inline_callbacks`)."""
 
@@ -47,7 +47,7 @@ class _Builder(AuthCallbacks, Transformer):  # type: ignore[misc]
 def _inline_callbacks(cls: type) -> None:
     """Make lark pass children as arguments to every callback, inherited ones included (lark's
     class-level v_args only covers methods defined on the Transformer subclass itself)."""
-    for name in dir(AuthCallbacks) + ["statement", "start"]:
+    for name in [*dir(AuthCallbacks), "statement", "start"]:
         if not name.startswith("_") and callable(getattr(cls, name)):
             setattr(cls, name, v_args(inline=True)(getattr(cls, name)))
 
