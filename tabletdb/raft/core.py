@@ -227,6 +227,25 @@ class RaftNode(Leader):
                 self.vote = m.src
         else:
             self.send(Message(response, self.id, m.src, self.term, reject=True))
+            if self._should_lead_hand_over(m):
+                self._start_election(pre=self.config.pre_vote)
+
+    def _should_lead_hand_over(self, m: Message) -> bool:
+        """Whether to campaign although we are not a voter, to unwedge the cluster.
+
+        After a leader's removal commits, the remaining voters may not know it yet and still
+        need our vote (their configuration is older), while our log holds entries they lack so
+        we must refuse it: no one could ever win. We know our removal committed, so we may lead
+        the configuration we were removed from (Raft thesis §4.2.2: a leader outside the new
+        configuration is allowed), catch a voter up and hand leadership over (`hand_over`).
+        This only happens when a candidate is behind our log and no leader is known.
+        """
+        return (
+            not self.promotable()
+            and self.leader is None
+            and bool(self.conf_state.voters)
+            and not self.log.is_up_to_date(m.index, m.log_term)
+        )
 
     def _handle_vote_response(self, m: Message) -> None:
         expected = (
@@ -276,6 +295,8 @@ class RaftNode(Leader):
         self.pending_conf_index = self.log.last_index()
         self.append_entries([Entry(term=0, index=0, kind=EntryKind.NOOP)])
         self.bcast_append()
+        if not self.promotable():
+            self.hand_over()  # elected only to unwedge the cluster: see _should_lead_hand_over
 
     def sync_progress(self) -> None:
         """Track exactly the current members (new ones start probing at our last index + 1)."""

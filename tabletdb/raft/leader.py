@@ -63,6 +63,8 @@ class Leader(ABC):
                 self.become_follower(self.term, None)  # partitioned away: stop acting as leader
                 return
             self.lead_transferee = None  # a transfer that did not finish in an election timeout failed
+            if not is_voter(self.conf_state, self.id):
+                self.hand_over()  # still removed: try again, maybe with another voter
         if self.heartbeat_elapsed >= self.config.heartbeat_tick:
             self.heartbeat_elapsed = 0
             self.bcast_heartbeat(self.read_only.last_context() or b"")
@@ -87,7 +89,7 @@ class Leader(ABC):
 
     def leader_propose(self, entries: list[Entry], local: bool) -> None:
         """Append proposed entries; invalid forwarded conf changes become NOOPs (cannot be refused)."""
-        if self.id not in self.progress or self.lead_transferee is not None:
+        if not is_voter(self.conf_state, self.id) or self.lead_transferee is not None:
             if local:
                 why = "leadership transfer in progress" if self.lead_transferee else "leader was removed"
                 raise ProposalDroppedError(f"node {self.id} dropped a proposal: {why}")
@@ -115,7 +117,9 @@ class Leader(ABC):
                 for i, e in enumerate(entries)
             ]
         )
-        self.progress[self.id].maybe_update(self.log.last_index())
+        own = self.progress.get(self.id)
+        if own is not None:  # absent once our own removal is applied (we are handing over)
+            own.maybe_update(self.log.last_index())
         self.maybe_commit()
 
     # --- commit -------------------------------------------------------------------------------------
@@ -208,7 +212,7 @@ class Leader(ABC):
         while self.send_append(m.src, send_if_empty=False):
             pass
         if m.src == self.lead_transferee and pr.match == self.log.last_index():
-            self.send(Message(MessageType.TIMEOUT_NOW, self.id, m.src, self.term))
+            self._send_timeout_now(m.src)
 
     def _handle_heartbeat_response(self, m: Message) -> None:
         pr = self.progress.get(m.src)
@@ -303,35 +307,47 @@ class Leader(ABC):
         self.lead_transferee = to
         self.election_elapsed = 0  # the transfer must finish within one election timeout
         if self.progress[to].match == self.log.last_index():
-            self.send(Message(MessageType.TIMEOUT_NOW, self.id, to, self.term))
+            self._send_timeout_now(to)
         else:
             self.send_append(to)
+
+    def _send_timeout_now(self, to: NodeId) -> None:
+        self.send(Message(MessageType.TIMEOUT_NOW, self.id, to, self.term))
+        if not is_voter(self.conf_state, self.id):
+            # Handing over after our removal: `to` has our whole log and can win without us,
+            # and as a non-member we might never hear of its election, so step down now.
+            self.become_follower(self.term, None)
 
     def after_conf_change(self) -> None:
         """The applied configuration changed while we lead."""
         if self.lead_transferee is not None and self.lead_transferee not in self.progress:
             self.lead_transferee = None
-        if not is_voter(self.conf_state, self.id):
-            self._hand_over_and_step_down()
-            return
         self.maybe_commit()
+        if not is_voter(self.conf_state, self.id):
+            self.hand_over()
+            return
         self.bcast_append()
 
-    def _hand_over_and_step_down(self) -> None:
-        """We were removed (or demoted): let the most caught-up voter campaign at once."""
-        last = self.log.last_index()
-        ready = [
-            n
-            for n, pr in self.progress.items()
-            if n != self.id and pr.match == last and is_voter(self.conf_state, n)
-        ]
-        if ready:
-            self.send(Message(MessageType.TIMEOUT_NOW, self.id, min(ready), self.term))
-        self.become_follower(self.term, None)
+    def hand_over(self) -> None:
+        """We were removed (or demoted): transfer leadership to the most caught-up voter.
+
+        Stepping down at once could wedge the cluster: the remaining voters may not know yet that
+        our removal committed, and our log (with entries they lack) would then refuse them our
+        vote while their configuration still needs it. So we keep leading, accepting no new
+        proposals, until a voter has our whole log and we can send it TIMEOUT_NOW; its election
+        at a higher term is what ends our leadership.
+        """
+        voters = [n for n in self.progress if n != self.id and is_voter(self.conf_state, n)]
+        if not voters:
+            self.become_follower(self.term, None)
+            return
+        best = max(voters, key=lambda n: (self.progress[n].match, -n))
+        self.leader_transfer(best)
 
     def after_apply(self) -> None:
         """Leave a joint configuration automatically once entering it has been applied."""
-        if self.conf_state.joint and self.pending_conf_index <= self.log.applied:
+        joint = self.conf_state.joint and is_voter(self.conf_state, self.id)
+        if joint and self.pending_conf_index <= self.log.applied:
             self.append_entries(
                 [
                     Entry(

@@ -93,6 +93,8 @@ class Network:
     def crash(self, n: NodeId) -> None:
         """Lose the node's volatile state; its MemoryLog is its disk."""
         self.down.add(n)
+        for m in [m for m in self.queue if m.dst == n]:
+            self.lose(m)
         self.queue = [m for m in self.queue if m.dst != n]
 
     def restart(self, n: NodeId) -> None:
@@ -140,11 +142,19 @@ class Network:
     def deliverable(self, m: Message) -> bool:
         return m.dst not in self.down and m.src not in self.down and frozenset((m.src, m.dst)) not in self.cut
 
+    def lose(self, m: Message) -> None:
+        """Drop `m`; like a real transport, report a snapshot that could not be delivered."""
+        if m.type == MessageType.SNAPSHOT and m.src not in self.down:
+            self.node(m.src).report_snapshot(m.dst, ok=False)
+            self.flush(m.src)
+
     def deliver(self, m: Message) -> None:
         if not self.deliverable(m):
+            self.lose(m)
             return
         filtered = self.filter(m)
         if filtered is None:
+            self.lose(m)
             return
         m = filtered
         self.node(m.dst).step(m)

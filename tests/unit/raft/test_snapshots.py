@@ -80,10 +80,9 @@ def test_failed_snapshot_is_retried() -> None:
         return m
 
     net.filter = lose_first_snapshot
-    net.tick(2)  # heartbeat response from 3 -> probe -> snapshot, which is lost
-    assert lost and net.node(1).progress[3].state == ProgressState.SNAPSHOT
-    net.node(1).report_snapshot(3, ok=False)
-    assert net.node(1).progress[3].state == ProgressState.PROBE
+    net.tick(1)  # heartbeat response from 3 -> probe -> snapshot, which is lost and reported
+    assert lost and net.node(1).progress[3].state == ProgressState.PROBE
+    assert net.node(1).progress[3].probe_sent, "waits for the next heartbeat response to retry"
     net.converge()
     assert net.data(3) == [b"%d" % i for i in range(5)]
 
