@@ -129,7 +129,11 @@ def run_cqlsh(
     timeout: float = 120.0,
     home: Path | None = None,
 ) -> CqlshResult:
-    """Run `cqlsh host port -e command` (scylla-cqlsh, or Apache cqlsh with apache=True)."""
+    """Run `cqlsh host port -e command` (scylla-cqlsh, or Apache cqlsh with apache=True).
+
+    scylla-cqlsh spends about 5 s at exit joining scylla-driver's libev thread (its atexit
+    cleanup), whatever the server does; batch statements into one call where a test allows.
+    """
     binary = apache_cqlsh_path() if apache else scylla_cqlsh_path()
     with contextlib.ExitStack() as stack:
         if home is None:
