@@ -24,6 +24,7 @@ from tabletdb.schema.ddl_table import (
     check_table_options,
     resolve_in,
 )
+from tabletdb.schema.indexes import target_columns
 from tabletdb.schema.model import (
     Catalog,
     ColumnDef,
@@ -132,8 +133,6 @@ def alter_table_drop(
 
 def _index_uses(target: str, column: str) -> bool:
     """Whether an index target string (`c`, `keys(c)`, `(p1, p2), c`...) mentions the column."""
-    from tabletdb.schema.indexes import target_columns
-
     return column in target_columns(target)
 
 

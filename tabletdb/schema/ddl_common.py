@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tabletdb.cql.errors import InvalidRequest, Unauthorized
-from tabletdb.schema.model import Catalog, KeyspaceSchema, TableDef
+from tabletdb.cql.errors import ConfigurationError, InvalidRequest, Unauthorized
+from tabletdb.schema.model import Catalog, KeyspaceDef, KeyspaceSchema, TableDef
 from tabletdb.schema.mutations import Mutation
 
 NAME_LENGTH = 48
@@ -82,6 +82,8 @@ class SchemaConfig:
     datacenters: tuple[str, ...] = ()  # known DCs: `replication_factor` in NTS expands to these
     enforce_rack_list: bool = False
     enable_create_table_with_compact_storage: bool = False
+    racks_per_dc: tuple[tuple[str, int], ...] = ()  # current topology, for RF-rack-validity checks
+    rf_rack_valid_keyspaces: bool = False  # require RF-rack-validity of every tablets keyspace
 
 
 def validate_keyspace_name(name: str) -> None:
@@ -130,3 +132,20 @@ def require_table(catalog: Catalog, keyspace: str, table: str) -> TableDef:
 
 def name_taken_by_table_or_view(ks: KeyspaceSchema, name: str) -> bool:
     return name in ks.tables or name in ks.views
+
+
+def check_rf_rack_valid(ks: KeyspaceDef, config: SchemaConfig, why: str) -> None:
+    """Tablets keyspaces with views/indexes (or all, by config) need, per DC, RF 0, 1, the
+    number of racks, or a rack list, so every rack holds exactly one replica of each tablet."""
+    if not ks.uses_tablets:
+        return
+    racks = dict(config.racks_per_dc)
+    for dc, value in ks.replication.options:
+        if isinstance(value, tuple) or dc not in racks:
+            continue
+        rf = int(value)
+        if rf not in (0, 1, racks[dc]):
+            raise ConfigurationError(
+                f"{why}: keyspace {ks.name} is not RF-rack-valid: replication factor {rf} in datacenter {dc} "
+                f"must be 0, 1, a rack list, or the number of racks there ({racks[dc]})"
+            )

@@ -14,6 +14,7 @@ from tabletdb.schema.ddl_common import (
     SchemaChangeEvent,
     SchemaConfig,
     Target,
+    check_rf_rack_valid,
     ensure_user_modifiable,
     validate_keyspace_name,
 )
@@ -145,13 +146,34 @@ def _tablets(
     enabled = wanted if wanted is not None else mode in ("enabled", "enforced")
     if initial is not None and not enabled:
         raise ConfigurationError("The 'initial' tablets option requires tablets to be enabled")
-    if enabled and config.enforce_rack_list:
-        for dc, value in replication.options:
-            if not isinstance(value, tuple) and int(value) > 0:
-                raise ConfigurationError(
-                    f"Replication factor for datacenter {dc} must be a rack list (enforce_rack_list is set)"
-                )
+    if enabled:
+        _check_rack_lists(replication, config)
     return KeyspaceTablets(enabled, initial)
+
+
+def _check_rack_lists(replication: Replication, config: SchemaConfig) -> None:
+    if not config.enforce_rack_list:
+        return
+    for dc, value in replication.options:
+        if not isinstance(value, tuple) and int(value) > 0:
+            raise ConfigurationError(
+                f"Replication factor for datacenter {dc} must be a rack list (enforce_rack_list is set)"
+            )
+
+
+def _check_tablet_rf_change(name: str, old: Replication, new: Replication) -> None:
+    """Tablet replicas are rebuilt one step at a time: one DC, by one replica, per ALTER."""
+    before, after = dict(old.options), dict(new.options)
+    changed = [
+        (dc, old.factor(dc), new.factor(dc))
+        for dc in sorted(set(before) | set(after))
+        if before.get(dc, "0") != after.get(dc, "0")
+    ]
+    if len(changed) > 1 or any(abs(a - b) > 1 for _, b, a in changed):
+        raise ConfigurationError(
+            f"Cannot alter keyspace {name}: only one DC's RF can be changed at a time and not by more than 1 "
+            f"(requested {', '.join(f'{dc}: {b} -> {a}' for dc, b, a in changed)})"
+        )
 
 
 def _storage(given: Mapping[str, object] | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
@@ -193,6 +215,8 @@ def create_keyspace(
     definition = KeyspaceDef(
         name, rep, durable_writes, _tablets(rep, tablets, config), storage_type, storage_options
     )
+    if config.rf_rack_valid_keyspaces:
+        check_rf_rack_valid(definition, config, f"Cannot create keyspace {name}")
     return DdlOutcome((PutKeyspace(definition),), (SchemaChangeEvent(Change.CREATED, Target.KEYSPACE, name),))
 
 
@@ -216,6 +240,9 @@ def alter_keyspace(
     old = ks.definition
     rep = old.replication if replication is None else validate_replication(name, replication, config)
     new_tablets = _altered_tablets(name, old, rep, tablets)
+    if old.uses_tablets and replication is not None:
+        _check_tablet_rf_change(name, old.replication, rep)
+        _check_rack_lists(rep, config)
     definition = KeyspaceDef(
         name,
         rep,
@@ -224,6 +251,9 @@ def alter_keyspace(
         old.storage_type,
         old.storage_options,
     )
+    has_views_or_indexes = bool(ks.views) or any(t.indexes for t in ks.tables.values())
+    if config.rf_rack_valid_keyspaces or has_views_or_indexes:
+        check_rf_rack_valid(definition, config, f"Cannot alter keyspace {name}")
     return DdlOutcome((PutKeyspace(definition),), (SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, name),))
 
 

@@ -18,7 +18,9 @@ from tabletdb.schema.ddl_common import (
     Change,
     DdlOutcome,
     SchemaChangeEvent,
+    SchemaConfig,
     Target,
+    check_rf_rack_valid,
     ensure_user_modifiable,
     name_taken_by_table_or_view,
     require_keyspace,
@@ -116,6 +118,7 @@ def create_view(
     options: Mapping[str, object] | None = None,
     new_id: uuid.UUID,
     if_not_exists: bool = False,
+    config: SchemaConfig | None = None,
 ) -> DdlOutcome:
     options = options or {}
     ks = require_keyspace(catalog, keyspace)
@@ -134,6 +137,9 @@ def create_view(
         raise AlreadyExists(
             f'Cannot add already existing table "{name}" to keyspace "{keyspace}"', keyspace, name
         )
+    check_rf_rack_valid(
+        ks.definition, config or SchemaConfig(), f"Cannot create materialized view {keyspace}.{name}"
+    )
     columns = _view_columns(base, selected, partition_key, clustering_key, clustering_order, not_null)
     view_options = apply_options(TableOptions(), options, for_view=True)
     view_id = claim_table_id(catalog, keyspace, name, options, new_id)

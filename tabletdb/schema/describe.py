@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from tabletdb.cql.format import format_float
 from tabletdb.cql.identifiers import quote_identifier as q
 from tabletdb.cql.identifiers import quote_string
+from tabletdb.cql.types import CqlType, UserType
 from tabletdb.schema.ddl_common import SYSTEM_KEYSPACES
 from tabletdb.schema.indexes import describe_target
 from tabletdb.schema.model import (
@@ -222,8 +223,6 @@ def types_in_dependency_order(ks: KeyspaceSchema) -> list[UserTypeDef]:
 
 
 def _udt_names(types: Iterable[object], keyspace: str) -> set[str]:
-    from tabletdb.cql.types import CqlType, UserType
-
     found: set[str] = set()
     stack = [t for t in types if isinstance(t, CqlType)]
     while stack:

@@ -21,7 +21,9 @@ from tabletdb.schema.ddl_common import (
     Change,
     DdlOutcome,
     SchemaChangeEvent,
+    SchemaConfig,
     Target,
+    check_rf_rack_valid,
     ensure_user_modifiable,
     require_keyspace,
 )
@@ -120,6 +122,7 @@ def create_index(
     custom_class: str | None = None,
     options: Mapping[str, str] | None = None,
     if_not_exists: bool = False,
+    config: SchemaConfig | None = None,
 ) -> DdlOutcome:
     """CREATE [CUSTOM] INDEX. `kind` is simple/values/keys/entries/full; a plain collection
     column (kind simple) indexes its values, as in CQL."""
@@ -155,6 +158,8 @@ def create_index(
         if if_not_exists:
             return NOOP
         raise InvalidRequest(f"Index {index_name} is a duplicate of existing index {duplicate.name}")
+    why = f"Cannot create index {index_name} on {keyspace}.{table_name}"
+    check_rf_rack_valid(ks.definition, config or SchemaConfig(), why)
     stored = dict(options or {})
     if custom_class is not None:
         stored["class_name"] = custom_class

@@ -149,3 +149,65 @@ def test_drop_keyspace() -> None:
     outcome = drop_keyspace(catalog, "ks")
     assert outcome.events == (SchemaChangeEvent(Change.DROPPED, Target.KEYSPACE, "ks"),)
     assert "ks" not in apply(catalog, outcome).keyspaces
+
+
+def test_tablet_rf_changes_one_dc_by_one_step() -> None:
+    catalog = with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 1, "dc2": 1})
+    with pytest.raises(ConfigurationError, match="only one DC's RF can be changed at a time"):
+        alter_keyspace(
+            catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 3, "dc2": 1}, config=CONFIG
+        )
+    with pytest.raises(ConfigurationError, match="only one DC's RF can be changed at a time"):
+        alter_keyspace(
+            catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2, "dc2": 2}, config=CONFIG
+        )
+    ok = alter_keyspace(
+        catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2, "dc2": 1}, config=CONFIG
+    )
+    assert not ok.is_noop
+
+
+def test_rf_rack_validity() -> None:
+    from tabletdb.schema.ddl_views import create_view
+    from tabletdb.schema.indexes import create_index
+
+    from .helpers import next_id, with_table
+
+    racks = SchemaConfig(datacenters=("dc1", "dc2"), racks_per_dc=(("dc1", 3), ("dc2", 2)))
+    strict = SchemaConfig(
+        datacenters=("dc1", "dc2"), racks_per_dc=(("dc1", 3),), rf_rack_valid_keyspaces=True
+    )
+    with pytest.raises(ConfigurationError, match="not RF-rack-valid: replication factor 2 in datacenter dc1"):
+        create_keyspace(Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 2}, config=strict)
+    assert not create_keyspace(
+        Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 3}, config=strict
+    ).is_noop
+    catalog = with_table(with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 2}))
+    with pytest.raises(
+        ConfigurationError, match=r"Cannot create index i on ks\.t: keyspace ks is not RF-rack-valid"
+    ):
+        create_index(catalog, "ks", "t", "i", "v", config=racks)
+    with pytest.raises(ConfigurationError, match="Cannot create materialized view"):
+        create_view(
+            catalog,
+            "ks",
+            "mv",
+            "t",
+            None,
+            ["v"],
+            ["pk", "ck"],
+            where_clause="",
+            not_null=["v"],
+            new_id=next_id(),
+            config=racks,
+        )
+    catalog = with_table(with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 3}))
+    catalog = apply(catalog, create_index(catalog, "ks", "t", "i", "v", config=racks))
+    with pytest.raises(
+        ConfigurationError, match="Cannot alter keyspace ks: keyspace ks is not RF-rack-valid"
+    ):
+        alter_keyspace(
+            catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=racks
+        )
+    rack_list = {"class": "NetworkTopologyStrategy", "dc1": ["a", "b"]}
+    assert not alter_keyspace(catalog, "ks", replication=rack_list, config=racks).is_noop
