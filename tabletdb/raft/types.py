@@ -118,7 +118,8 @@ class MessageType(IntEnum):
     TIMEOUT_NOW = 12
     """Leadership transfer: the target starts an election immediately."""
     TRANSFER_LEADER = 13
-    """Forwarded leadership-transfer request (`src` asks the leader to hand over to `dst`...)."""
+    """Forwarded leadership-transfer request: `src` asks the leader (`dst`) to hand over to the
+    node whose id is in `index` (term 0, like PROPOSE and READ_INDEX)."""
 
 
 @dataclass(frozen=True)
