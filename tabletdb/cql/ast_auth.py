@@ -273,8 +273,8 @@ class Describe(Statement):
 
     `kind` is one of DESCRIBE_KINDS ('NAME' is the generic `DESC name`; COLUMNFAMILY and
     COLUMNFAMILIES map to TABLE and TABLES). `name` is the target (None for listings, schema,
-    cluster and a bare `DESC KEYSPACE`, which means the keyspace in USE); for KEYSPACE its
-    `name` field holds the keyspace. `only` is `DESC ONLY KEYSPACE`.
+    cluster and a bare `DESC KEYSPACE`, which means the keyspace in USE); for KEYSPACE the
+    keyspace is `name.name` (with `name.keyspace` None). `only` is `DESC ONLY KEYSPACE`.
     """
 
     kind: str

@@ -11,9 +11,13 @@ column from 0, as ANTLR counts) and quote the offending input.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import sys
 import threading
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
@@ -55,6 +59,21 @@ def _inline_callbacks(cls: type) -> None:
 _inline_callbacks(_Builder)
 
 
+def _analysis_cache(grammar: str) -> str | bool:
+    """Where lark keeps its LALR tables between processes (building them takes seconds).
+
+    A private per-user directory rather than lark's default shared temp dir, because the cache
+    is a pickle. The grammar hash is in the name; lark also verifies it before loading.
+    """
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tabletdb"
+    digest = hashlib.sha256(grammar.encode()).hexdigest()[:16]
+    try:
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return False  # read-only home: build the tables in memory every time
+    return str(base / f"cql-grammar-{digest}-py{sys.version_info[0]}{sys.version_info[1]}.lark")
+
+
 class _Parser:
     """The lark parser and its transformer; parsing is serialised because the transformer
     carries the bind-marker counter of the statement being parsed."""
@@ -70,7 +89,7 @@ class _Parser:
             maybe_placeholders=True,
             transformer=self.builder,
             propagate_positions=False,
-            cache=True,  # the LALR analysis takes seconds; lark keys the cache on the grammar text
+            cache=_analysis_cache(grammar),
         )
         self.lock = threading.Lock()
 
