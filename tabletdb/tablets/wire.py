@@ -1,0 +1,64 @@
+"""Tablet maps as plain msgpack-friendly values, for group0 commands and snapshots.
+
+Only builtins appear in the plain form (dict, list, int, str, bytes, None), so encoding is
+deterministic and a map survives msgpack unchanged. Host ids travel as 16-byte UUIDs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from tabletdb.tablets.count import ResizeState
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
+
+WIRE_VERSION = 1
+
+
+def _replicas_to_plain(replicas: tuple[TabletReplica, ...] | None) -> list[list[Any]] | None:
+    return None if replicas is None else [[r.host.bytes, r.shard] for r in replicas]
+
+
+def _replicas_from_plain(data: list[list[Any]] | None) -> tuple[TabletReplica, ...] | None:
+    return None if data is None else tuple(TabletReplica(uuid.UUID(bytes=bytes(h)), int(s)) for h, s in data)
+
+
+def tablet_map_to_plain(tm: TabletMap) -> dict[str, Any]:
+    return {
+        "v": WIRE_VERSION,
+        "table": tm.table_id.bytes,
+        "resize": tm.resize.value,
+        "seq": tm.resize_seq_number,
+        "tablets": [
+            [
+                t.last_token,
+                _replicas_to_plain(t.replicas),
+                _replicas_to_plain(t.new_replicas),
+                None if t.stage is None else t.stage.value,
+                None if t.transition is None else t.transition.value,
+            ]
+            for t in tm.tablets
+        ],
+    }
+
+
+def tablet_map_from_plain(data: dict[str, Any]) -> TabletMap:
+    if data.get("v") != WIRE_VERSION:
+        raise ValueError(f"unsupported tablet map wire version {data.get('v')!r}, expected {WIRE_VERSION}")
+    tablets: list[TabletInfo] = []
+    for last, replicas, new_replicas, stage, transition in data["tablets"]:
+        tablets.append(
+            TabletInfo(
+                int(last),
+                _replicas_from_plain(replicas) or (),
+                _replicas_from_plain(new_replicas),
+                None if stage is None else TransitionStage(stage),
+                None if transition is None else TransitionKind(transition),
+            )
+        )
+    return TabletMap(
+        uuid.UUID(bytes=bytes(data["table"])),
+        tuple(tablets),
+        ResizeState(data["resize"]),
+        int(data["seq"]),
+    )
