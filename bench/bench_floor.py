@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import tempfile
-from pathlib import Path
 
-from bench.common import RESULT_PREFIX, LoadSpec, run_load
-from tests.harness.probe import wait_cql_ready
-from tests.harness.process import ManagedProcess
+from bench.common import RESULT_PREFIX, LoadSpec, floor_server, run_load
 
-HOST, PORT = "127.0.99.1", 9042  # out of the test harness's address blocks
 STATEMENT = "SELECT k, v FROM floor.t WHERE k = ?"
+VALUES = ("int_rand",)
 
 
 def main() -> None:
@@ -27,26 +22,18 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
-        argv = [sys.executable, "-m", "bench.floor_server", "--host", HOST, "--port", str(PORT)]
-        server = ManagedProcess(argv, Path(tmp) / "floor.log", name="floor-server")
-        server.start()
-        try:
-            wait_cql_ready(HOST, PORT, timeout=60, alive=lambda: server.running)
-            assert server.pid is not None
-            spec = LoadSpec(
-                HOST,
-                PORT,
-                STATEMENT,
-                values=("int_rand",),
-                concurrency=args.concurrency,
-                processes=args.processes,
-                warmup_s=args.warmup,
-                duration_s=args.duration,
-            )
-            result = run_load(spec, server_pid=server.pid)
-        finally:
-            server.stop()
+    with floor_server(VALUES) as server:
+        spec = LoadSpec(
+            server.host,
+            server.port,
+            STATEMENT,
+            values=VALUES,
+            concurrency=args.concurrency,
+            processes=args.processes,
+            warmup_s=args.warmup,
+            duration_s=args.duration,
+        )
+        result = run_load(spec, server_pid=server.pid)
     figures = {"benchmark": "floor", "workload": "prepared SELECT by key", **result.as_dict()}
     figures["concurrency"], figures["processes"] = args.concurrency, args.processes
     print(RESULT_PREFIX + json.dumps(figures), flush=True)

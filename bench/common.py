@@ -17,15 +17,17 @@ connection set-up never count.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,11 +210,68 @@ def _merge(
         result.server_cpu_s = cpu_end - cpu_start
         if ops:
             result.server_cpu_us_per_op = result.server_cpu_s / ops * 1e6
-        if result.server_cpu_s > 0:
+        if ops and result.server_cpu_s > 0:
             result.capacity_ops_per_cpu_s = ops / result.server_cpu_s
     if rss is not None:
         result.server_rss_mb = rss / 2**20
     return result
+
+
+# --- servers under test ---------------------------------------------------------------------------
+
+VALUE_CQL_TYPES = {"int_seq": "int", "int_rand": "int", "blob64": "blob", "text16": "text"}
+BENCH_SUBNET = 99  # 127.0.99.x: outside the test harness's per-worker blocks
+
+
+@dataclass(frozen=True)
+class ServerHandle:
+    """A running server process a benchmark can load (host/port) and measure (pid)."""
+
+    name: str
+    host: str
+    port: int
+    pid: int
+
+
+def _started(name: str, argv: list[str], host: str, port: int, log: Path) -> Iterator[ServerHandle]:
+    from tests.harness.probe import ProbeError, wait_cql_ready
+    from tests.harness.process import ManagedProcess
+
+    process = ManagedProcess(argv, log, name=name, cwd=REPO_ROOT)
+    process.start()
+    try:
+        try:
+            wait_cql_ready(host, port, timeout=120, alive=lambda: process.running)
+        except (TimeoutError, ProbeError) as exc:
+            raise RuntimeError(f"{name} did not start: {exc}\n{process.log_tail()}") from None
+        assert process.pid is not None
+        yield ServerHandle(name, host, port, process.pid)
+    finally:
+        if process.running:
+            process.stop()
+
+
+@contextlib.contextmanager
+def floor_server(values: Sequence[str] = (), host_octet: int = 1) -> Iterator[ServerHandle]:
+    """The floor server, with bind markers typed to match the load's value kinds."""
+    host = f"127.0.{BENCH_SUBNET}.{host_octet}"
+    bind_types = ",".join(VALUE_CQL_TYPES[v] for v in values)
+    argv = [sys.executable, "-m", "bench.floor_server", "--host", host, "--port", "9042"]
+    argv += ["--bind-types", bind_types] if bind_types else []
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
+        yield from _started("floor", argv, host, 9042, Path(tmp) / "floor.log")
+
+
+@contextlib.contextmanager
+def tabletdb_server(smp: int = 1, host_octet: int = 2, options: Sequence[str] = ()) -> Iterator[ServerHandle]:
+    """One fresh tabletdb node (empty workdir) on its own loopback address; `options` are -o KEY=VALUE."""
+    host = f"127.0.{BENCH_SUBNET}.{host_octet}"
+    with tempfile.TemporaryDirectory(prefix="bench-tabletdb-") as tmp:
+        argv = [sys.executable, "-m", "tabletdb.cli.main", "server", "--workdir", f"{tmp}/node"]
+        argv += ["--listen-address", host, "--smp", str(smp), "--api-port", "20999"]
+        for option in options:
+            argv += ["-o", option]
+        yield from _started("tabletdb", argv, host, 9042, Path(tmp) / "node.log")
 
 
 # --- the worker side ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ OP_QUERY, OP_RESULT, OP_PREPARE, OP_EXECUTE, OP_REGISTER, OP_BATCH = 0x07, 0x08,
 ERR_PROTOCOL, ERR_INVALID, ERR_UNPREPARED = 0x000A, 0x2200, 0x2500
 T_BLOB, T_INT, T_UUID, T_TEXT, T_INET, T_MAP, T_SET = 0x03, 0x09, 0x0C, 0x0D, 0x10, 0x21, 0x22
 KEYSPACE, TABLE = "floor", "t"
+BIND_TYPES = {"int": T_INT, "blob": T_BLOB, "text": T_TEXT, "bigint": 0x02}
 HOST_ID = uuid.UUID("f1000000-0000-4000-8000-000000000001")
 SCHEMA_VERSION = uuid.UUID("f1000000-0000-4000-8000-000000000002")
 PARTITIONER = "org.apache.cassandra.dht.Murmur3Partitioner"
@@ -191,7 +192,11 @@ VOID = struct.pack(">i", 0x0001)
 class Canned:
     """Every response body, encoded once."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, bind_types: tuple[str, ...] = ()) -> None:
+        unknown = [t for t in bind_types if t not in BIND_TYPES]
+        if unknown:
+            raise ValueError(f"unknown bind types {unknown}; allowed: {', '.join(BIND_TYPES)}")
+        self.bind_types = bind_types
         self.supported = string_multimap(
             {
                 "CQL_VERSION": ["3.3.1"],
@@ -212,6 +217,9 @@ class Canned:
         self.no_peers_v2 = error_body(ERR_INVALID, "unconfigured table peers_v2")
         self.no_versions = error_body(ERR_INVALID, "unconfigured table versions")
         self.prepared: dict[bytes, tuple[bytes, bytes]] = {}  # id -> (PREPARE answer, EXECUTE answer)
+
+    def _bind_type(self, index: int) -> int:
+        return BIND_TYPES[self.bind_types[index]] if index < len(self.bind_types) else T_INT
 
     def for_query(self, query: str) -> tuple[int, bytes]:
         q = query.lower()
@@ -236,14 +244,17 @@ class Canned:
         return OP_RESULT, VOID
 
     def prepare(self, query: str) -> bytes:
-        """Every `?` binds an int named p<i>; p0 is the partition key. Cached by MD5 like Scylla."""
+        """The i-th `?` binds p<i> typed bind_types[i] (default int); p0 is the partition key.
+
+        Answers are cached by the query's MD5, like Scylla's prepared ids.
+        """
         query_id = hashlib.md5(query.encode()).digest()
         if query_id not in self.prepared:
             binds = query.count("?")
             meta = struct.pack(">ii", 0x0001, binds)
             meta += struct.pack(">i", 1) + short(0) if binds else struct.pack(">i", 0)
             meta += string(KEYSPACE) + string(TABLE)
-            meta += b"".join(string(f"p{i}") + option(T_INT) for i in range(binds))
+            meta += b"".join(string(f"p{i}") + option(self._bind_type(i)) for i in range(binds))
             is_select = query.lstrip().lower().startswith("select")
             if is_select:
                 result_meta = struct.pack(">ii", 0x0001, 2) + string(KEYSPACE) + string(TABLE)
@@ -318,14 +329,14 @@ def _long_string_at_start(body: bytes) -> str:
     return body[4 : 4 + length].decode()
 
 
-async def serve(host: str, port: int) -> asyncio.Server:
-    canned = Canned(host)
+async def serve(host: str, port: int, bind_types: tuple[str, ...] = ()) -> asyncio.Server:
+    canned = Canned(host, bind_types)
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: FloorConnection(canned), host, port, reuse_address=True)
 
 
-async def _main(host: str, port: int) -> None:
-    server = await serve(host, port)
+async def _main(host: str, port: int, bind_types: tuple[str, ...]) -> None:
+    server = await serve(host, port, bind_types)
     print(f"floor server listening on {host}:{port}", flush=True)
     async with server:
         await server.serve_forever()
@@ -336,13 +347,19 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9042)
     parser.add_argument("--no-uvloop", action="store_true", help="use the default asyncio loop")
+    parser.add_argument(
+        "--bind-types",
+        default="",
+        help=f"CQL types of the bind markers in order, comma-separated ({'|'.join(BIND_TYPES)}; default int)",
+    )
     args = parser.parse_args()
     if not args.no_uvloop:
         import uvloop
 
         uvloop.install()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_main(args.host, args.port))
+        bind_types = tuple(t.strip() for t in args.bind_types.split(",") if t.strip())
+        asyncio.run(_main(args.host, args.port, bind_types))
 
 
 if __name__ == "__main__":
