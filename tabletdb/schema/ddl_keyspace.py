@@ -176,6 +176,16 @@ def _check_tablet_rf_change(name: str, old: Replication, new: Replication) -> No
         )
 
 
+def _strategy_warnings(ks: KeyspaceDef) -> tuple[str, ...]:
+    """Client warnings (protocol warning flag) ScyllaDB gives for discouraged replication."""
+    if ks.replication.strategy_class != SIMPLE:
+        return ()
+    return (
+        f"SimpleStrategy replication class is not recommended, but was used for keyspace {ks.name}. "
+        "The recommended alternative is NetworkTopologyStrategy.",
+    )
+
+
 def _storage(given: Mapping[str, object] | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
     if not given:
         return None, ()
@@ -217,7 +227,8 @@ def create_keyspace(
     )
     if config.rf_rack_valid_keyspaces:
         check_rf_rack_valid(definition, config, f"Cannot create keyspace {name}")
-    return DdlOutcome((PutKeyspace(definition),), (SchemaChangeEvent(Change.CREATED, Target.KEYSPACE, name),))
+    event = SchemaChangeEvent(Change.CREATED, Target.KEYSPACE, name)
+    return DdlOutcome((PutKeyspace(definition),), (event,), _strategy_warnings(definition))
 
 
 def alter_keyspace(
@@ -254,7 +265,9 @@ def alter_keyspace(
     has_views_or_indexes = bool(ks.views) or any(t.indexes for t in ks.tables.values())
     if config.rf_rack_valid_keyspaces or has_views_or_indexes:
         check_rf_rack_valid(definition, config, f"Cannot alter keyspace {name}")
-    return DdlOutcome((PutKeyspace(definition),), (SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, name),))
+    event = SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, name)
+    warnings = _strategy_warnings(definition) if replication is not None else ()
+    return DdlOutcome((PutKeyspace(definition),), (event,), warnings)
 
 
 def _altered_tablets(

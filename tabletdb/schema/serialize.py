@@ -69,10 +69,10 @@ class SchemaDecodeError(ValueError):
 
 def to_plain(value: Any) -> Any:
     """Encode a catalog, mutation, CqlType (or anything they contain) as plain data."""
+    if isinstance(value, Enum):  # before str: the model's enums are StrEnums
+        return {"@e": type(value).__name__, "v": value.value}
     if value is None or isinstance(value, bool | int | float | str | bytes):
         return value
-    if isinstance(value, Enum):
-        return {"@e": type(value).__name__, "v": value.value}
     if isinstance(value, uuid.UUID):
         return {"@u": value.bytes}
     if isinstance(value, tuple | list):

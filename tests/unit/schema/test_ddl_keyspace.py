@@ -87,6 +87,9 @@ def test_replication_factor_expands_to_known_dcs_and_rack_lists_are_kept() -> No
 def test_tablets_modes() -> None:
     simple = {"class": "SimpleStrategy", "replication_factor": 1}
     assert with_keyspace(replication=simple).keyspaces["ks"].definition.tablets is None
+    (warning,) = create_keyspace(Catalog(), "ks", simple, config=CONFIG).warnings
+    assert "SimpleStrategy replication class is not recommended" in warning
+    assert create_keyspace(Catalog(), "ks", NTS_REP, config=CONFIG).warnings == ()
     with pytest.raises(ConfigurationError, match="only supported with NetworkTopologyStrategy"):
         create_keyspace(Catalog(), "ks", simple, tablets={"enabled": True}, config=CONFIG)
     disabled = SchemaConfig("disabled", ("dc1",))
