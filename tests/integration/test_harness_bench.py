@@ -16,6 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def test_run_load_against_the_floor(address_allocator: AddressAllocator, tmp_path: Path) -> None:
     endpoints = address_allocator.allocate()
     argv = [sys.executable, "-m", "bench.floor_server", "--host", endpoints.address, "--port", "9042"]
+    argv += ["--bind-types", "int,blob"]
     server = ManagedProcess(argv, tmp_path / "floor.log", name="floor-server", cwd=REPO_ROOT)
     server.start()
     try:
@@ -25,7 +26,7 @@ def test_run_load_against_the_floor(address_allocator: AddressAllocator, tmp_pat
             endpoints.address,
             9042,
             "INSERT INTO floor.t (k, v) VALUES (?, ?)",
-            values=("int_seq", "int_rand"),
+            values=("int_seq", "blob64"),  # a blob bound to an int marker would fail client-side
             concurrency=4,
             processes=2,
             warmup_s=0.2,
