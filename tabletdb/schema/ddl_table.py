@@ -173,10 +173,16 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
 
 
 def claim_table_id(
-    catalog: Catalog, keyspace: str, name: str, options: Mapping[str, object], new_id: uuid.UUID
+    catalog: Catalog,
+    keyspace: str,
+    name: str,
+    options: Mapping[str, object],
+    new_id: uuid.UUID,
+    explicit: uuid.UUID | str | None = None,
 ) -> uuid.UUID:
     """`WITH ID = ...` (restore keeps ids) if given, else the caller's fresh id; ids must be unique."""
-    table_id = table_id_option(options) or new_id
+    chosen = table_id_option({"id": explicit}) if explicit is not None else table_id_option(options)
+    table_id = chosen or new_id
     owner = catalog.ids.get(table_id)
     if owner is not None:
         raise InvalidRequest(
@@ -196,11 +202,13 @@ def create_table(
     options: Mapping[str, object] | None = None,
     *,
     new_id: uuid.UUID,
+    table_id: uuid.UUID | str | None = None,
     compact_storage: bool = False,
     if_not_exists: bool = False,
     config: SchemaConfig | None = None,
 ) -> DdlOutcome:
-    """CREATE TABLE; `new_id` (a fresh uuid1 from the caller) is used unless `WITH ID` is given."""
+    """CREATE TABLE; `new_id` (a fresh uuid1 from the caller) is used unless `WITH ID` is given
+    (as `table_id` or as an `id` option)."""
     config = config or SchemaConfig()
     options = options or {}
     ks = require_keyspace(catalog, keyspace)
@@ -216,8 +224,8 @@ def create_table(
     if compact_storage:
         _check_compact(cols, config)
     table_options = apply_options(TableOptions(), options)
-    table_id = claim_table_id(catalog, keyspace, name, options, new_id)
-    table = TableDef(keyspace, name, table_id, cols, table_options, is_compact_storage=compact_storage)
+    chosen_id = claim_table_id(catalog, keyspace, name, options, new_id, table_id)
+    table = TableDef(keyspace, name, chosen_id, cols, table_options, is_compact_storage=compact_storage)
     check_table_options(table, ks)
     return DdlOutcome((PutTable(table),), (SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name),))
 

@@ -117,6 +117,7 @@ def create_view(
     not_null: Sequence[str] = (),
     options: Mapping[str, object] | None = None,
     new_id: uuid.UUID,
+    table_id: uuid.UUID | str | None = None,
     if_not_exists: bool = False,
     config: SchemaConfig | None = None,
 ) -> DdlOutcome:
@@ -142,7 +143,7 @@ def create_view(
     )
     columns = _view_columns(base, selected, partition_key, clustering_key, clustering_order, not_null)
     view_options = apply_options(TableOptions(), options, for_view=True)
-    view_id = claim_table_id(catalog, keyspace, name, options, new_id)
+    view_id = claim_table_id(catalog, keyspace, name, options, new_id, table_id)
     table = TableDef(keyspace, name, view_id, columns, view_options)
     if view_options.tablets is not None and not ks.definition.uses_tablets:
         raise ConfigurationError(

@@ -248,6 +248,10 @@ def test_table_ids_explicit_and_unique() -> None:
     assert table is not None and table.id == wanted and catalog.by_id(wanted) == table
     with pytest.raises(InvalidRequest, match=r"already used by ks\.t"):
         with_table(catalog, name="t2", options={"id": wanted})
+    with pytest.raises(InvalidRequest, match=r"already used by ks\.t"):
+        with_table(catalog, name="t2", table_id=str(wanted))
+    with pytest.raises(ConfigurationError, match="not a UUID"):
+        with_table(catalog, name="t2", table_id="nope")
     with pytest.raises(InvalidRequest, match="Cannot alter table id"):
         alter_table_options(catalog, "ks", "t", {"id": uuid.uuid4()})
 
