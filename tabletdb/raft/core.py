@@ -163,10 +163,7 @@ class RaftNode(Leader):
         """Start an election now (pre-vote first if configured); no-op on leaders and non-voters."""
         if self.role == Role.LEADER or not self.promotable() or self._unapplied_conf_change():
             return
-        if self.config.pre_vote:
-            self._start_election(pre=True)
-        else:
-            self._start_election(pre=False)
+        self._start_election(pre=self.config.pre_vote)
 
     def report_unreachable(self, node: NodeId) -> None:
         if self.role == Role.LEADER:

@@ -3,6 +3,8 @@ step), learners, removing the leader."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tabletdb.raft.errors import ConfChangeError
@@ -12,6 +14,7 @@ from tabletdb.raft.types import (
     ConfChangeType,
     ConfState,
     EntryKind,
+    Message,
     MessageType,
     Role,
 )
@@ -112,12 +115,16 @@ def test_removed_leader_steps_down_after_committing_its_removal() -> None:
 
 
 def _enter_joint_and_stop(net: Network, cc: ConfChange) -> None:
-    """Propose `cc` on leader 1 and deliver until the leader has applied the joint configuration."""
-    net.node(1).propose_conf_change(cc)
+    _enter_joint_and_stop_on(net, 1, cc)
+
+
+def _enter_joint_and_stop_on(net: Network, leader: int, cc: ConfChange) -> None:
+    """Propose `cc` on `leader` and deliver until it has applied the joint configuration."""
+    net.node(leader).propose_conf_change(cc)
     net.flush_all()
-    while net.queue and not net.node(1).conf_state.joint:
+    while net.queue and not net.node(leader).conf_state.joint:
         net.deliver(net.queue.pop(0))
-    assert net.node(1).conf_state.joint
+    assert net.node(leader).conf_state.joint
 
 
 def _assert_converged_conf(net: Network, nodes: list[int], voters: set[int]) -> None:
@@ -210,3 +217,38 @@ def test_demote_voter_to_learner_in_joint_change() -> None:
     assert net.node(1).conf_state == ConfState(voters=frozenset([1, 2, 4]), learners=frozenset([3]))
     net.propose(1, b"x")
     assert net.data(3) == [b"x"]
+
+
+def test_removed_leader_with_longer_log_unwedges_remaining_voter() -> None:
+    """Voters {1, 2}, leader 2 removes itself (joint: incoming {1}, outgoing {1, 2}). Its removal
+    commits but node 1 never hears so, and 2 has appended entries 1 lacks; then 2 crashes.
+    Node 1 still needs 2's vote and 2 must refuse it (longer log): only 2 leading briefly as a
+    non-member and handing over can make progress."""
+    net = Network([1, 2], extra=[3])
+    net.elect(2)
+    _enter_joint_and_stop_on(net, 2, change((REMOVE, 2), (LEARNER, 3)))
+    leave = net.peers[2].log.last_index()
+    net.node(2).propose(b"tail")  # accepted: the removal is not applied yet
+    net.flush(2)
+
+    def hide_progress(m: Message) -> Message | None:
+        if m.src == 2 and m.type in (MessageType.APPEND, MessageType.HEARTBEAT):
+            return replace(
+                m, entries=tuple(e for e in m.entries if e.index <= leave), commit=min(m.commit, leave - 1)
+            )
+        return m
+
+    net.filter = hide_progress
+    net.run()
+    assert net.node(2).commit_index >= leave and not net.node(2).conf_state.joint
+    assert net.node(1).conf_state.joint and net.node(1).commit_index < leave
+    net.crash(2)
+    net.filter = lambda m: m
+    net.restart(2)
+    net.flush(2)  # replays the committed removal
+    assert not net.node(2).promotable()
+    net.converge()
+    assert net.leader() == 1
+    assert net.node(1).conf_state == ConfState(voters=frozenset([1]), learners=frozenset([3]))
+    assert net.data(1) == [b"tail"]
+    assert not net.violations
