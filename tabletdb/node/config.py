@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 EFFECTIVE_CONFIG_NAME = "node.yaml"
+RACKDC_FILE_NAME = "cassandra-rackdc.properties"
 
 AUTHENTICATORS = ("AllowAllAuthenticator", "PasswordAuthenticator")
 AUTHORIZERS = ("AllowAllAuthorizer", "CassandraAuthorizer")
@@ -394,7 +395,35 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any
     merged.update(_normalise_keys({k: v for k, v in overrides.items() if v is not None}, "command line"))
     if "workdir" not in merged:
         raise ConfigError("workdir", None, "a directory path, set in the YAML file or with --workdir")
+    if path is not None:
+        _apply_rackdc_file(Path(path).parent / RACKDC_FILE_NAME, merged)
     return NodeConfig(**merged)
+
+
+def _apply_rackdc_file(rackdc: Path, merged: dict[str, Any]) -> None:
+    """GossipingPropertyFileSnitch's source: dc/rack from cassandra-rackdc.properties beside the
+    config file, for whichever of them neither the YAML nor a flag set. SimpleSnitch ignores it."""
+    snitch = str(merged.get("endpoint_snitch") or "")
+    if not rackdc.is_file() or snitch.rsplit(".", 1)[-1].lower() == "simplesnitch":
+        return
+    props = parse_properties(rackdc.read_text(encoding="utf-8"))
+    if "dc" in props and "dc" not in merged:
+        merged["dc"] = props["dc"] + props.get("dc_suffix", "")
+    if "rack" in props and "rack" not in merged:
+        merged["rack"] = props["rack"]
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java-style `key=value` lines (also `key: value`); `#` and `!` start comments."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut > 0:
+            out[line[:cut].strip()] = line[cut + 1 :].strip()
+    return out
 
 
 def write_effective_config(config: NodeConfig) -> Path:

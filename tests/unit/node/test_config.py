@@ -123,6 +123,18 @@ def test_simple_snitch_with_custom_dc_is_an_error() -> None:
     assert info.value.key == "endpoint_snitch"
 
 
+def test_rackdc_properties_beside_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "cassandra-rackdc.properties").write_text(
+        "# GossipingPropertyFileSnitch\ndc=east\nrack = r2\ndc_suffix=_x\nprefer_local=true\n"
+    )
+    path = write_yaml(tmp_path / "scylla.yaml", {"workdir": "w"})
+    c = load_config(path, {})
+    assert (c.dc, c.rack, c.endpoint_snitch) == ("east_x", "r2", "GossipingPropertyFileSnitch")
+    assert load_config(path, {"rack": "r9"}).rack == "r9"  # flags win over the file
+    simple = load_config(path, {"endpoint_snitch": "SimpleSnitch"})
+    assert (simple.dc, simple.rack) == ("datacenter1", "rack1")  # SimpleSnitch ignores the file
+
+
 def test_dashed_keys_are_accepted() -> None:
     assert load_config(None, {"workdir": "w", "native-transport-port": 9500}).native_transport_port == 9500
 
