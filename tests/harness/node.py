@@ -150,8 +150,13 @@ class NodeFactory:
         self.nodes.append(node)
         return node
 
-    def start_node(self, **kwargs: object) -> TestNode:
-        node = self.create(**kwargs)  # type: ignore[arg-type]
+    def start_node(
+        self,
+        seeds: Sequence[str] = (),
+        smp: int | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> TestNode:
+        node = self.create(seeds, smp, options)
         node.start()
         return node
 
