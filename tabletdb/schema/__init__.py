@@ -16,7 +16,13 @@ from tabletdb.schema.ddl_common import Change, DdlOutcome, SchemaChangeEvent, Sc
 from tabletdb.schema.ddl_functions import create_aggregate, create_function, drop_aggregate, drop_function
 from tabletdb.schema.ddl_keyspace import alter_keyspace, create_keyspace, drop_keyspace
 from tabletdb.schema.ddl_table import create_table, drop_table
-from tabletdb.schema.ddl_types import alter_type_add, alter_type_rename, create_type, drop_type
+from tabletdb.schema.ddl_types import (
+    alter_type_add,
+    alter_type_alter_field,
+    alter_type_rename,
+    create_type,
+    drop_type,
+)
 from tabletdb.schema.ddl_views import alter_view, create_view, drop_view
 from tabletdb.schema.indexes import create_index, drop_index
 from tabletdb.schema.model import (
@@ -71,6 +77,7 @@ __all__ = [
     "alter_table_options",
     "alter_table_rename",
     "alter_type_add",
+    "alter_type_alter_field",
     "alter_type_rename",
     "alter_view",
     "apply_mutations",

@@ -9,7 +9,13 @@ from tabletdb.cql.types import COUNTER, INT, TEXT, ListType, MapType, SetType, U
 from tabletdb.schema.ddl_alter_table import alter_table_add, alter_table_drop
 from tabletdb.schema.ddl_common import Change, DdlOutcome, SchemaChangeEvent, Target
 from tabletdb.schema.ddl_table import drop_table
-from tabletdb.schema.ddl_types import alter_type_add, alter_type_rename, create_type, drop_type
+from tabletdb.schema.ddl_types import (
+    alter_type_add,
+    alter_type_alter_field,
+    alter_type_rename,
+    create_type,
+    drop_type,
+)
 from tabletdb.schema.ddl_views import alter_view, create_view, drop_view
 from tabletdb.schema.indexes import create_index, describe_target, drop_index, parse_target
 from tabletdb.schema.model import Catalog, ColumnKind, IndexKind
@@ -84,6 +90,8 @@ def test_alter_type_propagates_to_types_and_tables() -> None:
     assert renamed.user_type("ks", "inner").field_names == ("x", "b")  # type: ignore[union-attr]
     with pytest.raises(InvalidRequest, match="Unknown field zz"):
         alter_type_rename(catalog, "ks", "inner", [("zz", "y")])
+    with pytest.raises(InvalidRequest, match="Altering of types is not allowed"):
+        alter_type_alter_field(catalog, "ks", "inner", "a")
 
 
 def test_drop_type_in_use() -> None:
