@@ -241,11 +241,6 @@ class TermCallbacks:
     def cast(self, expr: ast.Expr, cql_type: t.CqlType) -> ast.Cast:
         return ast.Cast(expr, cql_type)
 
-    def sel_type_hint(self, cql_type: t.CqlType, expr: ast.Expr) -> ast.TypeCast:
-        if isinstance(expr, ast.ColumnRef | ast.ElementRef | ast.FieldRef | ast.Cast | ast.CountRows):
-            fail(f"a type hint applies to a constant or bind marker, not to {type(expr).__name__}")
-        return ast.TypeCast(cql_type, expr)
-
     # -------------------------------------------------------------------------- relations
 
     def rel_op(self, token: Token) -> str:

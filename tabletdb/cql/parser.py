@@ -92,6 +92,14 @@ class _Parser:
             cache=_analysis_cache(grammar),
         )
         self.lock = threading.Lock()
+        # For error messages: how each terminal is written, and which ones IDENT stands for.
+        self.spellings = {
+            term.name: (repr(term.pattern.value) if term.pattern.type == "str" else term.name)
+            for term in self.lark.terminals
+        }
+        self.unreserved = frozenset(
+            rule.expansion[0].name for rule in self.lark.rules if rule.origin.name == "unreserved_keyword"
+        )
 
     def run(self, text: str, start: str) -> object:
         with self.lock:
@@ -99,11 +107,31 @@ class _Parser:
             try:
                 return self.lark.parse(text, start=start)
             except UnexpectedInput as exc:
-                raise CqlSyntaxError(_describe_unexpected(text, exc)) from None
+                raise CqlSyntaxError(self.describe_unexpected(text, exc)) from None
             except SemanticSyntaxError as exc:
                 raise CqlSyntaxError(_describe_semantic(text, exc)) from None
             except VisitError as exc:  # a callback failed inside lark's own wrapper
                 raise _unwrap(text, exc.orig_exc) from None
+
+    def describe_unexpected(self, text: str, exc: UnexpectedInput) -> str:
+        if isinstance(exc, UnexpectedToken | UnexpectedEOF):
+            token = getattr(exc, "token", None)
+            if token is None or token.type == "$END":
+                line, column = _end_position(text)
+                return f"line {line}:{column} mismatched input '<EOF>' expecting {self.expected(exc)}"
+            return f"line {token.line}:{token.column - 1} no viable alternative at input '{token}'"
+        if isinstance(exc, UnexpectedCharacters):
+            return f"line {exc.line}:{exc.column - 1} no viable alternative at character '{exc.char}'"
+        return f"line {exc.line}:{max(exc.column - 1, 0)} syntax error"
+
+    def expected(self, exc: UnexpectedInput) -> str:
+        names = set(getattr(exc, "expected", ()) or ())
+        if "IDENT" in names:
+            names -= self.unreserved  # "an identifier" already covers every unreserved keyword
+        shown = sorted(self.spellings.get(name, name) for name in names)
+        if not shown:
+            return "more input"
+        return ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "")
 
 
 _instance: _Parser | None = None
@@ -174,30 +202,6 @@ def _parse_type_cached(text: str) -> CqlType:
 def _end_position(text: str) -> tuple[int, int]:
     lines = text.split("\n")
     return len(lines), len(lines[-1])
-
-
-def _token_text(token: Token) -> str:
-    return "<EOF>" if token.type == "$END" else str(token)
-
-
-def _describe_unexpected(text: str, exc: UnexpectedInput) -> str:
-    if isinstance(exc, UnexpectedToken | UnexpectedEOF):
-        token = getattr(exc, "token", None)
-        if token is None or token.type == "$END":
-            line, column = _end_position(text)
-            return f"line {line}:{column} mismatched input '<EOF>' expecting {_expected(exc)}"
-        return f"line {token.line}:{token.column - 1} no viable alternative at input '{_token_text(token)}'"
-    if isinstance(exc, UnexpectedCharacters):
-        return f"line {exc.line}:{exc.column - 1} no viable alternative at character '{exc.char}'"
-    return f"line {exc.line}:{max(exc.column - 1, 0)} syntax error"
-
-
-def _expected(exc: UnexpectedInput) -> str:
-    names = sorted(getattr(exc, "expected", ()) or ())
-    if not names:
-        return "more input"
-    shown = ", ".join(names[:6])
-    return shown + (", ..." if len(names) > 6 else "")
 
 
 def _describe_semantic(text: str, exc: SemanticSyntaxError) -> str:

@@ -609,6 +609,26 @@ DML: list[tuple[str, type, Check]] = [
         lambda st: st.selectors[0].expr == ast.ColumnRef("json") and not st.json,
     ),
     ("SELECT distinct FROM t", ast.SelectStatement, lambda st: not st.distinct),
+    ("SELECT distinct, json FROM t", ast.SelectStatement, lambda st: len(st.selectors) == 2 and not st.json),
+    (
+        "SELECT DISTINCT(pk) FROM t",
+        ast.SelectStatement,
+        lambda st: st.distinct and st.selectors == (ast.Selector(ast.ColumnRef("pk")),),
+    ),
+    (
+        'SELECT "json" AS j, (b) AS c FROM t',
+        ast.SelectStatement,
+        lambda st: (
+            st.selectors == (ast.Selector(ast.ColumnRef("json"), "j"), ast.Selector(ast.ColumnRef("b"), "c"))
+        ),
+    ),
+    (
+        "SELECT f((int) ?, (text) :x, 1) FROM t",
+        ast.SelectStatement,
+        lambda st: (
+            st.selectors[0].expr.args == (ast.TypeCast(t.INT, B(0)), ast.TypeCast(t.TEXT, B(1, "x")), i("1"))
+        ),
+    ),
     (
         "SELECT key, type, values, ttl, timestamp, writetime, count FROM t WHERE key = 1",
         ast.SelectStatement,
