@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 
 from tabletdb.cql import ast
-from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest
 from tabletdb.query.metadata_store import Decision
 from tabletdb.query.properties import option_value, options_dict
 from tabletdb.schema import (
@@ -45,7 +45,6 @@ DDL_STATEMENTS = (
     ast.CreateAggregate,
     ast.DropAggregate,
 )
-
 
 
 def keyspace_of(name: ast.QualifiedName, session_keyspace: str | None) -> str:
@@ -98,7 +97,7 @@ def _keyspace_decision(
     tablets = opts.pop("tablets", None)
     storage = opts.pop("storage", None)
     for unknown in opts:
-        raise InvalidRequest(f"Unknown property '{unknown}'")
+        raise CqlSyntaxError(f"Unknown property '{unknown}'")
     if durable is not None and not isinstance(durable, bool):
         durable = str(durable).lower() == "true"
     if isinstance(stmt, ast.CreateKeyspace):
@@ -195,7 +194,7 @@ def _index_decision(stmt: ast.CreateIndex | ast.DropIndex, session_keyspace: str
     raw = options_dict(stmt.options)
     index_options = raw.pop("options", None) or {}
     for unknown in raw:
-        raise InvalidRequest(f"Unknown property '{unknown}'")
+        raise CqlSyntaxError(f"Unknown property '{unknown}'")
     str_options = {str(k): str(v) for k, v in index_options.items()}
     local_pk = stmt.partition_columns or None
     custom_class = stmt.custom_class if stmt.custom else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabletdb.cql import ast
-from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest
 
 
 def option_value(term: ast.Term, option: str) -> Any:
@@ -30,7 +30,7 @@ def options_dict(properties: ast.Properties) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, term in properties.items:
         if name in result:
-            raise InvalidRequest(f"Multiple definitions for property '{name}'")
+            raise CqlSyntaxError(f"Multiple definitions for property '{name}'")
         result[name] = option_value(term, name)
     return result
 
