@@ -42,7 +42,7 @@ def test_snapshot_state_pauses_until_done() -> None:
     pr.become_snapshot(50)
     assert pr.is_paused() and pr.state == ProgressState.SNAPSHOT
     pr.become_probe()
-    assert pr.next == 51 and pr.state == ProgressState.PROBE
+    assert (pr.next, pr.state) == (51, ProgressState.PROBE)
 
 
 def test_read_only_releases_prefix() -> None:

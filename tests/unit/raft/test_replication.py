@@ -38,7 +38,7 @@ def test_appends_are_batched_and_inflight_is_bounded() -> None:
     net.propose(1, b"warm-up")  # node 3 is now in REPLICATE
     assert net.node(1).progress[3].state == ProgressState.REPLICATE
     held: list[Message] = []
-    net.filter = lambda m: held.append(m) if m.dst == 3 else m  # type: ignore[func-returns-value]
+    net.filter = lambda m: held.append(m) if m.dst == 3 else m
     for i in range(20):
         net.node(1).propose(b"%d" % i)
     net.run()
@@ -58,7 +58,7 @@ def test_lost_append_recovers_via_heartbeat() -> None:
     net.elect(1)
     net.propose(1, b"a")
     dropped: list[Message] = []
-    net.filter = lambda m: dropped.append(m) if m.dst == 3 and m.type == MessageType.APPEND else m  # type: ignore[func-returns-value]
+    net.filter = lambda m: dropped.append(m) if m.dst == 3 and m.type == MessageType.APPEND else m
     net.propose(1, b"b")
     assert dropped
     net.filter = lambda m: m
