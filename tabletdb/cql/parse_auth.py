@@ -8,7 +8,7 @@ from lark import Token
 
 from tabletdb.cql import ast
 from tabletdb.cql import types as t
-from tabletdb.cql.parse_statements import StatementCallbacks
+from tabletdb.cql.parse_schema import SchemaCallbacks
 from tabletdb.cql.parse_terms import fail, present, unquote_string
 
 _ROLE_OPTION_FIELDS = ("password", "hashed_password", "login", "superuser", "options")
@@ -25,7 +25,7 @@ def build_role_options(items: tuple[tuple[str, Any], ...]) -> ast.RoleOptions:
     return ast.RoleOptions(**{name: found.get(name) for name in _ROLE_OPTION_FIELDS})
 
 
-class AuthCallbacks(StatementCallbacks):
+class AuthCallbacks(SchemaCallbacks):
     # ----------------------------------------------------------------------------- roles
 
     def password_option(self, token: Token) -> tuple[str, Any]:
@@ -74,9 +74,7 @@ class AuthCallbacks(StatementCallbacks):
         plain, hashed = _split_password(password)
         return ast.CreateUser(name, plain, hashed, superuser, bool(if_not_exists))
 
-    def alter_user(
-        self, name: str, password: tuple[str, str] | None, superuser: bool | None
-    ) -> ast.AlterUser:
+    def alter_user(self, name: str, password: tuple[str, str] | None, superuser: bool | None) -> ast.AlterUser:
         plain, hashed = _split_password(password)
         return ast.AlterUser(name, plain, hashed, superuser)
 
