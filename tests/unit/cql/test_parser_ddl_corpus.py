@@ -27,8 +27,6 @@ def s(text: str) -> ast.Literal:
 
 Check = Callable[[Any], Any]
 
-Check = Callable[[Any], Any]
-
 DDL: list[tuple[str, type, Check]] = [
     (
         "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': ['r1', 'r2']} "
