@@ -65,6 +65,8 @@ class Leader(ABC):
             self.lead_transferee = None  # a transfer that did not finish in an election timeout failed
             if not is_voter(self.conf_state, self.id):
                 self.hand_over()  # still removed: try again, maybe with another voter
+                if self.role != Role.LEADER:
+                    return
         if self.heartbeat_elapsed >= self.config.heartbeat_tick:
             self.heartbeat_elapsed = 0
             self.bcast_heartbeat(self.read_only.last_context() or b"")
@@ -334,8 +336,7 @@ class Leader(ABC):
         Stepping down at once could wedge the cluster: the remaining voters may not know yet that
         our removal committed, and our log (with entries they lack) would then refuse them our
         vote while their configuration still needs it. So we keep leading, accepting no new
-        proposals, until a voter has our whole log and we can send it TIMEOUT_NOW; its election
-        at a higher term is what ends our leadership.
+        proposals, until a voter has our whole log; then we send it TIMEOUT_NOW and step down.
         """
         voters = [n for n in self.progress if n != self.id and is_voter(self.conf_state, n)]
         if not voters:
