@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -155,3 +156,18 @@ def test_default_level_is_quiet() -> None:
         logging.getLogger().handlers.clear()
     out = stream.getvalue()
     assert "hidden" not in out and "msg=shown k=1" in out
+
+
+def test_main_entry_point_runs_as_a_module() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tabletdb.cli.main", "server", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    for flag in ("--workdir", "--listen-address", "--native-transport-port", "--seeds", "--smp", "--log-level"):
+        assert flag in done.stdout
+
+
+def test_main_accepts_argv() -> None:
+    with pytest.raises(SystemExit) as info:
+        cli_main.main(["--version"])
+    assert info.value.code == 0
