@@ -41,7 +41,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _tabletdb_argv(workdir: str, host: str) -> list[str]:
-    return [sys.executable, "-m", "tabletdb.cli.main", "server", "--workdir", workdir, "--listen-address", host]
+    return [
+        sys.executable,
+        "-m",
+        "tabletdb.cli.main",
+        "server",
+        "--workdir",
+        workdir,
+        "--listen-address",
+        host,
+    ]
 
 
 def _floor_argv(host: str) -> list[str]:
@@ -77,7 +86,9 @@ def _create_tables(host: str, count: int) -> float:
 
     cluster = Cluster([host], port=9042, protocol_version=4)
     session = cluster.connect()
-    session.execute("CREATE KEYSPACE bench WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 1}")
+    session.execute(
+        "CREATE KEYSPACE bench WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 1}"
+    )
     started = time.perf_counter()
     for i in range(count):
         session.execute(

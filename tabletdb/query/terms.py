@@ -55,7 +55,7 @@ def bind_by_name(
 def term_value(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: Bindings) -> Any:
     """The value of `term` assigned to `receiver`; None for null, UNSET for an unset marker."""
     if isinstance(term, ast.Literal):
-        return literal_value(receiver_type, term.kind, term.text, receiver)  # type: ignore[arg-type]
+        return literal_value(receiver_type, term.kind, term.text, receiver)
     if isinstance(term, ast.Null):
         return None
     if isinstance(term, ast.BindMarker):

@@ -31,7 +31,8 @@ def test_scylla_cqlsh_banner_queries_and_select(node: TestNode, cqlsh_home: Path
 
 def test_apache_cqlsh_connects_and_runs_ddl(node: TestNode, cqlsh_home: Path) -> None:
     script = (
-        "CREATE KEYSPACE IF NOT EXISTS shell2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};"
+        "CREATE KEYSPACE IF NOT EXISTS shell2 WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1};"
         "USE shell2;"
         "CREATE TABLE IF NOT EXISTS kv (k text PRIMARY KEY, v blob);"
         "SELECT keyspace_name, table_name FROM system_schema.tables WHERE keyspace_name = 'shell2';"

@@ -29,7 +29,8 @@ CASES: list[tuple[str, type[Exception], str]] = [
     ("CREATE TABLE errs.u (k int, v int)", InvalidRequest, "PRIMARY KEY"),
     ("CREATE TABLE errs.u (k int PRIMARY KEY, v int) WITH nonsense = 1", SyntaxException, "nonsense"),
     (
-        "CREATE KEYSPACE bad WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1} AND x = 1",
+        "CREATE KEYSPACE bad WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+        " AND x = 1",
         SyntaxException,
         "Unknown property 'x'",
     ),

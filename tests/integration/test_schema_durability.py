@@ -37,7 +37,8 @@ def test_schema_survives_clean_restart(node_factory: NodeFactory) -> None:
         assert cluster.metadata.keyspaces["dur"].export_as_string() == before
         assert session.execute("SELECT schema_version FROM system.local").one().schema_version == version
         dropped = session.execute(
-            "SELECT column_name FROM system_schema.dropped_columns WHERE keyspace_name = 'dur' AND table_name = 't'"
+            "SELECT column_name FROM system_schema.dropped_columns"
+            " WHERE keyspace_name = 'dur' AND table_name = 't'"
         )
         assert [r.column_name for r in dropped] == ["w"]
 
