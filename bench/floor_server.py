@@ -299,9 +299,8 @@ class FloorConnection(asyncio.Protocol):
             query_id = body[2 : 2 + id_len]
             found = self.canned.prepared.get(query_id)
             if found is None:
-                return OP_ERROR, error_body(ERR_UNPREPARED, "Prepared query not found") + short(
-                    id_len
-                ) + query_id
+                unprepared = error_body(ERR_UNPREPARED, "Prepared query not found")
+                return OP_ERROR, unprepared + short(id_len) + query_id
             return OP_RESULT, found[1]
         if opcode == OP_QUERY:
             return self.canned.for_query(_long_string_at_start(body))
