@@ -28,6 +28,7 @@ def s(text: str) -> ast.Literal:
 
 
 Check = Callable[[Any], Any]
+T = " USING TIMEOUT 2000ms"  # what scylla-driver appends to its system queries
 
 # (statement text, expected class, check returning a truthy value / raising on mismatch)
 DRIVER_QUERIES: list[tuple[str, type, Check]] = [
@@ -36,7 +37,9 @@ DRIVER_QUERIES: list[tuple[str, type, Check]] = [
         "FROM system.peers USING TIMEOUT 2000ms",
         ast.SelectStatement,
         lambda st: (
-            st.table == Q("system", "peers") and len(st.selectors) == 8 and st.timeout == L("duration", "2000ms")
+            st.table == Q("system", "peers")
+            and len(st.selectors) == 8
+            and st.timeout == L("duration", "2000ms")
         ),
     ),
     (
@@ -45,7 +48,8 @@ DRIVER_QUERIES: list[tuple[str, type, Check]] = [
         "USING TIMEOUT 2000ms",
         ast.SelectStatement,
         lambda st: (
-            st.where == (ast.Relation(ast.ColumnRef("key"), "=", s("local")),) and st.timeout == L("duration", "2000ms")
+            st.where == (ast.Relation(ast.ColumnRef("key"), "=", s("local")),)
+            and st.timeout == L("duration", "2000ms")
         ),
     ),
     (
@@ -62,7 +66,9 @@ DRIVER_QUERIES: list[tuple[str, type, Check]] = [
     (
         "SELECT keyspace_name, consistency FROM system_schema.scylla_keyspaces USING TIMEOUT 2000ms",
         ast.SelectStatement,
-        lambda st: [x.expr for x in st.selectors] == [ast.ColumnRef("keyspace_name"), ast.ColumnRef("consistency")],
+        lambda st: (
+            [x.expr for x in st.selectors] == [ast.ColumnRef("keyspace_name"), ast.ColumnRef("consistency")]
+        ),
     ),
     (
         "SELECT * FROM system_schema.functions WHERE keyspace_name = 'k' AND function_name = 'f' "
@@ -71,7 +77,7 @@ DRIVER_QUERIES: list[tuple[str, type, Check]] = [
         lambda st: st.where[2].rhs == ast.ListLiteral((s("int"), s("text"))),
     ),
     (
-        "SELECT * FROM system_schema.views WHERE keyspace_name = 'k' AND view_name = 't' USING TIMEOUT 2000ms",
+        "SELECT * FROM system_schema.views WHERE keyspace_name = 'k' AND view_name = 't'" + T,
         ast.SelectStatement,
         lambda st: [r.lhs.name for r in st.where] == ["keyspace_name", "view_name"],
     ),
@@ -119,10 +125,13 @@ DML: list[tuple[str, type, Check]] = [
     (
         "INSERT INTO t JSON ? DEFAULT NULL USING TIMEOUT 1s",
         ast.InsertStatement,
-        lambda st: st.json == B(0) and not st.json_default_unset and st.attributes.timeout == L("duration", "1s"),
+        lambda st: (
+            st.json == B(0) and not st.json_default_unset and st.attributes.timeout == L("duration", "1s")
+        ),
     ),
     (
-        "INSERT INTO t (a, b, c, d, e, f, g, h) VALUES (NaN, Infinity, -Infinity, 0xCAFE, 1.5e-3, true, null, 1h30m)",
+        "INSERT INTO t (a, b, c, d, e, f, g, h) "
+        "VALUES (NaN, Infinity, -Infinity, 0xCAFE, 1.5e-3, true, null, 1h30m)",
         ast.InsertStatement,
         lambda st: (
             st.values
@@ -239,13 +248,15 @@ DML: list[tuple[str, type, Check]] = [
         ast.BatchStatement,
         lambda st: (
             st.kind == "LOGGED"
-            and [type(x) for x in st.statements] == [ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement]
+            and [type(x) for x in st.statements]
+            == [ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement]
             and st.bind_markers == (B(0), B(1), B(2), B(3, "last"))
             and st.statements[2].bind_markers == (B(3, "last"),)
         ),
     ),
     (
-        "BEGIN UNLOGGED BATCH USING TIMESTAMP 5 INSERT INTO t (a) VALUES (1) INSERT INTO t (a) VALUES (2) APPLY BATCH;",
+        "BEGIN UNLOGGED BATCH USING TIMESTAMP 5 INSERT INTO t (a) VALUES (1) INSERT INTO t (a) VALUES (2) "
+        "APPLY BATCH;",
         ast.BatchStatement,
         lambda st: st.kind == "UNLOGGED" and st.attributes.timestamp == i("5") and len(st.statements) == 2,
     ),
@@ -305,7 +316,9 @@ DML: list[tuple[str, type, Check]] = [
                 ),
                 ast.Relation(ast.ColumnTuple(("a", "b")), "IN", B(1)),
                 ast.Relation(ast.TokenOf(("a", "b")), ">", B(2)),
-                ast.Relation(ast.TokenOf(("a", "b")), "<=", ast.FunctionCall(None, "token", (i("1"), i("2")))),
+                ast.Relation(
+                    ast.TokenOf(("a", "b")), "<=", ast.FunctionCall(None, "token", (i("1"), i("2")))
+                ),
             )
         ),
     ),
@@ -330,7 +343,8 @@ DML: list[tuple[str, type, Check]] = [
         lambda st: st.order_by[0].ann_of == ast.ListLiteral((L("float", "0.1"), L("float", "0.2"))),
     ),
     (
-        "SELECT * FROM t WHERE a = P1Y2M AND b = PT2H30M AND c = -5s AND d = 0x AND e = 1mo2w3d4h5m6s7ms8us9ns",
+        "SELECT * FROM t WHERE a = P1Y2M AND b = PT2H30M AND c = -5s AND d = 0x AND "
+        "e = 1mo2w3d4h5m6s7ms8us9ns",
         ast.SelectStatement,
         lambda st: (
             [r.rhs for r in st.where]
@@ -346,7 +360,10 @@ DML: list[tuple[str, type, Check]] = [
     (
         "SELECT * FROM t WHERE a > -3.5E+10 AND b = 1e3 AND c = -0 AND d = 1.",
         ast.SelectStatement,
-        lambda st: [r.rhs for r in st.where] == [L("float", "-3.5E+10"), L("float", "1e3"), i("-0"), L("float", "1.")],
+        lambda st: (
+            [r.rhs for r in st.where]
+            == [L("float", "-3.5E+10"), L("float", "1e3"), i("-0"), L("float", "1.")]
+        ),
     ),
     (
         "SELECT * FROM t WHERE a = $$it's\n-- not a comment$$",
@@ -356,7 +373,9 @@ DML: list[tuple[str, type, Check]] = [
     (
         'SeLeCt "MyCol", "a""b" FrOm "MyKs"."MyTable"',
         ast.SelectStatement,
-        lambda st: st.table == Q("MyKs", "MyTable") and [x.expr.name for x in st.selectors] == ["MyCol", 'a"b'],
+        lambda st: (
+            st.table == Q("MyKs", "MyTable") and [x.expr.name for x in st.selectors] == ["MyCol", 'a"b']
+        ),
     ),
     (
         "SELECT /* block\ncomment */ a -- line comment\nFROM t // another\nWHERE a = 1",
@@ -378,21 +397,71 @@ DML: list[tuple[str, type, Check]] = [
     (
         'SELECT "json" AS j, (b) AS c FROM t',
         ast.SelectStatement,
-        lambda st: st.selectors == (ast.Selector(ast.ColumnRef("json"), "j"), ast.Selector(ast.ColumnRef("b"), "c")),
+        lambda st: (
+            st.selectors == (ast.Selector(ast.ColumnRef("json"), "j"), ast.Selector(ast.ColumnRef("b"), "c"))
+        ),
     ),
     (
         "SELECT f((int) ?, (text) :x, 1) FROM t",
         ast.SelectStatement,
-        lambda st: st.selectors[0].expr.args == (ast.TypeCast(t.INT, B(0)), ast.TypeCast(t.TEXT, B(1, "x")), i("1")),
+        lambda st: (
+            st.selectors[0].expr.args == (ast.TypeCast(t.INT, B(0)), ast.TypeCast(t.TEXT, B(1, "x")), i("1"))
+        ),
     ),
     (
         "SELECT key, type, values, ttl, timestamp, writetime, count FROM t WHERE key = 1",
         ast.SelectStatement,
         lambda st: (
-            [x.expr.name for x in st.selectors] == ["key", "type", "values", "ttl", "timestamp", "writetime", "count"]
+            [x.expr.name for x in st.selectors]
+            == ["key", "type", "values", "ttl", "timestamp", "writetime", "count"]
         ),
     ),
 ]
+
+# Every other query text spec/clients.md 3.2-3.5 lists, exactly as the drivers build them.
+MORE_DRIVER_QUERIES = [
+    *(
+        f"SELECT * FROM system_schema.{table}{suffix}"
+        for table in ("tables", "columns", "types", "functions", "aggregates", "indexes", "views", "triggers")
+        for suffix in ("", T)
+    ),
+    "SELECT * FROM system_schema.keyspaces WHERE keyspace_name = 'k'" + T,
+    "SELECT keyspace_name, consistency FROM system_schema.scylla_keyspaces WHERE keyspace_name = 'k'" + T,
+    "SELECT * FROM system_schema.tables WHERE keyspace_name = 'k' AND table_name = 't'" + T,
+    "SELECT * FROM system_schema.columns WHERE keyspace_name = 'k' AND table_name = 't'" + T,
+    "SELECT * FROM system_schema.indexes WHERE keyspace_name = 'k' AND table_name = 't'" + T,
+    "SELECT * FROM system_schema.triggers WHERE keyspace_name = 'k' AND table_name = 't'",
+    "SELECT * FROM system_schema.types WHERE keyspace_name = 'k' AND type_name = 'ty'" + T,
+    "SELECT * FROM system_schema.aggregates WHERE keyspace_name = 'k' AND aggregate_name = 'a' "
+    "AND argument_types = ['int', 'text']" + T,
+    "SELECT peer, host_id, rpc_address, schema_version FROM system.peers" + T,
+    "SELECT peer, host_id, rpc_address, schema_version FROM system.peers",
+    "SELECT schema_version FROM system.local WHERE key='local'",
+    "SELECT release_version FROM system.local WHERE key='local'" + T,
+    "SELECT dse_version FROM system.local WHERE key='local'" + T,
+    "SELECT * FROM system_traces.events WHERE session_id = 5c1d4a6e-1f9a-11ee-be56-0242ac120002" + T,
+    "SELECT * FROM system.local WHERE key='local'",
+    "SELECT * FROM system.peers",
+]
+
+
+@pytest.mark.parametrize("text", MORE_DRIVER_QUERIES)
+def test_every_driver_query_parses(text: str) -> None:
+    statement = parse_statement(text)
+    assert isinstance(statement, ast.SelectStatement)
+    assert statement.table.keyspace in ("system", "system_schema", "system_traces")
+    assert (statement.timeout is not None) == text.endswith(T)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["DESC KEYSPACE ks; DESC TABLE ks.t; DESC TYPE ks.ty", "DESC A; DESC B; DESC C"],
+)
+def test_cqlsh_multi_statement_describe_string(text: str) -> None:
+    """scylla-cqlsh sends `-e "DESC A; DESC B"` as one query text (spec/clients.md 4)."""
+    statements = parse(text)
+    assert len(statements) == 3 and all(isinstance(x, ast.Describe) for x in statements)
+
 
 CORPUS = DRIVER_QUERIES + DML
 
