@@ -5,6 +5,7 @@
 * state-machine safety: no two nodes apply different entries at the same index;
 * monotonic commit: a node's commit index never moves back within one incarnation, and a
   restart never comes back below what that node had made durable;
+* leader commit rule: a leader advances its commit index only onto an entry of its own term;
 * log matching: two logs that agree on (index, term) agree on every earlier entry.
 
 Each violation is a sentence naming nodes, terms and indices, so a failing seed is debuggable
@@ -63,12 +64,23 @@ class InvariantChecker:
                 f"(term {entry.term}, {entry.kind.name}, {entry.data!r:.40})"
             )
 
-    def commit_advanced(self, node: NodeId, incarnation: int, commit: int) -> None:
+    def commit_advanced(
+        self, node: NodeId, incarnation: int, commit: int, leader_term: int | None, commit_term: int | None
+    ) -> None:
+        """`leader_term` is the node's term if it is the leader, and `commit_term` the term of the
+        entry at `commit`: a leader may only move its commit index onto an entry of its own term
+        (Raft §5.4.2; earlier entries become committed with it, never by counting replicas)."""
         prev = self._commit.get(node)
-        if prev is not None and prev[0] == incarnation and commit < prev[1]:
-            self._fail(
-                f"monotonic commit: node {node} moved its commit index back from {prev[1]} to {commit}"
-            )
+        if prev is not None and prev[0] == incarnation:
+            if commit < prev[1]:
+                self._fail(
+                    f"monotonic commit: node {node} moved its commit index back from {prev[1]} to {commit}"
+                )
+            elif commit > prev[1] and leader_term is not None and commit_term != leader_term:
+                self._fail(
+                    f"leader commit rule: node {node}, leader of term {leader_term}, advanced its commit "
+                    f"index to {commit}, an entry of term {commit_term}"
+                )
         self._commit[node] = (incarnation, commit)
 
     def restarted(self, node: NodeId, incarnation: int, durable_commit: int, recovered_commit: int) -> None:

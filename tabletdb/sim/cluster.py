@@ -8,6 +8,7 @@ do on real machines whose clocks run at slightly different speeds.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from tabletdb.raft.errors import RaftError
 from tabletdb.raft.storage_records import CorruptLogError
@@ -40,6 +41,8 @@ class Cluster:
         self.checker = InvariantChecker()
         self.leader_hint: NodeId | None = None
         self.workload: Workload | None = None
+        self.on_new_leader: Callable[[SimNode], None] | None = None
+        """Nemesis hook: called whenever a node becomes leader."""
         ids = list(range(1, n_nodes + 1))
         voters = frozenset(ids[:-1] if spare else ids)
         conf = ConfState(voters=voters)
@@ -61,9 +64,14 @@ class Cluster:
         assert node.raft is not None
         self.leader_hint = node.id
         self.checker.leader_elected(node.id, node.raft)
+        if self.on_new_leader is not None:
+            self.on_new_leader(node)
 
     def commit_advanced(self, node: SimNode, commit: int) -> None:
-        self.checker.commit_advanced(node.id, node.incarnation, commit)
+        raft = node.raft
+        assert raft is not None
+        leader_term = raft.term if raft.role == Role.LEADER else None
+        self.checker.commit_advanced(node.id, node.incarnation, commit, leader_term, raft.log.term(commit))
 
     def entry_applied(self, node: SimNode, entry: Entry) -> None:
         self.checker.entry_applied(node.id, entry)

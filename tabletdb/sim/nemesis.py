@@ -11,8 +11,10 @@ import random
 from collections.abc import Callable
 from functools import partial
 
+from tabletdb.raft.types import Role
 from tabletdb.sim.cluster import Cluster
 from tabletdb.sim.network import LinkQuality
+from tabletdb.sim.node import SimNode
 
 FAULT_KINDS = (
     "partition",
@@ -21,6 +23,7 @@ FAULT_KINDS = (
     "crash",
     "crash_mid_write",
     "crash_leader",
+    "crash_new_leader",
     "lossy",
     "drift",
     "reconfigure",
@@ -29,16 +32,22 @@ FAULT_KINDS = (
 )
 
 
+def validate_fault_kinds(kinds: tuple[str, ...]) -> None:
+    unknown = sorted(set(kinds) - set(FAULT_KINDS))
+    if unknown:
+        raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}")
+
+
 class Nemesis:
     def __init__(self, cluster: Cluster, rng: random.Random, kinds: tuple[str, ...] = FAULT_KINDS) -> None:
-        unknown = set(kinds) - set(FAULT_KINDS)
-        if unknown:
-            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}")
+        validate_fault_kinds(kinds)
         self.cluster = cluster
         self.rng = rng
         self.kinds = kinds
         self.active = True
         self.injected: dict[str, int] = {}
+        self._new_leader_crashes = 0
+        cluster.on_new_leader = self._new_leader
         self._actions: dict[str, Callable[[], None]] = {
             "partition": self._partition,
             "one_way": self._one_way,
@@ -46,6 +55,7 @@ class Nemesis:
             "crash": lambda: self._crash(mid_write=False, leader=False),
             "crash_mid_write": lambda: self._crash(mid_write=True, leader=False),
             "crash_leader": lambda: self._crash(mid_write=self.rng.random() < 0.5, leader=True),
+            "crash_new_leader": self._arm_new_leader_crash,
             "lossy": self._lossy,
             "drift": self._drift,
             "reconfigure": cluster.reconfigure,
@@ -111,6 +121,24 @@ class Nemesis:
             target = self.rng.choice(self.cluster.alive())
         self.cluster.crash(target, mid_write)
         self.cluster.loop.after(self.rng.randint(50, 500), partial(self.cluster.restart, target))
+
+    def _arm_new_leader_crash(self) -> None:
+        """Crash the next few leaders within milliseconds of their election: the window in
+        which a new leader has re-replicated old entries but not yet its own (Raft figure 8)."""
+        self._new_leader_crashes = self.rng.randint(1, 3)
+
+    def _new_leader(self, node: SimNode) -> None:
+        if not self.active or self._new_leader_crashes <= 0:
+            return
+        self._new_leader_crashes -= 1
+        mid_write = self.rng.random() < 0.3
+
+        def strike() -> None:
+            if node.alive and node.raft is not None and node.raft.role == Role.LEADER:
+                self.cluster.crash(node, mid_write)
+                self.cluster.loop.after(self.rng.randint(30, 400), partial(self.cluster.restart, node))
+
+        self.cluster.loop.after(self.rng.randint(0, 8), strike)
 
     def _lossy(self) -> None:
         quality = self.cluster.network.quality

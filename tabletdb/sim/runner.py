@@ -19,7 +19,7 @@ from tabletdb.raft.errors import RaftError
 from tabletdb.raft.types import Config
 from tabletdb.sim.cluster import Cluster
 from tabletdb.sim.linearizability import AppendLogModel, Model, RegisterModel, SetModel, check_history
-from tabletdb.sim.nemesis import FAULT_KINDS, Nemesis
+from tabletdb.sim.nemesis import FAULT_KINDS, Nemesis, validate_fault_kinds
 from tabletdb.sim.statemachine import encode_command
 from tabletdb.sim.workload import Workload
 
@@ -40,6 +40,7 @@ class SeedResult:
     wall_seconds: float = 0.0
     faults: dict[str, int] = field(default_factory=dict)
     planted_bug: bool = False
+    fault_kinds: tuple[str, ...] = FAULT_KINDS
 
     @property
     def ok(self) -> bool:
@@ -47,7 +48,9 @@ class SeedResult:
 
     def replay_command(self) -> str:
         bug = " --planted-bug" if self.planted_bug else ""
-        return f"tabletdb sim raft --start {self.seed} --seeds 1 --nodes {self.nodes} --ops {self.ops}{bug}"
+        faults = "" if self.fault_kinds == FAULT_KINDS else f" --faults '{','.join(self.fault_kinds)}'"
+        where = f"--start {self.seed} --seeds 1 --nodes {self.nodes} --ops {self.ops}"
+        return f"tabletdb sim raft {where}{bug}{faults}"
 
     def describe(self) -> str:
         head = (
@@ -82,8 +85,9 @@ def run_seed(
     liveness_ticks: int = 200,
 ) -> SeedResult:
     """Simulate one seed; never raises for a finding: violations (and crashes) land in the result."""
+    validate_fault_kinds(faults)
     started = time.perf_counter()
-    result = SeedResult(seed=seed, nodes=nodes, ops=ops, planted_bug=planted_bug)
+    result = SeedResult(seed=seed, nodes=nodes, ops=ops, planted_bug=planted_bug, fault_kinds=faults)
     rng = random.Random(seed)
     cluster = Cluster(rng, nodes, _raft_config(rng, seed), planted_bug, spare=nodes >= 4)
     try:
@@ -91,6 +95,9 @@ def run_seed(
     except Exception:
         result.violations.append("simulation raised:\n" + traceback.format_exc(limit=8))
     result.violations[:0] = cluster.checker.violations
+    if cluster.workload is not None:
+        result.completed = cluster.workload.completed
+        result.indeterminate = cluster.workload.indeterminate
     result.virtual_ms = cluster.loop.now
     result.events = cluster.loop.processed
     result.wall_seconds = time.perf_counter() - started
@@ -126,19 +133,20 @@ def _simulate(
             f"liveness: no write committed within {liveness_ticks} ticks after healing at {healed_at} ms"
         )
         return
-    _quiesce(cluster, cluster.loop.now + 10_000)
     cluster.loop.run_until(cluster.loop.now + 1_000, stop=lambda: workload.done)
-    result.completed, result.indeterminate = workload.completed, workload.indeterminate
+    _quiesce(cluster, cluster.loop.now + 10_000)
     _final_checks(cluster, workload, result)
 
 
 def _probe_commits(cluster: Cluster, deadline: int) -> bool:
-    """Keep proposing a probe write (retrying on any node) until one is applied by the leader."""
-    applied: set[int] = set()
+    """Keep proposing a probe write through the current leader until the leader applies one."""
     seq = 0
+    finished = False
 
     def attempt() -> None:
         nonlocal seq
+        if finished:
+            return
         leader = cluster.leader()
         if leader is not None and leader.raft is not None:
             seq += 1
@@ -147,8 +155,7 @@ def _probe_commits(cluster: Cluster, deadline: int) -> bool:
                 leader.process()
             except RaftError:
                 pass
-        if not applied:
-            cluster.loop.after(50, attempt)
+        cluster.loop.after(50, attempt)
 
     def done() -> bool:
         leader = cluster.leader()
@@ -158,9 +165,8 @@ def _probe_commits(cluster: Cluster, deadline: int) -> bool:
 
     attempt()
     cluster.loop.run_until(deadline, stop=done)
-    ok = done()
-    applied.add(1)  # stops further attempts
-    return ok
+    finished = True
+    return done()
 
 
 def _quiesce(cluster: Cluster, deadline: int) -> None:
