@@ -38,7 +38,9 @@ class AuthConfig:
     authorizer: str = ALLOW_ALL_AUTHORIZER
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "authenticator", _full_name(self.authenticator, AUTHENTICATORS, "authenticator"))
+        object.__setattr__(
+            self, "authenticator", _full_name(self.authenticator, AUTHENTICATORS, "authenticator")
+        )
         object.__setattr__(self, "authorizer", _full_name(self.authorizer, AUTHORIZERS, "authorizer"))
 
     @property

@@ -109,7 +109,9 @@ def from_ast(resource: ast.Resource, current_keyspace: str | None) -> str:
         return role(resource.role)
     if isinstance(resource, ast.AllFunctions):
         return FUNCTIONS_ROOT if resource.keyspace is None else functions_in(resource.keyspace)
-    return function(ks_of(resource.name.keyspace), resource.name.name, tuple(t.cql() for t in resource.argument_types))
+    return function(
+        ks_of(resource.name.keyspace), resource.name.name, tuple(t.cql() for t in resource.argument_types)
+    )
 
 
 # ------------------------------------------------------------------------------- inspection
@@ -155,7 +157,13 @@ def applicable(name: str) -> frozenset[Permission]:
     return _FUNCTION_LEVEL if len(parts) == 3 else _FUNCTIONS_LEVEL
 
 
-def _signature(leaf: str) -> tuple[str, tuple[str, ...]]:
+def split_name(name: str) -> list[str]:
+    """Root, then keyspace (or role), then table or function leaf, as far as the name goes."""
+    return _parts(name)
+
+
+def signature(leaf: str) -> tuple[str, tuple[str, ...]]:
+    """(function name, argument type strings) from a function resource's leaf `f[int^text]`."""
     fname, _, args = leaf.partition("[")
     inner = args[:-1]
     return fname, tuple(inner.split("^")) if inner else ()
@@ -177,7 +185,7 @@ def display(name: str) -> str:
         return "<all functions>"
     if len(parts) == 2:
         return f"<all functions in {q(parts[1])}>"
-    fname, args = _signature(parts[2])
+    fname, args = signature(parts[2])
     return f"<function {q(parts[1])}.{q(fname)}({', '.join(args)})>"
 
 
@@ -195,7 +203,7 @@ def cql(name: str) -> str:
         return "ALL FUNCTIONS"
     if len(parts) == 2:
         return f"ALL FUNCTIONS IN KEYSPACE {q(parts[1])}"
-    fname, args = _signature(parts[2])
+    fname, args = signature(parts[2])
     return f"FUNCTION {q(parts[1])}.{q(fname)}({', '.join(args)})"
 
 

@@ -13,7 +13,14 @@ from tabletdb.cql import ast_auth as ast
 from tabletdb.cql.ast_terms import Literal, Null, Properties, Term
 from tabletdb.cql.duration import NANOS_PER_MILLI, parse_duration
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.qos.model import DEFAULT, DEFAULT_SHARES, MAX_USER_LEVELS, WORKLOAD_TYPES, QosState, ServiceLevel
+from tabletdb.qos.model import (
+    DEFAULT,
+    DEFAULT_SHARES,
+    MAX_USER_LEVELS,
+    WORKLOAD_TYPES,
+    QosState,
+    ServiceLevel,
+)
 from tabletdb.qos.mutations import Attach, Detach, PutLevel, QosMutation, RemoveLevel
 
 OPTIONS = ("timeout", "workload_type", "shares")
@@ -28,7 +35,9 @@ def _timeout_ms(term: Term) -> int | None:
     if d.months or d.days:
         raise InvalidRequest(f"Timeout values cannot be expressed in days/months, got {term.text}")
     if d.nanoseconds % NANOS_PER_MILLI:
-        raise InvalidRequest(f"Timeout values cannot have granularity finer than milliseconds, got {term.text}")
+        raise InvalidRequest(
+            f"Timeout values cannot have granularity finer than milliseconds, got {term.text}"
+        )
     if d.nanoseconds <= 0:
         raise InvalidRequest(f"Timeout values must be positive, got {term.text}")
     return d.nanoseconds // NANOS_PER_MILLI
@@ -41,7 +50,8 @@ def _workload(term: Term) -> str | None:
         raise InvalidRequest(f"Invalid workload type {term!r}: expected one of {', '.join(WORKLOAD_TYPES)}")
     value = term.text.lower()
     if value not in WORKLOAD_TYPES:
-        raise InvalidRequest(f"Invalid workload type: {term.text} (expected one of {', '.join(WORKLOAD_TYPES)})")
+        expected = ", ".join(WORKLOAD_TYPES)
+        raise InvalidRequest(f"Invalid workload type: {term.text} (expected one of {expected})")
     return None if value == "unspecified" else value
 
 
