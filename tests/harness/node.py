@@ -95,6 +95,16 @@ class TestNode:
     def running(self) -> bool:
         return self.process.running
 
+    @property
+    def api_url(self) -> str:
+        """Base URL of the node's REST admin API."""
+        return f"http://{self.endpoints.address}:{self.endpoints.api_port}"
+
+    @property
+    def config_path(self) -> Path:
+        """The effective config the node wrote at start (`<workdir>/node.yaml`)."""
+        return self.workdir / "node.yaml"
+
     def start(self, wait: bool = True, timeout: float = START_TIMEOUT) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.process.start()

@@ -150,6 +150,32 @@ class ManagedProcess:
             return "(no output file)"
         return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
+    def wait_for_output(self, text: str, timeout: float = 60.0, count: int = 1) -> None:
+        """Block until `text` appears `count` times in the output (since the first start).
+
+        For events a test can only observe in the log; fails early if the process exits.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            running = self.running  # read first: output read after an exit is complete
+            if self._output().count(text) >= count:
+                return
+            if not running:
+                raise ProcessError(f"{self.name} exited before printing {text!r}:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise ProcessError(
+                    f"{self.name} did not print {text!r} within {timeout:.0f}s:\n{self.log_tail()}"
+                )
+            time.sleep(0.02)
+
+    def _output(self) -> str:
+        """Everything the process printed, without the harness's own marker lines."""
+        try:
+            text = self.log_path.read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(line for line in text.splitlines() if not line.startswith("=== harness:"))
+
     def cleanup(self) -> None:
         """Kill if still running; used by fixture finalizers, never raises for a dead process."""
         if self.running:

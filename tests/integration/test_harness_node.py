@@ -28,7 +28,8 @@ def local_row(node: TestNode, protocol_version: int | None = 4) -> Any:
 def test_node_is_cql_ready_and_looks_like_scylla(node: TestNode) -> None:
     assert node.supported["CQL_VERSION"] == ["3.3.1"]
     assert "COMPRESSION" in node.supported
-    assert (node.workdir / "node.yaml").exists()
+    assert node.config_path.exists()
+    assert node.api_url == f"http://{node.host}:{node.endpoints.api_port}"
 
 
 def test_session_fixture_reads_system_local(session: Any, node: TestNode) -> None:

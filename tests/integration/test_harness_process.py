@@ -38,15 +38,6 @@ while True:
 """
 
 
-def wait_for_output(process: ManagedProcess, text: str, count: int = 1) -> None:
-    """The child prints after installing its handlers; signal it only after that."""
-    deadline = time.monotonic() + 60
-    while process.log_tail(1000).count(text) < count:
-        if not process.running or time.monotonic() > deadline:
-            raise AssertionError(f"never printed {text!r}:\n{process.log_tail()}")
-        time.sleep(0.02)
-
-
 def sleeper(tmp_path: Path, program: str = GRACEFUL) -> ManagedProcess:
     """Run from a file, so the harness's start marker (which echoes argv) holds no output text."""
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -58,7 +49,7 @@ def sleeper(tmp_path: Path, program: str = GRACEFUL) -> ManagedProcess:
 def test_stop_sends_sigterm_and_reports_the_exit_code(tmp_path: Path) -> None:
     process = sleeper(tmp_path)
     process.start()
-    wait_for_output(process, "started")
+    process.wait_for_output("started")
     assert process.running and process.pid is not None
     assert process.stop() == 0
     assert not process.running
@@ -69,7 +60,7 @@ def test_stop_sends_sigterm_and_reports_the_exit_code(tmp_path: Path) -> None:
 def test_kill_is_sigkill(tmp_path: Path) -> None:
     process = sleeper(tmp_path)
     process.start()
-    wait_for_output(process, "started")
+    process.wait_for_output("started")
     assert process.kill() == -signal.SIGKILL
     assert "stopping" not in process.log_tail()
 
@@ -77,15 +68,25 @@ def test_kill_is_sigkill(tmp_path: Path) -> None:
 def test_restart_appends_to_the_same_log(tmp_path: Path) -> None:
     process = sleeper(tmp_path)
     process.start()
-    wait_for_output(process, "started")
+    process.wait_for_output("started")
     first_pid = process.pid
     process.restart()
-    wait_for_output(process, "started", count=2)
+    process.wait_for_output("started", count=2)
     assert process.pid != first_pid and process.starts == 2
     log = process.log_tail(1000)
     assert "start #1" in log and "start #2" in log and "stopping" in log
     process.kill()
     assert process.exit_codes == [0, -signal.SIGKILL]
+
+
+def test_wait_for_output_ignores_the_harness_markers_and_fails_on_exit(tmp_path: Path) -> None:
+    script = tmp_path / "quick.py"
+    script.write_text("print('done')\n")
+    process = ManagedProcess([sys.executable, str(script), "marker-text"], tmp_path / "q.log", name="quick")
+    process.start()
+    process.wait_for_output("done")
+    with pytest.raises(ProcessError, match="exited before printing 'marker-text'"):
+        process.wait_for_output("marker-text")  # only in the harness's start line, never printed
 
 
 def test_start_twice_is_an_error(tmp_path: Path) -> None:
@@ -101,7 +102,7 @@ def test_start_twice_is_an_error(tmp_path: Path) -> None:
 def test_process_ignoring_sigterm_is_killed_and_reported(tmp_path: Path) -> None:
     process = sleeper(tmp_path, STUBBORN)
     process.start()
-    wait_for_output(process, "ignoring SIGTERM")
+    process.wait_for_output("ignoring SIGTERM")
     with pytest.raises(ProcessError, match="ignored SIGTERM") as info:
         process.stop(timeout=0.5)
     assert "ignoring SIGTERM" in str(info.value)  # the output tail is in the message
