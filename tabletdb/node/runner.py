@@ -112,12 +112,22 @@ class Node:
             self.identity.host_id,
             (time.monotonic() - started) * 1000,
         )
+        _print_how_to_connect(self._rpc_address(), self.server.port)
         try:
             await stop.wait()
         finally:
             await self.server.stop()
             self.metadata.close()
             log.warning("node stopped")
+
+
+def _print_how_to_connect(address: str, port: int) -> None:
+    """One human-readable line on stdout (logs go to stderr): what `make run` shows."""
+    print(
+        f"tabletdb is serving CQL on {address}:{port} — connect with `.venv/bin/cqlsh {address} {port}` "
+        f"or `Cluster(['{address}'], port={port})`; Ctrl-C stops it.",
+        flush=True,
+    )
 
 
 def run_server(config: NodeConfig) -> int:
