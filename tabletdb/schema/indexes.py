@@ -95,7 +95,7 @@ def _validate_target(table: TableDef, column: str, kind: str) -> None:
     if col.type.is_collection:
         if not col.type.is_multi_cell and kind != "full":
             raise InvalidRequest(
-                f"Cannot create {kind}() index on frozen column {column}. "
+                f"Cannot create {'values' if kind == 'simple' else kind}() index on frozen column {column}. "
                 "Frozen collections only support full() indexes"
             )
         if col.type.is_multi_cell and kind == "full":

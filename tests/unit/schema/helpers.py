@@ -112,7 +112,9 @@ def representative_catalog() -> Catalog:
     )
     catalog = apply(
         catalog,
-        create_function(catalog, "ks", "acc", ["s", "x"], [BIGINT, INT], BIGINT, "lua", "return s + x", False),
+        create_function(
+            catalog, "ks", "acc", ["s", "x"], [BIGINT, INT], BIGINT, "lua", "return s + x", False
+        ),
     )
     catalog = apply(catalog, create_aggregate(catalog, "ks", "total", [INT], "acc", BIGINT, None, "0"))
     return catalog

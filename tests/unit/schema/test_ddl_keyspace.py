@@ -96,7 +96,9 @@ def test_tablets_modes() -> None:
     off = create_keyspace(Catalog(), "ks", NTS_REP, config=disabled).mutations[0]
     assert isinstance(off, PutKeyspace) and off.keyspace.tablets == KeyspaceTablets(False)
     on = create_keyspace(Catalog(), "ks", NTS_REP, tablets={"enabled": True, "initial": 8}, config=disabled)
-    assert isinstance(on.mutations[0], PutKeyspace) and on.mutations[0].keyspace.tablets == KeyspaceTablets(True, 8)
+    assert isinstance(on.mutations[0], PutKeyspace) and on.mutations[0].keyspace.tablets == KeyspaceTablets(
+        True, 8
+    )
     enforced = SchemaConfig("enforced", ("dc1",))
     with pytest.raises(ConfigurationError, match="enforced"):
         create_keyspace(Catalog(), "ks", NTS_REP, tablets={"enabled": False}, config=enforced)
@@ -105,7 +107,9 @@ def test_tablets_modes() -> None:
     with pytest.raises(ConfigurationError, match="Unrecognized tablets option 'foo'"):
         create_keyspace(Catalog(), "ks", NTS_REP, tablets={"foo": 1}, config=CONFIG)
     with pytest.raises(ConfigurationError, match="rack list"):
-        create_keyspace(Catalog(), "ks", NTS_REP, config=SchemaConfig(datacenters=("dc1",), enforce_rack_list=True))
+        create_keyspace(
+            Catalog(), "ks", NTS_REP, config=SchemaConfig(datacenters=("dc1",), enforce_rack_list=True)
+        )
 
 
 def test_alter_keyspace_cannot_switch_tablets() -> None:
@@ -113,8 +117,12 @@ def test_alter_keyspace_cannot_switch_tablets() -> None:
     with pytest.raises(ConfigurationError, match="vnode/tablets"):
         alter_keyspace(catalog, "ks", tablets={"enabled": False}, config=CONFIG)
     with pytest.raises(ConfigurationError, match="vnode/tablets"):
-        alter_keyspace(catalog, "ks", replication={"class": "SimpleStrategy", "replication_factor": 1}, config=CONFIG)
-    outcome = alter_keyspace(catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=CONFIG)
+        alter_keyspace(
+            catalog, "ks", replication={"class": "SimpleStrategy", "replication_factor": 1}, config=CONFIG
+        )
+    outcome = alter_keyspace(
+        catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=CONFIG
+    )
     assert outcome.events == (SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, "ks"),)
     altered = apply(catalog, outcome).keyspaces["ks"].definition
     assert altered.replication.options == (("dc1", "2"),) and altered.uses_tablets
@@ -169,12 +177,18 @@ def test_rf_rack_validity() -> None:
     from .helpers import next_id, with_table
 
     racks = SchemaConfig(datacenters=("dc1", "dc2"), racks_per_dc=(("dc1", 3), ("dc2", 2)))
-    strict = SchemaConfig(datacenters=("dc1", "dc2"), racks_per_dc=(("dc1", 3),), rf_rack_valid_keyspaces=True)
+    strict = SchemaConfig(
+        datacenters=("dc1", "dc2"), racks_per_dc=(("dc1", 3),), rf_rack_valid_keyspaces=True
+    )
     with pytest.raises(ConfigurationError, match="not RF-rack-valid: replication factor 2 in datacenter dc1"):
         create_keyspace(Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 2}, config=strict)
-    assert not create_keyspace(Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 3}, config=strict).is_noop
+    assert not create_keyspace(
+        Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 3}, config=strict
+    ).is_noop
     catalog = with_table(with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 2}))
-    with pytest.raises(ConfigurationError, match=r"Cannot create index i on ks\.t: keyspace ks is not RF-rack-valid"):
+    with pytest.raises(
+        ConfigurationError, match=r"Cannot create index i on ks\.t: keyspace ks is not RF-rack-valid"
+    ):
         create_index(catalog, "ks", "t", "i", "v", config=racks)
     with pytest.raises(ConfigurationError, match="Cannot create materialized view"):
         create_view(
@@ -192,7 +206,11 @@ def test_rf_rack_validity() -> None:
         )
     catalog = with_table(with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 3}))
     catalog = apply(catalog, create_index(catalog, "ks", "t", "i", "v", config=racks))
-    with pytest.raises(ConfigurationError, match="Cannot alter keyspace ks: keyspace ks is not RF-rack-valid"):
-        alter_keyspace(catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=racks)
+    with pytest.raises(
+        ConfigurationError, match="Cannot alter keyspace ks: keyspace ks is not RF-rack-valid"
+    ):
+        alter_keyspace(
+            catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=racks
+        )
     rack_list = {"class": "NetworkTopologyStrategy", "dc1": ["a", "b"]}
     assert not alter_keyspace(catalog, "ks", replication=rack_list, config=racks).is_noop

@@ -81,7 +81,9 @@ def test_already_exists_and_unknown_keyspace() -> None:
     with pytest.raises(AlreadyExists, match='Cannot add already existing table "t" to keyspace "ks"') as e:
         with_table(catalog)
     assert (e.value.keyspace, e.value.table) == ("ks", "t")
-    assert create_table(catalog, "ks", "t", [("a", INT, False)], ["a"], new_id=next_id(), if_not_exists=True).is_noop
+    assert create_table(
+        catalog, "ks", "t", [("a", INT, False)], ["a"], new_id=next_id(), if_not_exists=True
+    ).is_noop
     with pytest.raises(InvalidRequest, match="Keyspace nope does not exist"):
         create_table(catalog, "nope", "t", [("a", INT, False)], ["a"], new_id=next_id())
 
@@ -232,7 +234,9 @@ def test_counter_table_rules() -> None:
     catalog = apply(catalog, _create(catalog, cols, ["a"]))
     table = catalog.table("ks", "t")
     assert table is not None and table.flags == frozenset({"compound", "counter"})
-    with pytest.raises(InvalidRequest, match=r"Cannot add a non counter column \(v\) in a counter column family"):
+    with pytest.raises(
+        InvalidRequest, match=r"Cannot add a non counter column \(v\) in a counter column family"
+    ):
         alter_table_add(catalog, "ks", "t", [("v", INT, False)])
 
 
@@ -258,9 +262,13 @@ def test_compact_storage_needs_config_and_sets_flags() -> None:
     with pytest.raises(InvalidRequest, match="COMPACT STORAGE' is disabled"):
         _create(catalog, cols, ["a"], ["c"], compact_storage=True)
     allow = SchemaConfig(enable_create_table_with_compact_storage=True)
-    table = apply(catalog, _create(catalog, cols, ["a"], ["c"], compact_storage=True, config=allow)).table("ks", "t")
+    table = apply(catalog, _create(catalog, cols, ["a"], ["c"], compact_storage=True, config=allow)).table(
+        "ks", "t"
+    )
     assert table is not None and table.flags == frozenset({"dense"})
-    static_only = apply(catalog, _create(catalog, cols, ["a"], compact_storage=True, config=allow)).table("ks", "t")
+    static_only = apply(catalog, _create(catalog, cols, ["a"], compact_storage=True, config=allow)).table(
+        "ks", "t"
+    )
     assert static_only is not None and static_only.flags == frozenset()
 
 
@@ -271,7 +279,9 @@ def test_alter_add_drop_readd() -> None:
     catalog = apply(catalog, outcome)
     table = catalog.table("ks", "t")
     assert table is not None and [c.name for c in table.columns] == ["pk", "ck", "s", "b", "v"]
-    with pytest.raises(InvalidRequest, match="Invalid column name v because it conflicts with an existing column"):
+    with pytest.raises(
+        InvalidRequest, match="Invalid column name v because it conflicts with an existing column"
+    ):
         alter_table_add(catalog, "ks", "t", [("v", INT, False)])
     with pytest.raises(InvalidRequest, match="Cannot drop PRIMARY KEY part ck"):
         alter_table_drop(catalog, "ks", "t", ["ck"], 10)
@@ -308,7 +318,9 @@ def test_udt_columns_are_resolved() -> None:
     catalog = apply(catalog, create_type(catalog, "ks", "addr", [("street", TEXT), ("no", INT)]))
     with pytest.raises(InvalidRequest, match=r"Unknown type ks\.nope"):
         _create(catalog, [("a", INT, False), ("x", UserTypeRef(None, "nope"), False)], ["a"])
-    with pytest.raises(InvalidRequest, match="Invalid non-frozen user-defined type for PRIMARY KEY component a"):
+    with pytest.raises(
+        InvalidRequest, match="Invalid non-frozen user-defined type for PRIMARY KEY component a"
+    ):
         _create(catalog, [("a", UserTypeRef(None, "addr"), False)], ["a"])
     outcome = _create(
         catalog, [("a", INT, False), ("x", ListType(UserTypeRef("ks", "addr", frozen=True)), False)], ["a"]
@@ -316,7 +328,11 @@ def test_udt_columns_are_resolved() -> None:
     (put,) = outcome.mutations
     assert isinstance(put, PutTable)
     t = put.table.column("x").type  # type: ignore[union-attr]
-    assert isinstance(t, ListType) and isinstance(t.element, UserType) and t.element.field_names == ("street", "no")
+    assert (
+        isinstance(t, ListType)
+        and isinstance(t.element, UserType)
+        and t.element.field_names == ("street", "no")
+    )
     assert t.cql() == "list<frozen<addr>>"
 
 

@@ -26,7 +26,9 @@ from .helpers import apply, next_id, with_keyspace, with_table
 def _types_catalog() -> Catalog:
     catalog = with_keyspace()
     catalog = apply(catalog, create_type(catalog, "ks", "inner", [("a", INT)]))
-    catalog = apply(catalog, create_type(catalog, "ks", "outer", [("i", UserTypeRef(None, "inner", frozen=True))]))
+    catalog = apply(
+        catalog, create_type(catalog, "ks", "outer", [("i", UserTypeRef(None, "inner", frozen=True))])
+    )
     columns = [
         ("k", INT, False),
         ("o", UserTypeRef(None, "outer"), False),
@@ -51,7 +53,9 @@ def test_create_type_rules() -> None:
         create_type(catalog, "ks", "t2", [("a", UserTypeRef(None, "t1"))])
     with pytest.raises(InvalidRequest, match="cannot contain counters"):
         create_type(catalog, "ks", "t2", [("a", COUNTER)])
-    with pytest.raises(InvalidRequest, match="user types can only be used in the keyspace they are defined in"):
+    with pytest.raises(
+        InvalidRequest, match="user types can only be used in the keyspace they are defined in"
+    ):
         create_type(catalog, "ks", "t2", [("a", UserTypeRef("other", "t1", True))])
 
 
@@ -67,7 +71,11 @@ def test_alter_type_propagates_to_types_and_tables() -> None:
     outer = catalog.user_type("ks", "outer")
     assert outer is not None
     inner_in_outer = outer.field_types[0]
-    assert isinstance(inner_in_outer, UserType) and inner_in_outer.field_names == ("a", "b") and inner_in_outer.frozen
+    assert (
+        isinstance(inner_in_outer, UserType)
+        and inner_in_outer.field_names == ("a", "b")
+        and inner_in_outer.frozen
+    )
     table = catalog.table("ks", "t")
     assert table is not None
     o_type = table.column("o").type  # type: ignore[union-attr]
@@ -92,7 +100,9 @@ def test_drop_type_in_use() -> None:
         InvalidRequest, match=r"Cannot drop user type ks\.inner as it is still used by user type ks\.outer"
     ):
         drop_type(catalog, "ks", "inner")
-    with pytest.raises(InvalidRequest, match=r"Cannot drop user type ks\.outer as it is still used by table ks\.t"):
+    with pytest.raises(
+        InvalidRequest, match=r"Cannot drop user type ks\.outer as it is still used by table ks\.t"
+    ):
         drop_type(catalog, "ks", "outer")
     with pytest.raises(InvalidRequest, match=r"No user type named ks\.nope exists"):
         drop_type(catalog, "ks", "nope")

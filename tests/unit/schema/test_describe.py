@@ -125,9 +125,13 @@ def test_indexes_views_types_functions_and_order() -> None:
     events = ks.tables["Events"]
     text = table_statement(events)
     assert '    PRIMARY KEY ((p1, "P2"), c1, c2)\n) WITH CLUSTERING ORDER BY (c1 DESC, c2 ASC)\n' in text
-    assert "    s int STATIC,\n    l list<frozen<list<int>>>,\n    m map<text, int>,\n    who person,\n" in text
+    assert (
+        "    s int STATIC,\n    l list<frozen<list<int>>>,\n    m map<text, int>,\n    who person,\n" in text
+    )
     assert "    AND comment = 'it''s'\n" in text
-    assert "    AND speculative_retry = '99.0PERCENTILE'\n    AND tablets = {'min_tablet_count': '8'}\n" in text
+    assert (
+        "    AND speculative_retry = '99.0PERCENTILE'\n    AND tablets = {'min_tablet_count': '8'}\n" in text
+    )
     assert [r.type for r in table_rows(ks, ks.tables["base"])] == ["table", "view"]
     assert [r.name for r in schema_rows(catalog)] == [r.name for r in rows] + ["vn"]
 
@@ -150,7 +154,9 @@ def test_special_index_forms() -> None:
 def test_types_come_before_their_users() -> None:
     catalog = with_keyspace()
     catalog = apply(catalog, create_type(catalog, "ks", "z_inner", [("a", INT)]))
-    catalog = apply(catalog, create_type(catalog, "ks", "a_outer", [("z", UserTypeRef(None, "z_inner", True))]))
+    catalog = apply(
+        catalog, create_type(catalog, "ks", "a_outer", [("z", UserTypeRef(None, "z_inner", True))])
+    )
     assert [u.name for u in types_in_dependency_order(catalog.keyspaces["ks"])] == ["z_inner", "a_outer"]
 
 
@@ -159,7 +165,9 @@ def test_system_keyspaces_only_in_full_schema() -> None:
     from tabletdb.schema.mutations import PutKeyspace, apply_mutations
 
     catalog = with_keyspace()
-    catalog = apply_mutations(catalog, [PutKeyspace(KeyspaceDef("system", Replication("x")))], catalog.version)
+    catalog = apply_mutations(
+        catalog, [PutKeyspace(KeyspaceDef("system", Replication("x")))], catalog.version
+    )
     assert [r.name for r in schema_rows(catalog)] == ["ks"]
     assert [r.name for r in schema_rows(catalog, full=True)] == ["ks", "system"]
     assert SchemaConfig().tablets_mode_for_new_keyspaces == "enabled"

@@ -94,12 +94,18 @@ def tables(draw: st.DrawFn, keyspace: str) -> TableDef:
     column_names = draw(st.lists(names, min_size=1, max_size=5, unique=True))
     kinds = [ColumnKind.PARTITION_KEY] + [draw(st.sampled_from(list(ColumnKind))) for _ in column_names[1:]]
     columns = tuple(
-        ColumnDef(n, draw(cql_types), k, draw(st.integers(-1, 3)), draw(st.sampled_from(list(ClusteringOrder))))
+        ColumnDef(
+            n, draw(cql_types), k, draw(st.integers(-1, 3)), draw(st.sampled_from(list(ClusteringOrder)))
+        )
         for n, k in zip(column_names, kinds)
     )
-    dropped = draw(st.lists(st.tuples(names, st.builds(DroppedColumn, cql_types, st.integers(0, 2**62))), max_size=2))
+    dropped = draw(
+        st.lists(st.tuples(names, st.builds(DroppedColumn, cql_types, st.integers(0, 2**62))), max_size=2)
+    )
     indexes = draw(
-        st.lists(st.builds(IndexDef, names, st.just(name), st.sampled_from(list(IndexKind)), pairs), max_size=2)
+        st.lists(
+            st.builds(IndexDef, names, st.just(name), st.sampled_from(list(IndexKind)), pairs), max_size=2
+        )
     )
     return TableDef(
         keyspace,
@@ -117,7 +123,9 @@ def tables(draw: st.DrawFn, keyspace: str) -> TableDef:
 def catalogs(draw: st.DrawFn) -> Catalog:
     keyspaces = {}
     for ks_name in draw(st.lists(names, max_size=3, unique=True)):
-        rep_options = draw(st.lists(st.tuples(names, names | st.lists(names, max_size=2).map(tuple)), max_size=2))
+        rep_options = draw(
+            st.lists(st.tuples(names, names | st.lists(names, max_size=2).map(tuple)), max_size=2)
+        )
         definition = KeyspaceDef(
             ks_name,
             Replication(draw(names), tuple(rep_options)),
@@ -131,7 +139,9 @@ def catalogs(draw: st.DrawFn) -> Catalog:
             ViewDef(t, draw(st.uuids()), draw(names), draw(st.text(max_size=10)), draw(st.booleans()))
             for t in draw(st.lists(tables(ks_name), max_size=2))
         ]
-        types = [UserTypeDef(ks_name, n, ("a",), (draw(cql_types),)) for n in draw(st.lists(names, max_size=2))]
+        types = [
+            UserTypeDef(ks_name, n, ("a",), (draw(cql_types),)) for n in draw(st.lists(names, max_size=2))
+        ]
         keyspaces[ks_name] = KeyspaceSchema(
             definition,
             FrozenMap((t.name, t) for t in table_list),

@@ -73,7 +73,9 @@ def test_table_and_column_rows() -> None:
 def test_views_indexes_types_functions() -> None:
     catalog = representative_catalog()
     (view,) = rows(catalog, "views", "ks")
-    assert view["view_name"] == "by_v" and view["base_table_name"] == "base" and not view["include_all_columns"]
+    assert (
+        view["view_name"] == "by_v" and view["base_table_name"] == "base" and not view["include_all_columns"]
+    )
     assert view["where_clause"].startswith("v IS NOT NULL")
     assert "flags" not in view
     view_cols = rows(catalog, "columns", "ks", "by_v")
