@@ -27,6 +27,7 @@ from .replay import replay
 
 # Identifiers that exercise quoting: upper case, reserved words, quotes, digits first.
 identifiers = st.sampled_from(["a", "b_1", "Mixed", "select", "key", 'q"t', "1st", "x y", "token", "v"])
+coin = st.booleans()
 table_names = st.sampled_from(["a", "Mixed", "select", "key", "1st", "token", "T_2"])
 key_natives = st.sampled_from([n for n in NATIVE_TYPE_NAMES if n not in ("counter", "duration")]).map(
     NativeType
@@ -82,14 +83,15 @@ def schemas(draw: st.DrawFn) -> Catalog:
         n_pk = draw(st.integers(1, len(names) - 1))
         n_ck = draw(st.integers(0, len(names) - n_pk))
         pk, ck, rest = names[:n_pk], names[n_pk : n_pk + n_ck], names[n_pk + n_ck :]
-        columns = [(n, draw(key_natives), False) for n in pk + ck]
+        columns: list[tuple[str, CqlType, bool]] = [(n, draw(key_natives), False) for n in pk + ck]
         columns += [(n, draw(value_types(udts)), bool(ck) and draw(st.booleans())) for n in rest]
         order = [(c, draw(st.sampled_from(["ASC", "DESC"]))) for c in ck]
         catalog = apply(
             catalog,
             create_table(catalog, ks, table, columns, pk, ck, order, draw(option_maps), new_id=next_id()),
         )
-        if rest and draw(st.booleans()):
+        drop_one: bool = draw(coin)
+        if rest and drop_one:
             dropped = rest[0]
             catalog = apply(
                 catalog, alter_table_drop(catalog, ks, table, [dropped], draw(st.integers(0, 2**53)))
@@ -98,7 +100,8 @@ def schemas(draw: st.DrawFn) -> Catalog:
                 original = next(t for n, t, _ in columns if n == dropped)
                 catalog = apply(catalog, alter_table_add(catalog, ks, table, [(dropped, original, False)]))
         regular = [n for n, t, static in columns if n in rest and not static and not t.is_multi_cell]
-        if regular and (len(pk) > 1 or ck) and draw(st.booleans()):
+        add_index: bool = draw(coin)
+        if regular and (len(pk) > 1 or ck) and add_index:
             current = catalog.table(ks, table)
             if current is not None and current.column(regular[-1]) is not None:
                 kind = "full" if current.column(regular[-1]).type.is_collection else "simple"  # type: ignore[union-attr]
