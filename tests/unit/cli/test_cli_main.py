@@ -160,10 +160,20 @@ def test_default_level_is_quiet() -> None:
 
 def test_main_entry_point_runs_as_a_module() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tabletdb.cli.main", "server", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "tabletdb.cli.main", "server", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    for flag in ("--workdir", "--listen-address", "--native-transport-port", "--seeds", "--smp", "--log-level"):
+    for flag in (
+        "--workdir",
+        "--listen-address",
+        "--native-transport-port",
+        "--seeds",
+        "--smp",
+        "--log-level",
+    ):
         assert flag in done.stdout
 
 
