@@ -158,10 +158,10 @@ def _check_unused(ks: KeyspaceSchema, name: str) -> None:
     for view in sorted(ks.views.values(), key=lambda v: v.name):
         if any(references_udt(c.type, ks.name, name) for c in view.table.columns):
             raise InvalidRequest(f"{what} materialized view {ks.name}.{view.name}")
-    for function in ks.functions.values():
+    for function in (ks.functions[k] for k in sorted(ks.functions)):
         if any(references_udt(t, ks.name, name) for t in (*function.argument_types, function.return_type)):
             raise InvalidRequest(f"{what} function {ks.name}.{function.name}")
-    for aggregate in ks.aggregates.values():
+    for aggregate in (ks.aggregates[k] for k in sorted(ks.aggregates)):
         if any(references_udt(t, ks.name, name) for t in (*aggregate.argument_types, aggregate.state_type)):
             raise InvalidRequest(f"{what} aggregate {ks.name}.{aggregate.name}")
 

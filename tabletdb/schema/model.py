@@ -278,14 +278,20 @@ class KeyspaceSchema:
     def name(self) -> str:
         return self.definition.name
 
+    @property
+    def indexes(self) -> dict[str, IndexDef]:
+        """All secondary indexes of the keyspace by name (they are stored in their tables)."""
+        return {i.name: i for t in self.tables.values() for i in t.indexes}
+
     def views_of(self, table: str) -> list[ViewDef]:
         return sorted((v for v in self.views.values() if v.base_table_name == table), key=lambda v: v.name)
 
     def functions_named(self, name: str) -> list[FunctionDef]:
-        return [f for key, f in self.functions.items() if key[0] == name]
+        """Overloads of a function, by argument types."""
+        return [self.functions[key] for key in sorted(self.functions) if key[0] == name]
 
     def aggregates_named(self, name: str) -> list[AggregateDef]:
-        return [a for key, a in self.aggregates.items() if key[0] == name]
+        return [self.aggregates[key] for key in sorted(self.aggregates) if key[0] == name]
 
 
 @dataclass(frozen=True)

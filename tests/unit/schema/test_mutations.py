@@ -40,3 +40,19 @@ def test_apply_into_missing_keyspace_is_an_error() -> None:
     column = ColumnDef("a", INT, ColumnKind.PARTITION_KEY, 0)
     with pytest.raises(CatalogApplyError, match="keyspace 'nope' does not exist"):
         apply_mutations(Catalog(), [PutTable(TableDef("nope", "t", uuid.UUID(int=1), (column,)))], next_id())
+
+
+def test_catalog_lookups() -> None:
+    from .helpers import representative_catalog
+
+    catalog = representative_catalog()
+    ks = catalog.keyspaces["ks"]
+    assert sorted(ks.indexes) == ["Events_s_idx", "m_keys"]
+    assert [f.name for f in ks.functions_named("acc")] == ["acc"] and ks.aggregates_named("nope") == []
+    assert [v.name for v in ks.views_of("base")] == ["by_v"]
+    view = catalog.view("ks", "by_v")
+    assert view is not None and catalog.table_or_view("ks", "by_v") is view.table
+    assert catalog.by_id(view.table.id) is view.table
+    found = catalog.find_index("ks", "m_keys")
+    assert found is not None and found[0].name == "Events" and found[1].target == "keys(m)"
+    assert catalog.user_type("ks", "addr") is not None and catalog.user_type("nope", "addr") is None
