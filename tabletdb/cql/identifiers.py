@@ -18,10 +18,7 @@ RESERVED_KEYWORDS: frozenset[str] = frozenset(
     nan norecursive not null of on or order primary rename replace revoke schema select set table
     to token truncate unlogged update use using view where with mbean mbeans
     """.split()
-    # Boolean constants: never identifiers in ScyllaDB's grammar, so they must be quoted too
-    # (a bare `true` in a select list is the literal, not a column).
-    + ["true", "false"]
-)
+) | {"true", "false"}  # never identifiers in ScyllaDB's grammar: a bare `true` is the literal
 
 
 def quote_identifier(name: str) -> str:

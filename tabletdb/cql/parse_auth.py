@@ -74,7 +74,9 @@ class AuthCallbacks(SchemaCallbacks):
         plain, hashed = _split_password(password)
         return ast.CreateUser(name, plain, hashed, superuser, bool(if_not_exists))
 
-    def alter_user(self, name: str, password: tuple[str, str] | None, superuser: bool | None) -> ast.AlterUser:
+    def alter_user(
+        self, name: str, password: tuple[str, str] | None, superuser: bool | None
+    ) -> ast.AlterUser:
         plain, hashed = _split_password(password)
         return ast.AlterUser(name, plain, hashed, superuser)
 

@@ -73,7 +73,9 @@ class SchemaCallbacks(StatementCallbacks):
     def properties(self, *items: tuple[str, ast.Term]) -> ast.Properties:
         return build_properties(items)
 
-    def create_keyspace(self, if_not_exists: bool | None, name: str, options: ast.Properties) -> ast.CreateKeyspace:
+    def create_keyspace(
+        self, if_not_exists: bool | None, name: str, options: ast.Properties
+    ) -> ast.CreateKeyspace:
         return ast.CreateKeyspace(name, options, bool(if_not_exists))
 
     def alter_keyspace(self, name: str, options: ast.Properties) -> ast.AlterKeyspace:
@@ -133,7 +135,9 @@ class SchemaCallbacks(StatementCallbacks):
                 props.append((name, value))
         return TableOptions(build_properties(tuple(props)), order, compact, table_id)
 
-    def create_table(self, if_not_exists: bool | None, name: ast.QualifiedName, *rest: Any) -> ast.CreateTable:
+    def create_table(
+        self, if_not_exists: bool | None, name: ast.QualifiedName, *rest: Any
+    ) -> ast.CreateTable:
         options: TableOptions = rest[-1] or NO_TABLE_OPTIONS
         columns, partition_key, clustering_key = split_primary_key(rest[:-1])
         return ast.CreateTable(
@@ -173,7 +177,9 @@ class SchemaCallbacks(StatementCallbacks):
         return ast.RenameColumns(renames)
 
     def alter_options(self, options: TableOptions) -> ast.AlterOptions:
-        return ast.AlterOptions(options.properties, options.clustering_order, options.compact_storage, options.table_id)
+        return ast.AlterOptions(
+            options.properties, options.clustering_order, options.compact_storage, options.table_id
+        )
 
     def alter_table(self, name: ast.QualifiedName, action: ast.AlterTableAction) -> ast.AlterTable:
         return ast.AlterTable(name, action)
@@ -220,7 +226,9 @@ class SchemaCallbacks(StatementCallbacks):
     def kind_target(self, kind: str, column: str) -> ast.IndexTarget:
         return ast.IndexTarget(column, kind)
 
-    def global_targets(self, *targets: ast.IndexTarget) -> tuple[tuple[str, ...], tuple[ast.IndexTarget, ...]]:
+    def global_targets(
+        self, *targets: ast.IndexTarget
+    ) -> tuple[tuple[str, ...], tuple[ast.IndexTarget, ...]]:
         return ((), targets)
 
     def local_targets(

@@ -72,14 +72,15 @@ class StatementCallbacks(TermCallbacks):
             timeout=timeout,
         )
 
-    def using_item(self, keyword: Token, value: ast.Term) -> tuple[str, ast.Term]:
-        return (keyword.lower(), value)
+    def using_item(self, keyword: Token, value: ast.Term) -> tuple[Token, ast.Term]:
+        return (keyword, value)
 
-    def using_clause(self, *items: tuple[str, ast.Term]) -> ast.Attributes:
+    def using_clause(self, *items: tuple[Token, ast.Term]) -> ast.Attributes:
         found: dict[str, ast.Term] = {}
-        for name, value in items:
+        for keyword, value in items:
+            name = keyword.lower()
             if name in found:
-                fail(f"duplicate USING {name.upper()}")
+                fail(f"duplicate USING {name.upper()}", keyword)
             found[name] = value
         return ast.Attributes(found.get("ttl"), found.get("timestamp"), found.get("timeout"))
 
@@ -117,7 +118,9 @@ class StatementCallbacks(TermCallbacks):
 
     def _check_same(self, column: str, other: str, op: str) -> None:
         if column != other:
-            fail(f"Only expressions of the form X = X {op} <value> are supported (got {column} = {other} ...)")
+            fail(
+                f"Only expressions of the form X = X {op} <value> are supported (got {column} = {other} ...)"
+            )
 
     def add_column(self, column: str, other: str, value: ast.Term) -> ast.AddToColumn:
         self._check_same(column, other, "+")
@@ -150,7 +153,9 @@ class StatementCallbacks(TermCallbacks):
     def if_conditions(self, *relations: ast.Relation) -> tuple[ast.Relation, ...]:
         return relations
 
-    def update_stmt(self, table: ast.QualifiedName, attributes: ast.Attributes | None, *rest: Any) -> ast.Statement:
+    def update_stmt(
+        self, table: ast.QualifiedName, attributes: ast.Attributes | None, *rest: Any
+    ) -> ast.Statement:
         assignments, where, conditions = rest[:-2], rest[-2], rest[-1]
         return ast.UpdateStatement(
             table,
@@ -181,7 +186,9 @@ class StatementCallbacks(TermCallbacks):
     def batch_kind(self, token: Token) -> str:
         return token.upper()
 
-    def batch_stmt(self, kind: str | None, attributes: ast.Attributes | None, *members: Any) -> ast.BatchStatement:
+    def batch_stmt(
+        self, kind: str | None, attributes: ast.Attributes | None, *members: Any
+    ) -> ast.BatchStatement:
         attributes = attributes or ast.Attributes()
         if attributes.ttl is not None:
             fail("Cannot use TTL on a BATCH (set it on the statements)")

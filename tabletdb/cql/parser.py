@@ -65,12 +65,12 @@ def _analysis_cache(grammar: str) -> str | bool:
     A private per-user directory rather than lark's default shared temp dir, because the cache
     is a pickle. The grammar hash is in the name; lark also verifies it before loading.
     """
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tabletdb"
     digest = hashlib.sha256(grammar.encode()).hexdigest()[:16]
     try:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tabletdb"
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
-        return False  # read-only home: build the tables in memory every time
+    except (OSError, RuntimeError):
+        return False  # no home, or a read-only one: build the tables in memory every time
     return str(base / f"cql-grammar-{digest}-py{sys.version_info[0]}{sys.version_info[1]}.lark")
 
 
