@@ -160,7 +160,7 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
                 f"Cannot create CDC log for table {table.keyspace}.{table.name}: counters are not supported"
             )
         log_name = table.name + CDC_LOG_SUFFIX
-        if log_name in ks.tables and not ks.tables[log_name].options.comment.startswith("CDC log for "):
+        if log_name in ks.tables and not ks.tables[log_name].is_cdc_log:
             raise InvalidRequest(
                 f"Cannot create CDC log for table {table.keyspace}.{table.name} because keyspace "
                 f"{table.keyspace} already has a table named {log_name}"

@@ -21,6 +21,7 @@ NTS = "org.apache.cassandra.locator.NetworkTopologyStrategy"
 SIMPLE = "org.apache.cassandra.locator.SimpleStrategy"
 LOCAL = "org.apache.cassandra.locator.LocalStrategy"
 EVERYWHERE = "org.apache.cassandra.locator.EverywhereStrategy"
+CDC_PARTITIONER = "com.scylladb.dht.CDCPartitioner"
 
 
 class ColumnKind(StrEnum):
@@ -143,6 +144,11 @@ class TableDef:
     dropped_columns: tuple[tuple[str, DroppedColumn], ...] = ()
     is_compact_storage: bool = False
     indexes: tuple[IndexDef, ...] = ()
+    partitioner: str | None = None  # only a non-default one, e.g. CDC_PARTITIONER for CDC log tables
+
+    @property
+    def is_cdc_log(self) -> bool:
+        return self.partitioner == CDC_PARTITIONER
 
     @cached_property
     def _by_name(self) -> dict[str, ColumnDef]:

@@ -120,7 +120,7 @@ def _scylla_table_rows(ks: KeyspaceSchema, name: str | None) -> Iterator[Row]:
             "committed_by_group0": True,
             "in_memory": False,
             "large_data_guardrails_enabled": None,
-            "partitioner": None,
+            "partitioner": table.partitioner,
             "storage_engine": None,
             "tablets": table.options.tablets,
             "version": None,

@@ -117,3 +117,21 @@ def test_alter_table_options_cross_checks() -> None:
     changed = apply(vnodes, alter_table_options(vnodes, "ks", "t", {"comment": "new", "gc_grace_seconds": 5}))
     table = changed.table("ks", "t")
     assert table is not None and table.options.comment == "new" and table.options.gc_grace_seconds == 5
+
+
+def test_cdc_log_name_conflicts_with_user_table() -> None:
+    from dataclasses import replace
+
+    from tabletdb.schema.model import CDC_PARTITIONER
+    from tabletdb.schema.mutations import PutTable, apply_mutations
+
+    from .helpers import next_id
+
+    catalog = with_table(with_table(with_keyspace()), "t_scylla_cdc_log")
+    with pytest.raises(InvalidRequest, match="already has a table named t_scylla_cdc_log"):
+        alter_table_options(catalog, "ks", "t", {"cdc": {"enabled": True}})
+    log = catalog.table("ks", "t_scylla_cdc_log")
+    assert log is not None and not log.is_cdc_log
+    catalog = apply_mutations(catalog, [PutTable(replace(log, partitioner=CDC_PARTITIONER))], next_id())
+    enabled = apply(catalog, alter_table_options(catalog, "ks", "t", {"cdc": {"enabled": True}}))
+    assert enabled.table("ks", "t").options.cdc_enabled  # type: ignore[union-attr]
