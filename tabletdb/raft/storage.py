@@ -9,7 +9,7 @@ an in-memory disk that crashes):
 * ``snap-<index>.snap``: one SNAPSHOT record; written to ``.tmp``, fsynced, renamed, then the
   directory is fsynced, so a snapshot file is either whole or absent.
 
-Durability is explicit: `append`, `set_hard_state` and `bootstrap` only buffer writes in the
+Durability is explicit: `append` and `set_hard_state` only buffer writes in the
 OS; `sync` fsyncs once for the whole batch (group commit), after which `synced_index` covers
 them. The driver must `sync` before sending any message that promises what it wrote.
 
@@ -35,6 +35,7 @@ from dataclasses import replace
 import msgpack
 
 from tabletdb.raft import codec
+from tabletdb.raft.log import bootstrap_state
 from tabletdb.raft.storage_fs import FileSystem, OsFileSystem
 from tabletdb.raft.storage_records import CorruptLogError, RecordType, encode_record, scan
 from tabletdb.raft.types import ConfState, Entry, HardState, Snapshot, SnapshotMeta
@@ -174,14 +175,16 @@ class DurableLog:
             self._write(encode_record(RecordType.HARD_STATE, _pack(codec.hard_state_to_obj(hs))))
 
     def bootstrap(self, conf: ConfState) -> None:
-        """Set the initial membership of a fresh log (there is no snapshot to carry it yet)."""
-        if self._snapshot_meta.index != 0:
+        """Make this fresh log a founding member's: the core's bootstrap snapshot (membership at
+        index 1) and hard state, durably. A node that joins later keeps an empty log instead."""
+        if self.last_index() != 0 or self._hard_state != HardState():
             raise ValueError(
-                f"bootstrap: the log is already based on a snapshot at {self._snapshot_meta.index}"
+                f"bootstrap: the log is not fresh (last index {self.last_index()}, {self._hard_state})"
             )
-        if conf != self._snapshot_meta.conf:
-            self._snapshot_meta = replace(self._snapshot_meta, conf=conf)
-            self._write(encode_record(RecordType.CONF_STATE, _pack(codec.conf_state_to_obj(conf))))
+        snapshot, hard_state = bootstrap_state(conf)
+        self.apply_snapshot(snapshot)
+        self.set_hard_state(hard_state)
+        self.sync()
 
     def sync(self) -> None:
         """Make every write so far durable with one fsync (the group commit point)."""

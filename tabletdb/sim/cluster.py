@@ -45,9 +45,17 @@ class Cluster:
         """Nemesis hook: called whenever a node becomes leader."""
         ids = list(range(1, n_nodes + 1))
         voters = frozenset(ids[:-1] if spare else ids)
-        conf = ConfState(voters=voters)
+        founding = ConfState(voters=voters)
         self.nodes: dict[NodeId, SimNode] = {
-            i: SimNode(i, conf, raft_config, self, random.Random(rng.random()), planted_bug) for i in ids
+            i: SimNode(
+                i,
+                founding if i in voters else ConfState(),
+                raft_config,
+                self,
+                random.Random(rng.random()),
+                planted_bug,
+            )
+            for i in ids
         }
         self.conf_changes = 0
         self.crashes = 0

@@ -61,8 +61,8 @@ class SimNode:
         self.tick_period = 10
         self.snapshot_probability = 0.0
         log = DurableLog(self.fs, segment_bytes=4096)
-        log.bootstrap(conf)
-        log.sync()
+        if conf.voters:
+            log.bootstrap(conf)  # a founding member; others join later with an empty log
         self.log: DurableLog = log
         self.raft: RaftNode | None = None
         self.sm = KVStateMachine()

@@ -30,16 +30,19 @@ def copy_fs(fs: MemFileSystem) -> MemFileSystem:
 
 def test_round_trip_on_a_real_directory(tmp_path: Path) -> None:
     log = DurableLog.open(str(tmp_path), segment_bytes=200)
-    log.append(ents(1, 20))
-    log.set_hard_state(HardState(term=3, vote=2, commit=7))
     log.bootstrap(ConfState(voters=frozenset({1, 2, 3}), learners=frozenset({4})))
+    log.append(ents(2, 21))
+    log.set_hard_state(HardState(term=3, vote=2, commit=7))
     log.sync()
     assert len(list(tmp_path.glob("wal-*.log"))) > 1  # small segments rotated
     again = DurableLog.open(str(tmp_path), segment_bytes=200)
-    assert again.entries(1, 21) == ents(1, 20)
+    assert again.entries(2, 22) == ents(2, 21)
     assert again.hard_state == HardState(term=3, vote=2, commit=7)
     assert again.conf_state.learners == frozenset({4})
-    assert (again.first_index(), again.last_index(), again.term(20)) == (1, 20, 1)
+    assert again.initial_state()[1] == ConfState(voters=frozenset({1, 2, 3}), learners=frozenset({4}))
+    assert (again.first_index(), again.last_index(), again.term(21), again.term(1)) == (2, 21, 1, 1)
+    with pytest.raises(ValueError, match="not fresh"):
+        again.bootstrap(ConfState())
 
 
 def test_index_errors_say_why() -> None:
