@@ -233,14 +233,37 @@ def _udt_names(types: Iterable[object], keyspace: str) -> set[str]:
     return found
 
 
+CDC_LOG_SUFFIX = "_scylla_cdc_log"
+
+
+def cdc_log_alter_statement(log: TableDef) -> str:
+    """The log table is created with its base; a restore only re-applies the log's own options."""
+    options = "\n    AND ".join(_options(log.options, False))
+    return f"ALTER TABLE {q(log.keyspace)}.{q(log.name)} WITH {options};\n"
+
+
+def cdc_log_table_statement(log: TableDef) -> str:
+    """DESC TABLE on a CDC log: its CREATE for information only, commented out."""
+    return (
+        "/* Do NOT execute this statement! It's only for informational purposes.\n"
+        "   A CDC log table is created automatically when CDC is enabled on its base table,\n"
+        "   and dropped with it.\n\n" + table_statement(log) + "*/\n"
+    )
+
+
 def table_rows(ks: KeyspaceSchema, table: TableDef, with_internals: bool = False) -> list[DescribeRow]:
-    """DESC TABLE: the table, then its indexes and its views, each by name."""
+    """DESC TABLE: the table, its indexes and views by name, then its CDC log's options."""
     kq = q(ks.name)
+    if table.is_cdc_log:
+        return [DescribeRow(kq, "table", q(table.name), cdc_log_table_statement(table))]
     result = [DescribeRow(kq, "table", q(table.name), table_statement(table, with_internals))]
     for index in sorted(table.indexes, key=lambda i: i.name):
         result.append(DescribeRow(kq, "index", q(index.name), index_statement(ks.name, index)))
     for view in ks.views_of(table.name):
         result.append(DescribeRow(kq, "view", q(view.name), view_statement(view, with_internals)))
+    log = ks.tables.get(table.name + CDC_LOG_SUFFIX)
+    if table.options.cdc_enabled and log is not None and log.is_cdc_log:
+        result.append(DescribeRow(kq, "table", q(log.name), cdc_log_alter_statement(log)))
     return result
 
 
@@ -254,7 +277,8 @@ def keyspace_rows(ks: KeyspaceSchema, with_internals: bool = False) -> list[Desc
     for key in sorted(ks.aggregates):
         result.append(DescribeRow(kq, "aggregate", q(key[0]), aggregate_statement(ks.aggregates[key])))
     for name in sorted(ks.tables):
-        result += table_rows(ks, ks.tables[name], with_internals)
+        if not ks.tables[name].is_cdc_log:  # described after its base table
+            result += table_rows(ks, ks.tables[name], with_internals)
     return result
 
 
@@ -283,7 +307,9 @@ def listing_rows(catalog: Catalog, kind: str, keyspace: str | None = None) -> li
         if kind == "keyspaces":
             result.append(DescribeRow(kq, "keyspace", kq, ""))
         elif kind == "tables":
-            result += [DescribeRow(kq, "table", q(n), "") for n in sorted(ks.tables)]
+            result += [
+                DescribeRow(kq, "table", q(n), "") for n in sorted(ks.tables) if not ks.tables[n].is_cdc_log
+            ]
         elif kind == "types":
             result += [DescribeRow(kq, "type", q(n), "") for n in sorted(ks.types)]
         elif kind == "functions":

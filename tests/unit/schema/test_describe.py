@@ -206,3 +206,43 @@ def test_describe_with_internals_replays_to_identical_schema() -> None:
     assert schema_rows(restored, with_internals=True) == original
     events = restored.table("ks", "Events")
     assert events is not None and events.dropped("old") is not None and events.column("old") is not None
+
+
+def test_cdc_log_tables_follow_their_base() -> None:
+    from dataclasses import replace
+
+    from tabletdb.schema.ddl_alter_table import alter_table_options
+    from tabletdb.schema.describe import listing_rows, object_rows
+    from tabletdb.schema.model import CDC_PARTITIONER
+    from tabletdb.schema.mutations import PutTable, apply_mutations
+
+    from .helpers import next_id
+
+    catalog = with_table(with_keyspace())
+    catalog = apply(catalog, alter_table_options(catalog, "ks", "t", {"cdc": {"enabled": True}}))
+    log_shape = with_table(catalog, "t_scylla_cdc_log").table("ks", "t_scylla_cdc_log")
+    assert log_shape is not None
+    log_options = replace(log_shape.options, gc_grace_seconds=0, comment="CDC log for ks.t")
+    log = replace(log_shape, partitioner=CDC_PARTITIONER, options=log_options)
+    catalog = apply_mutations(catalog, [PutTable(log)], next_id())
+    rows = keyspace_rows(catalog.keyspaces["ks"])
+    assert [(r.type, r.name) for r in rows] == [
+        ("keyspace", "ks"),
+        ("table", "t"),
+        ("table", "t_scylla_cdc_log"),
+    ]
+    alter = rows[-1].create_statement
+    assert alter.startswith(
+        "ALTER TABLE ks.t_scylla_cdc_log WITH bloom_filter_fp_chance = 0.01\n    AND caching"
+    )
+    assert "    AND comment = 'CDC log for ks.t'\n" in alter and "    AND gc_grace_seconds = 0\n" in alter
+    assert alter.endswith("AND tombstone_gc = {'mode': 'repair', 'propagation_delay_in_seconds': '3600'};\n")
+    (own,) = object_rows(catalog, "ks", "t_scylla_cdc_log")
+    assert own.create_statement.startswith(
+        "/* Do NOT execute this statement! It's only for informational purposes."
+    )
+    assert (
+        own.create_statement.endswith(";\n*/\n")
+        and "CREATE TABLE ks.t_scylla_cdc_log (" in own.create_statement
+    )
+    assert [r.name for r in listing_rows(catalog, "tables", "ks")] == ["t"]
