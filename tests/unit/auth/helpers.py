@@ -56,7 +56,7 @@ def roles_state(*statements: str, user: str | None = None, config: AuthConfig = 
     from tabletdb.auth import roles
 
     state = run(AuthState(), roles.default_superuser, SALT)
-    deciders = {
+    deciders: dict[str, Callable[..., tuple[AuthMutation, ...]]] = {
         "CreateRole": roles.create_role,
         "CreateUser": roles.create_user,
         "AlterRole": roles.alter_role,
