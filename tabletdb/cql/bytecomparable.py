@@ -56,6 +56,11 @@ AFTER_PREFIX = b"\x60"
 _SIGNED_SIZES = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8, "counter": 8, "timestamp": 8, "time": 8}
 
 Component = tuple[CqlType, bool, bytes | None]
+_INVERT_TABLE = bytes(range(255, -1, -1))
+
+
+class CorruptClusteringKey(ValueError):
+    """Stored key bytes that no encoder produced: a storage fault, not a client error."""
 
 
 def encode_clustering(components: Sequence[Component]) -> bytes:
@@ -102,14 +107,18 @@ def decode_clustering(types: Sequence[tuple[CqlType, bool]], data: bytes) -> lis
             out.append(_decode(t, reader))
             reader.mask = 0
         else:
-            raise InvalidRequest(f"Corrupt clustering key: marker {marker:#x} for a {t.cql()} component")
+            raise CorruptClusteringKey(
+                f"Corrupt clustering key: marker {marker:#x} for a {t.cql()} component"
+            )
     if not reader.at_end():
-        raise InvalidRequest(f"Corrupt clustering key: {len(data) - reader.pos} bytes left after {len(out)}")
+        raise CorruptClusteringKey(
+            f"Corrupt clustering key: {len(data) - reader.pos} bytes left after {len(out)}"
+        )
     return out
 
 
 def _invert(data: bytes) -> bytes:
-    return bytes(b ^ 0xFF for b in data)
+    return data.translate(_INVERT_TABLE)
 
 
 class _Reader:
@@ -125,22 +134,17 @@ class _Reader:
 
     def byte(self) -> int:
         if self.at_end():
-            raise InvalidRequest("Corrupt clustering key: truncated")
+            raise CorruptClusteringKey("Corrupt clustering key: truncated")
         b = self.data[self.pos] ^ self.mask
         self.pos += 1
         return b
 
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.data):
-            raise InvalidRequest("Corrupt clustering key: truncated")
+            raise CorruptClusteringKey("Corrupt clustering key: truncated")
         chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return _invert(chunk) if self.mask else chunk
-
-    def peek(self) -> int:
-        if self.at_end():
-            raise InvalidRequest("Corrupt clustering key: truncated")
-        return self.data[self.pos] ^ self.mask
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,7 +282,7 @@ def _decode(t: CqlType, r: _Reader) -> bytes:
                 return bytes(out) or wire.pack_bytes(None)
             out += wire.pack_bytes(None if marker == NULL else _decode_element(ft, marker, r))
         if r.byte() != SEQUENCE_END:
-            raise InvalidRequest(f"Corrupt clustering key: too many fields for {t.cql()}")
+            raise CorruptClusteringKey(f"Corrupt clustering key: too many fields for {t.cql()}")
         return bytes(out)
     return _unescape(r)
 
@@ -287,7 +291,7 @@ def _decode_element(t: CqlType, marker: int, r: _Reader) -> bytes:
     if marker == EMPTY:
         return b""
     if marker != VALUE:
-        raise InvalidRequest(f"Corrupt clustering key: element marker {marker:#x} in {t.cql()}")
+        raise CorruptClusteringKey(f"Corrupt clustering key: element marker {marker:#x} in {t.cql()}")
     return _decode(t, r)
 
 
@@ -367,5 +371,5 @@ def _decode_decimal(r: _Reader) -> bytes:
     unscaled = int("".join(digits)) * (-1 if sign == 0x01 else 1)
     scale = len(digits) - magnitude_exp
     if not -(2**31) <= scale < 2**31:
-        raise InvalidRequest(f"Corrupt clustering key: decimal scale {scale} out of range")
+        raise CorruptClusteringKey(f"Corrupt clustering key: decimal scale {scale} out of range")
     return scale.to_bytes(4, "big", signed=True) + varint_bytes(unscaled)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabletdb.cql import types as T
 from tabletdb.cql.bytecomparable import (
+    CorruptClusteringKey,
     decode_clustering,
     encode_clustering,
     lower_bound,
@@ -129,3 +131,11 @@ def test_values_that_compare_equal_encode_equal() -> None:
     )
     tup = T.TupleType((T.INT, T.INT))
     assert one(tup, (1,)) == one(tup, (1, None))
+
+
+@pytest.mark.parametrize(
+    "data", [b"\x41", b"\x40\x80", b"\x40\x80\x00\x00\x01\x40", b"\x40\x80\x00\x00\x00\x99"]
+)
+def test_corrupt_encodings_are_reported(data: bytes) -> None:
+    with pytest.raises(CorruptClusteringKey):
+        decode_clustering([(T.INT, False), (T.INT, False)], data)
