@@ -35,6 +35,7 @@ TABLET_HINT_KEYS = (
     "min_per_shard_tablet_count",
     "min_tablet_count",
 )
+MAX_TTL = 20 * 365 * 24 * 3600  # CQL's largest TTL: 20 years in seconds
 CDC_KEYS = ("delta", "enabled", "postimage", "preimage", "ttl")
 
 

@@ -75,6 +75,7 @@ def test_value_normalisation() -> None:
             "Invalid value sometimes for option 'speculative_retry'",
         ),
         ({"default_time_to_live": "x"}, ConfigurationError, "Invalid integer value 'x'"),
+        ({"default_time_to_live": 630720001}, ConfigurationError, "less than or equal to 630720000"),
         ({"tombstone_gc": {"mode": "never"}}, ConfigurationError, "Invalid tombstone_gc mode"),
         ({"synchronous_updates": True}, InvalidRequest, "only applicable to materialized views"),
     ],
