@@ -17,7 +17,7 @@ from tabletdb.raft import codec
 from tabletdb.raft.confchange import apply_conf_change, is_voter, members
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
 from tabletdb.raft.leader import Leader
-from tabletdb.raft.log import LogView
+from tabletdb.raft.log import LogView, bootstrap_state
 from tabletdb.raft.progress import Progress
 from tabletdb.raft.quorum import VoteResult, joint_vote_result
 from tabletdb.raft.raftlog import RaftLog
@@ -58,10 +58,11 @@ class RaftNode(Leader):
             raise ValueError(f"need election_tick > heartbeat_tick >= 1, got {config}")
         if config.max_inflight_appends < 1 or config.max_entries_per_append < 1:
             raise ValueError(f"flow-control limits must be positive, got {config}")
-        hs, conf = storage.initial_state()
+        persisted, conf = storage.initial_state()
         self.id: NodeId = config.id
         self.config = config
-        self.log = RaftLog(storage, hs.commit)
+        self.log = RaftLog(storage, persisted.commit)
+        hs = self._found_cluster(storage, persisted, conf)
         self.term = hs.term
         self.vote: NodeId | None = hs.vote
         self.leader: NodeId | None = None
@@ -80,8 +81,24 @@ class RaftNode(Leader):
         self._rng = random.Random(config.seed)
         self.randomized_election_timeout = config.election_tick
         self._prev_soft = SoftState(leader=None, role=Role.FOLLOWER)
-        self._prev_hard = hs
+        self._prev_hard = persisted
         self._reset(self.term)
+
+    def _found_cluster(self, storage: LogView, hs: HardState, conf: ConfState) -> HardState:
+        """Move a founding member's membership from the log base (index 0) to a snapshot at 1.
+
+        A log bootstrapped with its membership at index 0 (nothing written yet, but voters
+        known) would let the leader stream entry 1 onwards to a node added later, which would
+        then replay membership changes on top of an empty membership and could believe itself
+        a majority. Re-basing on `bootstrap_state` (persisted through the first Ready, like any
+        received snapshot) makes such joiners receive the founding membership as a snapshot.
+        """
+        fresh = storage.first_index() == 1 and storage.last_index() == 0 and hs == HardState()
+        if not (fresh and conf.voters):
+            return hs
+        snapshot, founded = bootstrap_state(conf)
+        self.log.restore(snapshot)
+        return founded
 
     def __repr__(self) -> str:
         return (

@@ -7,16 +7,21 @@ from dataclasses import replace
 
 import pytest
 
+from tabletdb.raft.core import RaftNode
 from tabletdb.raft.errors import ConfChangeError
+from tabletdb.raft.log import MemoryLog, bootstrap_state
 from tabletdb.raft.types import (
     ConfChange,
     ConfChangeSingle,
     ConfChangeType,
+    Config,
     ConfState,
     EntryKind,
     Message,
     MessageType,
     Role,
+    Snapshot,
+    SnapshotMeta,
 )
 
 from .harness import Network
@@ -251,4 +256,39 @@ def test_removed_leader_with_longer_log_unwedges_remaining_voter() -> None:
     assert net.leader() == 1
     assert net.node(1).conf_state == ConfState(voters=frozenset([1]), learners=frozenset([3]))
     assert net.data(1) == [b"tail"]
+    assert not net.violations
+
+
+class FoundingAtZero(MemoryLog):
+    """A log bootstrapped the other way: membership at the base (index 0), no snapshot yet."""
+
+    def __init__(self, conf: ConfState) -> None:
+        super().__init__()
+        self._snapshot = Snapshot(meta=SnapshotMeta(index=0, term=0, conf=conf))
+
+
+def test_founding_membership_at_index_zero_is_rebased_onto_a_snapshot() -> None:
+    conf = ConfState(voters=frozenset([1, 2, 3]))
+    node = RaftNode(Config(id=1), FoundingAtZero(conf))
+    rd = node.ready()
+    assert rd.snapshot == bootstrap_state(conf)[0]
+    assert rd.hard_state == bootstrap_state(conf)[1]
+    node.advance(rd)
+    assert node.applied == 1 and node.conf_state == conf
+
+
+def test_joiner_learns_founding_membership_when_founders_bootstrapped_at_zero() -> None:
+    net = Network([], extra=[4])
+    conf = ConfState(voters=frozenset([1, 2, 3]))
+    for n in (1, 2, 3):
+        net._start(n, FoundingAtZero(conf))
+    net.flush_all()
+    net.elect(1)
+    net.node(1).propose_conf_change(change((ADD, 4)))
+    net.run()
+    net.converge()
+    assert net.node(4).conf_state == ConfState(voters=frozenset([1, 2, 3, 4]))
+    net.partition([1, 2, 3], [4])
+    net.tick(60)
+    assert net.node(4).role != Role.LEADER, "a joiner must never think it is a majority alone"
     assert not net.violations
