@@ -310,16 +310,16 @@ def _convert(key: str, value: OptionValue, for_view: bool) -> object:
         return _compaction(value)
     if key == "compression":
         return _compression(value)
-    if key in (
-        "default_time_to_live",
-        "gc_grace_seconds",
-        "memtable_flush_period_in_ms",
-        "paxos_grace_seconds",
-    ):
+    if key == "default_time_to_live":
+        ttl = _bounded_int(key, value, 0)
+        if ttl > MAX_TTL:
+            raise ConfigurationError(
+                f"default_time_to_live must be less than or equal to {MAX_TTL} (got {ttl})"
+            )
+        return ttl
+    if key in ("gc_grace_seconds", "memtable_flush_period_in_ms", "paxos_grace_seconds"):
         return _bounded_int(key, value, 0)
-    if key == "min_index_interval":
-        return _bounded_int(key, value, 1)
-    if key == "max_index_interval":
+    if key in ("min_index_interval", "max_index_interval"):
         return _bounded_int(key, value, 1)
     if key == "speculative_retry":
         return _speculative_retry(value)
