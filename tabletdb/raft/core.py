@@ -5,8 +5,9 @@ Inputs are `tick()`, `step(message)`, local requests (`propose`, `read_index`, .
 The node has no clock, I/O or randomness of its own: the election timeout is drawn from
 `random.Random(config.seed)` in [election_tick, 2 * election_tick).
 
-This module holds roles, elections, the follower side and the Ready/advance cycle; the leader's
-replication, commit and read-barrier logic lives in `raft.leader`.
+This module holds roles, elections, message dispatch and the Ready/advance cycle; the leader's
+replication, commit and read-barrier logic lives in `raft.leader`, the follower's handling of
+APPEND/HEARTBEAT/SNAPSHOT in `raft.follower`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import random
 from tabletdb.raft import codec
 from tabletdb.raft.confchange import apply_conf_change, is_voter, members
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
+from tabletdb.raft.follower import Follower
 from tabletdb.raft.leader import Leader
 from tabletdb.raft.log import LogView, bootstrap_state
 from tabletdb.raft.progress import Progress
@@ -35,7 +37,6 @@ from tabletdb.raft.types import (
     ReadState,
     Ready,
     Role,
-    Snapshot,
     SnapshotMeta,
     SoftState,
 )
@@ -47,7 +48,7 @@ _TERMLESS = (MessageType.PROPOSE, MessageType.READ_INDEX, MessageType.TRANSFER_L
 """Forwarded requests: they carry term 0 and are never rejected for their term."""
 
 
-class RaftNode(Leader):
+class RaftNode(Leader, Follower):
     unsafe_commit_previous_term_by_count: bool = False
     """TEST-ONLY planted bug (Raft paper, figure 8): when True the leader commits entries of
     earlier terms as soon as a majority stores them. Checkers must catch this; never set it
@@ -390,11 +391,11 @@ class RaftNode(Leader):
             self.election_elapsed = 0
             self.leader = m.src
             if m.type == MessageType.APPEND:
-                self._handle_append(m)
+                self.handle_append(m)
             elif m.type == MessageType.HEARTBEAT:
-                self._handle_heartbeat(m)
+                self.handle_heartbeat(m)
             else:
-                self._handle_snapshot(m)
+                self.handle_snapshot(m)
         elif m.type in _TERMLESS:
             if self.leader is not None:
                 self.send(
@@ -406,56 +407,6 @@ class RaftNode(Leader):
             self.read_states.append(ReadState(index=m.index, context=m.context))
         elif m.type == MessageType.TIMEOUT_NOW and self.promotable():
             self._start_election(pre=False, transfer=True)
-
-    def _handle_append(self, m: Message) -> None:
-        if m.index < self.log.committed:
-            self.send(
-                Message(MessageType.APPEND_RESPONSE, self.id, m.src, self.term, index=self.log.committed)
-            )
-            return
-        last_new = self.log.maybe_append(m.index, m.log_term, m.commit, list(m.entries))
-        if last_new is not None:
-            self.send(Message(MessageType.APPEND_RESPONSE, self.id, m.src, self.term, index=last_new))
-            return
-        hint = min(m.index, self.log.last_index())
-        while hint > self.log.committed and (self.log.term(hint) or 0) > m.log_term:
-            hint -= 1  # skip our entries from terms the leader cannot have at that position
-        self.send(
-            Message(
-                MessageType.APPEND_RESPONSE,
-                self.id,
-                m.src,
-                self.term,
-                index=m.index,
-                reject=True,
-                reject_hint=hint,
-            )
-        )
-
-    def _handle_heartbeat(self, m: Message) -> None:
-        self.log.commit_to(min(m.commit, self.log.last_index()))
-        self.send(Message(MessageType.HEARTBEAT_RESPONSE, self.id, m.src, self.term, context=m.context))
-
-    def _handle_snapshot(self, m: Message) -> None:
-        assert m.snapshot is not None, f"SNAPSHOT message without a snapshot: {m}"
-        if self._restore(m.snapshot):
-            index = self.log.last_index()
-        else:
-            index = self.log.committed
-        self.send(Message(MessageType.APPEND_RESPONSE, self.id, m.src, self.term, index=index))
-
-    def _restore(self, snapshot: Snapshot) -> bool:
-        meta = snapshot.meta
-        if meta.index <= self.log.committed:
-            return False
-        if self.log.match_term(meta.index, meta.term):
-            self.log.commit_to(meta.index)  # we already hold it: just fast-forward the commit
-            return False
-        self.log.restore(snapshot)
-        self.conf_state = meta.conf
-        self.progress = {}
-        self.sync_progress()
-        return True
 
     # --- Ready / advance ---------------------------------------------------------------------------------
 
