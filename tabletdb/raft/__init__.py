@@ -7,7 +7,7 @@ one piece never drags in the others):
 * `codec` — msgpack encoding of those values for the wire and the disk.
 * `core.RaftNode` — the state machine: `tick`, `step`, `propose`, `propose_conf_change`,
   `read_index`, `transfer_leadership`, `campaign`, `report_unreachable`, `report_snapshot`,
-  then `has_ready` / `ready` / `advance`. `leader` holds its leader half.
+  then `has_ready` / `ready` / `advance`. `leader` and `follower` hold its two halves.
 * `log.LogView` — what the core reads from persisted state; `log.MemoryLog` implements it in
   memory; `log.bootstrap_state` is the founding members' starting snapshot.
 * `raftlog`, `progress`, `quorum`, `readonly`, `confchange` — the core's internal pieces.
