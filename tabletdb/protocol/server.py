@@ -83,14 +83,19 @@ class CqlServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        # reuse_address explicitly: uvloop does not default to it, and a restarted node must be able
+        # to bind while its predecessor's connections linger in TIME_WAIT/FIN_WAIT.
         main = await loop.create_server(
-            lambda: _ClientProtocol(self, shard_aware=False), self.host, self.port
+            lambda: _ClientProtocol(self, shard_aware=False), self.host, self.port, reuse_address=True
         )
         self._servers.append(main)
         self.port = main.sockets[0].getsockname()[1]
         if self.shard_aware_port is not None:
             aware = await loop.create_server(
-                lambda: _ClientProtocol(self, shard_aware=True), self.host, self.shard_aware_port
+                lambda: _ClientProtocol(self, shard_aware=True),
+                self.host,
+                self.shard_aware_port,
+                reuse_address=True,
             )
             self._servers.append(aware)
             self.shard_aware_port = aware.sockets[0].getsockname()[1]
