@@ -10,7 +10,8 @@ Entry points:
 - roles: create_role/alter_role/drop_role, create_user/alter_user/drop_user, grant_role/revoke_role,
   default_superuser; listing: list_roles, list_users
 - permissions: grant_permissions/revoke_permissions/list_permissions; authorization:
-  check_permission, authorize, creator_grants, keyspace_dropped/table_dropped/function_dropped
+  check_permission, authorize, creator_grants, keyspace_creator_grants,
+  keyspace_dropped/table_dropped/function_dropped
 - login: authenticate (PasswordAuthenticator), passwords: hash_password/verify_password
 - service_levels: decide_service_level, list_service_levels, effective_timeout_ms
 - describe: describe_auth; system_tables: AUTH_TABLES, render; serialize: to_plain/from_plain
@@ -22,6 +23,7 @@ from tabletdb.auth.authorization import (
     creator_grants,
     function_dropped,
     has_permission,
+    keyspace_creator_grants,
     keyspace_dropped,
     table_dropped,
 )
@@ -86,6 +88,7 @@ __all__ = [
     "grant_role",
     "has_permission",
     "hash_password",
+    "keyspace_creator_grants",
     "keyspace_dropped",
     "list_permissions",
     "list_roles",

@@ -14,9 +14,26 @@ from tabletdb.auth.mutations import AddPermissions, AuthMutation, RevokeAllOn
 from tabletdb.auth.resources import Permission, sort_permissions
 from tabletdb.cql.errors import Unauthorized
 
+# Every session may read these (drivers load metadata from them right after login), except
+# the auth tables, which hold password hashes.
+READABLE_SYSTEM_KEYSPACES = frozenset({"system", "system_schema"})
+PROTECTED_SYSTEM_TABLES = frozenset({"roles", "role_members", "role_permissions", "role_attributes"})
+
+
+def _always_readable(permission: Permission, resource: str) -> bool:
+    if permission is not Permission.SELECT:
+        return False
+    parts = resources.split_name(resource)
+    return (
+        len(parts) == 3
+        and parts[0] == resources.DATA_ROOT
+        and parts[1] in READABLE_SYSTEM_KEYSPACES
+        and not (parts[1] == "system" and parts[2] in PROTECTED_SYSTEM_TABLES)
+    )
+
 
 def has_permission(state: AuthState, role: str, permission: Permission, resource: str) -> bool:
-    if state.is_superuser(role):
+    if state.is_superuser(role) or _always_readable(permission, resource):
         return True
     chain = resources.chain(resource)
     return any(permission in state.granted(r, res) for r in state.closure(role) for res in chain)
@@ -60,6 +77,15 @@ def creator_grants(
     if not config.enforces_permissions or is_super(state, user) or user is None or state.role(user) is None:
         return ()
     return (AddPermissions(user, resource, sort_permissions(resources.applicable(resource))),)
+
+
+def keyspace_creator_grants(
+    state: AuthState, config: AuthConfig, user: str | None, keyspace: str
+) -> tuple[AuthMutation, ...]:
+    """CREATE KEYSPACE gives its creator the keyspace and the functions in it (as Cassandra)."""
+    return creator_grants(state, config, user, resources.keyspace(keyspace)) + creator_grants(
+        state, config, user, resources.functions_in(keyspace)
+    )
 
 
 def keyspace_dropped(keyspace: str) -> tuple[AuthMutation, ...]:

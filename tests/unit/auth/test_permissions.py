@@ -15,6 +15,7 @@ from tabletdb.auth import (
     creator_grants,
     grant_permissions,
     has_permission,
+    keyspace_creator_grants,
     keyspace_dropped,
     list_permissions,
     revoke_permissions,
@@ -207,6 +208,8 @@ def test_list_permissions_rows() -> None:
 ROLE_NAMES = ["r0", "r1", "r2", "r3", "r4"]
 RESOURCES = [
     "data",
+    "data/system/local",
+    "data/system/roles",
     "data/ks",
     "data/ks/t",
     "data/ks/u",
@@ -233,6 +236,13 @@ def _model_allows(state: AuthState, role: str, perm: Permission, resource: str) 
                     changed = True
     if any((r := state.role(n)) is not None and r.is_superuser for n in reach):
         return True
+    if perm is Permission.SELECT and resource.startswith(("data/system_schema/", "data/system/")):
+        return resource.rsplit("/", 1)[1] not in (
+            "roles",
+            "role_members",
+            "role_permissions",
+            "role_attributes",
+        )
     covering = [x for x in RESOURCES if resource == x or resource.startswith(x + "/")]
     return any(perm in state.granted(n, x) for n in reach for x in covering)
 
@@ -268,3 +278,19 @@ def test_check_permission_matches_brute_force(
     else:
         with pytest.raises(Unauthorized, match=f"User {role} has no {perm.value} permission on"):
             check_permission(state, role, perm, resource)
+
+
+def test_system_tables_are_readable_except_auth_tables() -> None:
+    state = roles_state("CREATE ROLE u")
+    check_permission(state, "u", Permission.SELECT, "data/system_schema/tables")
+    check_permission(state, "u", Permission.SELECT, "data/system/local")
+    with pytest.raises(Unauthorized, match=r"<table system\.roles>"):
+        check_permission(state, "u", Permission.SELECT, "data/system/roles")
+    with pytest.raises(Unauthorized, match="MODIFY"):
+        check_permission(state, "u", Permission.MODIFY, "data/system/local")
+
+
+def test_keyspace_creator_gets_keyspace_and_its_functions() -> None:
+    state = roles_state("CREATE ROLE u WITH LOGIN = true AND PASSWORD = 'pw'")
+    state = apply_auth_mutations(state, keyspace_creator_grants(state, ENFORCING, "u", "ks"))
+    assert sorted(k[1] for k in state.grants) == ["data/ks", "functions/ks"]
