@@ -61,8 +61,11 @@ def check_key_column_type(name: str, t: CqlType) -> None:
 def clustering_orders(
     clustering_key: Sequence[str], given: Sequence[tuple[str, str]]
 ) -> list[ClusteringOrder]:
+    """CLUSTERING ORDER BY must name a prefix of the clustering key, in key order; the rest is ASC."""
     orders = [ClusteringOrder.ASC] * len(clustering_key)
     for i, (name, order) in enumerate(given):
+        if name in (n for n, _ in given[:i]):
+            raise InvalidRequest(f"Duplicate column {name} in CLUSTERING ORDER directive")
         if name not in clustering_key:
             raise InvalidRequest(
                 f"Only clustering key columns can be defined in CLUSTERING ORDER directive: {name} is not one"

@@ -153,6 +153,7 @@ def test_frozen_collection_in_key_is_fine() -> None:
         ([("c2", "ASC")], "Missing CLUSTERING ORDER for column c1"),
         ([("c2", "ASC"), ("c1", "ASC")], "must match that of the clustering columns"),
         ([("c1", "UP")], "Invalid clustering order"),
+        ([("c1", "ASC"), ("c1", "DESC")], "Duplicate column c1 in CLUSTERING ORDER"),
     ],
 )
 def test_clustering_order_validation(order: list[tuple[str, str]], message: str) -> None:
