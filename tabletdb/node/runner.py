@@ -16,6 +16,7 @@ import signal
 import time
 from importlib import metadata as importlib_metadata
 
+from tabletdb.cql.parser import parse_statement
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.metadata_local import LocalMetadataStore
@@ -46,6 +47,9 @@ class Node:
         workdir = config.workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.identity: NodeIdentity = load_or_create_identity(workdir, config.num_tokens)
+        # Build the CQL parser now, not on the first query: drivers give their first system
+        # queries only a couple of seconds, and an uncached LALR build takes longer than that.
+        parse_statement("SELECT key FROM system.local")
         self.metadata = LocalMetadataStore(workdir / "raft" / "group0")
         self.info = self._node_info()
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
