@@ -28,7 +28,7 @@ def typed_values(draw: st.DrawFn, driver_safe: bool = False) -> tuple[T.CqlType,
     return t, draw(values_of(t, driver_safe))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(typed_values())
 def test_round_trip_is_stable(tv: tuple[T.CqlType, Any]) -> None:
     t, value = tv
@@ -39,7 +39,7 @@ def test_round_trip_is_stable(tv: tuple[T.CqlType, Any]) -> None:
     hash(back)  # every value must be usable inside a set
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(typed_values(driver_safe=True))
 def test_agrees_with_driver_codecs(tv: tuple[T.CqlType, Any]) -> None:
     t, value = tv
