@@ -42,7 +42,9 @@ def sim_group() -> None:
 @click.option("--seeds", type=click.IntRange(min=1), default=100, show_default=True, help="Number of seeds.")
 @click.option("--start", type=click.IntRange(min=0), default=0, show_default=True, help="First seed.")
 @click.option("--nodes", type=click.IntRange(min=1), default=3, show_default=True, help="Nodes per cluster.")
-@click.option("--ops", type=click.IntRange(min=1), default=100, show_default=True, help="Client ops per seed.")
+@click.option(
+    "--ops", type=click.IntRange(min=1), default=100, show_default=True, help="Client ops per seed."
+)
 @click.option(
     "--planted-bug",
     is_flag=True,
@@ -83,10 +85,8 @@ def raft_command(
         if verbose or not result.ok:
             click.echo(result.describe())
     elapsed = time.perf_counter() - started
-    click.echo(
-        f"{failing} failing seeds; {total_ops / elapsed if elapsed else 0:.0f} simulated ops per wall-clock second "
-        f"({elapsed:.1f}s)"
-    )
+    rate = total_ops / elapsed if elapsed else 0.0
+    click.echo(f"{failing} failing seeds; {rate:.0f} simulated ops per wall-clock second ({elapsed:.1f}s)")
     click.echo(f"seeds: {seeds}, ops: {total_ops}, violations: {violations}")
     if violations:
         raise SystemExit(1)
