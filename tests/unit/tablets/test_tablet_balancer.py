@@ -1,0 +1,131 @@
+"""The pure load balancer: moves are valid, repeated planning converges and drains nodes."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tabletdb.tablets.allocation import NodeCapacity, allocate_replicas, new_tablet_map
+from tabletdb.tablets.balancer import BalancerInput, plan_migrations
+from tabletdb.tablets.migration import Migration, advance_stage, begin_migration
+from tabletdb.tablets.tablet_map import TabletMap
+
+TABLE = uuid.UUID(int=1000)
+
+
+def host(i: int) -> uuid.UUID:
+    return uuid.UUID(int=i)
+
+
+def finish(tm: TabletMap, migration: Migration) -> TabletMap:
+    tm = begin_migration(tm, migration)
+    while tm.tablets[migration.tablet_id].in_transition:
+        tm = advance_stage(tm, migration.tablet_id)
+    return tm
+
+
+def run_to_convergence(inp: BalancerInput, rounds: int = 500) -> tuple[dict[uuid.UUID, TabletMap], int]:
+    maps = dict(inp.maps)
+    for done in range(rounds):
+        plan = plan_migrations(
+            BalancerInput(inp.nodes, maps, inp.replication, inp.tablet_sizes, inp.draining)
+        )
+        if not plan:
+            return maps, done
+        assert len({(m.table_id, m.tablet_id) for m in plan}) == len(plan)
+        for m in plan:
+            maps[m.table_id] = finish(maps[m.table_id], m)
+    raise AssertionError("balancer did not converge")
+
+
+def node_counts(maps: dict[uuid.UUID, TabletMap]) -> dict[uuid.UUID, int]:
+    counts: dict[uuid.UUID, int] = {}
+    for tm in maps.values():
+        for tablet in tm:
+            for r in tablet.replicas:
+                counts[r.host] = counts.get(r.host, 0) + 1
+    return counts
+
+
+def test_new_node_receives_its_share() -> None:
+    old = [NodeCapacity(host(i), "dc1", f"r{i}", 2) for i in range(3)]
+    tm = new_tablet_map(TABLE, 32, {"dc1": 2}, old)
+    nodes = [*old, NodeCapacity(host(3), "dc1", "r3", 2)]
+    maps, _ = run_to_convergence(BalancerInput(nodes, {TABLE: tm}))
+    assert sorted(node_counts(maps).values()) == [16, 16, 16, 16]
+
+
+def test_draining_node_is_emptied_and_racks_kept() -> None:
+    nodes = [NodeCapacity(host(i), "dc1", f"r{i % 3}", 2) for i in range(6)]
+    tm = new_tablet_map(TABLE, 16, {"dc1": 3}, nodes)
+    maps, _ = run_to_convergence(BalancerInput(nodes, {TABLE: tm}, draining=frozenset({host(0)})))
+    assert host(0) not in node_counts(maps)
+    rack = {n.host_id: n.rack for n in nodes}
+    for tablet in maps[TABLE]:
+        assert len({rack[r.host] for r in tablet.replicas}) == 3
+
+
+def test_rack_list_replicas_stay_in_their_rack() -> None:
+    nodes = [NodeCapacity(host(1), "dc1", "r1", 1), NodeCapacity(host(2), "dc1", "r2", 1)]
+    tm = new_tablet_map(TABLE, 8, {"dc1": ("r1",)}, nodes[:1])
+    plan = plan_migrations(BalancerInput(nodes, {TABLE: tm}, replication={TABLE: {"dc1": ("r1",)}}))
+    assert plan == []
+
+
+def test_shards_of_one_node_are_balanced() -> None:
+    nodes = [NodeCapacity(host(1), "dc1", "r1", 4)]
+    piled = [NodeCapacity(host(1), "dc1", "r1", 1)]
+    tm = new_tablet_map(TABLE, 8, {"dc1": 1}, piled)  # every replica on shard 0
+    plan = plan_migrations(BalancerInput(nodes, {TABLE: tm}))
+    assert all(m.source.host == m.target.host for m in plan)
+    maps, _ = run_to_convergence(BalancerInput(nodes, {TABLE: tm}))
+    shards = [0] * 4
+    for tablet in maps[TABLE]:
+        shards[tablet.replicas[0].shard] += 1
+    assert shards == [2, 2, 2, 2]
+
+
+def test_tablets_in_transition_are_not_moved() -> None:
+    nodes = [NodeCapacity(host(1), "dc1", "r1", 2), NodeCapacity(host(2), "dc1", "r1", 2)]
+    tm = new_tablet_map(TABLE, 2, {"dc1": 1}, nodes[:1])
+    source = tm.tablets[0].replicas[0]
+    tm = begin_migration(tm, Migration(TABLE, 0, source, source._replace(shard=1 - source.shard)))
+    plan = plan_migrations(BalancerInput(nodes, {TABLE: tm}))
+    assert plan and all(m.tablet_id != 0 for m in plan)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["r1", "r2", "r3"]), st.integers(1, 3)), min_size=3, max_size=6),
+    st.integers(1, 3),
+    st.integers(1, 24),
+    st.lists(st.integers(1, 50), min_size=24, max_size=24),
+    st.booleans(),
+)
+def test_balancing_properties(
+    shape: list[tuple[str, int]], rf: int, count: int, sizes: list[int], drain: bool
+) -> None:
+    nodes = [NodeCapacity(host(i + 1), "dc1", rack, shards) for i, (rack, shards) in enumerate(shape)]
+    # place everything on the first rf nodes' racks, then let the balancer spread it
+    replicas, _ = allocate_replicas(count, {"dc1": rf}, nodes[: max(rf, len(nodes) // 2)])
+    tm = TabletMap.even(TABLE, replicas)
+    tablet_sizes = {(TABLE, i): sizes[i] for i in range(count)}
+    draining = frozenset({nodes[0].host_id}) if drain and len(nodes) > rf else frozenset()
+    rack = {n.host_id: n.rack for n in nodes}
+    racks_before = [len({rack[r.host] for r in t.replicas}) for t in tm]
+    maps, _ = run_to_convergence(
+        BalancerInput(nodes, {TABLE: tm}, tablet_sizes=tablet_sizes, draining=draining)
+    )
+    for tablet, before in zip(maps[TABLE], racks_before):
+        hosts = [r.host for r in tablet.replicas]
+        assert len(set(hosts)) == rf
+        racks = {rack[h] for h in hosts}
+        assert len(racks) >= before
+        for stuck in set(hosts) & draining:
+            # a replica stays on a draining node only if no node could take it without losing a rack
+            others = {rack[h] for h in hosts if h != stuck}
+            for n in nodes:
+                if n.host_id not in hosts and n.host_id not in draining:
+                    assert len(others | {n.rack}) < len(racks)
