@@ -14,6 +14,7 @@ Entry points:
   keyspace_dropped/table_dropped/function_dropped
 - login: authenticate (PasswordAuthenticator), passwords: hash_password/verify_password
 - service_levels: decide_service_level, list_service_levels, effective_timeout_ms
+- statement_access: required_permissions (data/schema statements -> (permission, resource))
 - describe: describe_auth; system_tables: AUTH_TABLES, render; serialize: to_plain/from_plain
 """
 
