@@ -103,22 +103,30 @@ class TabletStore:
     """The data of one tablet replica in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
+        """Open (creating if needed) the file at ``path``; ``":memory:"`` gives a private in-memory store."""
         self.path = Path(path)
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
+        try:
+            self._prepare()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _prepare(self) -> None:
+        try:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
-            self._conn.execute("PRAGMA foreign_keys = OFF")
             self._transaction(lambda: [self._conn.execute(stmt) for stmt in DDL])
             version = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if version is None:
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-            elif version[0] != SCHEMA_VERSION:
-                raise StorageError(
-                    f"{self.path}: storage schema version {version[0]}, expected {SCHEMA_VERSION}"
-                )
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
+        if version is not None and version[0] != SCHEMA_VERSION:
+            raise StorageError(f"{self.path}: storage schema version {version[0]}, expected {SCHEMA_VERSION}")
 
     def close(self) -> None:
         self._conn.close()

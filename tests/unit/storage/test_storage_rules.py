@@ -126,3 +126,15 @@ def test_install_refuses_to_overwrite_and_rejects_garbage(tmp_path: Path) -> Non
     with pytest.raises(StorageError, match="cannot install"):
         TabletStore.install(tmp_path / "u.db", b"not a database" * 100)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.db"]
+
+
+def test_open_rejects_foreign_files_and_versions(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"definitely not sqlite" * 100)
+    with pytest.raises(StorageError, match="cannot open tablet store"):
+        TabletStore(garbage)
+    newer = tmp_path / "newer.db"
+    with TabletStore(newer) as store:
+        store._conn.execute("UPDATE meta SET value = 99 WHERE key = 'schema_version'")
+    with pytest.raises(StorageError, match="schema version 99"):
+        TabletStore(newer)
