@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import contextlib
+import functools
 
-from tabletdb.auth import AuthState, Permission, apply_auth_mutations, authenticate, roles
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tabletdb.auth import AuthConfig, AuthState, Permission, apply_auth_mutations, authenticate, roles
 from tabletdb.auth.listing import list_roles, list_users
 from tabletdb.auth.mutations import AddPermissions
 from tabletdb.cql import ast_auth as ast
@@ -198,3 +203,35 @@ def test_list_roles_and_users() -> None:
     users = list_users(state, None, ENFORCING)
     assert users.column_names == ("name", "super")
     assert users.rows == (("a", False), ("cassandra", True))
+
+
+@functools.cache
+def _five_roles() -> AuthState:
+    return roles_state(*(f"CREATE ROLE {n}" for n in "abcde"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcde"), st.sampled_from("abcde"), st.booleans()), max_size=25))
+def test_grants_never_form_a_cycle(ops: list[tuple[str, str, bool]]) -> None:
+    """Whatever GRANT/REVOKE ROLE sequence runs, the membership graph stays acyclic, and every
+    refused statement changes nothing."""
+    state = _five_roles()
+    for granted, grantee, is_grant in ops:
+        text = f"GRANT {granted} TO {grantee}" if is_grant else f"REVOKE {granted} FROM {grantee}"
+        decide = roles.grant_role if is_grant else roles.revoke_role
+        with contextlib.suppress(InvalidRequest):
+            state = run(state, decide, stmt(text), None, ENFORCING)
+    for name in "abcde":
+        r = state.role(name)
+        assert r is not None
+        for granted in r.member_of:
+            assert name not in state.closure(granted)
+
+
+def test_config_accepts_short_class_names() -> None:
+    config = AuthConfig("PasswordAuthenticator", "CassandraAuthorizer")
+    assert config.authenticator == "org.apache.cassandra.auth.PasswordAuthenticator"
+    assert config.uses_passwords and config.enforces_permissions
+    assert not AuthConfig().uses_passwords
+    with pytest.raises(ValueError, match="unknown authenticator"):
+        AuthConfig("LdapAuthenticator")
