@@ -194,3 +194,15 @@ def resize_decision(current: int, target: int) -> ResizeState:
     if target < current and current > 1:
         return ResizeState.MERGE
     return ResizeState.NONE
+
+
+def plan_resizes(
+    tables: Mapping[K, TableSizing], shape: ClusterShape, config: SizingConfig = DEFAULT_SIZING
+) -> dict[K, ResizeState]:
+    """The background resize loop's decision for every existing table (those with a ``size``)."""
+    targets = tablet_counts(tables, shape, config)
+    return {
+        key: resize_decision(table.size.current_count, targets[key])
+        for key, table in tables.items()
+        if table.size is not None
+    }

@@ -12,6 +12,7 @@ from tabletdb.tablets.count import (
     TableSize,
     TableSizing,
     per_shard_floor,
+    plan_resizes,
     resize_decision,
     shard_load,
     size_driven_count,
@@ -147,3 +148,18 @@ def test_result_is_pow2_and_respects_cap(
         assert count <= max_count
     else:
         assert count >= max(initial, min_count, 1)
+
+
+def test_plan_resizes_for_existing_tables() -> None:
+    config = SizingConfig(target_tablet_size_in_bytes=100, tablets_initial_scale_factor=0)
+    tables = {
+        "grow": table(size=TableSize(4, 4 * 300)),
+        "shrink": table(size=TableSize(4, 4 * 10)),
+        "steady": table(size=TableSize(4, 4 * 100)),
+        "new": table(),
+    }
+    assert plan_resizes(tables, SHAPE, config) == {
+        "grow": ResizeState.SPLIT,
+        "shrink": ResizeState.MERGE,
+        "steady": ResizeState.NONE,
+    }
