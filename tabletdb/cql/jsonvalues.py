@@ -57,10 +57,19 @@ def to_json(t: CqlType, value: Any) -> str:
         return "{" + ", ".join(f"{_map_key_json(t.key, k)}: {to_json(t.value, v)}" for k, v in pairs) + "}"
     if isinstance(t, UserType):
         fields = zip(t.field_names, t.field_types, value)
-        return "{" + ", ".join(f"{json.dumps(n)}: {to_json(ft, v)}" for n, ft, v in fields) + "}"
+        return (
+            "{"
+            + ", ".join(f"{json.dumps(_json_field_name(n))}: {to_json(ft, v)}" for n, ft, v in fields)
+            + "}"
+        )
     if isinstance(t, CustomType):
         return json.dumps("0x" + bytes(value).hex())
     raise ValueError(f"cannot render a value of unresolved type {t.cql()} as JSON")
+
+
+def _json_field_name(name: str) -> str:
+    """Case-sensitive names are double-quoted inside the JSON key, so from_json can tell them apart."""
+    return name if name == name.lower() else f'"{name}"'
 
 
 def _map_key_json(t: CqlType, key: Any) -> str:

@@ -83,7 +83,13 @@ def cql_types(leaves: st.SearchStrategy[T.CqlType] = NATIVES, depth: int = 2) ->
             st.builds(lambda k, v: T.MapType(k, v, True), inner, inner),
             st.builds(lambda es: T.TupleType(tuple(es)), st.lists(inner, min_size=1, max_size=3)),
             st.builds(
-                lambda fs: T.UserType("ks", "udt", tuple(f"f{i}" for i in range(len(fs))), tuple(fs), True),
+                lambda fs: T.UserType(
+                    "ks",
+                    "udt",
+                    tuple(f"f{i}" if i % 2 == 0 else f"F{i}" for i in range(len(fs))),
+                    tuple(fs),
+                    True,
+                ),
                 st.lists(inner, min_size=1, max_size=3),
             ),
             st.builds(T.VectorType, inner, st.integers(1, 3)),

@@ -68,7 +68,7 @@ def test_json_round_trip(data: st.DataObject) -> None:
         (T.MapType(T.ListType(T.TEXT, True), T.INT), ((("a",), 1),), '{"[\\"a\\"]": 1}'),
         (T.SetType(T.INT), (1, 2), "[1, 2]"),
         (T.TupleType((T.INT, T.TEXT)), (1, None), "[1, null]"),
-        (T.UserType("ks", "u", ("a", "B"), (T.INT, T.INT), True), (1, 2), '{"a": 1, "B": 2}'),
+        (T.UserType("ks", "u", ("a", "B"), (T.INT, T.INT), True), (1, 2), '{"a": 1, "\\"B\\"": 2}'),
     ],
 )
 def test_to_json_forms(t: T.CqlType, value: Any, text: str) -> None:
@@ -85,6 +85,7 @@ def test_from_json_leniency() -> None:
     u = T.UserType("ks", "u", ("a", "B"), (T.INT, T.INT), True)
     assert from_json(u, {"A": 1, '"B"': 2}) == (1, 2)
     assert from_json(u, {}) == (None, None)
+    assert from_json(u, json.loads(to_json(u, (3, 4)))) == (3, 4)
 
 
 @pytest.mark.parametrize(
