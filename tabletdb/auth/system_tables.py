@@ -60,7 +60,11 @@ ROLE_PERMISSIONS = _define(
     "permissions granted to db roles",
 )
 ROLE_ATTRIBUTES = _define(
-    "role_attributes", "role", "name", {"role": TEXT, "name": TEXT, "value": TEXT}, "role permissions in RBAC"
+    "role_attributes",
+    "role",
+    "attribute_name",
+    {"role": TEXT, "attribute_name": TEXT, "attribute_value": TEXT},
+    "role attributes (the attached service level) in RBAC",
 )
 AUTH_TABLES = (ROLES, ROLE_MEMBERS, ROLE_PERMISSIONS, ROLE_ATTRIBUTES)
 
@@ -93,7 +97,8 @@ def role_permissions_rows(state: AuthState) -> list[Row]:
 
 def role_attributes_rows(qos: QosState) -> list[Row]:
     return [
-        {"role": role, "name": SERVICE_LEVEL_ATTRIBUTE, "value": level} for role, level in qos.attachments
+        {"role": role, "attribute_name": SERVICE_LEVEL_ATTRIBUTE, "attribute_value": level}
+        for role, level in qos.attachments
     ]
 
 
