@@ -148,7 +148,7 @@ def test_system_tables() -> None:
         "permissions": ("ALTER", "AUTHORIZE", "DROP", "MODIFY", "SELECT"),
     } in perms
     assert render("role_attributes", state, qos) == [
-        {"role": "app", "name": "service_level", "value": "gold"}
+        {"role": "app", "attribute_name": "service_level", "attribute_value": "gold"}
     ]
     assert render("peers", state, qos) is None
 
