@@ -145,3 +145,19 @@ def test_malformed_bytes_are_rejected(t: T.CqlType, hex_: str) -> None:
         validate(t, bytes.fromhex(hex_))
     with pytest.raises(InvalidRequest):
         deserialize(t, bytes.fromhex(hex_))
+
+
+@settings(max_examples=100, deadline=None)
+@given(cql_types(), st.binary(max_size=40))
+def test_validate_accepts_exactly_what_deserialize_accepts(t: T.CqlType, data: bytes) -> None:
+    try:
+        deserialize(t, data)
+        decodes = True
+    except InvalidRequest:
+        decodes = False
+    try:
+        validate(t, data)
+        valid = True
+    except InvalidRequest:
+        valid = False
+    assert valid == decodes
