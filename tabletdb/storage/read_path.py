@@ -17,6 +17,9 @@ from tabletdb.storage.sqlite_schema import (
     BOUND_EXCLUSIVE,
     BOUND_INCLUSIVE,
     BOUND_OPEN,
+    HAS_COLLECTION_TOMBSTONES,
+    HAS_RANGE_TOMBSTONES,
+    HAS_STATIC,
     REGULAR_KIND,
     STATIC_KIND,
 )
@@ -53,24 +56,27 @@ class PartitionReader:
     """Reads the live content of one partition at time ``now``."""
 
     def __init__(
-        self, conn: sqlite3.Connection, pk: bytes, token: int, tombstone: int | None, now: int
+        self, conn: sqlite3.Connection, pk: bytes, token: int, tombstone: int | None, flags: int, now: int
     ) -> None:
         self.conn = conn
         self.pk = pk
         self.token = token
         self.partition_tombstone = tombstone
+        self.flags = flags
         self.now = now
-        self.range_tombstones = [
-            (ClusteringSlice(bound_from_columns(sk, s), bound_from_columns(ek, e)), ts)
-            for sk, s, ek, e, ts in conn.execute(
-                "SELECT start_kind, start, end_kind, end, ts FROM range_tombstones WHERE pk = ?", (pk,)
-            )
-        ]
+        self.range_tombstones: list[tuple[ClusteringSlice, int]] = []
+        if flags & HAS_RANGE_TOMBSTONES:
+            self.range_tombstones = [
+                (ClusteringSlice(bound_from_columns(sk, s), bound_from_columns(ek, e)), ts)
+                for sk, s, ek, e, ts in conn.execute(
+                    "SELECT start_kind, start, end_kind, end, ts FROM range_tombstones WHERE pk = ?", (pk,)
+                )
+            ]
 
     def read(
         self, slice_: ClusteringSlice, *, reverse: bool, limit: int | None, include_static: bool
     ) -> PartitionData | None:
-        static_row = self._static_row() if include_static else None
+        static_row = self._static_row() if include_static and self.flags & HAS_STATIC else None
         rows: list[LiveRow] = []
         if limit is None or limit > 0:
             for row in self._regular_rows(slice_, reverse):
@@ -95,6 +101,8 @@ class PartitionReader:
         self, kind: int, condition: str, params: list[object]
     ) -> dict[bytes, dict[str, int]]:
         out: dict[bytes, dict[str, int]] = {}
+        if not self.flags & HAS_COLLECTION_TOMBSTONES:
+            return out
         for ck, col, ts in self.conn.execute(
             f"SELECT ck, col, ts FROM collection_tombstones WHERE pk = ? AND kind = ? AND {condition}",
             [self.pk, kind, *params],

@@ -7,6 +7,10 @@ through Python. The comparison tuples mirror ``reconcile.cell_order_key`` and
 
 Row kinds: 0 = the static row, 1 = regular rows, so a partition's static row sorts first.
 Bounds of range tombstones: kind 0 = unbounded, 1 = inclusive, 2 = exclusive.
+
+``partitions.flags`` records which rarer kinds of data a partition has ever received (a static
+row, collection tombstones, range tombstones). Bits are only ever set, in the same transaction
+as the data, so a clear bit proves the data is absent and a read can skip that query.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ SCHEMA_VERSION = 1
 
 STATIC_KIND = 0
 REGULAR_KIND = 1
+
+HAS_STATIC = 1
+HAS_COLLECTION_TOMBSTONES = 2
+HAS_RANGE_TOMBSTONES = 4
 
 BOUND_OPEN = 0
 BOUND_INCLUSIVE = 1
@@ -25,7 +33,8 @@ DDL = (
     """CREATE TABLE IF NOT EXISTS partitions (
         pk BLOB PRIMARY KEY,
         token INTEGER NOT NULL,
-        tombstone INTEGER
+        tombstone INTEGER,
+        flags INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID""",
     """CREATE UNIQUE INDEX IF NOT EXISTS partitions_by_token ON partitions (token, pk)""",
     """CREATE TABLE IF NOT EXISTS rows (
@@ -71,10 +80,11 @@ DDL = (
 )
 
 UPSERT_PARTITION = """
-INSERT INTO partitions (pk, token, tombstone) VALUES (?, ?, ?)
+INSERT INTO partitions (pk, token, tombstone, flags) VALUES (?, ?, ?, ?)
 ON CONFLICT (pk) DO UPDATE SET
     tombstone = max(coalesce(partitions.tombstone, excluded.tombstone),
-                    coalesce(excluded.tombstone, partitions.tombstone))
+                    coalesce(excluded.tombstone, partitions.tombstone)),
+    flags = partitions.flags | excluded.flags
 """
 
 _NEW_MARKER_WINS = """excluded.marker_ts IS NOT NULL AND (rows.marker_ts IS NULL OR

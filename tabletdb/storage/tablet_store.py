@@ -23,6 +23,9 @@ from tabletdb.storage.read_path import PartitionReader, bound_to_columns
 from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.sqlite_schema import (
     DDL,
+    HAS_COLLECTION_TOMBSTONES,
+    HAS_RANGE_TOMBSTONES,
+    HAS_STATIC,
     REGULAR_KIND,
     SCHEMA_VERSION,
     STATIC_KIND,
@@ -73,7 +76,7 @@ class _BatchParams:
 
     def add(self, m: Mutation) -> None:
         pk = m.partition_key
-        self.partitions.append((pk, m.token, m.partition_tombstone))
+        flags = HAS_RANGE_TOMBSTONES if m.range_tombstones else 0
         for row in m.rows:
             kind = STATIC_KIND if row.static else REGULAR_KIND
             ck = row.clustering
@@ -89,10 +92,15 @@ class _BatchParams:
                 )
             for column, ts in row.collection_tombstones:
                 self.collection_tombstones.append((pk, kind, ck, column, ts))
+            if row.static:
+                flags |= HAS_STATIC
+            if row.collection_tombstones:
+                flags |= HAS_COLLECTION_TOMBSTONES
         for rt in m.range_tombstones:
             start_kind, start = bound_to_columns(rt.clustering.start)
             end_kind, end = bound_to_columns(rt.clustering.end)
             self.range_tombstones.append((pk, start_kind, start, end_kind, end, rt.timestamp))
+        self.partitions.append((pk, m.token, m.partition_tombstone, flags))
 
 
 class StorageError(Exception):
@@ -196,11 +204,11 @@ class TabletStore:
     ) -> PartitionData | None:
         """The live rows of a partition within ``clustering`` (None if nothing is live)."""
         found = self._conn.execute(
-            "SELECT token, tombstone FROM partitions WHERE pk = ?", (partition_key,)
+            "SELECT token, tombstone, flags FROM partitions WHERE pk = ?", (partition_key,)
         ).fetchone()
         if found is None:
             return None
-        reader = PartitionReader(self._conn, partition_key, found[0], found[1], now)
+        reader = PartitionReader(self._conn, partition_key, found[0], found[1], found[2], now)
         return reader.read(clustering, reverse=reverse, limit=limit, include_static=include_static)
 
     def scan(
@@ -211,10 +219,10 @@ class TabletStore:
             raise ValueError(f"scan limit must be at least 1, got {limit}")
         out: list[PartitionData] = []
         remaining = limit
-        for token, pk, tombstone in self._partitions_in(token_range, after):
+        for token, pk, tombstone, flags in self._partitions_in(token_range, after):
             resume_slice = _resume_slice(after, token, pk)
             slice_ = FULL_SLICE if resume_slice is None else resume_slice
-            reader = PartitionReader(self._conn, pk, token, tombstone, now)
+            reader = PartitionReader(self._conn, pk, token, tombstone, flags, now)
             data = reader.read(slice_, reverse=False, limit=remaining, include_static=resume_slice is None)
             if data is None:
                 continue
@@ -227,9 +235,9 @@ class TabletStore:
 
     def _partitions_in(
         self, token_range: TokenRange, after: ScanPosition | None
-    ) -> Iterator[tuple[int, bytes, int | None]]:
+    ) -> Iterator[tuple[int, bytes, int | None, int]]:
         for piece in token_range.unwrap():
-            sql = "SELECT token, pk, tombstone FROM partitions WHERE token > ? AND token <= ?"
+            sql = "SELECT token, pk, tombstone, flags FROM partitions WHERE token > ? AND token <= ?"
             params: list[object] = [piece.start, piece.end]
             if after is not None:
                 op = ">=" if after.clustering is not None else ">"
