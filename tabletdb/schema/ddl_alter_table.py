@@ -50,6 +50,16 @@ def _base_table(catalog: Catalog, keyspace: str, name: str) -> TableDef:
     return table
 
 
+def _columns_table(catalog: Catalog, keyspace: str, name: str) -> TableDef:
+    """A table whose columns may change: CDC log tables follow their base and take options only."""
+    table = _base_table(catalog, keyspace, name)
+    if table.is_cdc_log:
+        raise InvalidRequest(
+            f"Cannot change the columns of CDC log table {keyspace}.{name}: only its options can be altered"
+        )
+    return table
+
+
 def _updated(table: TableDef, views: Sequence[ViewDef] = ()) -> DdlOutcome:
     mutations: list[Mutation] = [PutTable(table)]
     events = [SchemaChangeEvent(Change.UPDATED, Target.TABLE, table.keyspace, table.name)]
@@ -60,7 +70,7 @@ def _updated(table: TableDef, views: Sequence[ViewDef] = ()) -> DdlOutcome:
 
 
 def alter_table_add(catalog: Catalog, keyspace: str, name: str, columns: Sequence[ColumnSpec]) -> DdlOutcome:
-    table = _base_table(catalog, keyspace, name)
+    table = _columns_table(catalog, keyspace, name)
     added: list[ColumnDef] = []
     for col_name, raw_type, is_static in columns:
         t = resolve_in(catalog, keyspace, raw_type)
@@ -100,7 +110,7 @@ def alter_table_drop(
     catalog: Catalog, keyspace: str, name: str, columns: Sequence[str], timestamp: int
 ) -> DdlOutcome:
     """DROP columns, recording (type, timestamp) so data written before the drop stays invisible."""
-    table = _base_table(catalog, keyspace, name)
+    table = _columns_table(catalog, keyspace, name)
     ks = require_keyspace(catalog, keyspace)
     dropped = dict(table.dropped_columns)
     remaining = list(table.columns)
@@ -139,7 +149,7 @@ def _index_uses(target: str, column: str) -> bool:
 def alter_table_rename(
     catalog: Catalog, keyspace: str, name: str, renames: Sequence[tuple[str, str]]
 ) -> DdlOutcome:
-    table = _base_table(catalog, keyspace, name)
+    table = _columns_table(catalog, keyspace, name)
     ks = require_keyspace(catalog, keyspace)
     columns = {c.name: c for c in table.columns}
     for old, new in renames:
@@ -170,7 +180,7 @@ def alter_table_rename(
 
 def alter_table_alter_type(catalog: Catalog, keyspace: str, name: str, column: str) -> DdlOutcome:
     """ScyllaDB removed ALTER ... TYPE (type changes broke stored data); refuse it the same way."""
-    table = _base_table(catalog, keyspace, name)
+    table = _columns_table(catalog, keyspace, name)
     if table.column(column) is None:
         raise InvalidRequest(f"Column {column} was not found in table {name}")
     raise InvalidRequest("Altering of types is not allowed")

@@ -24,6 +24,7 @@ from tabletdb.schema.ddl_common import (
     validate_table_name,
 )
 from tabletdb.schema.model import (
+    CDC_LOG_SUFFIX,
     Catalog,
     ClusteringOrder,
     ColumnDef,
@@ -32,12 +33,11 @@ from tabletdb.schema.model import (
     TableDef,
     order_columns,
 )
-from tabletdb.schema.mutations import DropTable, PutTable
+from tabletdb.schema.mutations import DropTable, Mutation, PutTable
 from tabletdb.schema.options import TableOptions, apply_options, table_id_option
 from tabletdb.schema.typeutil import resolve_type
 
 ColumnSpec = tuple[str, CqlType, bool]  # name, type (UserTypeRef allowed), is_static
-CDC_LOG_SUFFIX = "_scylla_cdc_log"
 STATIC_NEEDS_CLUSTERING = (
     "Static columns are only useful (and thus allowed) if the table has at least one clustering column"
 )
@@ -250,6 +250,14 @@ def drop_table(catalog: Catalog, keyspace: str, name: str, if_exists: bool = Fal
     if views:
         names = ", ".join(f"{keyspace}.{v.name}" for v in views)
         raise InvalidRequest(f"Cannot drop table when materialized views still depend on it ({names})")
-    return DdlOutcome(
-        (DropTable(keyspace, name),), (SchemaChangeEvent(Change.DROPPED, Target.TABLE, keyspace, name),)
-    )
+    if ks.tables[name].is_cdc_log:
+        raise InvalidRequest(
+            f"Cannot drop CDC log table {keyspace}.{name}: it is dropped with its base table"
+        )
+    mutations: list[Mutation] = [DropTable(keyspace, name)]
+    events = [SchemaChangeEvent(Change.DROPPED, Target.TABLE, keyspace, name)]
+    log = ks.tables.get(name + CDC_LOG_SUFFIX)
+    if log is not None and log.is_cdc_log:
+        mutations.append(DropTable(keyspace, log.name))
+        events.append(SchemaChangeEvent(Change.DROPPED, Target.TABLE, keyspace, log.name))
+    return DdlOutcome(tuple(mutations), tuple(events))

@@ -18,6 +18,7 @@ from tabletdb.cql.types import CqlType, UserType
 from tabletdb.schema.ddl_common import SYSTEM_KEYSPACES
 from tabletdb.schema.indexes import describe_target
 from tabletdb.schema.model import (
+    CDC_LOG_SUFFIX,
     AggregateDef,
     Catalog,
     ColumnDef,
@@ -231,9 +232,6 @@ def _udt_names(types: Iterable[object], keyspace: str) -> set[str]:
             found.add(t.name)
         stack.extend(children(t))
     return found
-
-
-CDC_LOG_SUFFIX = "_scylla_cdc_log"
 
 
 def cdc_log_alter_statement(log: TableDef) -> str:

@@ -22,6 +22,7 @@ SIMPLE = "org.apache.cassandra.locator.SimpleStrategy"
 LOCAL = "org.apache.cassandra.locator.LocalStrategy"
 EVERYWHERE = "org.apache.cassandra.locator.EverywhereStrategy"
 CDC_PARTITIONER = "com.scylladb.dht.CDCPartitioner"
+CDC_LOG_SUFFIX = "_scylla_cdc_log"  # a base table t has its CDC log in t_scylla_cdc_log
 
 
 class ColumnKind(StrEnum):

@@ -136,3 +136,30 @@ def test_cdc_log_name_conflicts_with_user_table() -> None:
     catalog = apply_mutations(catalog, [PutTable(replace(log, partitioner=CDC_PARTITIONER))], next_id())
     enabled = apply(catalog, alter_table_options(catalog, "ks", "t", {"cdc": {"enabled": True}}))
     assert enabled.table("ks", "t").options.cdc_enabled  # type: ignore[union-attr]
+
+
+def test_cdc_log_follows_its_base() -> None:
+    from dataclasses import replace
+
+    from tabletdb.cql.types import TEXT
+    from tabletdb.schema.ddl_alter_table import alter_table_add, alter_table_drop
+    from tabletdb.schema.ddl_table import drop_table
+    from tabletdb.schema.model import CDC_PARTITIONER
+    from tabletdb.schema.mutations import PutTable, apply_mutations
+
+    from .helpers import next_id
+
+    catalog = with_table(with_table(with_keyspace()), "t_scylla_cdc_log")
+    log = catalog.table("ks", "t_scylla_cdc_log")
+    assert log is not None
+    catalog = apply_mutations(catalog, [PutTable(replace(log, partitioner=CDC_PARTITIONER))], next_id())
+    with pytest.raises(InvalidRequest, match="only its options can be altered"):
+        alter_table_add(catalog, "ks", "t_scylla_cdc_log", [("x", TEXT, False)])
+    with pytest.raises(InvalidRequest, match="only its options can be altered"):
+        alter_table_drop(catalog, "ks", "t_scylla_cdc_log", ["v"], 1)
+    assert not alter_table_options(catalog, "ks", "t_scylla_cdc_log", {"comment": "x"}).is_noop
+    with pytest.raises(InvalidRequest, match="dropped with its base table"):
+        drop_table(catalog, "ks", "t_scylla_cdc_log")
+    outcome = drop_table(catalog, "ks", "t")
+    assert [e.name for e in outcome.events] == ["t", "t_scylla_cdc_log"]
+    assert not apply(catalog, outcome).keyspaces["ks"].tables
