@@ -1,6 +1,6 @@
 """Shared fixtures: real tabletdb nodes on private loopback addresses, and clients for them.
 
-- `address_allocator` (session): this xdist worker's 127.0.x.0/24 block.
+- `address_allocator` (session): a 127.B.0.0/16 block claimed by this test process.
 - `node` (module): one running node, fresh workdir; stopped (SIGTERM) after the module.
 - `node_factory` (function): start more nodes or clusters; all stopped after the test.
 - `session` (function): scylla-driver session on `node`, protocol v4.
@@ -27,8 +27,10 @@ _TEST_START = pytest.StashKey[float]()
 
 
 @pytest.fixture(scope="session")
-def address_allocator() -> AddressAllocator:
-    return AddressAllocator.for_this_worker()
+def address_allocator() -> Iterator[AddressAllocator]:
+    allocator = AddressAllocator.for_this_process()
+    yield allocator
+    allocator.release()
 
 
 def _finish(factory: NodeFactory) -> None:
