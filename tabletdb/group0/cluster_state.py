@@ -1,0 +1,132 @@
+"""The whole replicated group0 value in a cluster: metadata (`Group0State`) plus membership.
+
+This module also fixes the format of group0's Raft entries: an envelope naming the command kind
+and a command id (so the proposing node can tell when, and whether, its own command took effect
+once it is applied) and, for schema changes, the SCHEMA_CHANGE events every node pushes to its
+registered drivers when it applies the entry. Snapshots encode the whole value, so a node that
+fell behind a truncated log catches up from one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import msgpack
+
+from tabletdb.group0 import state as g0
+from tabletdb.group0.topology import (
+    JoinCommand,
+    NodeRecord,
+    Topology,
+    apply_join,
+    join_from_plain,
+    join_to_plain,
+    topology_from_plain,
+    topology_to_plain,
+)
+from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
+
+ENTRY_FORMAT = 1
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    metadata: g0.Group0State = field(default_factory=g0.Group0State)
+    topology: Topology = field(default_factory=Topology)
+
+    @property
+    def state_id(self) -> uuid.UUID:
+        """The schema version: the id of the last schema command that took effect."""
+        return self.metadata.state_id
+
+
+@dataclass(frozen=True)
+class SchemaEntry:
+    command: g0.SchemaCommand
+    events: tuple[SchemaChangeEvent, ...]
+
+    @property
+    def command_id(self) -> uuid.UUID:
+        return self.command.new_state_id
+
+
+GroupEntry = SchemaEntry | JoinCommand
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What applying one entry did, for the node's waiters and event listeners."""
+
+    command_id: uuid.UUID
+    took_effect: bool
+    events: tuple[SchemaChangeEvent, ...] = ()
+    joined: NodeRecord | None = None
+
+
+def apply_entry(state: ClusterState, entry: GroupEntry) -> tuple[ClusterState, Applied]:
+    """Deterministic on every node: the same log yields the same state and outcomes."""
+    if isinstance(entry, SchemaEntry):
+        metadata, ok = g0.apply(state.metadata, entry.command)
+        return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
+    known = entry.record.host_id in state.topology.members
+    topology, ok = apply_join(state.topology, entry)
+    joined = entry.record if ok and not known else None
+    return replace(state, topology=topology), Applied(entry.command_id, ok, joined=joined)
+
+
+def _event_to_plain(e: SchemaChangeEvent) -> list[Any]:
+    return [e.change.value, e.target.value, e.keyspace, e.name, list(e.arg_types)]
+
+
+def _event_from_plain(d: list[Any]) -> SchemaChangeEvent:
+    change, target, keyspace, name, arg_types = d
+    return SchemaChangeEvent(Change(change), Target(target), keyspace, name, tuple(arg_types))
+
+
+def encode_entry(entry: GroupEntry) -> bytes:
+    body: dict[str, Any]
+    if isinstance(entry, SchemaEntry):
+        body = {
+            "f": ENTRY_FORMAT,
+            "k": "schema",
+            "c": g0.encode_command(entry.command),
+            "ev": [_event_to_plain(e) for e in entry.events],
+        }
+    else:
+        body = {"f": ENTRY_FORMAT, "k": "join", "c": join_to_plain(entry)}
+    return msgpack.packb(body, use_bin_type=True)
+
+
+def decode_entry(data: bytes) -> GroupEntry:
+    body = msgpack.unpackb(data, raw=False)
+    if not isinstance(body, dict) or body.get("f") != ENTRY_FORMAT:
+        raise ValueError(f"unknown group0 entry encoding: {str(body)[:80]}")
+    if body["k"] == "schema":
+        return SchemaEntry(g0.decode_command(body["c"]), tuple(_event_from_plain(e) for e in body["ev"]))
+    if body["k"] == "join":
+        return join_from_plain(body["c"])
+    raise ValueError(f"unknown group0 entry kind {body['k']!r}")
+
+
+def encode_snapshot(state: ClusterState) -> bytes:
+    return msgpack.packb(
+        {
+            "f": SNAPSHOT_FORMAT,
+            "metadata": g0.encode_state(state.metadata),
+            "topology": topology_to_plain(state.topology),
+        },
+        use_bin_type=True,
+    )
+
+
+def decode_snapshot(data: bytes) -> ClusterState:
+    """The state in a snapshot; empty data is the bootstrap snapshot of a founding member."""
+    if not data:
+        return ClusterState()
+    body = msgpack.unpackb(data, raw=False)
+    if not isinstance(body, dict) or body.get("f") != SNAPSHOT_FORMAT:
+        raise ValueError("unknown group0 cluster snapshot encoding")
+    return ClusterState(g0.decode_state(body["metadata"]), topology_from_plain(body["topology"]))
