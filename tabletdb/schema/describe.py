@@ -32,7 +32,7 @@ from tabletdb.schema.model import (
     UserTypeDef,
     ViewDef,
 )
-from tabletdb.schema.options import Pairs, TableOptions
+from tabletdb.schema.options import TableOptions
 from tabletdb.schema.typeutil import children
 
 
@@ -101,15 +101,12 @@ def aggregate_statement(a: AggregateDef) -> str:
 
 
 def _options(o: TableOptions, is_view: bool) -> list[str]:
-    def pairs_or_empty(p: Pairs) -> str:
-        return _map(p)
-
     result = [
         f"bloom_filter_fp_chance = {format_float(o.bloom_filter_fp_chance)}",
-        f"caching = {pairs_or_empty(o.caching)}",
+        f"caching = {_map(o.caching)}",
         f"comment = {quote_string(o.comment)}",
-        f"compaction = {pairs_or_empty(o.compaction)}",
-        f"compression = {pairs_or_empty(o.compression)}",
+        f"compaction = {_map(o.compaction)}",
+        f"compression = {_map(o.compression)}",
         f"crc_check_chance = {format_float(o.crc_check_chance)}",
         f"default_time_to_live = {o.default_time_to_live}",
         f"gc_grace_seconds = {o.gc_grace_seconds}",
