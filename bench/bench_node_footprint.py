@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import BENCH_SUBNET, RESULT_PREFIX, proc_cpu_seconds, proc_rss_bytes
+from tests.harness.addresses import port_is_free
 from tests.harness.probe import wait_cql_ready
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,16 +29,27 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _start(argv: list[str], host: str, log: Path) -> tuple[subprocess.Popen[bytes], float]:
     """Start a server and return it with the seconds until it answered OPTIONS."""
+    if not port_is_free(host, 9042):
+        raise RuntimeError(f"{host}:9042 is taken (a server left over from an earlier run?)")
     started = time.perf_counter()
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-    wait_cql_ready(host, 9042, timeout=60, interval=0.005, alive=lambda: proc.poll() is None)
+    try:
+        wait_cql_ready(host, 9042, timeout=60, interval=0.005, alive=lambda: proc.poll() is None)
+    except BaseException:
+        _stop(proc)
+        raise
     return proc, time.perf_counter() - started
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    proc.wait(timeout=60)
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _tabletdb_argv(workdir: str, host: str) -> list[str]:
@@ -112,8 +124,10 @@ def main() -> None:
         node_start = _median_start(_tabletdb_argv, host, args.starts, tmp)
 
         floor, _ = _start(_floor_argv(host), host, tmp / "floor.log")
-        floor_connect, _ = _connect_seconds(host)
-        _stop(floor)
+        try:
+            floor_connect, _ = _connect_seconds(host)
+        finally:
+            _stop(floor)
 
         node, _ = _start(_tabletdb_argv(str(tmp / "node"), host), host, tmp / "node.log")
         try:
@@ -123,6 +137,10 @@ def main() -> None:
             cpu_before = proc_cpu_seconds(node.pid)
             full_connect, seen = _connect_seconds(host)
             connect_cpu = proc_cpu_seconds(node.pid) - cpu_before
+            if node.poll() is not None:
+                raise RuntimeError(
+                    f"the node exited ({node.returncode}):\n{(tmp / 'node.log').read_text()[-3000:]}"
+                )
             rss_full = proc_rss_bytes(node.pid)
         finally:
             _stop(node)
