@@ -134,3 +134,32 @@ def test_replica_table_matches_walks(ring_loc: tuple[TokenRing[str], dict[str, L
     host = ring.owners[0]
     for r in table.ranges_replicated_by(host):
         assert host in table.for_token(r.end)
+
+
+def _driver_hosts(locations: dict[str, Location]) -> dict[str, object]:
+    from cassandra.policies import SimpleConvictionPolicy
+    from cassandra.pool import Host
+
+    return {
+        name: Host(f"127.0.0.{i + 1}", SimpleConvictionPolicy, loc.dc, loc.rack, host_id=name)
+        for i, (name, loc) in enumerate(sorted(locations.items()))
+    }
+
+
+@given(rings(), st.integers(0, 4), st.integers(0, 4), st.integers(1, 4))
+def test_replicas_match_the_driver(
+    ring_loc: tuple[TokenRing[str], dict[str, Location]], rf1: int, rf2: int, simple_rf: int
+) -> None:
+    """Token-aware drivers compute vnode replicas themselves; agree with them on the sets."""
+    from cassandra.metadata import Murmur3Token, NetworkTopologyStrategy, SimpleStrategy
+
+    ring, loc = ring_loc
+    hosts = _driver_hosts(loc)
+    tokens = [Murmur3Token(t) for t in ring.tokens]
+    owner = {Murmur3Token(t): hosts[h] for t, h in zip(ring.tokens, ring.owners)}
+    nts = NetworkTopologyStrategy({"dc1": str(rf1), "dc2": str(rf2)}).make_token_replica_map(owner, tokens)
+    simple = SimpleStrategy({"replication_factor": str(simple_rf)}).make_token_replica_map(owner, tokens)
+    for index, token in enumerate(tokens):
+        ours = network_topology_replicas(ring, index, {"dc1": rf1, "dc2": rf2}, loc)
+        assert {hosts[h] for h in ours} == set(nts[token])
+        assert [hosts[h] for h in simple_strategy_replicas(ring, index, simple_rf)] == simple[token]
