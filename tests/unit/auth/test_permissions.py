@@ -236,13 +236,13 @@ def _model_allows(state: AuthState, role: str, perm: Permission, resource: str) 
                     changed = True
     if any((r := state.role(n)) is not None and r.is_superuser for n in reach):
         return True
-    if perm is Permission.SELECT and resource.startswith(("data/system_schema/", "data/system/")):
-        return resource.rsplit("/", 1)[1] not in (
-            "roles",
-            "role_members",
-            "role_permissions",
-            "role_attributes",
-        )
+    protected = ("roles", "role_members", "role_permissions", "role_attributes")
+    if (
+        perm is Permission.SELECT
+        and resource.startswith(("data/system_schema/", "data/system/"))
+        and resource.rsplit("/", 1)[1] not in protected
+    ):
+        return True
     covering = [x for x in RESOURCES if resource == x or resource.startswith(x + "/")]
     return any(perm in state.granted(n, x) for n in reach for x in covering)
 
