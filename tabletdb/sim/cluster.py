@@ -33,12 +33,18 @@ from tabletdb.sim.workload import Workload
 
 class Cluster:
     def __init__(
-        self, rng: random.Random, n_nodes: int, raft_config: Config, planted_bug: bool, spare: bool
+        self,
+        rng: random.Random,
+        n_nodes: int,
+        raft_config: Config,
+        planted_bug: bool,
+        spare: bool,
+        check_commit_rule: bool = True,
     ) -> None:
         self.rng = rng
         self.loop = EventLoop()
         self.network = SimNetwork(self.loop, rng, self._deliver, self._snapshot_status)
-        self.checker = InvariantChecker()
+        self.checker = InvariantChecker(check_commit_rule)
         self.leader_hint: NodeId | None = None
         self.workload: Workload | None = None
         self.on_new_leader: Callable[[SimNode], None] | None = None

@@ -83,13 +83,14 @@ def run_seed(
     faults: tuple[str, ...] = FAULT_KINDS,
     clients: int = 4,
     liveness_ticks: int = 200,
+    check_commit_rule: bool = True,
 ) -> SeedResult:
     """Simulate one seed; never raises for a finding: violations (and crashes) land in the result."""
     validate_fault_kinds(faults)
     started = time.perf_counter()
     result = SeedResult(seed=seed, nodes=nodes, ops=ops, planted_bug=planted_bug, fault_kinds=faults)
     rng = random.Random(seed)
-    cluster = Cluster(rng, nodes, _raft_config(rng, seed), planted_bug, spare=nodes >= 4)
+    cluster = Cluster(rng, nodes, _raft_config(rng, seed), planted_bug, nodes >= 4, check_commit_rule)
     try:
         _simulate(cluster, rng, result, ops, clients, faults, liveness_ticks)
     except Exception:

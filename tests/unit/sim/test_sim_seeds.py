@@ -59,3 +59,24 @@ def test_fault_free_run_completes_every_operation() -> None:
 def test_unknown_fault_kind_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown fault kinds"):
         run_seed(1, faults=("meteor",))
+
+
+@pytest.mark.slow
+def test_planted_bug_is_caught_by_consequence_checks_alone() -> None:
+    """Without the commit-rule check, the figure-8 bug must still surface as a safety violation
+    (an applied entry overwritten): rarer, so this runs with `make soak` on a leader-churn profile."""
+    caught = []
+    for seed in range(600):
+        result = run_seed(
+            seed,
+            nodes=3,
+            ops=100,
+            planted_bug=True,
+            faults=("crash_new_leader", "crash_leader", "lossy"),
+            check_commit_rule=False,
+        )
+        if not result.ok:
+            caught.append(result)
+            break
+    assert caught, "no consequence of the planted bug was observed in 600 seeds"
+    assert any(w in caught[0].violations[0] for w in ("safety", "completeness", "linearizability"))
