@@ -43,11 +43,13 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class ScanPosition:
     """Where a scan page stopped: after row ``clustering`` of partition (token, pk), or after
-    the whole partition when ``clustering`` is None."""
+    the whole partition when ``clustering`` is None. ``rows_in_partition`` counts the rows
+    already returned from a partition the page stopped inside (for per-partition limits)."""
 
     token: int
     partition_key: bytes
     clustering: bytes | None = None
+    rows_in_partition: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +59,19 @@ class ScanPage:
     """None when the range is exhausted; otherwise pass it back as ``after`` for the next page."""
 
 
-def _resume_slice(after: ScanPosition | None, token: int, pk: bytes) -> ClusteringSlice | None:
-    """The rest of the partition a previous page stopped inside, or None if it did not stop in this one."""
+def _resume_point(after: ScanPosition | None, token: int, pk: bytes) -> tuple[Bound, int] | None:
+    """Where to continue inside partition (token, pk) if the previous page stopped inside it,
+    and how many of its rows were already returned."""
     if after is None or after.clustering is None or (token, pk) != (after.token, after.partition_key):
         return None
-    return ClusteringSlice(Bound(after.clustering, inclusive=False))
+    return Bound(after.clustering, inclusive=False), after.rows_in_partition
+
+
+def _later_start(a: Bound | None, b: Bound) -> Bound:
+    """The more restrictive of two slice starts."""
+    if a is None or a.key < b.key or (a.key == b.key and not b.inclusive):
+        return b
+    return a
 
 
 class _BatchParams:
@@ -212,25 +222,47 @@ class TabletStore:
         return reader.read(clustering, reverse=reverse, limit=limit, include_static=include_static)
 
     def scan(
-        self, token_range: TokenRange, now: int, *, limit: int, after: ScanPosition | None = None
+        self,
+        token_range: TokenRange,
+        now: int,
+        *,
+        limit: int,
+        after: ScanPosition | None = None,
+        clustering: ClusteringSlice = FULL_SLICE,
+        per_partition_limit: int | None = None,
     ) -> ScanPage:
-        """Up to ``limit`` live rows of the range, partitions in (token, key) order, resumable."""
-        if limit < 1:
-            raise ValueError(f"scan limit must be at least 1, got {limit}")
+        """Up to ``limit`` live rows of the range, partitions in (token, key) order, resumable.
+
+        ``clustering`` restricts the rows of every partition; ``per_partition_limit`` caps the rows
+        taken from each (a partition with only static data counts as one row).
+        """
+        if limit < 1 or (per_partition_limit is not None and per_partition_limit < 1):
+            raise ValueError(f"scan limits must be at least 1, got {limit} and {per_partition_limit}")
         out: list[PartitionData] = []
         remaining = limit
         for token, pk, tombstone, flags in self._partitions_in(token_range, after):
-            resume_slice = _resume_slice(after, token, pk)
-            slice_ = FULL_SLICE if resume_slice is None else resume_slice
+            slice_, already = clustering, 0
+            resume = _resume_point(after, token, pk)
+            if resume is not None:
+                slice_ = ClusteringSlice(_later_start(clustering.start, resume[0]), clustering.end)
+                already = resume[1]
+            wanted = (
+                remaining if per_partition_limit is None else min(remaining, per_partition_limit - already)
+            )
+            if wanted <= 0:
+                continue
             reader = PartitionReader(self._conn, pk, token, tombstone, flags, now)
-            data = reader.read(slice_, reverse=False, limit=remaining, include_static=resume_slice is None)
+            data = reader.read(slice_, reverse=False, limit=wanted, include_static=resume is None)
             if data is None:
                 continue
             out.append(data)
             remaining -= data.row_count
             if remaining <= 0:
-                last = data.rows[-1].clustering if data.rows else None
-                return ScanPage(tuple(out), ScanPosition(token, pk, last))
+                taken = already + data.row_count
+                finished = not data.rows or (per_partition_limit is not None and taken >= per_partition_limit)
+                if finished:
+                    return ScanPage(tuple(out), ScanPosition(token, pk))
+                return ScanPage(tuple(out), ScanPosition(token, pk, data.rows[-1].clustering, taken))
         return ScanPage(tuple(out), None)
 
     def _partitions_in(

@@ -128,11 +128,17 @@ class ModelStore:
             return None
         return PartitionData(pk, part.token, static, tuple(rows))
 
-    def scan_all(self, token_range: TokenRange, now: int) -> list[PartitionData]:
+    def scan_all(
+        self,
+        token_range: TokenRange,
+        now: int,
+        slice_: ClusteringSlice | None = None,
+        per_partition_limit: int | None = None,
+    ) -> list[PartitionData]:
         keys = sorted((p.token, pk) for pk, p in self.partitions.items() if token_range.contains(p.token))
         out = []
         for _token, pk in keys:
-            data = self.read_partition(pk, now, ClusteringSlice())
+            data = self.read_partition(pk, now, slice_ or ClusteringSlice(), limit=per_partition_limit)
             if data is not None:
                 out.append(data)
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from hypothesis import given
@@ -13,6 +14,7 @@ from tablet_store_strategies import KEYS, NOW, SETTINGS, all_reads, apply_in_bat
 
 from tabletdb.dht import FULL_RING, TokenRange, token_of
 from tabletdb.storage.mutation import Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
+from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.tablet_store import ScanPosition, TabletStore
 
 
@@ -62,32 +64,50 @@ def test_apply_order_does_not_matter(muts: list[Mutation], rnd: random.Random) -
         assert list(first.mutations_in_range(FULL_RING)) == list(second.mutations_in_range(FULL_RING))
 
 
+def _flatten(partitions: Iterable[PartitionData]) -> list[tuple[bytes, bool, bytes]]:
+    rows: list[tuple[bytes, bool, bytes]] = []
+    for p in partitions:
+        if p.static_row is not None:
+            rows.append((p.partition_key, True, b""))
+        rows.extend((p.partition_key, False, r.clustering) for r in p.rows)
+    return rows
+
+
 @SETTINGS
-@given(st.lists(mutations(), max_size=12), st.integers(1, 4), st.integers(-(2**63), 2**63 - 1))
-def test_scan_pages_concatenate_to_model_scan(muts: list[Mutation], page: int, split: int) -> None:
+@given(
+    st.lists(mutations(), max_size=12),
+    st.integers(1, 4),
+    st.integers(-(2**63), 2**63 - 1),
+    slices,
+    st.one_of(st.none(), st.integers(1, 3)),
+)
+def test_scan_pages_concatenate_to_model_scan(
+    muts: list[Mutation], page: int, split: int, slice_: ClusteringSlice, per_partition: int | None
+) -> None:
     model = ModelStore()
     model.apply(muts)
     with TabletStore(":memory:") as store:
         store.apply(muts)
         for token_range in (FULL_RING, TokenRange(split, 2**63 - 1), TokenRange(split, -(2**63) + 5)):
-            rows: list[tuple[bytes, bool, bytes]] = []
+            got: list[PartitionData] = []
             after: ScanPosition | None = None
             for _ in range(200):
-                result = store.scan(token_range, NOW, limit=page, after=after)
+                result = store.scan(
+                    token_range,
+                    NOW,
+                    limit=page,
+                    after=after,
+                    clustering=slice_,
+                    per_partition_limit=per_partition,
+                )
                 assert sum(p.row_count for p in result.partitions) <= page
-                for p in result.partitions:
-                    if p.static_row is not None:
-                        rows.append((p.partition_key, True, b""))
-                    rows.extend((p.partition_key, False, r.clustering) for r in p.rows)
+                got.extend(result.partitions)
                 after = result.next_position
                 if after is None:
                     break
-            expected: list[tuple[bytes, bool, bytes]] = []
-            for p in sorted(model.scan_all(token_range, NOW), key=lambda d: (d.token, d.partition_key)):
-                if p.static_row is not None:
-                    expected.append((p.partition_key, True, b""))
-                expected.extend((p.partition_key, False, r.clustering) for r in p.rows)
-            assert rows == expected
+            assert after is None
+            expected = model.scan_all(token_range, NOW, slice_, per_partition)
+            assert _flatten(got) == _flatten(expected)
 
 
 @SETTINGS
