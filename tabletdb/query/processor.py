@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import (
-    CqlSyntaxError,
     InvalidRequest,
     Unprepared,
 )
@@ -34,6 +33,7 @@ from tabletdb.protocol.responses import (
 )
 from tabletdb.protocol.wire import Value
 from tabletdb.query import ddl
+from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.node_info import NodeInfo
 from tabletdb.query.receivers import Receiver, pk_indexes, receivers
@@ -42,6 +42,7 @@ from tabletdb.query.terms import Bindings, bind_by_name
 from tabletdb.query.virtual_select import output_columns, select_virtual
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
+from tabletdb.schema.describe import DescribeRow
 from tabletdb.schema.model import Catalog, TableDef
 
 PREPARED_CACHE_LIMIT = 10_000
@@ -167,11 +168,7 @@ class QueryProcessor:
         if isinstance(stmt, ddl.DDL_STATEMENTS):
             return await self._schema_change(stmt, keyspace)
         if isinstance(stmt, ast.Describe):
-            # Until server-side DESCRIBE lands, a syntax error makes scylla-cqlsh describe from
-            # the driver's metadata instead (spec/clients.md 4).
-            raise CqlSyntaxError(
-                "line 1:0 DESCRIBE is not supported by this server; use the client-side DESCRIBE"
-            )
+            return describe(stmt, self._catalog_with_system(), keyspace, self._node(), self._describe_auth)
         raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
 
     async def _schema_change(self, stmt: ast.Statement, keyspace: str | None) -> Result:
@@ -259,6 +256,10 @@ class QueryProcessor:
         if not isinstance(stmt, ast.SelectStatement) or table is None:
             return []
         return output_columns(stmt, table)
+
+    def _describe_auth(self, with_passwords: bool) -> list[DescribeRow]:
+        """Roles, grants and service levels for DESC ... WITH INTERNALS (none without auth state)."""
+        return []
 
     # -- state for system tables -------------------------------------------------------------
 

@@ -39,3 +39,20 @@ def test_apache_cqlsh_connects_and_runs_ddl(node: TestNode, cqlsh_home: Path) ->
     )
     result = run_cqlsh(node, script, apache=True, home=cqlsh_home).check()
     assert "kv" in result.stdout
+
+
+def test_scylla_cqlsh_describe_is_answered_by_the_server(node: TestNode, cqlsh_home: Path) -> None:
+    setup = (
+        "CREATE KEYSPACE IF NOT EXISTS srv WITH replication = "
+        "{'class': 'NetworkTopologyStrategy', 'datacenter1': 1};"
+        "CREATE TABLE IF NOT EXISTS srv.t (k int PRIMARY KEY, v text);"
+    )
+    run_cqlsh(node, setup, home=cqlsh_home).check()
+    # One statement per run: cqlsh sends a multi-statement -e string as one query, which the
+    # server (like ScyllaDB) rejects as a syntax error, and then it describes client-side.
+    out = run_cqlsh(node, "DESC TABLE srv.t", home=cqlsh_home).check().stdout
+    # Only the server's text has the full class name of the strategy and tombstone_gc.
+    assert "tombstone_gc = {'mode': 'repair', 'propagation_delay_in_seconds': '3600'}" in out
+    assert "crc_check_chance = 1\n" in out
+    ks = run_cqlsh(node, "DESC KEYSPACE srv", home=cqlsh_home).check().stdout
+    assert "'class': 'org.apache.cassandra.locator.NetworkTopologyStrategy'" in ks
