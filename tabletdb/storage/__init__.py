@@ -4,3 +4,38 @@ Modules: ``mutation`` (the write unit), ``reconcile`` (last-write-wins order, li
 ``sqlite_schema`` (file layout and LWW upserts), ``read_path`` (live view of a partition),
 ``stored_mutations`` (export by partition), ``tablet_store`` (TabletStore), ``group_commit``.
 """
+
+from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.mutation import (
+    FULL_SLICE,
+    Bound,
+    Cell,
+    ClusteringSlice,
+    Mutation,
+    RangeTombstone,
+    RowMarker,
+    RowWrite,
+    prefix_end,
+)
+from tabletdb.storage.reconcile import LiveCell, LiveRow, PartitionData
+from tabletdb.storage.tablet_store import ScanPage, ScanPosition, StorageError, TabletStore
+
+__all__ = [
+    "FULL_SLICE",
+    "Bound",
+    "Cell",
+    "ClusteringSlice",
+    "GroupCommitter",
+    "LiveCell",
+    "LiveRow",
+    "Mutation",
+    "PartitionData",
+    "RangeTombstone",
+    "RowMarker",
+    "RowWrite",
+    "ScanPage",
+    "ScanPosition",
+    "StorageError",
+    "TabletStore",
+    "prefix_end",
+]
