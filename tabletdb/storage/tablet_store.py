@@ -118,7 +118,11 @@ class StorageError(Exception):
 
 
 class TabletStore:
-    """The data of one tablet replica in one SQLite file."""
+    """The data of one tablet replica in one SQLite file.
+
+    Not thread-safe: use a store from one thread at a time (the node's event loop, or one
+    executor thread per store).
+    """
 
     def __init__(self, path: str | Path) -> None:
         """Open (creating if needed) the file at ``path``; ``":memory:"`` gives a private in-memory store."""

@@ -64,6 +64,8 @@ def _place_in_dc(
     dc: str, replication: DcReplication, dc_nodes: Sequence[NodeCapacity], loads: _Loads
 ) -> list[TabletReplica]:
     if isinstance(replication, tuple):
+        if len(set(replication)) != len(replication):
+            raise ConfigurationError(f"Datacenter {dc} lists a rack more than once: {list(replication)}")
         chosen: list[TabletReplica] = []
         for rack in replication:
             in_rack = [n for n in dc_nodes if n.rack == rack]

@@ -57,6 +57,8 @@ def test_not_enough_nodes() -> None:
         allocate_replicas(1, {"dc1": 2}, [node(1, "r1")])
     with pytest.raises(ConfigurationError, match="no nodes in rack r9"):
         allocate_replicas(1, {"dc1": ("r9",)}, [node(1, "r1")])
+    with pytest.raises(ConfigurationError, match="more than once"):
+        allocate_replicas(1, {"dc1": ("r1", "r1")}, [node(1, "r1"), node(2, "r1")])
 
 
 def test_invalid_inputs() -> None:
