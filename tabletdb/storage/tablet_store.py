@@ -209,8 +209,8 @@ class TabletStore:
     def read_partition(
         self,
         partition_key: bytes,
-        clustering: ClusteringSlice,
         now: int,
+        clustering: ClusteringSlice = FULL_SLICE,
         *,
         reverse: bool = False,
         limit: int | None = None,
@@ -228,10 +228,10 @@ class TabletStore:
     def scan(
         self,
         token_range: TokenRange,
-        after: ScanPosition | None,
-        limit: int,
         now: int,
         *,
+        limit: int,
+        after: ScanPosition | None = None,
         clustering: ClusteringSlice = FULL_SLICE,
         per_partition_limit: int | None = None,
     ) -> ScanPage:

@@ -10,7 +10,6 @@ from tablet_store_model import ModelStore
 
 from tabletdb.dht import token_of
 from tabletdb.storage.mutation import (
-    FULL_SLICE,
     Bound,
     Cell,
     ClusteringSlice,
@@ -79,7 +78,7 @@ def mutations(draw: st.DrawFn) -> Mutation:
 def all_reads(store: TabletStore | ModelStore, now: int = NOW) -> list[PartitionData | None]:
     if isinstance(store, ModelStore):
         return [store.read_partition(pk, now, ClusteringSlice()) for pk in KEYS]
-    return [store.read_partition(pk, FULL_SLICE, now) for pk in KEYS]
+    return [store.read_partition(pk, now) for pk in KEYS]
 
 
 def apply_in_batches(store: TabletStore, muts: list[Mutation], rnd: random.Random) -> None:

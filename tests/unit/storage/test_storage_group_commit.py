@@ -8,7 +8,7 @@ import pytest
 
 from tabletdb.dht import token_of
 from tabletdb.storage.group_commit import GroupCommitter
-from tabletdb.storage.mutation import FULL_SLICE, Cell, Mutation, RowWrite
+from tabletdb.storage.mutation import Cell, Mutation, RowWrite
 from tabletdb.storage.tablet_store import TabletStore
 
 
@@ -26,8 +26,8 @@ def test_concurrent_writes_share_one_commit() -> None:
     with TabletStore(":memory:") as store:
         committer = asyncio.run(main(store))
         assert committer.flushes == 2
-        assert all(store.read_partition(bytes([i]), FULL_SLICE, 0) is not None for i in range(1, 21))
-        assert store.read_partition(b"late", FULL_SLICE, 0) is not None
+        assert all(store.read_partition(bytes([i]), 0) is not None for i in range(1, 21))
+        assert store.read_partition(b"late", 0) is not None
 
 
 def test_a_failing_write_does_not_fail_its_neighbours() -> None:
@@ -47,13 +47,13 @@ def test_a_failing_write_does_not_fail_its_neighbours() -> None:
         results = asyncio.run(main(store))
         assert results[0] is None and results[2] is None
         assert isinstance(results[1], OverflowError)
-        assert store.read_partition(b"a", FULL_SLICE, 0) is not None
-        assert store.read_partition(b"b", FULL_SLICE, 0) is not None
-        assert store.read_partition(b"bad", FULL_SLICE, 0) is None
+        assert store.read_partition(b"a", 0) is not None
+        assert store.read_partition(b"b", 0) is not None
+        assert store.read_partition(b"bad", 0) is None
 
 
 def test_failed_batch_rolls_back_entirely() -> None:
     with TabletStore(":memory:") as store:
         with pytest.raises(OverflowError):
             store.apply([put(b"a", b"1"), Mutation(b"bad", 2**70)])
-        assert store.read_partition(b"a", FULL_SLICE, 0) is None
+        assert store.read_partition(b"a", 0) is None

@@ -8,7 +8,6 @@ import pytest
 
 from tabletdb.dht import FULL_RING, token_of
 from tabletdb.storage.mutation import (
-    FULL_SLICE,
     Bound,
     Cell,
     ClusteringSlice,
@@ -29,7 +28,7 @@ def write(*rows: RowWrite, tombstone: int | None = None, rts: tuple[RangeTombsto
 
 
 def cell_value(store: TabletStore, now: int = 100, ck: bytes = b"r") -> LiveCell | None:
-    data = store.read_partition(PK, FULL_SLICE, now)
+    data = store.read_partition(PK, now)
     if data is None:
         return None
     for row in data.rows:
@@ -63,7 +62,7 @@ def test_tombstones_shadow_older_and_equal_timestamps_only() -> None:
     with TabletStore(":memory:") as store:
         store.apply([write(RowWrite(b"r", marker=RowMarker(5), cells=(Cell("v", b"x", 5),)))])
         store.apply([write(tombstone=5)])
-        assert store.read_partition(PK, FULL_SLICE, 100) is None
+        assert store.read_partition(PK, 100) is None
         store.apply([write(RowWrite(b"r", cells=(Cell("v", b"y", 6),)))])
         got = cell_value(store)
         assert got is not None and got.value == b"y"
@@ -72,10 +71,10 @@ def test_tombstones_shadow_older_and_equal_timestamps_only() -> None:
 def test_row_marker_keeps_row_alive_without_cells() -> None:
     with TabletStore(":memory:") as store:
         store.apply([write(RowWrite(b"r", marker=RowMarker(5), cells=(Cell("v", None, 5),)))])
-        data = store.read_partition(PK, FULL_SLICE, 100)
+        data = store.read_partition(PK, 100)
         assert data is not None and data.rows[0].marker == (5, None) and data.rows[0].cells == ()
         store.apply([write(RowWrite(b"r", tombstone=5))])
-        assert store.read_partition(PK, FULL_SLICE, 100) is None
+        assert store.read_partition(PK, 100) is None
 
 
 def test_ttl_expiry_and_remaining() -> None:
@@ -83,14 +82,14 @@ def test_ttl_expiry_and_remaining() -> None:
         store.apply([write(RowWrite(b"r", cells=(Cell("v", b"x", 5, ttl=10, expiry=110),)))])
         got = cell_value(store, now=104)
         assert got is not None and got.ttl_remaining == 6
-        assert store.read_partition(PK, FULL_SLICE, 110) is None
+        assert store.read_partition(PK, 110) is None
 
 
 def test_collection_tombstone_spares_newer_elements() -> None:
     with TabletStore(":memory:") as store:
         old = (Cell("m", b"1", 1, b"a"), Cell("m", b"2", 3, b"b"))
         store.apply([write(RowWrite(b"r", cells=old, collection_tombstones=(("m", 2),)))])
-        data = store.read_partition(PK, FULL_SLICE, 100)
+        data = store.read_partition(PK, 100)
         assert data is not None
         assert [c.path for c in data.rows[0].cells_of("m")] == [b"b"]
 
@@ -100,7 +99,7 @@ def test_range_tombstone_with_prefix_end() -> None:
     rt = RangeTombstone(ClusteringSlice(Bound(b"\x01"), prefix_end(b"\x01")), 1)
     with TabletStore(":memory:") as store:
         store.apply([write(*rows, rts=(rt,))])
-        data = store.read_partition(PK, FULL_SLICE, 100)
+        data = store.read_partition(PK, 100)
         assert data is not None and [r.clustering for r in data.rows] == [b"\x00\xff", b"\x02"]
 
 
@@ -116,7 +115,7 @@ def test_invalid_values_rejected() -> None:
     with pytest.raises(ValueError, match="static row"):
         RowWrite(b"x", static=True)
     with TabletStore(":memory:") as store, pytest.raises(ValueError, match="limit"):
-        store.scan(FULL_RING, None, 0, 1)
+        store.scan(FULL_RING, 1, limit=0)
 
 
 def test_install_refuses_to_overwrite_and_rejects_garbage(tmp_path: Path) -> None:

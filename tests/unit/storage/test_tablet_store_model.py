@@ -13,7 +13,7 @@ from tablet_store_model import ModelStore
 from tablet_store_strategies import KEYS, NOW, SETTINGS, all_reads, apply_in_batches, mutations, slices
 
 from tabletdb.dht import FULL_RING, TokenRange, token_of
-from tabletdb.storage.mutation import FULL_SLICE, Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
+from tabletdb.storage.mutation import Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
 from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.tablet_store import ScanPosition, TabletStore
 
@@ -45,7 +45,7 @@ def test_slices_match_model(
         store.apply(muts)
         for pk in KEYS:
             got = store.read_partition(
-                pk, slice_, NOW, reverse=reverse, limit=limit, include_static=include_static
+                pk, NOW, slice_, reverse=reverse, limit=limit, include_static=include_static
             )
             assert got == model.read_partition(pk, NOW, slice_, reverse, limit, include_static)
 
@@ -94,9 +94,9 @@ def test_scan_pages_concatenate_to_model_scan(
             for _ in range(200):
                 result = store.scan(
                     token_range,
-                    after,
-                    page,
                     NOW,
+                    limit=page,
+                    after=after,
                     clustering=slice_,
                     per_partition_limit=per_partition,
                 )
@@ -121,11 +121,11 @@ def test_copy_by_token_range_and_cleanup(muts: list[Mutation], split: int) -> No
         for pk, want in zip(KEYS, all_reads(source)):
             target = left if low.contains(token_of(pk)) else right
             other = right if target is left else left
-            assert target.read_partition(pk, FULL_SLICE, NOW) == want
-            assert other.read_partition(pk, FULL_SLICE, NOW) is None
+            assert target.read_partition(pk, NOW) == want
+            assert other.read_partition(pk, NOW) is None
         source.delete_token_range(low)
-        assert [p.partition_key for p in source.scan(low, None, 100, NOW).partitions] == []
-        assert all_reads(source) == [right.read_partition(pk, FULL_SLICE, NOW) for pk in KEYS]
+        assert [p.partition_key for p in source.scan(low, NOW, limit=100).partitions] == []
+        assert all_reads(source) == [right.read_partition(pk, NOW) for pk in KEYS]
 
 
 def test_snapshot_install_and_reopen() -> None:
