@@ -112,18 +112,20 @@ def _replica_on(plan: _Plan, key: TabletKey, host: uuid.UUID) -> TabletReplica |
     return next((r for r in plan.replicas[key] if r.host == host), None)
 
 
-def _best_move(plan: _Plan, source: uuid.UUID, target: uuid.UUID) -> TabletKey | None:
+def _best_move(plan: _Plan, source: uuid.UUID, target: uuid.UUID) -> tuple[TabletKey, TabletReplica] | None:
+    """The replica on ``source`` whose move to ``target`` helps most (largest first when draining)."""
     draining = source in plan.inp.draining
-    best: tuple[float, TabletKey] | None = None
+    best: tuple[float, TabletKey, TabletReplica] | None = None
     for key in sorted(plan.hosted[source] - plan.busy):
-        if target in (r.host for r in plan.replicas[key]) or _replica_on(plan, key, source) is None:
+        replica = _replica_on(plan, key, source)
+        if replica is None or target in (r.host for r in plan.replicas[key]):
             continue
         if not plan.racks_kept(key, source, target):
             continue
         score = float(plan.size(key)) if draining else plan.gain(plan.size(key), source, target)
         if (draining or score > 0) and (best is None or score > best[0]):
-            best = (score, key)
-    return None if best is None else best[1]
+            best = (score, key, replica)
+    return None if best is None else (best[1], best[2])
 
 
 def _inter_node_move(plan: _Plan, dc: str) -> bool:
@@ -137,10 +139,9 @@ def _inter_node_move(plan: _Plan, dc: str) -> bool:
                 continue
             if source not in draining and plan.utilisation(target) >= plan.utilisation(source):
                 break
-            key = _best_move(plan, source, target)
-            if key is not None:
-                replica = _replica_on(plan, key, source)
-                assert replica is not None
+            found = _best_move(plan, source, target)
+            if found is not None:
+                key, replica = found
                 plan.move(key, replica, TabletReplica(target, plan.least_loaded_shard(target)))
                 return True
     return False
