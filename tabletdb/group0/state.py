@@ -17,6 +17,16 @@ from typing import Any
 
 import msgpack
 
+from tabletdb.group0.tablets_state import (
+    EMPTY_TABLET_MAPS,
+    TabletChange,
+    TabletMaps,
+    apply_tablet_changes,
+    changes_from_plain,
+    changes_to_plain,
+    maps_from_plain,
+    maps_to_plain,
+)
 from tabletdb.schema import serialize
 from tabletdb.schema.model import ZERO_VERSION, Catalog
 from tabletdb.schema.mutations import Mutation, apply_mutations
@@ -27,6 +37,8 @@ FORMAT_VERSION = 1
 @dataclass(frozen=True)
 class Group0State:
     catalog: Catalog = field(default_factory=Catalog)
+    tablets: TabletMaps = EMPTY_TABLET_MAPS
+    """Tablet map of every table in a tablets keyspace, by table id (group0.tablets_state)."""
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -39,6 +51,8 @@ class SchemaCommand:
     prev_state_id: uuid.UUID
     new_state_id: uuid.UUID
     mutations: tuple[Mutation, ...]
+    tablet_changes: tuple[TabletChange, ...] = ()
+    """Tablet maps created/removed with the schema change, so both move in one step."""
 
 
 Command = SchemaCommand
@@ -49,7 +63,8 @@ def apply(state: Group0State, command: Command) -> tuple[Group0State, bool]:
     if command.prev_state_id != state.state_id:
         return state, False
     catalog = apply_mutations(state.catalog, command.mutations, command.new_state_id)
-    return replace(state, catalog=catalog), True
+    tablets = apply_tablet_changes(state.tablets, command.tablet_changes)
+    return replace(state, catalog=catalog, tablets=tablets), True
 
 
 def encode_command(command: Command) -> bytes:
@@ -60,6 +75,8 @@ def encode_command(command: Command) -> bytes:
         "new": command.new_state_id.bytes,
         "m": serialize.mutations_to_plain(command.mutations),
     }
+    if command.tablet_changes:
+        body["t"] = changes_to_plain(command.tablet_changes)
     return msgpack.packb(body, use_bin_type=True)
 
 
@@ -71,12 +88,18 @@ def decode_command(data: bytes) -> Command:
         uuid.UUID(bytes=body["prev"]),
         uuid.UUID(bytes=body["new"]),
         serialize.mutations_from_plain(body["m"]),
+        changes_from_plain(body.get("t", [])),
     )
 
 
 def encode_state(state: Group0State) -> bytes:
     return msgpack.packb(
-        {"f": FORMAT_VERSION, "catalog": serialize.catalog_to_plain(state.catalog)}, use_bin_type=True
+        {
+            "f": FORMAT_VERSION,
+            "catalog": serialize.catalog_to_plain(state.catalog),
+            "tablets": maps_to_plain(state.tablets),
+        },
+        use_bin_type=True,
     )
 
 
@@ -86,7 +109,9 @@ def decode_state(data: bytes) -> Group0State:
     body = msgpack.unpackb(data, raw=False)
     if not isinstance(body, dict) or body.get("f") != FORMAT_VERSION:
         raise ValueError("unknown group0 snapshot encoding")
-    return Group0State(serialize.catalog_from_plain(body["catalog"]))
+    return Group0State(
+        serialize.catalog_from_plain(body["catalog"]), maps_from_plain(body.get("tablets", []))
+    )
 
 
 __all__ = [

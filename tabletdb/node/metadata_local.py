@@ -12,6 +12,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from tabletdb.group0.state import (
@@ -24,6 +25,7 @@ from tabletdb.group0.state import (
     encode_state,
 )
 from tabletdb.group0.state_id import timeuuid_after
+from tabletdb.group0.tablets_state import TabletChange, TabletMaps
 from tabletdb.query.metadata_store import Decision
 from tabletdb.raft.storage import DurableLog
 from tabletdb.raft.types import ConfState, Entry, HardState, Snapshot, SnapshotMeta
@@ -38,10 +40,18 @@ SNAPSHOT_EVERY = 1000
 """Entries between snapshots: bounds replay time at start-up and the log's size on disk."""
 
 Listener = Callable[[tuple[SchemaChangeEvent, ...]], None]
+TabletPlanner = Callable[[Group0State, Catalog], tuple[TabletChange, ...]]
+"""(state before, catalog after) -> tablet maps to create/remove in the same command."""
 
 
 class LocalMetadataStore:
-    def __init__(self, directory: Path, listeners: list[Listener] | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        listeners: list[Listener] | None = None,
+        tablet_planner: TabletPlanner | None = None,
+    ) -> None:
+        self._tablet_planner = tablet_planner
         directory.mkdir(parents=True, exist_ok=True)
         self._log = DurableLog.open(str(directory))
         self._listeners = list(listeners or [])
@@ -67,6 +77,10 @@ class LocalMetadataStore:
     def catalog(self) -> Catalog:
         return self._state.catalog
 
+    @property
+    def tablets(self) -> TabletMaps:
+        return self._state.tablets
+
     async def change_schema(self, decide: Decision) -> DdlOutcome:
         state = self._state
         outcome = decide(state.catalog)
@@ -74,6 +88,9 @@ class LocalMetadataStore:
             return outcome
         new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
         command = SchemaCommand(state.state_id, new_id, outcome.mutations)
+        if self._tablet_planner is not None:
+            preview, _ = apply(state, command)
+            command = replace(command, tablet_changes=self._tablet_planner(state, preview.catalog))
         index = self._log.last_index() + 1
         self._log.append([Entry(TERM, index, data=encode_command(command))])
         self._log.set_hard_state(HardState(TERM, LOCAL_SERVER_ID, index))

@@ -37,9 +37,11 @@ from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.node_info import NodeInfo
 from tabletdb.query.receivers import Receiver, pk_indexes, receivers
+from tabletdb.query.select_execute import result_columns
 from tabletdb.query.system_tables import RENDERERS, SYSTEM, SystemState, system_keyspace
 from tabletdb.query.terms import Bindings, bind_by_name
 from tabletdb.query.virtual_select import output_columns, select_virtual
+from tabletdb.query.write_dispatch import DataPath
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.describe import DescribeRow
@@ -66,7 +68,9 @@ class QueryProcessor:
         schema_config: SchemaConfig,
         clients: Callable[[], list[ClientState]],
         shard_aware_port: int | None = None,
+        data: DataPath | None = None,
     ) -> None:
+        self._data = data
         self._node = node
         self._metadata = metadata
         self._schema_config = schema_config
@@ -146,7 +150,41 @@ class QueryProcessor:
         return await self._execute(client, prepared.statement, prepared.keyspace, values, params)
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
-        raise InvalidRequest("BATCH needs the data path, which this node does not serve yet")
+        items = []
+        for entry in batch.statements:
+            if entry.query_id is not None:
+                prepared = self._prepared.get(entry.query_id)
+                if prepared is None:
+                    raise Unprepared(
+                        f"Prepared query with ID {entry.query_id.hex()} not found", entry.query_id
+                    )
+                stmt, keyspace = prepared.statement, prepared.keyspace
+            else:
+                stmt, keyspace = parse_statement(entry.query or ""), client.keyspace
+            if not isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
+                raise InvalidRequest("Only INSERT, UPDATE and DELETE statements are allowed in a BATCH")
+            items.append((stmt, self._user_table(stmt.table, keyspace), Bindings(entry.values)))
+        kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
+        return await self._data_path().batch(kind, items, batch.timestamp)
+
+    def _data_path(self) -> DataPath:
+        if self._data is None:
+            raise InvalidRequest("This node was started without a data path")
+        return self._data
+
+    def _user_table(self, name: ast.QualifiedName, keyspace: str | None) -> TableDef:
+        ks = ddl.keyspace_of(name, keyspace)
+        if ks in (SYSTEM, system_schema.KEYSPACE):
+            raise InvalidRequest(f"Cannot modify the system keyspace {ks}")
+        catalog = self._metadata.catalog
+        if catalog.keyspace(ks) is None:
+            raise InvalidRequest(f"Keyspace {ks} does not exist")
+        table = catalog.table(ks, name.name)
+        if table is None:
+            if catalog.view(ks, name.name) is not None:
+                raise InvalidRequest(f"Cannot directly modify a materialized view {ks}.{name.name}")
+            raise InvalidRequest(f"unconfigured table {name.name}")
+        return table
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -160,6 +198,14 @@ class QueryProcessor:
     ) -> Result:
         if isinstance(stmt, ast.SelectStatement):
             return self._select(stmt, keyspace, Bindings(values), params)
+        if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
+            table = self._user_table(stmt.table, keyspace)
+            return await self._data_path().modify(stmt, table, Bindings(values), params.timestamp)
+        if isinstance(stmt, ast.BatchStatement):
+            items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
+            return await self._data_path().batch(stmt.kind.upper(), items, params.timestamp)
+        if isinstance(stmt, ast.TruncateStatement):
+            return self._data_path().truncate(self._user_table(stmt.table, keyspace))
         if isinstance(stmt, ast.UseStatement):
             if self._catalog_with_system().keyspace(stmt.keyspace) is None:
                 raise InvalidRequest(f"Keyspace '{stmt.keyspace}' does not exist")
@@ -222,9 +268,10 @@ class QueryProcessor:
         catalog = self._metadata.catalog
         if catalog.keyspace(ks) is None:
             raise InvalidRequest(f"Keyspace {ks} does not exist")
-        if catalog.table_or_view(ks, name) is None:
+        table = catalog.table_or_view(ks, name)
+        if table is None:
             raise InvalidRequest(f"unconfigured table {name}")
-        raise InvalidRequest("Reading user tables needs the data path, which this node does not serve yet")
+        return self._data_path().select(stmt, table, bindings, params.page_size, params.paging_state)
 
     def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
         """The table a DML statement reads or writes (for bind metadata); None for other kinds."""
@@ -255,7 +302,9 @@ class QueryProcessor:
     def _result_columns(self, stmt: ast.Statement, table: TableDef | None) -> list[ColumnSpec]:
         if not isinstance(stmt, ast.SelectStatement) or table is None:
             return []
-        return output_columns(stmt, table)
+        if table.keyspace in (SYSTEM, system_schema.KEYSPACE):
+            return output_columns(stmt, table)
+        return result_columns(stmt, table)
 
     def _describe_auth(self, with_passwords: bool) -> list[DescribeRow]:
         """Roles, grants and service levels for DESC ... WITH INTERNALS (none without auth state)."""

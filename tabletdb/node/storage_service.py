@@ -1,0 +1,151 @@
+"""Which TabletStore serves which tablet (or vnode shard) of which table on this node.
+
+Files follow DESIGN.md's layout, ``<workdir>/data/<keyspace>/<table>-<table id hex>/shard-<n>/``,
+holding ``tablet-<id>.db`` for tablet tables and one ``vnode.db`` per shard for vnode tables (the
+shard of a token is ``dht.shard_of``). Stores are opened on first use and kept open; truncate and
+drop close them before deleting the files, so no write lands in a file that is going away.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.dht.sharding import shard_of
+from tabletdb.dht.token import FULL_RING
+from tabletdb.query.write_stores import Segment
+from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.tablet_store import TabletStore
+from tabletdb.tablets.tablet_map import TabletMap
+
+log = logging.getLogger(__name__)
+
+VNODE_FILE = "vnode.db"
+
+
+def table_directory(data_dir: Path, table: TableDef) -> Path:
+    return data_dir / table.keyspace / f"{table.name}-{table.id.hex}"
+
+
+def tablet_file(data_dir: Path, table: TableDef, shard: int, tablet_id: int) -> Path:
+    return table_directory(data_dir, table) / f"shard-{shard}" / f"tablet-{tablet_id}.db"
+
+
+def vnode_file(data_dir: Path, table: TableDef, shard: int) -> Path:
+    return table_directory(data_dir, table) / f"shard-{shard}" / VNODE_FILE
+
+
+class StorageService:
+    """Opens, caches, truncates and removes the stores of this node (implements query.DataStores)."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        host_id: uuid.UUID,
+        smp: int,
+        ignore_msb: int,
+        tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
+    ) -> None:
+        self.data_dir = data_dir
+        self.host_id = host_id
+        self.smp = smp
+        self.ignore_msb = ignore_msb
+        self._tablet_maps = tablet_maps
+        self._open: dict[Path, GroupCommitter] = {}
+
+    # -- lookup ------------------------------------------------------------------------------
+
+    def committer(self, table: TableDef, token: int) -> GroupCommitter:
+        return self._committer_at(self._path_for(table, token))
+
+    def store(self, table: TableDef, token: int) -> TabletStore:
+        return self.committer(table, token).store
+
+    def segments(self, table: TableDef) -> Sequence[Segment]:
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is None:
+            stores = tuple(
+                self._committer_at(vnode_file(self.data_dir, table, s)).store for s in range(self.smp)
+            )
+            return [Segment(FULL_RING, stores)]
+        out: list[Segment] = []
+        for tablet_id, info in enumerate(tablet_map.tablets):
+            shard = self._local_shard(table, info.replicas, tablet_id)
+            if shard is None:
+                continue
+            path = tablet_file(self.data_dir, table, shard, tablet_id)
+            out.append(Segment(tablet_map.range_of(tablet_id), (self._committer_at(path).store,)))
+        return out
+
+    def _path_for(self, table: TableDef, token: int) -> Path:
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is None:
+            return vnode_file(self.data_dir, table, shard_of(token, self.smp, self.ignore_msb))
+        tablet_id = tablet_map.tablet_id_of(token)
+        shard = self._local_shard(table, tablet_map.tablets[tablet_id].replicas, tablet_id)
+        if shard is None:
+            raise InvalidRequest(
+                f"tablet {tablet_id} of {table.keyspace}.{table.name} has no replica on this node "
+                f"({self.host_id}); its replication places it elsewhere"
+            )
+        return tablet_file(self.data_dir, table, shard, tablet_id)
+
+    def _local_shard(
+        self, table: TableDef, replicas: Sequence[tuple[uuid.UUID, int]], tablet_id: int
+    ) -> int | None:
+        for host, shard in replicas:
+            if host == self.host_id:
+                return shard
+        return None
+
+    def _committer_at(self, path: Path) -> GroupCommitter:
+        committer = self._open.get(path)
+        if committer is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            committer = GroupCommitter(TabletStore(path))
+            self._open[path] = committer
+        return committer
+
+    # -- removal -----------------------------------------------------------------------------
+
+    def truncate(self, table: TableDef) -> None:
+        self._remove_directory(table_directory(self.data_dir, table))
+
+    def forget_missing(self, catalog: Catalog) -> None:
+        """Delete the files of tables (and keyspaces) ``catalog`` no longer has (after DROP)."""
+        if not self.data_dir.exists():
+            return
+        for ks_dir in sorted(self.data_dir.iterdir()):
+            if not ks_dir.is_dir():
+                continue
+            for table_dir in sorted(ks_dir.iterdir()):
+                table_id = _table_id_of(table_dir)
+                if table_id is not None and catalog.by_id(table_id) is None:
+                    self._remove_directory(table_dir)
+            if not any(ks_dir.iterdir()) and catalog.keyspace(ks_dir.name) is None:
+                ks_dir.rmdir()
+
+    def _remove_directory(self, directory: Path) -> None:
+        for path in [p for p in self._open if directory in p.parents]:
+            self._open.pop(path).store.close()
+        if directory.exists():
+            shutil.rmtree(directory)
+            log.info("removed table data directory=%s", directory)
+
+    def close(self) -> None:
+        for committer in self._open.values():
+            committer.store.close()
+        self._open.clear()
+
+
+def _table_id_of(table_dir: Path) -> uuid.UUID | None:
+    _, _, hex_id = table_dir.name.rpartition("-")
+    try:
+        return uuid.UUID(hex=hex_id)
+    except ValueError:
+        return None

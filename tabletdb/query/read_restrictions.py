@@ -1,0 +1,255 @@
+"""A WHERE clause split the way storage can use it: partitions, token range, clustering slices,
+and the rest (filters, which need ALLOW FILTERING on a SELECT and are refused on writes).
+
+Values are bound and serialized here; every error names the column, as Cassandra's do.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabletdb.cql import ast, codec
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.types import BIGINT, CqlType, ListType, TupleType
+from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN
+from tabletdb.protocol.wire import Unset
+from tabletdb.query.terms import Bindings, term_bytes, term_value
+from tabletdb.query.write_keys import clustering_bound, encode_clustering
+from tabletdb.schema.model import ColumnDef, TableDef
+from tabletdb.storage.mutation import Bound, ClusteringSlice
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Restrictions:
+    partition_keys: list[list[bytes]] | None = None
+    """Every partition key (serialized components) the WHERE clause names; None: not pinned."""
+    token_start: int = MIN_TOKEN
+    token_start_inclusive: bool = False
+    token_end: int = MAX_TOKEN
+    clustering_prefixes: list[list[bytes]] = field(default_factory=lambda: [[]])
+    """Equality/IN prefixes of the clustering key (cartesian product, in CQL order)."""
+    lower: tuple[list[bytes], bool] | None = None
+    """(values, inclusive) of a range start after the prefix, single- or multi-column."""
+    upper: tuple[list[bytes], bool] | None = None
+    filters: list[Callable[[Row], bool]] = field(default_factory=list)
+    filtered_columns: list[str] = field(default_factory=list)
+    has_token: bool = False
+
+    @property
+    def full_clustering(self) -> int:
+        return len(self.clustering_prefixes[0]) if self.clustering_prefixes else 0
+
+    def slices(self, table: TableDef) -> list[ClusteringSlice]:
+        """The clustering slices selected, in clustering order."""
+        out = []
+        for prefix in self.clustering_prefixes:
+            lo = clustering_bound(
+                table,
+                prefix + (self.lower[0] if self.lower else []),
+                lower=True,
+                inclusive=self.lower[1] if self.lower else True,
+            )
+            hi = clustering_bound(
+                table,
+                prefix + (self.upper[0] if self.upper else []),
+                lower=False,
+                inclusive=self.upper[1] if self.upper else True,
+            )
+            start = None if not lo else Bound(lo, inclusive=True)
+            end = None if hi == b"\x60" else Bound(hi, inclusive=False)
+            out.append(ClusteringSlice(start, end))
+        return out
+
+    def clustering_keys(self, table: TableDef) -> list[bytes]:
+        return [encode_clustering(table, p) for p in self.clustering_prefixes]
+
+
+def _bytes(term: ast.Term, t: CqlType, name: str, bindings: Bindings) -> bytes | None:
+    value = term_bytes(term, t, name, bindings)
+    if isinstance(value, Unset):
+        raise InvalidRequest(f"Invalid unset value for column {name}")
+    return value
+
+
+def _in_list(rhs: ast.Term | ast.InValues, col: ColumnDef, bindings: Bindings) -> list[bytes]:
+    if isinstance(rhs, ast.InValues):
+        items = [_bytes(item, col.type, col.name, bindings) for item in rhs.items]
+    else:
+        raw = term_value(rhs, ListType(col.type), col.name, bindings)
+        if isinstance(raw, Unset):
+            raise InvalidRequest(f"Invalid unset value for column {col.name}")
+        items = [codec.serialize(col.type, v) for v in (raw or ())]
+    out: list[bytes] = []
+    for item in items:
+        if item is None:
+            raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def _single(rhs: ast.Term | ast.InValues, col: ColumnDef, bindings: Bindings) -> bytes:
+    if isinstance(rhs, ast.InValues):
+        raise InvalidRequest(f"A list of values is only allowed with IN (column {col.name})")
+    value = _bytes(rhs, col.type, col.name, bindings)
+    if value is None:
+        raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
+    return value
+
+
+def analyze(
+    where: Sequence[ast.Relation], table: TableDef, bindings: Bindings, make_filter: FilterFactory
+) -> Restrictions:
+    r = Restrictions()
+    pk_values: dict[str, list[bytes]] = {}
+    pk_relations: list[ast.Relation] = []
+    ck_eq: dict[str, list[bytes]] = {}
+    ck_range: dict[str, list[tuple[str, bytes]]] = {}
+    multi: list[ast.Relation] = []
+    for rel in where:
+        lhs = rel.lhs
+        if isinstance(lhs, ast.TokenOf):
+            _token_restriction(r, rel, table, bindings)
+            continue
+        if isinstance(lhs, ast.ColumnTuple):
+            multi.append(rel)
+            continue
+        if not isinstance(lhs, ast.ColumnRef):
+            r.filters.append(make_filter(rel, table, bindings))
+            r.filtered_columns.append(lhs.column)
+            continue
+        col = table.column(lhs.name)
+        if col is None:
+            raise InvalidRequest(f"Undefined column name {lhs.name}")
+        if col in table.partition_key and rel.op in ("=", "IN"):
+            if col.name in pk_values:
+                raise InvalidRequest(
+                    f"{col.name} cannot be restricted by more than one relation if it includes an Equal"
+                )
+            pk_relations.append(rel)
+            pk_values[col.name] = (
+                [_single(rel.rhs, col, bindings)] if rel.op == "=" else _in_list(rel.rhs, col, bindings)
+            )
+        elif col in table.clustering_key and rel.op in ("=", "IN"):
+            ck_eq[col.name] = (
+                [_single(rel.rhs, col, bindings)] if rel.op == "=" else _in_list(rel.rhs, col, bindings)
+            )
+        elif col in table.clustering_key and rel.op in ("<", "<=", ">", ">="):
+            ck_range.setdefault(col.name, []).append((rel.op, _single(rel.rhs, col, bindings)))
+        else:
+            r.filters.append(make_filter(rel, table, bindings))
+            r.filtered_columns.append(col.name)
+    if pk_values:
+        missing = [c.name for c in table.partition_key if c.name not in pk_values]
+        if missing:
+            for rel in pk_relations:
+                r.filters.append(make_filter(rel, table, bindings))
+                assert isinstance(rel.lhs, ast.ColumnRef)
+                r.filtered_columns.append(rel.lhs.name)
+        else:
+            combos = itertools.product(*(pk_values[c.name] for c in table.partition_key))
+            r.partition_keys = [list(c) for c in combos]
+    _clustering(r, table, ck_eq, ck_range, multi, bindings, make_filter)
+    return r
+
+
+FilterFactory = Callable[[ast.Relation, TableDef, Bindings], Callable[[Row], bool]]
+
+
+def _clustering(
+    r: Restrictions,
+    table: TableDef,
+    ck_eq: dict[str, list[bytes]],
+    ck_range: dict[str, list[tuple[str, bytes]]],
+    multi: list[ast.Relation],
+    bindings: Bindings,
+    make_filter: FilterFactory,
+) -> None:
+    prefixes: list[list[bytes]] = [[]]
+    columns = list(table.clustering_key)
+    i = 0
+    while i < len(columns) and columns[i].name in ck_eq:
+        prefixes = [p + [v] for p in prefixes for v in ck_eq.pop(columns[i].name)]
+        i += 1
+    r.clustering_prefixes = prefixes
+    if multi:
+        _multi_column(r, table, i, multi, bindings)
+        return
+    if i < len(columns) and columns[i].name in ck_range:
+        for op, value in ck_range.pop(columns[i].name):
+            if op in (">", ">="):
+                r.lower = ([value], op == ">=")
+            else:
+                r.upper = ([value], op == "<=")
+    for name in list(ck_eq) + list(ck_range):
+        raise InvalidRequest(
+            f'PRIMARY KEY column "{name}" cannot be restricted as preceding column '
+            f'"{columns[i].name if i < len(columns) else name}" is not restricted'
+        )
+
+
+def _multi_column(
+    r: Restrictions, table: TableDef, start: int, multi: list[ast.Relation], bindings: Bindings
+) -> None:
+    for rel in multi:
+        assert isinstance(rel.lhs, ast.ColumnTuple)
+        names = list(rel.lhs.columns)
+        expected = [c.name for c in table.clustering_key[start : start + len(names)]]
+        if names != expected:
+            raise InvalidRequest(
+                f"Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {names}"
+            )
+        types = [c.type for c in table.clustering_key[start : start + len(names)]]
+        tuple_type = TupleType(tuple(types))
+
+        def components(term: ast.Term) -> list[bytes]:
+            value = term_value(term, tuple_type, "(" + ",".join(names) + ")", bindings)
+            if value is None or isinstance(value, Unset):
+                raise InvalidRequest(f"Invalid null value in condition for columns {names}")
+            return [codec.serialize(t, v) for t, v in zip(types, value)]
+
+        if rel.op == "IN":
+            assert isinstance(rel.rhs, ast.InValues)
+            r.clustering_prefixes = [
+                p + components(item) for p in r.clustering_prefixes for item in rel.rhs.items
+            ]
+        elif rel.op == "=":
+            assert not isinstance(rel.rhs, ast.InValues)
+            r.clustering_prefixes = [p + components(rel.rhs) for p in r.clustering_prefixes]
+        else:
+            assert not isinstance(rel.rhs, ast.InValues)
+            values = components(rel.rhs)
+            if rel.op in (">", ">="):
+                r.lower = (values, rel.op == ">=")
+            else:
+                r.upper = (values, rel.op == "<=")
+
+
+def _token_restriction(r: Restrictions, rel: ast.Relation, table: TableDef, bindings: Bindings) -> None:
+    assert isinstance(rel.lhs, ast.TokenOf)
+    if list(rel.lhs.columns) != [c.name for c in table.partition_key]:
+        raise InvalidRequest(
+            "The token() function must be applied to all partition key components or none of them"
+        )
+    if isinstance(rel.rhs, ast.InValues):
+        raise InvalidRequest("IN is not supported on token()")
+    value = term_value(rel.rhs, BIGINT, "partition key token", bindings)
+    if value is None or isinstance(value, Unset):
+        raise InvalidRequest("Invalid null value for partition key token")
+    token = int(value)
+    r.has_token = True
+    if rel.op in (">", ">="):
+        r.token_start = token if rel.op == ">" else token - 1
+        if token == MIN_TOKEN and rel.op == ">=":
+            r.token_start = MIN_TOKEN
+    elif rel.op in ("<", "<="):
+        r.token_end = token if rel.op == "<=" else token - 1
+    elif rel.op == "=":
+        r.token_start, r.token_end = token - 1, token
+    else:
+        raise InvalidRequest(f"Unsupported restriction {rel.op} on token()")

@@ -1,0 +1,251 @@
+"""SELECT on user tables: restrictions -> rows from storage -> filter, project, aggregate, page.
+
+The paging state is msgpack ``[version, token, partition key, last clustering or None, rows
+left under LIMIT, rows left in the current partition under PER PARTITION LIMIT]``: a position,
+so concurrent writes never make a page repeat or skip rows outside what they changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from tabletdb.cql import ast, codec
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.jsonvalues import to_json
+from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
+from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
+from tabletdb.protocol.responses import RowsResult
+from tabletdb.query.read_restrictions import Restrictions, analyze
+from tabletdb.query.read_rows import OutRow, Position, lookup_rows, scan_rows
+from tabletdb.query.terms import Bindings, term_value
+from tabletdb.query.virtual_select import _predicate
+from tabletdb.query.write_stores import DataStores
+from tabletdb.schema.model import ClusteringOrder, TableDef
+
+PAGING_VERSION = 1
+DEFAULT_PAGE = 10_000
+AGGREGATES = ("count", "min", "max", "sum", "avg")
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    type: CqlType
+    column: str | None
+    kind: str = "column"  # column | writetime | ttl | count | min | max | sum | avg
+
+
+def outputs_of(stmt: ast.SelectStatement, table: TableDef) -> list[Output]:
+    if stmt.selectors is None:
+        return [Output(c.name, c.type, c.name) for c in table.columns]
+    return [_output(sel, table) for sel in stmt.selectors]
+
+
+def result_columns(stmt: ast.SelectStatement, table: TableDef) -> list[ColumnSpec]:
+    outs = [Output("[json]", TEXT, None)] if stmt.json else outputs_of(stmt, table)
+    return [ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outs]
+
+
+def _col(table: TableDef, name: str) -> Any:
+    col = table.column(name)
+    if col is None:
+        raise InvalidRequest(f"Undefined column name {name}")
+    return col
+
+
+def _output(sel: ast.Selector, table: TableDef) -> Output:
+    expr = sel.expr
+    if isinstance(expr, ast.ColumnRef):
+        col = _col(table, expr.name)
+        return Output(sel.alias or col.name, col.type, col.name)
+    if isinstance(expr, ast.CountRows):
+        return Output(sel.alias or "count", BIGINT, None, "count")
+    if isinstance(expr, ast.FunctionCall) and len(expr.args) == 1:
+        fn = expr.name.lower()
+        arg = expr.args[0]
+        if fn == "count" and isinstance(arg, ast.Literal):
+            return Output(sel.alias or "count", BIGINT, None, "count")
+        if isinstance(arg, ast.ColumnRef):
+            col = _col(table, arg.name)
+            if fn in ("writetime", "ttl"):
+                if col.is_primary_key:
+                    raise InvalidRequest(f"Cannot use selection function {fn} on PRIMARY KEY part {col.name}")
+                return Output(
+                    sel.alias or f"{fn}({col.name})", BIGINT if fn == "writetime" else INT, col.name, fn
+                )
+            if fn in AGGREGATES:
+                out_type = BIGINT if fn == "count" else col.type
+                return Output(sel.alias or f"system.{fn}({col.name})", out_type, col.name, fn)
+    raise InvalidRequest(f"Unsupported selector {expr}")
+
+
+def _filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[dict[str, Any]], bool]:
+    if not isinstance(rel.lhs, ast.ColumnRef):
+        raise InvalidRequest("Only restrictions on plain columns can be filtered")
+    col = _col(table, rel.lhs.name)
+    return _predicate(col.name, col.type, rel, bindings)
+
+
+def _positive(term: ast.Term | None, bindings: Bindings, what: str) -> int | None:
+    if term is None:
+        return None
+    value = term_value(term, INT, what, bindings)
+    if value is None or not isinstance(value, int) or value <= 0:
+        raise InvalidRequest(f"{what} must be strictly positive")
+    return value
+
+
+def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> bool:
+    if not stmt.order_by:
+        return False
+    if r.partition_keys is None:
+        raise InvalidRequest(
+            "ORDER BY is only supported when the partition key is restricted by an EQ or an IN."
+        )
+    cks = table.clustering_key
+    flips = set()
+    for i, o in enumerate(stmt.order_by):
+        if i >= len(cks) or o.column != cks[i].name:
+            raise InvalidRequest(
+                f"Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {o.column}"
+            )
+        natural = cks[i].clustering_order is not ClusteringOrder.DESC
+        flips.add(o.ascending != natural)
+    if len(flips) > 1:
+        raise InvalidRequest("Unsupported order by relation")
+    return flips.pop()
+
+
+def _decode_state(state: bytes | None) -> tuple[Position | None, int | None, int | None]:
+    if not state:
+        return None, None, None
+    try:
+        v, token, pk, ck, left, part_left = msgpack.unpackb(state)
+    except (ValueError, TypeError, msgpack.ExtraData) as exc:
+        raise InvalidRequest("Invalid value for the paging state") from exc
+    if v != PAGING_VERSION:
+        raise InvalidRequest("Invalid value for the paging state")
+    return Position(token, pk, ck), left, part_left
+
+
+def execute_select(
+    stmt: ast.SelectStatement,
+    table: TableDef,
+    stores: DataStores,
+    bindings: Bindings,
+    page_size: int | None,
+    paging_state: bytes | None,
+    now: int,
+) -> RowsResult:
+    r = analyze(stmt.where, table, bindings, _filter)
+    if r.filters and not stmt.allow_filtering:
+        raise InvalidRequest(
+            "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
+            "performance. If you want to execute this query despite the performance unpredictability, "
+            f"use ALLOW FILTERING (restricted: {', '.join(r.filtered_columns)})"
+        )
+    outputs = outputs_of(stmt, table)
+    aggregate = any(o.kind in AGGREGATES for o in outputs)
+    limit = _positive(stmt.limit, bindings, "LIMIT")
+    per_partition = _positive(stmt.per_partition_limit, bindings, "PER PARTITION LIMIT")
+    reverse = _reverse(stmt, table, r)
+    after, left, part_left = _decode_state(paging_state)
+    if left is not None:
+        limit = left
+    rows: Iterator[OutRow]
+    if r.partition_keys is not None:
+        rows = lookup_rows(table, stores, r, now, after, reverse)
+    else:
+        rows = scan_rows(table, stores, r, now, after)
+    page = page_size if page_size and page_size > 0 and not aggregate else None
+    taken: list[OutRow] = []
+    current_key = (after.token, after.partition_key) if after is not None else None
+    in_partition = 0 if part_left is None or per_partition is None else per_partition - part_left
+    more = False
+    last: OutRow | None = None
+    for row in rows:
+        key = (row.token, row.partition_key)
+        if key != current_key:
+            current_key, in_partition = key, 0
+        if stmt.distinct and in_partition >= 1:
+            continue
+        if per_partition is not None and in_partition >= per_partition:
+            continue
+        if not all(f(row.values) for f in r.filters):
+            continue
+        if (limit is not None and len(taken) >= limit) or (page is not None and len(taken) >= page):
+            more = limit is None or len(taken) < limit
+            break
+        taken.append(row)
+        last = row
+        in_partition += 1
+    next_state = None
+    if more and last is not None:
+        left_after = None if limit is None else limit - len(taken)
+        part_after = None if per_partition is None else per_partition - in_partition
+        next_state = msgpack.packb(
+            [PAGING_VERSION, last.token, last.partition_key, last.clustering, left_after, part_after]
+        )
+    result = (
+        [_aggregate(outputs, taken)] if aggregate else [[_value(o, row) for o in outputs] for row in taken]
+    )
+    if stmt.json:
+        result = [[_json_row(outputs, values)] for values in result]
+        outputs = [Output("[json]", TEXT, None)]
+    columns = [ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]
+    encoded = [
+        [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
+    ]
+    return RowsResult(RowsMetadata(columns, next_state), encoded)
+
+
+def _value(o: Output, row: OutRow) -> Any:
+    if o.kind == "column":
+        return row.values.get(o.column or "")
+    cell = row.cells.get(o.column or "")
+    if cell is None:
+        return None
+    return cell.timestamp if o.kind == "writetime" else cell.ttl_remaining
+
+
+def _aggregate(outputs: list[Output], rows: list[OutRow]) -> list[Any]:
+    out: list[Any] = []
+    for o in outputs:
+        if o.kind == "count":
+            out.append(sum(1 for r in rows if o.column is None or r.values.get(o.column) is not None))
+            continue
+        values = [r.values.get(o.column or "") for r in rows]
+        present = [v for v in values if v is not None]
+        if o.kind == "min":
+            out.append(min(present) if present else None)
+        elif o.kind == "max":
+            out.append(max(present) if present else None)
+        elif o.kind in ("sum", "avg"):
+            out.append(_sum_avg(o, present))
+        else:
+            out.append(_value(o, rows[0]) if rows else None)
+    return out
+
+
+def _sum_avg(o: Output, present: list[Any]) -> Any:
+    total = sum(present) if present else 0
+    if o.kind == "sum":
+        return total
+    if not present:
+        return 0
+    if isinstance(o.type, NativeType) and o.type.name in ("float", "double", "decimal"):
+        return total / len(present)
+    return int(total / len(present)) if total >= 0 else -int(-total / len(present))
+
+
+def _json_row(outputs: list[Output], values: list[Any]) -> str:
+    fields = (
+        f"{json.dumps(o.name)}: {'null' if v is None else to_json(o.type, v)}"
+        for o, v in zip(outputs, values)
+    )
+    return "{" + ", ".join(fields) + "}"

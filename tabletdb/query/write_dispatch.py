@@ -1,0 +1,110 @@
+"""The data path's entry points for the processor: DML, BATCH, TRUNCATE and SELECT on user tables.
+
+Kept apart from ``processor`` so the protocol handler only resolves tables and dispatches.
+Statements that read before they write (counters, list element operations) run under the
+table's lock from the read to the durable write, so concurrent increments are not lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tabletdb.cql import ast
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.protocol.responses import Result, RowsResult, VoidResult
+from tabletdb.query.select_execute import execute_select
+from tabletdb.query.terms import Bindings
+from tabletdb.query.write_execute import WriteExecutor
+from tabletdb.schema.model import TableDef
+from tabletdb.storage.mutation import Mutation
+
+Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
+
+
+def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
+    if table.is_counter:
+        return True
+    if isinstance(stmt, ast.UpdateStatement):
+        return any(isinstance(a, ast.SetElement | ast.SubtractFromColumn) for a in stmt.assignments)
+    if isinstance(stmt, ast.DeleteStatement):
+        return any(isinstance(t, ast.ElementRef) for t in stmt.targets)
+    return False
+
+
+def _check_not_conditional(stmt: ast.Statement) -> None:
+    if isinstance(stmt, ast.InsertStatement) and stmt.if_not_exists:
+        raise InvalidRequest("Conditional updates (IF NOT EXISTS) are not supported by this node yet")
+    if isinstance(stmt, ast.UpdateStatement | ast.DeleteStatement) and (stmt.if_exists or stmt.conditions):
+        raise InvalidRequest("Conditional updates (IF ...) are not supported by this node yet")
+
+
+class DataPath:
+    def __init__(self, writer: WriteExecutor) -> None:
+        self.writer = writer
+
+    async def modify(
+        self, stmt: Modification, table: TableDef, bindings: Bindings, timestamp: int | None
+    ) -> Result:
+        _check_table(table)
+        _check_not_conditional(stmt)
+        if _reads_before_write(stmt, table):
+            async with self.writer.lock(table, b""):
+                await self._build_and_write(stmt, table, bindings, timestamp)
+        else:
+            await self._build_and_write(stmt, table, bindings, timestamp)
+        return VoidResult()
+
+    async def _build_and_write(
+        self, stmt: ast.Statement, table: TableDef, bindings: Bindings, timestamp: int | None
+    ) -> None:
+        mutations = self.writer.mutations_for(stmt, table, bindings, timestamp)
+        await self.writer.write(table, mutations)
+
+    async def batch(
+        self,
+        kind: str,
+        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        timestamp: int | None,
+    ) -> Result:
+        """All statements share one timestamp; all are validated before any is written."""
+        ts = timestamp if timestamp is not None else self.writer.timestamps.next()
+        per_table: dict[str, tuple[TableDef, list[Mutation]]] = {}
+        counters = {t.is_counter for _, t, _ in statements}
+        if len(counters) > 1:
+            raise InvalidRequest("Counter and non-counter mutations cannot exist in the same batch")
+        if kind == "COUNTER" and counters != {True}:
+            raise InvalidRequest("Only counter mutations are allowed in COUNTER batches")
+        if kind != "COUNTER" and counters == {True}:
+            raise InvalidRequest("Cannot include a counter statement in a logged batch")
+        for stmt, table, bindings in statements:
+            _check_table(table)
+            _check_not_conditional(stmt)
+            if isinstance(stmt, ast.Statement) and stmt.attributes.timestamp is not None and kind == "LOGGED":
+                pass
+            per_table.setdefault(table.id.hex, (table, []))[1].extend(
+                self.writer.mutations_for(stmt, table, bindings, ts)
+            )
+        for table, mutations in per_table.values():
+            await self.writer.write(table, mutations)
+        return VoidResult()
+
+    def select(
+        self,
+        stmt: ast.SelectStatement,
+        table: TableDef,
+        bindings: Bindings,
+        page_size: int | None,
+        paging_state: bytes | None,
+    ) -> RowsResult:
+        return execute_select(
+            stmt, table, self.writer.stores, bindings, page_size, paging_state, self.writer.now_seconds()
+        )
+
+    def truncate(self, table: TableDef) -> Result:
+        self.writer.stores.truncate(table)
+        return VoidResult()
+
+
+def _check_table(table: TableDef) -> None:
+    if table.is_cdc_log:
+        return

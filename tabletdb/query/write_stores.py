@@ -1,0 +1,42 @@
+"""What the data path needs from the node's storage: stores by token, and stores by range.
+
+The query layer cannot import the node layer (DESIGN.md layering), so the node's storage
+service implements this protocol and is handed to the executors. A ``Segment`` is a token range
+and the stores holding it on this node, in token order; a range held by several stores (a vnode
+table's shards) is merged by the reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from tabletdb.dht.token import TokenRange
+from tabletdb.schema.model import TableDef
+from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.tablet_store import TabletStore
+
+
+@dataclass(frozen=True)
+class Segment:
+    token_range: TokenRange
+    stores: tuple[TabletStore, ...]
+
+
+class DataStores(Protocol):
+    def committer(self, table: TableDef, token: int) -> GroupCommitter:
+        """The group committer of the store that owns ``token`` of ``table`` on this node."""
+        ...
+
+    def store(self, table: TableDef, token: int) -> TabletStore:
+        """The store that owns ``token`` of ``table`` on this node."""
+        ...
+
+    def segments(self, table: TableDef) -> Sequence[Segment]:
+        """Every range of ``table`` this node holds, in token order."""
+        ...
+
+    def truncate(self, table: TableDef) -> None:
+        """Remove all data of ``table`` on this node (its files)."""
+        ...
