@@ -77,7 +77,9 @@ class _Connection:
 class RpcNode:
     """One node's messaging endpoint. Start with `start()`, stop with `stop()`."""
 
-    def __init__(self, node_id: int, host: str = "127.0.0.1", port: int = 0, connect_timeout: float = 2.0):
+    def __init__(
+        self, node_id: int, host: str = "127.0.0.1", port: int = 0, connect_timeout: float = 2.0
+    ) -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
