@@ -57,6 +57,8 @@ class Topology:
     cluster_name: str = ""
     members: dict[uuid.UUID, NodeRecord] = field(default_factory=dict)
     enabled_features: frozenset[str] = frozenset()
+    group0_id: uuid.UUID | None = None
+    """Names the group for its life: the founder's host id, set by the first join."""
 
     def by_raft_id(self, raft_id: int) -> NodeRecord | None:
         for record in self.members.values():
@@ -112,6 +114,7 @@ def apply_join(topology: Topology, command: JoinCommand) -> tuple[Topology, bool
         replace(
             topology,
             cluster_name=topology.cluster_name or command.cluster_name,
+            group0_id=topology.group0_id or command.record.host_id,
             members=members,
             enabled_features=topology.enabled_features | common,
         ),
@@ -155,12 +158,14 @@ def topology_to_plain(t: Topology) -> dict[str, Any]:
         "cluster_name": t.cluster_name,
         "members": [record_to_plain(r) for _, r in sorted(t.members.items())],
         "enabled": sorted(t.enabled_features),
+        "group0_id": t.group0_id.bytes if t.group0_id else None,
     }
 
 
 def topology_from_plain(d: dict[str, Any]) -> Topology:
     records = [record_from_plain(r) for r in d["members"]]
-    return Topology(d["cluster_name"], {r.host_id: r for r in records}, frozenset(d["enabled"]))
+    group0_id = uuid.UUID(bytes=d["group0_id"]) if d["group0_id"] else None
+    return Topology(d["cluster_name"], {r.host_id: r for r in records}, frozenset(d["enabled"]), group0_id)
 
 
 def join_to_plain(c: JoinCommand) -> dict[str, Any]:

@@ -13,23 +13,30 @@ import contextlib
 import ipaddress
 import logging
 import signal
+import sys
 import time
+from collections.abc import Coroutine
+from dataclasses import replace
 from importlib import metadata as importlib_metadata
+from typing import Any
 
 from tabletdb.cql.parser import parse_statement
+from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.node.config import NodeConfig
+from tabletdb.node.features import supported_features
+from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
-from tabletdb.node.metadata_local import LocalMetadataStore
+from tabletdb.node.maintenance_store import MaintenanceStore
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
+from tabletdb.protocol.responses import TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
-from tabletdb.query.node_info import NodeInfo
+from tabletdb.query.node_info import NodeInfo, PeerInfo
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_FEATURES: tuple[str, ...] = ()
-"""Cluster features this build supports (advertised in system.local; group0 enables them)."""
+GROUP0_DIR = ("raft", "group0-cluster")
 
 
 def product_version() -> str:
@@ -50,8 +57,16 @@ class Node:
         # Build the CQL parser now, not on the first query: drivers give their first system
         # queries only a couple of seconds, and an uncached LALR build takes longer than that.
         parse_statement("SELECT key FROM system.local")
-        self.metadata = LocalMetadataStore(workdir / "raft" / "group0")
-        self.info = self._node_info()
+        self.features = supported_features()
+        group0_dir = workdir.joinpath(*GROUP0_DIR)
+        self.metadata: Group0Service | MaintenanceStore
+        if config.maintenance_mode:
+            self.metadata = MaintenanceStore(group0_dir)
+        else:
+            self.metadata = Group0Service(group0_dir, self._record(), config.cluster_name, config.seeds)
+            self.metadata.add_member_listener(self._announce_new_node)
+        self._base_info = self._node_info()
+        self._info_cache: tuple[object, NodeInfo] | None = None
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         self.processor = QueryProcessor(
             lambda: self.info,
@@ -77,6 +92,46 @@ class Node:
     def _rpc_address(self) -> str:
         return self.config.rpc_address or self.config.listen_address
 
+    def _record(self) -> NodeRecord:
+        """This node as group0's topology records it."""
+        c = self.config
+        return NodeRecord(
+            host_id=self.identity.host_id,
+            address=c.broadcast_address or c.listen_address,
+            rpc_address=self._rpc_address(),
+            datacenter=c.dc,
+            rack=c.rack,
+            tokens=self.identity.tokens,
+            supported_features=self.features,
+            shard_count=c.smp,
+        )
+
+    @property
+    def info(self) -> NodeInfo:
+        """This node plus its peers from group0's topology (rebuilt only when either changes)."""
+        state = self.metadata.state
+        key = (state.topology, state.state_id)
+        if self._info_cache is not None and self._info_cache[0] == key:
+            return self._info_cache[1]
+        me = self.identity.host_id
+        peers = tuple(
+            PeerInfo(
+                address=ipaddress.ip_address(r.address),
+                host_id=r.host_id,
+                data_center=r.datacenter,
+                rack=r.rack,
+                rpc_address=ipaddress.ip_address(r.rpc_address),
+                tokens=r.tokens,
+                schema_version=state.state_id,
+                supported_features=",".join(sorted(r.supported_features)),
+            )
+            for r in state.topology.members.values()
+            if r.host_id != me
+        )
+        info = replace(self._base_info, peers=peers)
+        self._info_cache = (key, info)
+        return info
+
     def _node_info(self) -> NodeInfo:
         c = self.config
         listen = ipaddress.ip_address(c.listen_address)
@@ -95,7 +150,7 @@ class Node:
             smp=c.smp,
             ignore_msb=c.murmur3_partitioner_ignore_msb_bits,
             product_version=product_version(),
-            supported_features=SUPPORTED_FEATURES,
+            supported_features=tuple(sorted(self.features)),
         )
 
     def _announce_schema_changes(self, events: tuple[SchemaChangeEvent, ...]) -> None:
@@ -106,8 +161,19 @@ class Node:
             )
             self.server.broadcast(frame)
 
+    def _announce_new_node(self, record: NodeRecord) -> None:
+        if record.host_id != self.identity.host_id:
+            self.server.broadcast(TopologyChangeEvent("NEW_NODE", record.rpc_address))
+
     async def run(self, stop: asyncio.Event) -> None:
         started = time.monotonic()
+        if isinstance(self.metadata, Group0Service):
+            if not await _unless_stopped(self.metadata.start(), stop):
+                await self.metadata.stop()
+                log.warning("node stopped while joining the cluster")
+                return
+        else:
+            log.warning("node in maintenance mode: not joining the cluster; schema changes refused")
         await self.server.start()
         log.warning(
             "node serving CQL address=%s port=%d host_id=%s startup_ms=%.0f",
@@ -121,8 +187,25 @@ class Node:
             await stop.wait()
         finally:
             await self.server.stop()
+            if isinstance(self.metadata, Group0Service):
+                await self.metadata.stop()
             self.metadata.close()
             log.warning("node stopped")
+
+
+async def _unless_stopped(work: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
+    """Run `work` unless `stop` is set first (a SIGTERM while joining); True if it completed."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if task.done():
+        task.result()
+        return True
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return False
 
 
 def _print_how_to_connect(address: str, port: int) -> None:
@@ -152,5 +235,10 @@ async def _main(config: NodeConfig) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     node = Node(config)
-    await node.run(stop)
+    try:
+        await node.run(stop)
+    except JoinRefused as exc:
+        log.error("node refused by the cluster: %s", exc)
+        print(f"tabletdb: cannot join the cluster: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0

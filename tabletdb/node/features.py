@@ -1,0 +1,23 @@
+"""The cluster features this build supports, as the node advertises them to group0.
+
+A feature is enabled in the cluster only when every member supports it (group0.topology).
+``TABLETDB_TEST_UNSUPPORTED_FEATURES`` (comma-separated) removes features from this node's set:
+the test-only way to start a node that looks like an older build.
+"""
+
+from __future__ import annotations
+
+import os
+
+SUPPORTED_FEATURES: tuple[str, ...] = (
+    "GROUP0_SCHEMA_VERSIONING",
+    "SUPPORTS_RAFT_CLUSTER_MANAGEMENT",
+    "TABLETS",
+)
+TEST_DROP_ENV = "TABLETDB_TEST_UNSUPPORTED_FEATURES"
+
+
+def supported_features() -> frozenset[str]:
+    """This node's supported features, minus any the test-only environment variable drops."""
+    dropped = {f.strip() for f in os.environ.get(TEST_DROP_ENV, "").split(",") if f.strip()}
+    return frozenset(SUPPORTED_FEATURES) - dropped

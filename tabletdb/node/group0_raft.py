@@ -1,0 +1,260 @@
+"""The asyncio shell that runs group0's Raft core: ticks, the durable log, RPC and snapshots.
+
+`net.raft_host.RaftHost` runs a fixed member list and no state machine; group0 needs members
+added at run time (a peer's address is learnt from the replicated topology), an applier, read
+barriers and snapshots of the applied state, so it gets this shell.
+
+Each Ready is handled in the order `raft.types` requires: persist (snapshot, entries, hard
+state, one fsync), send, apply, advance. Messages to each peer leave through a queue and a
+sender task of their own, so a dead peer never delays the others; a failed send is reported to
+the core so flow control recovers. When the applied index is `snapshot_every` past the last
+snapshot, the applied state is snapshotted and the log before it is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from tabletdb.net.rpc import RpcNode
+from tabletdb.raft import codec
+from tabletdb.raft.core import RaftNode
+from tabletdb.raft.errors import NotLeaderError
+from tabletdb.raft.storage import DurableLog
+from tabletdb.raft.types import (
+    ConfChange,
+    Config,
+    ConfState,
+    Entry,
+    EntryKind,
+    Message,
+    MessageType,
+    NodeId,
+    Ready,
+    Role,
+    Snapshot,
+)
+
+log = logging.getLogger(__name__)
+
+MSG_VERB = "g0.msg"
+TICK_SECONDS = 0.05
+ELECTION_TICKS = 20
+"""1-2 s election timeout at 50 ms ticks: slow enough for a loaded 2-core CI machine."""
+SNAPSHOT_EVERY = int(os.environ.get("TABLETDB_GROUP0_SNAPSHOT_EVERY", "1000"))
+"""Entries between snapshots (an environment override lets tests force log truncation)."""
+RETRY_SECONDS = 0.05
+
+Applier = Callable[[list[Entry]], None]
+Installer = Callable[[Snapshot], None]
+
+
+class RaftDriver:
+    def __init__(
+        self,
+        raft_id: NodeId,
+        rpc: RpcNode,
+        store: DurableLog,
+        apply: Applier,
+        install: Installer,
+        snapshot_data: Callable[[], bytes],
+        snapshot_every: int = SNAPSHOT_EVERY,
+    ) -> None:
+        self.id = raft_id
+        self.rpc = rpc
+        self.store = store
+        self._apply = apply
+        self._install = install
+        self._snapshot_data = snapshot_data
+        self.snapshot_every = snapshot_every
+        config = Config(id=raft_id, election_tick=ELECTION_TICKS, heartbeat_tick=2, seed=raft_id & 0xFFFFFFFF)
+        self.raft = RaftNode(config, store)
+        self._outboxes: dict[NodeId, asyncio.Queue[Message]] = {}
+        self._reads: dict[bytes, asyncio.Future[int]] = {}
+        self._applied_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._changed = asyncio.Event()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.rpc.register(MSG_VERB, self._on_message)
+        self._tasks.append(asyncio.create_task(self._ticker()))
+        self.process()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self.store.sync()
+
+    def add_peer(self, peer: NodeId, host: str, port: int) -> None:
+        """Route messages for `peer` to host:port (idempotent; called as members are learnt)."""
+        if peer == self.id:
+            return
+        self.rpc.add_peer(peer, host, port)
+        if peer not in self._outboxes:
+            self._outboxes[peer] = asyncio.Queue()
+            self._tasks.append(asyncio.create_task(self._sender(peer)))
+
+    # --- observers -------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.raft.role == Role.LEADER
+
+    @property
+    def conf_state(self) -> ConfState:
+        return self.raft.conf_state
+
+    def status(self) -> dict[str, Any]:
+        conf = self.raft.conf_state
+        return {
+            "server_id": self.id,
+            "role": self.raft.role.name.lower(),
+            "term": self.raft.term,
+            "commit_index": self.raft.commit_index,
+            "applied_index": self.raft.applied,
+            "leader": self.raft.leader,
+            "voters": sorted(conf.voters),
+            "learners": sorted(conf.learners),
+            "snapshot_index": self.store.snapshot_meta.index,
+        }
+
+    async def changed(self) -> None:
+        """Wait until the next Ready was handled (role, leader or applied index may differ)."""
+        self._changed.clear()
+        await self._changed.wait()
+
+    # --- requests --------------------------------------------------------------------------------
+
+    def propose(self, data: bytes) -> None:
+        """Hand `data` to the leader (NotLeaderError while no leader is known)."""
+        self.raft.propose(data)
+        self.process()
+
+    def propose_conf_change(self, cc: ConfChange) -> None:
+        self.raft.propose_conf_change(cc)
+        self.process()
+
+    def campaign(self) -> None:
+        self.raft.campaign()
+        self.process()
+
+    async def read_barrier(self) -> None:
+        """Return once everything committed before the call is applied here (linearizable read).
+
+        Retries while no leader is known or a request is lost to a leader change; the caller
+        bounds the total time.
+        """
+        while True:
+            context = os.urandom(16)
+            fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            self._reads[context] = fut
+            try:
+                self.raft.read_index(context)
+                self.process()
+                index = await asyncio.wait_for(fut, timeout=ELECTION_TICKS * TICK_SECONDS * 2)
+            except (NotLeaderError, TimeoutError):
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            finally:
+                self._reads.pop(context, None)
+            await self.wait_applied(index)
+            return
+
+    async def wait_applied(self, index: int) -> None:
+        if self.raft.applied >= index:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._applied_waiters.append((index, fut))
+        await fut
+
+    def trigger_snapshot(self) -> int:
+        """Snapshot the applied state now; the snapshot's index (0 if nothing new to snapshot)."""
+        applied = self.raft.applied
+        if applied <= self.store.snapshot_meta.index:
+            return 0
+        meta = self.raft.snapshot_meta()
+        self.store.apply_snapshot(Snapshot(meta, self._snapshot_data()))
+        log.info("group0 snapshot index=%d", meta.index)
+        return meta.index
+
+    # --- driving the core ------------------------------------------------------------------------
+
+    async def _ticker(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            self.raft.tick()
+            self.process()
+
+    def process(self) -> None:
+        raft = self.raft
+        while raft.has_ready():
+            rd = raft.ready()
+            self._persist(rd)
+            for m in rd.messages:
+                self._outbox(m.dst).put_nowait(m)
+            if rd.snapshot is not None:
+                self._install(rd.snapshot)
+            normal = [
+                e for e in rd.committed_entries if e.kind == EntryKind.NORMAL and e.index > raft.applied
+            ]
+            if normal:
+                self._apply(normal)
+            for rs in rd.read_states:
+                fut = self._reads.get(rs.context)
+                if fut is not None and not fut.done():
+                    fut.set_result(rs.index)
+            raft.advance(rd)
+        self._wake_applied()
+        if raft.applied - self.store.snapshot_meta.index >= self.snapshot_every:
+            self.trigger_snapshot()
+        self._changed.set()
+
+    def _persist(self, rd: Ready) -> None:
+        store = self.store
+        if rd.snapshot is not None and rd.snapshot.meta.index > store.snapshot_meta.index:
+            store.apply_snapshot(rd.snapshot)
+        store.append(rd.entries)
+        if rd.hard_state is not None:
+            store.set_hard_state(rd.hard_state)
+        store.sync()
+
+    def _wake_applied(self) -> None:
+        applied = self.raft.applied
+        keep: list[tuple[int, asyncio.Future[None]]] = []
+        for index, fut in self._applied_waiters:
+            if index <= applied:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                keep.append((index, fut))
+        self._applied_waiters = keep
+
+    def _outbox(self, peer: NodeId) -> asyncio.Queue[Message]:
+        box = self._outboxes.get(peer)
+        if box is None:  # address not learnt yet: the sender reports it unreachable until it is
+            box = self._outboxes[peer] = asyncio.Queue()
+            self._tasks.append(asyncio.create_task(self._sender(peer)))
+        return box
+
+    async def _sender(self, peer: NodeId) -> None:
+        queue = self._outboxes[peer]
+        while True:
+            m = await queue.get()
+            ok = await self.rpc.send(peer, MSG_VERB, codec.message_to_obj(m))
+            if not ok:
+                self.raft.report_unreachable(peer)
+            if m.type == MessageType.SNAPSHOT:
+                self.raft.report_snapshot(peer, ok)
+            if not ok or m.type == MessageType.SNAPSHOT:
+                self.process()
+
+    async def _on_message(self, src: int, payload: Any) -> None:
+        m = codec.message_from_obj(payload)
+        if m.dst == self.id:
+            self.raft.step(m)
+            self.process()

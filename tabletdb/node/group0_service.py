@@ -1,0 +1,310 @@
+"""group0 on a node: the Raft-replicated metadata store, cluster formation and joining.
+
+DDL (`change_schema`): read barrier, decide on the now-current catalog, propose a command that
+names the state id it was decided on, wait until *this* node applied it. If another change won
+the race the command applies as a no-op everywhere and the decision is re-run on the newer
+state, a bounded number of times (DESIGN.md decision 3).
+
+Formation: a node whose seeds are only itself (or none) founds a cluster: its fresh log is
+bootstrapped with itself as the only voter and it registers itself in the topology. Any other
+node with a fresh log asks a seed to join; the seed forwards to the leader, which checks the
+cluster name and the enabled features, records the node in the topology (so every member learns
+its address) and then adds it as a Raft voter. A restarted node just replays its log (or
+snapshot) and catches up from the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tabletdb.cql.errors import ServerError
+from tabletdb.group0.cluster_state import (
+    Applied,
+    ClusterState,
+    GroupEntry,
+    SchemaEntry,
+    apply_entry,
+    decode_entry,
+    decode_snapshot,
+    encode_entry,
+    encode_snapshot,
+)
+from tabletdb.group0.state import SchemaCommand
+from tabletdb.group0.state_id import timeuuid_after
+from tabletdb.group0.topology import (
+    JoinCommand,
+    JoinRefused,
+    NodeRecord,
+    check_join,
+    record_from_plain,
+    record_to_plain,
+)
+from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
+from tabletdb.node.group0_raft import RaftDriver
+from tabletdb.query.metadata_store import Decision
+from tabletdb.raft.errors import ConfChangeError, NotLeaderError
+from tabletdb.raft.storage import DurableLog
+from tabletdb.raft.types import ConfChange, ConfChangeSingle, ConfChangeType, ConfState, Entry, Snapshot
+from tabletdb.schema.ddl_common import DdlOutcome, SchemaChangeEvent
+from tabletdb.schema.model import Catalog
+
+log = logging.getLogger(__name__)
+
+INTERNODE_PORT = 7000
+"""Scylla's storage_port: group0 traffic. Every node has its own address, so one port serves."""
+JOIN_VERB = "g0.join"
+MAX_DDL_ATTEMPTS = 10
+COMMAND_TIMEOUT = 30.0
+JOIN_TIMEOUT = 120.0
+RESTART_BARRIER_TIMEOUT = 15.0
+
+SchemaListener = Callable[[tuple[SchemaChangeEvent, ...]], None]
+MemberListener = Callable[[NodeRecord], None]
+
+
+class ConcurrentModification(ServerError):
+    """A DDL lost the race against other schema changes every time it was retried."""
+
+
+class Group0Service:
+    def __init__(
+        self,
+        directory: Path,
+        record: NodeRecord,
+        cluster_name: str,
+        seeds: tuple[str, ...],
+    ) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.record = record
+        self.cluster_name = cluster_name
+        self.seeds = seeds
+        self.store = DurableLog.open(str(directory))
+        self.founder = all(seed == record.address for seed in seeds)
+        if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
+            self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
+        self._state = decode_snapshot(self.store.snapshot().data)
+        self.rpc = RpcNode(record.raft_id, record.address, INTERNODE_PORT)
+        self.driver = RaftDriver(
+            record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_bytes
+        )
+        self._waiting: dict[uuid.UUID, asyncio.Future[Applied]] = {}
+        self._schema_listeners: list[SchemaListener] = []
+        self._member_listeners: list[MemberListener] = []
+        self._join_lock = asyncio.Lock()
+        self._rng = random.Random()
+        self._learn_peers()
+
+    # --- MetadataStore ---------------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._state.metadata.catalog
+
+    @property
+    def state(self) -> ClusterState:
+        return self._state
+
+    def add_listener(self, listener: SchemaListener) -> None:
+        self._schema_listeners.append(listener)
+
+    def add_member_listener(self, listener: MemberListener) -> None:
+        self._member_listeners.append(listener)
+
+    async def change_schema(self, decide: Decision) -> DdlOutcome:
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            for _ in range(MAX_DDL_ATTEMPTS):
+                await self.driver.read_barrier()
+                state = self._state.metadata
+                outcome = decide(state.catalog)
+                if outcome.is_noop:
+                    return outcome
+                new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
+                entry = SchemaEntry(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome.events)
+                applied = await self._submit(entry)
+                if applied.took_effect:
+                    return outcome
+        raise ConcurrentModification(
+            f"schema change lost to concurrent schema changes {MAX_DDL_ATTEMPTS} times in a row; retry it"
+        )
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the internode port, run Raft, and make sure this node is a member.
+
+        Raises JoinRefused if the cluster will not have this node.
+        """
+        await self.rpc.start()
+        self.rpc.register(JOIN_VERB, self._on_join)
+        await self.driver.start()
+        if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
+            self.driver.campaign()  # a lone voter need not wait out an election timeout
+        if self.record.host_id in self._state.topology.members:
+            await self._catch_up()
+        elif self.record.raft_id in self.driver.conf_state.voters:
+            await self._register_self()
+        else:
+            await self._join_via_seeds()
+        log.info("group0 member host_id=%s raft_id=%d", self.record.host_id, self.record.raft_id)
+
+    async def stop(self) -> None:
+        await self.driver.stop()
+        await self.rpc.stop()
+
+    def close(self) -> None:
+        self.store.sync()
+
+    def status(self) -> dict[str, Any]:
+        status = self.driver.status()
+        leader = self._state.topology.by_raft_id(status["leader"] or 0)
+        status["leader_host_id"] = str(leader.host_id) if leader else None
+        status["group0_id"] = str(self.group0_id) if self.group0_id else None
+        return status
+
+    @property
+    def group0_id(self) -> uuid.UUID | None:
+        return self._state.topology.group0_id
+
+    # --- membership ------------------------------------------------------------------------------
+
+    async def _catch_up(self) -> None:
+        try:
+            async with asyncio.timeout(RESTART_BARRIER_TIMEOUT):
+                await self.driver.read_barrier()
+        except TimeoutError:
+            log.warning("group0: no quorum after restart; serving the state replayed from the local log")
+
+    async def _register_self(self) -> None:
+        async with asyncio.timeout(JOIN_TIMEOUT):
+            await self.driver.read_barrier()
+            check_join(self._state.topology, self.cluster_name, self.record)
+            applied = await self._submit(JoinCommand(uuid.uuid4(), self.cluster_name, self.record))
+        if not applied.took_effect:
+            raise JoinRefused(f"node {self.record.host_id}: refused when its registration was applied")
+
+    async def _join_via_seeds(self) -> None:
+        seeds = [s for s in self.seeds if s != self.record.address]
+        for i, seed in enumerate(seeds):
+            self.rpc.add_peer(-(i + 1), seed, INTERNODE_PORT)
+        payload = {"cluster_name": self.cluster_name, "record": record_to_plain(self.record)}
+        deadline = time.monotonic() + JOIN_TIMEOUT
+        attempt = 0
+        while True:
+            peer = -(attempt % len(seeds) + 1)
+            attempt += 1
+            try:
+                reply = await self.rpc.call(peer, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+                # Our log is empty until the leader's first snapshot arrives: learn the members'
+                # addresses from the reply so our answers reach the leader before that.
+                for raft_id, address in reply["members"]:
+                    self.driver.add_peer(raft_id, address, INTERNODE_PORT)
+                break
+            except RemoteError as exc:
+                if "JoinRefused" in str(exc):
+                    raise JoinRefused(str(exc).split("JoinRefused: ", 1)[-1]) from None
+                last_error: Exception = exc
+            except RpcError as exc:
+                last_error = exc
+            if time.monotonic() > deadline:
+                raise JoinRefused(f"could not join through seeds {', '.join(seeds)}: {last_error}")
+            log.info("group0 join attempt failed (%s); retrying", last_error)
+            await asyncio.sleep(0.5)
+        async with asyncio.timeout(JOIN_TIMEOUT):
+            await self.driver.read_barrier()
+
+    async def _on_join(self, src: int, payload: Any) -> dict[str, Any]:
+        if not self.driver.is_leader:
+            leader = self.driver.raft.leader
+            if leader is None:
+                raise RuntimeError("no group0 leader known yet; retry")
+            reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+            return reply
+        record = record_from_plain(payload["record"])
+        async with self._join_lock:
+            await self.driver.read_barrier()
+            check_join(self._state.topology, payload["cluster_name"], record)
+            if self._state.topology.members.get(record.host_id) != record:
+                applied = await self._submit(JoinCommand(uuid.uuid4(), payload["cluster_name"], record))
+                if not applied.took_effect:
+                    raise JoinRefused(f"node {record.host_id}: refused when its join was applied")
+            await self._add_voter(record.raft_id)
+        log.info("group0 admitted host_id=%s address=%s", record.host_id, record.address)
+        members = [[r.raft_id, r.address] for r in self._state.topology.members.values()]
+        return {"leader": self.record.raft_id, "members": members}
+
+    async def _add_voter(self, raft_id: int) -> None:
+        change = ConfChange((ConfChangeSingle(ConfChangeType.ADD_VOTER, raft_id),))
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            while raft_id not in self.driver.conf_state.voters:
+                if not self.driver.is_leader:
+                    raise RuntimeError("lost group0 leadership while adding a voter; retry")
+                # ConfChangeError: another change is in flight; wait for it to apply, then retry.
+                with contextlib.suppress(ConfChangeError):
+                    self.driver.propose_conf_change(change)
+                try:
+                    async with asyncio.timeout(1.0):
+                        while raft_id not in self.driver.conf_state.voters:
+                            await self.driver.changed()
+                except TimeoutError:
+                    continue
+
+    # --- proposing and applying ------------------------------------------------------------------
+
+    async def _submit(self, entry: GroupEntry) -> Applied:
+        """Propose `entry` until this node applied it; proposals may repeat (apply is idempotent
+        for joins and a no-op for a schema command whose state moved on)."""
+        cid = entry.command_id
+        loop = asyncio.get_running_loop()
+        fut = self._waiting.setdefault(cid, loop.create_future())
+        data = encode_entry(entry)
+        try:
+            while True:
+                try:
+                    self.driver.propose(data)
+                except NotLeaderError:
+                    await asyncio.sleep(0.05)
+                    continue
+                try:
+                    return await asyncio.wait_for(asyncio.shield(fut), timeout=2.0)
+                except TimeoutError:
+                    log.info("group0 command %s not applied yet; proposing again", cid)
+        finally:
+            self._waiting.pop(cid, None)
+
+    def _apply(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            try:
+                decoded = decode_entry(entry.data)
+            except (ValueError, KeyError, TypeError) as exc:  # same bytes everywhere: all skip it
+                log.error("group0 entry %d undecodable, skipped: %s", entry.index, exc)
+                continue
+            self._state, applied = apply_entry(self._state, decoded)
+            fut = self._waiting.get(applied.command_id)
+            if fut is not None and not fut.done():
+                fut.set_result(applied)
+            if applied.events:
+                for listener in self._schema_listeners:
+                    listener(applied.events)
+            if applied.joined is not None:
+                self._learn_peers()
+                for member_listener in self._member_listeners:
+                    member_listener(applied.joined)
+
+    def _install(self, snapshot: Snapshot) -> None:
+        self._state = decode_snapshot(snapshot.data)
+        self._learn_peers()
+
+    def _snapshot_bytes(self) -> bytes:
+        return encode_snapshot(self._state)
+
+    def _learn_peers(self) -> None:
+        for member in self._state.topology.members.values():
+            self.driver.add_peer(member.raft_id, member.address, INTERNODE_PORT)
