@@ -168,6 +168,7 @@ def execute_select(
     in_partition = 0 if part_left is None or per_partition is None else per_partition - part_left
     more = False
     last: OutRow | None = None
+    last_count = 0
     for row in rows:
         key = (row.token, row.partition_key)
         if key != current_key:
@@ -184,10 +185,11 @@ def execute_select(
         taken.append(row)
         last = row
         in_partition += 1
+        last_count = in_partition
     next_state = None
     if more and last is not None:
         left_after = None if limit is None else limit - len(taken)
-        part_after = None if per_partition is None else per_partition - in_partition
+        part_after = None if per_partition is None else per_partition - last_count
         next_state = msgpack.packb(
             [PAGING_VERSION, last.token, last.partition_key, last.clustering, left_after, part_after]
         )

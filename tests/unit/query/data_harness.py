@@ -1,0 +1,89 @@
+"""An in-process node for data-path tests: metadata store, storage service and processor, no sockets.
+
+The clock is a plain attribute so TTL tests move time explicitly instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tabletdb.cql import codec
+from tabletdb.group0.state import Group0State
+from tabletdb.group0.tablets_state import TabletChange, plan_tablet_changes
+from tabletdb.node.metadata_local import LocalMetadataStore
+from tabletdb.node.storage_service import StorageService
+from tabletdb.protocol.handler import ClientState
+from tabletdb.protocol.requests import QueryParameters
+from tabletdb.protocol.responses import RowsResult
+from tabletdb.query.node_info import NodeInfo
+from tabletdb.query.processor import QueryProcessor
+from tabletdb.query.write_dispatch import DataPath
+from tabletdb.query.write_execute import WriteExecutor
+from tabletdb.schema.ddl_common import SchemaConfig
+from tabletdb.schema.model import Catalog
+from tabletdb.tablets.allocation import NodeCapacity
+from tabletdb.tablets.count import SizingConfig
+
+HOST = uuid.UUID(int=7)
+SMP = 2
+
+
+class Clock:
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class DataNode:
+    def __init__(self, workdir: Path) -> None:
+        self.clock = Clock()
+        self.metadata = LocalMetadataStore(workdir / "raft", tablet_planner=self._plan)
+        self.storage = StorageService(workdir / "data", HOST, SMP, 12, lambda: self.metadata.tablets)
+        self.processor = QueryProcessor(
+            lambda: None,  # type: ignore[arg-type,return-value]
+            self.metadata,
+            SchemaConfig(datacenters=("dc1",)),
+            lambda: [],
+            data=DataPath(WriteExecutor(self.storage, self.clock)),
+        )
+        self.metadata.add_listener(lambda _e: self.storage.forget_missing(self.metadata.catalog))
+        self.client = ClientState(1, ("127.0.0.1", 1), 0)
+
+    def _plan(self, state: Group0State, after: Catalog) -> tuple[TabletChange, ...]:
+        node = NodeCapacity(HOST, "dc1", "rack1", SMP)
+        return plan_tablet_changes(state.catalog, after, state.tablets, [node], SizingConfig())
+
+    async def run(
+        self,
+        cql: str,
+        values: list[bytes | None] | None = None,
+        page_size: int | None = None,
+        paging_state: bytes | None = None,
+        timestamp: int | None = None,
+    ) -> Any:
+        params = QueryParameters(
+            1, values or [], page_size=page_size, paging_state=paging_state, timestamp=timestamp
+        )
+        return await self.processor.query(self.client, cql, params)
+
+    async def rows(self, cql: str, page_size: int | None = None) -> list[tuple[Any, ...]]:
+        """All rows of a SELECT, following paging, decoded."""
+        out: list[tuple[Any, ...]] = []
+        state = None
+        while True:
+            result = await self.run(cql, page_size=page_size, paging_state=state)
+            assert isinstance(result, RowsResult)
+            types = [c.type for c in result.metadata.columns]
+            for row in result.rows:
+                out.append(tuple(None if v is None else codec.deserialize(t, v) for t, v in zip(types, row)))
+            state = result.metadata.paging_state
+            if state is None:
+                return out
+
+    def close(self) -> None:
+        self.storage.close()
+        self.metadata.close()
