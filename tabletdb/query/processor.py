@@ -268,10 +268,10 @@ class QueryProcessor:
         catalog = self._metadata.catalog
         if catalog.keyspace(ks) is None:
             raise InvalidRequest(f"Keyspace {ks} does not exist")
-        table = catalog.table_or_view(ks, name)
-        if table is None:
+        user_table = catalog.table_or_view(ks, name)
+        if user_table is None:
             raise InvalidRequest(f"unconfigured table {name}")
-        return self._data_path().select(stmt, table, bindings, params.page_size, params.paging_state)
+        return self._data_path().select(stmt, user_table, bindings, params.page_size, params.paging_state)
 
     def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
         """The table a DML statement reads or writes (for bind metadata); None for other kinds."""
