@@ -27,6 +27,7 @@ from tabletdb.node.features import supported_features
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
+from tabletdb.node.rest_api import ApiContext, RestApi
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
@@ -88,6 +89,11 @@ class Node:
             max_frame_size=max_frame,
         )
         self.metadata.add_listener(self._announce_schema_changes)
+        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
+        api_ctx = ApiContext(
+            self.identity.host_id, self._record().address, lambda: self.metadata.state, group0
+        )
+        self.rest_api = RestApi(api_ctx, config.api_address or config.listen_address, config.api_port)
 
     def _rpc_address(self) -> str:
         return self.config.rpc_address or self.config.listen_address
@@ -167,9 +173,11 @@ class Node:
 
     async def run(self, stop: asyncio.Event) -> None:
         started = time.monotonic()
+        await self.rest_api.start()
         if isinstance(self.metadata, Group0Service):
             if not await _unless_stopped(self.metadata.start(), stop):
                 await self.metadata.stop()
+                await self.rest_api.stop()
                 log.warning("node stopped while joining the cluster")
                 return
         else:
@@ -187,6 +195,7 @@ class Node:
             await stop.wait()
         finally:
             await self.server.stop()
+            await self.rest_api.stop()
             if isinstance(self.metadata, Group0Service):
                 await self.metadata.stop()
             self.metadata.close()
