@@ -47,7 +47,7 @@ class Restrictions:
     def slices(self, table: TableDef) -> list[ClusteringSlice]:
         """The clustering slices selected, in clustering order."""
         out = []
-        for prefix in self.clustering_prefixes:
+        for prefix in sorted(self.clustering_prefixes, key=lambda p: encode_clustering(table, p)):
             lo = clustering_bound(
                 table,
                 prefix + (self.lower[0] if self.lower else []),
@@ -66,7 +66,7 @@ class Restrictions:
         return out
 
     def clustering_keys(self, table: TableDef) -> list[bytes]:
-        return [encode_clustering(table, p) for p in self.clustering_prefixes]
+        return sorted({encode_clustering(table, p) for p in self.clustering_prefixes})
 
 
 def _bytes(term: ast.Term, t: CqlType, name: str, bindings: Bindings) -> bytes | None:
@@ -174,7 +174,8 @@ def _clustering(
     columns = list(table.clustering_key)
     i = 0
     while i < len(columns) and columns[i].name in ck_eq:
-        prefixes = [p + [v] for p in prefixes for v in ck_eq.pop(columns[i].name)]
+        options = ck_eq.pop(columns[i].name)
+        prefixes = [[*p, v] for v in options for p in prefixes]
         i += 1
     r.clustering_prefixes = prefixes
     if multi:
@@ -207,7 +208,12 @@ def _multi_column(
         types = [c.type for c in table.clustering_key[start : start + len(names)]]
         tuple_type = TupleType(tuple(types))
 
-        def components(term: ast.Term) -> list[bytes]:
+        def components(
+            term: ast.Term,
+            names: list[str] = names,
+            types: list[CqlType] = types,
+            tuple_type: TupleType = tuple_type,
+        ) -> list[bytes]:
             value = term_value(term, tuple_type, "(" + ",".join(names) + ")", bindings)
             if value is None or isinstance(value, Unset):
                 raise InvalidRequest(f"Invalid null value in condition for columns {names}")

@@ -112,7 +112,8 @@ def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> boo
     for i, o in enumerate(stmt.order_by):
         if i >= len(cks) or o.column != cks[i].name:
             raise InvalidRequest(
-                f"Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {o.column}"
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, "
+                f"got {o.column}"
             )
         natural = cks[i].clustering_order is not ClusteringOrder.DESC
         flips.add(o.ascending != natural)

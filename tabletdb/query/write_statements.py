@@ -225,7 +225,11 @@ def build_update(
                 row_ck = b"" if is_static or ck is None else ck
 
                 def cells(
-                    col: ColumnDef = col, static_row: bool = is_static, row_ck: bytes = row_ck
+                    col: ColumnDef = col,
+                    static_row: bool = is_static,
+                    row_ck: bytes = row_ck,
+                    key: bytes = key,
+                    token: int = token,
                 ) -> Sequence[LiveCell]:
                     return current(key, token, row_ck, static_row, col.name)
 
@@ -272,7 +276,8 @@ def _assign(
         value = term_value(a.value, col.type, col.name, bindings)
         if col.type.is_counter:
             raise InvalidRequest(
-                f"Cannot set the value of counter column {col.name} (counters can only be incremented/decremented, not set)"
+                f"Cannot set the value of counter column {col.name} "
+                "(counters can only be incremented/decremented, not set)"
             )
         if not isinstance(value, Unset):
             whole_value(col, value, when, out)
@@ -303,7 +308,9 @@ def _assign(
             add_elements(col, value, when, out, prepend=True)
     elif isinstance(a, ast.SetElement):
         key_type = getattr(col.type, "key", INT)
-        value_type: CqlType = getattr(col.type, "value", None) or getattr(col.type, "element", None) or col.type
+        value_type: CqlType = (
+            getattr(col.type, "value", None) or getattr(col.type, "element", None) or col.type
+        )
         key = term_value(a.key, key_type, col.name, bindings)
         value = term_value(a.value, value_type, col.name, bindings)
         if not isinstance(value, Unset):
@@ -355,7 +362,11 @@ def build_delete(
                 row_ck = b"" if is_static else ck
 
                 def cells(
-                    col: ColumnDef = col, st: bool = is_static, row_ck: bytes = row_ck
+                    col: ColumnDef = col,
+                    st: bool = is_static,
+                    row_ck: bytes = row_ck,
+                    key: bytes = key,
+                    token: int = token,
                 ) -> Sequence[LiveCell]:
                     return current(key, token, row_ck, st, col.name)
 

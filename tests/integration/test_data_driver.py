@@ -7,7 +7,8 @@ from typing import Any
 
 def test_prepared_writes_and_paged_reads(session: Any) -> None:
     session.execute(
-        "CREATE KEYSPACE IF NOT EXISTS dp WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+        "CREATE KEYSPACE IF NOT EXISTS dp "
+        "WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
     )
     session.execute("CREATE TABLE IF NOT EXISTS dp.kv (p int, c int, v text, PRIMARY KEY (p, c))")
     insert = session.prepare("INSERT INTO dp.kv (p, c, v) VALUES (?, ?, ?)")

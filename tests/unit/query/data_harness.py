@@ -17,7 +17,6 @@ from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.node_info import NodeInfo
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.write_dispatch import DataPath
 from tabletdb.query.write_execute import WriteExecutor

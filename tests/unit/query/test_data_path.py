@@ -40,6 +40,7 @@ def test_insert_select_update_delete(node: DataNode) -> None:
         await node.run("UPDATE ks.t SET s = 9 WHERE p = 1")
         assert await node.rows("SELECT c, v, s FROM ks.t WHERE p = 1") == [(c, f"v{c}", 9) for c in range(5)]
         assert await node.rows("SELECT c FROM ks.t WHERE p = 1 AND c > 1 AND c <= 3") == [(2,), (3,)]
+        assert await node.rows("SELECT c FROM ks.t WHERE p IN (1, 2) AND c IN (4, 0)") == [(0,), (4,)]
         assert await node.rows("SELECT c FROM ks.t WHERE p = 1 ORDER BY c DESC LIMIT 2") == [(4,), (3,)]
         await node.run("DELETE v FROM ks.t WHERE p = 1 AND c = 0")
         await node.run("DELETE FROM ks.t WHERE p = 1 AND c >= 3")
@@ -118,7 +119,8 @@ def test_validation_stores_nothing(node: DataNode) -> None:
             await node.run("INSERT INTO ks.t (p, c, v) VALUES (1, 1, 'x')")
         with pytest.raises(InvalidRequest):
             await node.run(
-                "BEGIN BATCH INSERT INTO ks.t (p, c, v) VALUES (1, 1, 1); INSERT INTO ks.t (p, v) VALUES (2, 2); APPLY BATCH"
+                "BEGIN BATCH INSERT INTO ks.t (p, c, v) VALUES (1, 1, 1); "
+                "INSERT INTO ks.t (p, v) VALUES (2, 2); APPLY BATCH"
             )
         assert await node.rows("SELECT * FROM ks.t") == []
 
