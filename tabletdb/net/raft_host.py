@@ -2,16 +2,21 @@
 
 `RaftHost` drives `RaftNode` by the contract in `raft.types`: for each Ready it persists the
 snapshot, entries and hard state and fsyncs once (group commit), then sends the messages, then
-applies committed entries and calls `advance`. Messages to each peer leave through one queue
+applies committed entries and calls `advance`. With `batch` on (the default) an incoming proposal
+or message does not produce a Ready at once: processing is deferred to the end of the event-loop
+iteration, so every proposal and message read from the sockets in that iteration shares one Ready
+and one fsync. With `batch` off each input is processed on arrival (one fsync per proposal); the
+benchmark (bench/bench_raft.py) measures both. Messages to each peer leave through one queue
 and sender task as one-way RPCs, so a slow or dead peer never blocks the others; failed sends
 (the connection cannot be opened or written) are reported to the core (`report_unreachable`,
 `report_snapshot`) so flow control recovers.
 
 RPC verbs: ``raft.msg`` (one-way, a Raft message), ``raft.propose`` (request: data -> index once
-this leader applied it), ``raft.status`` and ``raft.dump`` (committed entries, for tests).
+this leader applied it), ``raft.status`` (role, term, indexes, and counts of Readies and fsyncs so a
+benchmark can see entries per fsync) and ``raft.dump`` (committed entries, for tests).
 
 Run one host as a process: ``python -m tabletdb.net.raft_host --id 1 --dir D --peers
-1=127.0.0.1:7001,2=...`` (every founding member lists the same peers).
+1=127.0.0.1:7001,2=...`` (every founding member lists the same peers; ``--no-batch`` turns batching off).
 """
 
 from __future__ import annotations
@@ -44,11 +49,13 @@ class RaftHost:
         peers: dict[NodeId, tuple[str, int]],
         tick_seconds: float = 0.02,
         config: Config | None = None,
+        batch: bool = True,
     ) -> None:
         self.id = node_id
         self.directory = directory
         self.peers = peers
         self.tick_seconds = tick_seconds
+        self.batch = batch
         self.config = config or Config(id=node_id, election_tick=10, heartbeat_tick=1, seed=node_id)
         host, port = peers[node_id]
         self.rpc = RpcNode(node_id, host, port)
@@ -57,6 +64,9 @@ class RaftHost:
         self._outboxes: dict[NodeId, asyncio.Queue[Message]] = {}
         self._waiting: dict[bytes, asyncio.Future[int]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._process_scheduled = False
+        self.readies = 0
+        self.syncs = 0
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -93,12 +103,25 @@ class RaftHost:
             self.raft.tick()
             self._process()
 
+    def _kick(self) -> None:
+        """Process new input now (batching off) or once, at the end of this loop iteration."""
+        if not self.batch:
+            self._process()
+        elif not self._process_scheduled:
+            self._process_scheduled = True
+            asyncio.get_running_loop().call_soon(self._process_deferred)
+
+    def _process_deferred(self) -> None:
+        self._process_scheduled = False
+        self._process()
+
     def _process(self) -> None:
         raft, store = self.raft, self.log_store
         assert raft is not None and store is not None
         while raft.has_ready():
             rd = raft.ready()
-            self._persist(store, rd)
+            self.readies += 1
+            self.syncs += self._persist(store, rd)
             for m in rd.messages:
                 self._outboxes[m.dst].put_nowait(m)
             for entry in rd.committed_entries:
@@ -109,13 +132,16 @@ class RaftHost:
             raft.advance(rd)
 
     @staticmethod
-    def _persist(store: DurableLog, rd: Ready) -> None:
+    def _persist(store: DurableLog, rd: Ready) -> int:
+        """Persist the Ready durably; returns 1 if it had anything to write (one fsync), else 0."""
+        writes = rd.snapshot is not None or bool(rd.entries) or rd.hard_state is not None
         if rd.snapshot is not None:
             store.apply_snapshot(rd.snapshot)
         store.append(rd.entries)
         if rd.hard_state is not None:
             store.set_hard_state(rd.hard_state)
         store.sync()
+        return int(writes)
 
     async def _sender(self, peer: NodeId) -> None:
         queue = self._outboxes[peer]
@@ -138,7 +164,7 @@ class RaftHost:
         m = codec.message_from_obj(payload)
         if m.dst == self.id:
             self.raft.step(m)
-            self._process()
+            self._kick()
 
     async def _on_propose(self, src: int, payload: Any) -> int:
         raft = self.raft
@@ -153,7 +179,7 @@ class RaftHost:
             raft.propose(data)
         except RaftError as exc:
             raise NotLeader(str(exc)) from exc
-        self._process()
+        self._kick()
         return await asyncio.wait_for(asyncio.shield(fut), timeout=5.0)
 
     async def _on_status(self, src: int, payload: Any) -> dict[str, Any]:
@@ -166,6 +192,8 @@ class RaftHost:
             "leader": raft.leader,
             "commit": raft.commit_index,
             "applied": raft.applied,
+            "readies": self.readies,
+            "syncs": self.syncs,
         }
 
     async def _on_dump(self, src: int, payload: Any) -> list[list[Any]]:
@@ -186,7 +214,7 @@ def _parse_peers(text: str) -> dict[NodeId, tuple[str, int]]:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    host = RaftHost(args.id, args.dir, _parse_peers(args.peers), tick_seconds=args.tick)
+    host = RaftHost(args.id, args.dir, _parse_peers(args.peers), tick_seconds=args.tick, batch=args.batch)
     await host.start()
     print(f"ready {args.id}", flush=True)
     with contextlib.suppress(asyncio.CancelledError):
@@ -199,6 +227,12 @@ def main() -> None:
     parser.add_argument("--dir", required=True)
     parser.add_argument("--peers", required=True, help="id=host:port,... for every member, this one included")
     parser.add_argument("--tick", type=float, default=0.02, help="seconds per Raft tick")
+    parser.add_argument(
+        "--no-batch",
+        dest="batch",
+        action="store_false",
+        help="process each proposal and message on arrival (one fsync each) instead of per loop iteration",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     asyncio.run(_serve(args))
