@@ -65,6 +65,11 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
         return Output(sel.alias or col.name, col.type, col.name)
     if isinstance(expr, ast.CountRows):
         return Output(sel.alias or "count", BIGINT, None, "count")
+    if isinstance(expr, ast.FunctionCall) and expr.name.lower() == "token":
+        names = [a.name for a in expr.args if isinstance(a, ast.ColumnRef)]
+        if names != [c.name for c in table.partition_key]:
+            raise InvalidRequest("token() takes exactly the partition key columns, in order")
+        return Output(sel.alias or f"system.token({', '.join(names)})", BIGINT, None, "token")
     if isinstance(expr, ast.FunctionCall) and len(expr.args) == 1:
         fn = expr.name.lower()
         arg = expr.args[0]
@@ -210,6 +215,8 @@ def execute_select(
 def _value(o: Output, row: OutRow) -> Any:
     if o.kind == "column":
         return row.values.get(o.column or "")
+    if o.kind == "token":
+        return row.token
     cell = row.cells.get(o.column or "")
     if cell is None:
         return None

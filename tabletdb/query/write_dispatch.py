@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
+from tabletdb.query.lwt import execute_conditional, is_conditional
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings
 from tabletdb.query.write_execute import WriteExecutor
@@ -32,10 +33,8 @@ def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
 
 
 def _check_not_conditional(stmt: ast.Statement) -> None:
-    if isinstance(stmt, ast.InsertStatement) and stmt.if_not_exists:
-        raise InvalidRequest("Conditional updates (IF NOT EXISTS) are not supported by this node yet")
-    if isinstance(stmt, ast.UpdateStatement | ast.DeleteStatement) and (stmt.if_exists or stmt.conditions):
-        raise InvalidRequest("Conditional updates (IF ...) are not supported by this node yet")
+    if is_conditional(stmt):
+        raise InvalidRequest("Conditional statements in a BATCH are not supported by this node yet")
 
 
 class DataPath:
@@ -45,8 +44,8 @@ class DataPath:
     async def modify(
         self, stmt: Modification, table: TableDef, bindings: Bindings, timestamp: int | None
     ) -> Result:
-        _check_table(table)
-        _check_not_conditional(stmt)
+        if is_conditional(stmt):
+            return await execute_conditional(self.writer, stmt, table, bindings, timestamp)
         if _reads_before_write(stmt, table):
             async with self.writer.lock(table, b""):
                 await self._build_and_write(stmt, table, bindings, timestamp)
@@ -77,10 +76,7 @@ class DataPath:
         if kind != "COUNTER" and counters == {True}:
             raise InvalidRequest("Cannot include a counter statement in a logged batch")
         for stmt, table, bindings in statements:
-            _check_table(table)
             _check_not_conditional(stmt)
-            if isinstance(stmt, ast.Statement) and stmt.attributes.timestamp is not None and kind == "LOGGED":
-                pass
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
                 self.writer.mutations_for(stmt, table, bindings, ts)
             )
@@ -103,8 +99,3 @@ class DataPath:
     def truncate(self, table: TableDef) -> Result:
         self.writer.stores.truncate(table)
         return VoidResult()
-
-
-def _check_table(table: TableDef) -> None:
-    if table.is_cdc_log:
-        return
