@@ -51,7 +51,9 @@ PAYLOAD_BYTES = 64
 # --- the disk's floor ---------------------------------------------------------------------------
 
 
-def fsync_baseline(directory: Path, seconds: float, record_bytes: int = PAYLOAD_BYTES) -> dict[str, Any]:
+def fsync_baseline(
+    directory: Path, seconds: float, when: str, record_bytes: int = PAYLOAD_BYTES
+) -> dict[str, Any]:
     """Append a small record and fsync it, in a loop, for `seconds`: the disk's commit floor."""
     path = directory / "fsync-baseline.dat"
     record = b"x" * record_bytes
@@ -71,7 +73,7 @@ def fsync_baseline(directory: Path, seconds: float, record_bytes: int = PAYLOAD_
     elapsed = now - started
     return {
         "benchmark": "raft",
-        "workload": f"fsync baseline: write+fsync {record_bytes} B",
+        "workload": f"fsync baseline ({when}): write+fsync {record_bytes} B",
         "ops": count,
         "seconds": round(elapsed, 3),
         "ops_per_s": count / elapsed,
@@ -282,6 +284,11 @@ def simulated_rate(seeds: int, ops: int) -> dict[str, Any]:
     }
 
 
+def _baseline(parent: str | None, seconds: float, when: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-fsync-", dir=parent) as tmp:
+        return fsync_baseline(Path(tmp), seconds, when)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--duration", type=float, default=10.0, help="measurement seconds per mode")
@@ -292,12 +299,13 @@ def main() -> None:
     parser.add_argument("--sim-ops", type=int, default=100)
     parser.add_argument("--dir", help="where the logs and the fsync file go (default: the temp dir)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-fsync-", dir=args.dir) as tmp:
-        print(RESULT_PREFIX + json.dumps(fsync_baseline(Path(tmp), args.fsync_seconds)), flush=True)
+    # The disk is shared and its fsync rate drifts: measure the floor before and after the runs.
+    print(RESULT_PREFIX + json.dumps(_baseline(args.dir, args.fsync_seconds, "before")), flush=True)
     for batch in (True, False):
         with raft_cluster(batch, args.dir) as cluster:
             figures = asyncio.run(drive(cluster, args.concurrency, args.warmup, args.duration))
         print(RESULT_PREFIX + json.dumps(figures), flush=True)
+    print(RESULT_PREFIX + json.dumps(_baseline(args.dir, args.fsync_seconds, "after")), flush=True)
     print(RESULT_PREFIX + json.dumps(simulated_rate(args.sim_seeds, args.sim_ops)), flush=True)
 
 
