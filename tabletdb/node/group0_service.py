@@ -61,7 +61,8 @@ log = logging.getLogger(__name__)
 INTERNODE_PORT = 7000
 """Scylla's storage_port: group0 traffic. Every node has its own address, so one port serves."""
 JOIN_VERB = "g0.join"
-MAX_DDL_ATTEMPTS = 10
+MAX_DDL_ATTEMPTS = 30
+RETRY_PAUSE = 0.005
 COMMAND_TIMEOUT = 30.0
 JOIN_TIMEOUT = 120.0
 RESTART_BARRIER_TIMEOUT = 15.0
@@ -99,6 +100,7 @@ class Group0Service:
         self._schema_listeners: list[SchemaListener] = []
         self._member_listeners: list[MemberListener] = []
         self._join_lock = asyncio.Lock()
+        self._ddl_lock = asyncio.Lock()
         self._rng = random.Random()
         self._learn_peers()
 
@@ -119,18 +121,26 @@ class Group0Service:
         self._member_listeners.append(listener)
 
     async def change_schema(self, decide: Decision) -> DdlOutcome:
-        async with asyncio.timeout(COMMAND_TIMEOUT):
-            for _ in range(MAX_DDL_ATTEMPTS):
-                await self.driver.read_barrier()
+        """Decide, propose, wait for our own apply; re-decide when another node's change won.
+
+        One change at a time per node (like Scylla's group0 guard): commands from one node
+        never race each other, so only cross-node races cost retries. After a lost race the
+        losing entry's apply already showed us the winner, so retries skip the read barrier;
+        a short random pause de-synchronises nodes that keep colliding.
+        """
+        async with self._ddl_lock, asyncio.timeout(COMMAND_TIMEOUT):
+            await self.driver.read_barrier()
+            for attempt in range(MAX_DDL_ATTEMPTS):
                 state = self._state.metadata
                 outcome = decide(state.catalog)
                 if outcome.is_noop:
                     return outcome
                 new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
-                entry = SchemaEntry(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome.events)
-                applied = await self._submit(entry)
+                command = SchemaCommand(state.state_id, new_id, outcome.mutations)
+                applied = await self._submit(SchemaEntry(command, outcome.events))
                 if applied.took_effect:
                     return outcome
+                await asyncio.sleep(self._rng.uniform(0, RETRY_PAUSE * (attempt + 1)))
         raise ConcurrentModification(
             f"schema change lost to concurrent schema changes {MAX_DDL_ATTEMPTS} times in a row; retry it"
         )

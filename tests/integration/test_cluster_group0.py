@@ -1,0 +1,212 @@
+"""group0 across real processes: concurrent DDL from every node, leader kill -9, feature checks.
+
+Acceptance of the group0 issue: every acknowledged DDL exists on every node and all nodes end
+on one schema version; a killed leader loses nothing acknowledged, the majority keeps taking
+DDL, the restarted node catches up (from a snapshot: the log is truncated every few entries).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from tests.harness.clients import scylla_cluster
+from tests.harness.node import NodeFactory, TestNode
+
+KEYSPACE = (
+    "CREATE KEYSPACE g0 WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
+)
+SETTLE_SECONDS = 60.0
+"""Upper bound for followers to apply what the leader committed (a liveness bound, not a speed check)."""
+
+
+def _pinned(node: TestNode) -> Any:
+    """A driver cluster whose requests all go to `node` (so DDL is accepted by that node)."""
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    profile = ExecutionProfile(
+        load_balancing_policy=WhiteListRoundRobinPolicy([node.host]), request_timeout=60
+    )
+    return Cluster(
+        [node.host],
+        port=node.port,
+        protocol_version=4,
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        schema_metadata_enabled=False,
+    )
+
+
+def _api(node: TestNode, path: str) -> Any:
+    with urllib.request.urlopen(node.api_url + path, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def _tables_and_version(node: TestNode) -> tuple[set[str], Any]:
+    cluster = _pinned(node)
+    try:
+        session = cluster.connect()
+        rows = session.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'g0'")
+        version = session.execute("SELECT schema_version FROM system.local").one().schema_version
+        return {r.table_name for r in rows}, version
+    finally:
+        cluster.shutdown()
+
+
+def _storm(nodes: Iterable[TestNode], per_node: int, prefix: str) -> tuple[set[str], list[Exception]]:
+    """`per_node` CREATE TABLEs from each node at once; the acknowledged names and the errors."""
+    acked: set[str] = set()
+    errors: list[Exception] = []
+    lock = threading.Lock()
+
+    def run(node: TestNode, index: int) -> None:
+        cluster = _pinned(node)
+        try:
+            session = cluster.connect()
+            futures = [
+                (
+                    f"{prefix}_{index}_{i}",
+                    session.execute_async(f"CREATE TABLE g0.{prefix}_{index}_{i} (k int PRIMARY KEY)"),
+                )
+                for i in range(per_node)
+            ]
+            for name, future in futures:
+                try:
+                    future.result()
+                    with lock:
+                        acked.add(name)
+                except Exception as exc:
+                    with lock:
+                        errors.append(exc)
+        except Exception as exc:
+            with lock:
+                errors.append(exc)
+        finally:
+            cluster.shutdown()
+
+    threads = [threading.Thread(target=run, args=(n, i)) for i, n in enumerate(nodes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return acked, errors
+
+
+def _settled(nodes: list[TestNode], expect: set[str]) -> list[tuple[set[str], Any]]:
+    """Each node's (tables, schema version), once all agree and hold `expect` (or the bound ends)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        views = [_tables_and_version(n) for n in nodes]
+        agree = len({v for _, v in views}) == 1 and all(expect <= tables for tables, _ in views)
+        if agree or time.monotonic() > deadline:
+            return views
+        time.sleep(0.2)
+
+
+def _leader(nodes: list[TestNode]) -> TestNode:
+    host_id = _api(nodes[0], "/raft/leader_host")
+    for node in nodes:
+        if _api(node, "/storage_service/hostid/local") == host_id:
+            return node
+    raise AssertionError(f"leader {host_id} is none of {nodes}")
+
+
+def _wait(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_concurrent_ddl_from_every_node(node_factory: NodeFactory) -> None:
+    nodes = node_factory.start_cluster(3)
+    with scylla_cluster(nodes[0]) as cluster:
+        cluster.connect().execute(KEYSPACE)
+        assert len(cluster.metadata.all_hosts()) == 3
+    acked, errors = _storm(nodes, 100, "t")
+    assert not errors, errors[:3]
+    assert len(acked) == 300
+    views = _settled(nodes, acked)
+    for tables, _ in views:
+        assert acked <= tables
+    assert len({version for _, version in views}) == 1
+    for node in nodes:  # any contact point: all peers and the same metadata
+        with scylla_cluster(node) as cluster:
+            cluster.connect()
+            assert {h.address for h in cluster.metadata.all_hosts()} == {n.host for n in nodes}
+            assert set(cluster.metadata.keyspaces["g0"].tables) >= acked
+    status = _api(nodes[1], "/cluster/status")
+    assert sorted(n["address"] for n in status["nodes"]) == sorted(n.host for n in nodes)
+    assert all(n["voter"] for n in status["nodes"])
+    assert _api(nodes[2], "/storage_service/keyspaces?type=user") == ["g0"]
+
+
+def test_leader_kill9_during_ddl_storm(node_factory: NodeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLETDB_GROUP0_SNAPSHOT_EVERY", "16")
+    nodes = node_factory.start_cluster(3)
+    with scylla_cluster(nodes[0]) as cluster:
+        cluster.connect().execute(KEYSPACE)
+    leader = _leader(nodes)
+    others = [n for n in nodes if n is not leader]
+    result: dict[str, Any] = {}
+    storm = threading.Thread(
+        target=lambda: result.update(zip(("acked", "errors"), _storm(nodes, 40, "a"), strict=True))
+    )
+    storm.start()
+    time.sleep(0.5)
+    leader.kill()
+    storm.join()
+    acked: set[str] = result["acked"]
+    # The majority elects a leader and keeps accepting DDL.
+    more, errors = _storm(others, 30, "b")
+    assert not errors, errors[:3]
+    acked |= more
+    for tables, _ in _settled(others, acked):
+        assert acked <= tables
+    # The restarted node catches up; its peers' logs were truncated, so through a snapshot.
+    leader.start()
+    views = _settled(nodes, acked)
+    for tables, _ in views:
+        assert acked <= tables
+    assert len({version for _, version in views}) == 1
+    _wait(lambda: _api(leader, "/raft/state")["snapshot_index"] > 1, "the restarted node to hold a snapshot")
+
+
+def test_node_lacking_an_enabled_feature_is_refused(
+    node_factory: NodeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = node_factory.start_node()
+    assert "TABLETS" in _api(first, "/cluster/status")["enabled_features"]
+    monkeypatch.setenv("TABLETDB_TEST_UNSUPPORTED_FEATURES", "TABLETS")
+    old = node_factory.create(seeds=[first.host])
+    old.start(wait=False)
+    _wait(lambda: not old.running, "the refused node to exit")
+    assert old.process.returncode == 1
+    assert "TABLETS" in old.log_tail() and "cannot join" in old.log_tail()
+    assert [n["address"] for n in _api(first, "/cluster/status")["nodes"]] == [first.host]
+
+
+def test_maintenance_mode_serves_local_schema_and_refuses_ddl(node_factory: NodeFactory) -> None:
+    node = node_factory.start_node()
+    with scylla_cluster(node) as cluster:
+        session = cluster.connect()
+        session.execute(KEYSPACE.replace("'replication_factor': 3", "'replication_factor': 1"))
+        session.execute("CREATE TABLE g0.kept (k int PRIMARY KEY)")
+    node.stop()
+    inspected = TestNode(node.endpoints, node.workdir, options={"maintenance_mode": "true"})
+    node_factory.nodes.append(inspected)
+    inspected.start()
+    tables, _ = _tables_and_version(inspected)
+    assert tables == {"kept"}
+    with scylla_cluster(inspected) as cluster:
+        from cassandra import InvalidRequest
+
+        with pytest.raises(InvalidRequest, match="maintenance mode"):
+            cluster.connect().execute("CREATE TABLE g0.refused (k int PRIMARY KEY)")
