@@ -43,10 +43,10 @@ class AuthDecodeError(ValueError):
 
 
 def to_plain(value: Any) -> Any:
+    if isinstance(value, Permission):  # before str: Permission is a StrEnum
+        return {"@p": value.value}
     if value is None or isinstance(value, bool | int | str):
         return value
-    if isinstance(value, Permission):
-        return {"@p": value.value}
     if isinstance(value, tuple | list):
         return [to_plain(v) for v in value]
     if isinstance(value, FrozenMap):

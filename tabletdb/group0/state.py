@@ -27,6 +27,9 @@ from tabletdb.group0.tablets_state import (
     maps_from_plain,
     maps_to_plain,
 )
+from tabletdb.auth.model import AuthState
+from tabletdb.group0 import auth_state
+from tabletdb.qos.model import QosState
 from tabletdb.schema import serialize
 from tabletdb.schema.model import ZERO_VERSION, Catalog
 from tabletdb.schema.mutations import Mutation, apply_mutations
@@ -39,6 +42,8 @@ class Group0State:
     catalog: Catalog = field(default_factory=Catalog)
     tablets: TabletMaps = EMPTY_TABLET_MAPS
     """Tablet map of every table in a tablets keyspace, by table id (group0.tablets_state)."""
+    auth: AuthState = field(default_factory=AuthState)
+    qos: QosState = field(default_factory=QosState)
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -53,6 +58,9 @@ class SchemaCommand:
     mutations: tuple[Mutation, ...]
     tablet_changes: tuple[TabletChange, ...] = ()
     """Tablet maps created/removed with the schema change, so both move in one step."""
+    auth_mutations: auth_state.AuthMutations = ()
+    qos_mutations: auth_state.QosMutations = ()
+    """Role/grant and service-level changes; with schema mutations they commit atomically."""
 
 
 Command = SchemaCommand
@@ -64,7 +72,8 @@ def apply(state: Group0State, command: Command) -> tuple[Group0State, bool]:
         return state, False
     catalog = apply_mutations(state.catalog, command.mutations, command.new_state_id)
     tablets = apply_tablet_changes(state.tablets, command.tablet_changes)
-    return replace(state, catalog=catalog, tablets=tablets), True
+    auth, qos = auth_state.apply_auth(state.auth, state.qos, command.auth_mutations, command.qos_mutations)
+    return replace(state, catalog=catalog, tablets=tablets, auth=auth, qos=qos), True
 
 
 def encode_command(command: Command) -> bytes:
@@ -77,6 +86,8 @@ def encode_command(command: Command) -> bytes:
     }
     if command.tablet_changes:
         body["t"] = changes_to_plain(command.tablet_changes)
+    if command.auth_mutations or command.qos_mutations:
+        body["a"] = auth_state.mutations_to_plain(command.auth_mutations, command.qos_mutations)
     return msgpack.packb(body, use_bin_type=True)
 
 
@@ -89,6 +100,7 @@ def decode_command(data: bytes) -> Command:
         uuid.UUID(bytes=body["new"]),
         serialize.mutations_from_plain(body["m"]),
         changes_from_plain(body.get("t", [])),
+        *auth_state.mutations_from_plain(body.get("a")),
     )
 
 
@@ -98,6 +110,7 @@ def encode_state(state: Group0State) -> bytes:
             "f": FORMAT_VERSION,
             "catalog": serialize.catalog_to_plain(state.catalog),
             "tablets": maps_to_plain(state.tablets),
+            "auth": auth_state.state_to_plain(state.auth, state.qos),
         },
         use_bin_type=True,
     )
@@ -109,8 +122,9 @@ def decode_state(data: bytes) -> Group0State:
     body = msgpack.unpackb(data, raw=False)
     if not isinstance(body, dict) or body.get("f") != FORMAT_VERSION:
         raise ValueError("unknown group0 snapshot encoding")
+    auth, qos = auth_state.state_from_plain(body.get("auth"))
     return Group0State(
-        serialize.catalog_from_plain(body["catalog"]), maps_from_plain(body.get("tablets", []))
+        serialize.catalog_from_plain(body["catalog"]), maps_from_plain(body.get("tablets", [])), auth, qos
     )
 
 

@@ -97,6 +97,9 @@ class NodeConfig:
     truncate_request_timeout_in_ms: int = 60000
     request_timeout_in_ms: int = 10000
     native_transport_max_frame_size_in_mb: int = 256
+    test_statement_delay_ms: int = 0
+    """TEST ONLY: sleep this long inside every read and write (within its service-level timeout),
+    so tests can make a statement deterministically slower than a short TIMEOUT."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -336,6 +339,7 @@ _PARSERS: dict[str, Parser] = {
     "truncate_request_timeout_in_ms": _int_parser(1),
     "request_timeout_in_ms": _int_parser(1),
     "native_transport_max_frame_size_in_mb": _int_parser(1, 2047),
+    "test_statement_delay_ms": _int_parser(0),
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)

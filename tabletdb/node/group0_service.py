@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tabletdb.cql.errors import ServerError
+from tabletdb.group0.auth_state import with_auth
 from tabletdb.group0.cluster_state import (
     Applied,
     ClusterState,
@@ -136,7 +137,7 @@ class Group0Service:
                 if outcome.is_noop:
                     return outcome
                 new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
-                command = SchemaCommand(state.state_id, new_id, outcome.mutations)
+                command = with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
                 applied = await self._submit(SchemaEntry(command, outcome.events))
                 if applied.took_effect:
                     return outcome

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from tabletdb.group0.auth_state import with_auth
 from tabletdb.group0.state import (
     Group0State,
     SchemaCommand,
@@ -87,7 +88,7 @@ class LocalMetadataStore:
         if outcome.is_noop:
             return outcome
         new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
-        command = SchemaCommand(state.state_id, new_id, outcome.mutations)
+        command = with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
         if self._tablet_planner is not None:
             preview, _ = apply(state, command)
             command = replace(command, tablet_changes=self._tablet_planner(state, preview.catalog))

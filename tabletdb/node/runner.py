@@ -20,6 +20,7 @@ from dataclasses import replace
 from importlib import metadata as importlib_metadata
 from typing import Any
 
+from tabletdb.auth.model import AuthConfig
 from tabletdb.cql.parser import parse_statement
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.node.config import NodeConfig
@@ -31,6 +32,7 @@ from tabletdb.node.rest_api import ApiContext, RestApi
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
+from tabletdb.query.auth_check import AuthService, create_default_superuser
 from tabletdb.query.node_info import NodeInfo, PeerInfo
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
@@ -79,6 +81,11 @@ class Node:
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
+            auth=AuthService(
+                AuthConfig(config.authenticator, config.authorizer),
+                lambda: self.metadata.state.metadata,
+                config.test_statement_delay_ms,
+            ),
         )
         self.server = CqlServer(
             self.processor,
@@ -180,6 +187,10 @@ class Node:
                 await self.rest_api.stop()
                 log.warning("node stopped while joining the cluster")
                 return
+            if self.metadata.founder:
+                await create_default_superuser(
+                    self.metadata, lambda: self.metadata.state.metadata, self.config.cluster_name
+                )
         else:
             log.warning("node in maintenance mode: not joining the cluster; schema changes refused")
         await self.server.start()

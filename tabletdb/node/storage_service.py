@@ -82,6 +82,9 @@ class StorageService:
             out.append(Segment(tablet_map.range_of(tablet_id), (self._committer_at(path).store,)))
         return out
 
+    def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
+        return self._tablet_maps()
+
     def _path_for(self, table: TableDef, token: int) -> Path:
         tablet_map = self._tablet_maps().get(table.id)
         if tablet_map is None:

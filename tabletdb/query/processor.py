@@ -313,7 +313,12 @@ class QueryProcessor:
     # -- state for system tables -------------------------------------------------------------
 
     def _system_state(self) -> SystemState:
-        return SystemState(self._node(), self._metadata.catalog, tuple(self._clients()))
+        return SystemState(
+            self._node(),
+            self._metadata.catalog,
+            tuple(self._clients()),
+            tablets=self._data.tablet_maps() if self._data is not None else {},
+        )
 
     def _catalog_with_system(self) -> Catalog:
         """The user catalog plus the `system` and `system_schema` keyspaces, as drivers list them."""

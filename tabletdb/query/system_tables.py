@@ -9,8 +9,9 @@ fails with "unconfigured table peers_v2" (spec/clients.md 3.3).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from tabletdb.cql.types import (
@@ -32,6 +33,7 @@ from tabletdb.query.node_info import (
     RELEASE_VERSION,
     NodeInfo,
 )
+from tabletdb.query.read_system_tablets import TABLETS_TABLE, tablets_rows
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import (
     LOCAL,
@@ -47,6 +49,7 @@ from tabletdb.schema.model import (
 )
 from tabletdb.schema.options import TableOptions
 from tabletdb.schema.system_schema import legacy_table_id
+from tabletdb.tablets.tablet_map import TabletMap
 
 SYSTEM = "system"
 Row = dict[str, Any]
@@ -60,6 +63,7 @@ class SystemState:
     catalog: Catalog
     clients: tuple[ClientState, ...]
     group0_id: str | None = None
+    tablets: Mapping[uuid.UUID, TabletMap] = field(default_factory=dict)
 
 
 def _define(name: str, pk: list[str], ck: list[str], columns: dict[str, CqlType], comment: str) -> TableDef:
@@ -249,6 +253,7 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
     "versions": (VERSIONS_TABLE, _versions_rows),
     "scylla_local": (SCYLLA_LOCAL_TABLE, _scylla_local_rows),
     "clients": (CLIENTS_TABLE, _clients_rows),
+    "tablets": (TABLETS_TABLE, lambda state: tablets_rows(state.catalog, state.tablets)),
 }
 
 

@@ -7,7 +7,8 @@ table's lock from the read to the durable write, so concurrent increments are no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
@@ -18,6 +19,7 @@ from tabletdb.query.terms import Bindings
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Mutation
+from tabletdb.tablets.tablet_map import TabletMap
 
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
 
@@ -95,6 +97,9 @@ class DataPath:
         return execute_select(
             stmt, table, self.writer.stores, bindings, page_size, paging_state, self.writer.now_seconds()
         )
+
+    def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
+        return self.writer.stores.tablet_maps()
 
     def truncate(self, table: TableDef) -> Result:
         self.writer.stores.truncate(table)

@@ -8,7 +8,8 @@ table's shards) is merged by the reader.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -16,6 +17,7 @@ from tabletdb.dht.token import TokenRange
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.tablet_store import TabletStore
+from tabletdb.tablets.tablet_map import TabletMap
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,10 @@ class DataStores(Protocol):
 
     def segments(self, table: TableDef) -> Sequence[Segment]:
         """Every range of ``table`` this node holds, in token order."""
+        ...
+
+    def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
+        """The tablet maps this node routes by (from group0)."""
         ...
 
     def truncate(self, table: TableDef) -> None:

@@ -1,0 +1,181 @@
+"""The node's authenticator and authorizer: logins, the per-statement permission check, and the
+service-level timeout on reads and writes.
+
+Everything is decided by the pure auth/qos packages against the group0 state this node has
+applied; this module adds what needs the event loop: password verification runs in an executor
+(it is deliberately slow) behind a small cache of verified logins, and statements run under the
+session's effective service-level timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from tabletdb.auth import describe as auth_describe
+from tabletdb.auth.authorization import check_permission
+from tabletdb.auth.login import BAD_CREDENTIALS, authenticate, stored_hash
+from tabletdb.auth.model import AuthConfig
+from tabletdb.auth.roles import default_superuser
+from tabletdb.auth.service_levels import effective_timeout_ms
+from tabletdb.auth.sha512_crypt import ALPHABET, SALT_MAX
+from tabletdb.auth.statement_access import required_permissions
+from tabletdb.cql import ast
+from tabletdb.cql.errors import BadCredentials, ReadTimeout, WriteTimeout
+from tabletdb.group0.auth_state import AuthOutcome
+from tabletdb.group0.state import Group0State
+from tabletdb.protocol.handler import ClientState
+from tabletdb.query.metadata_store import MetadataStore
+from tabletdb.schema.ddl_common import DdlOutcome
+from tabletdb.schema.describe import DescribeRow
+from tabletdb.schema.model import Catalog
+
+LOGIN_CACHE_SIZE = 1024
+"""Verified (user, stored hash, password digest) triples kept; a password change misses."""
+
+T = TypeVar("T")
+READ, SIMPLE, BATCH = "READ", "SIMPLE", "BATCH"
+LOCAL_KEYSPACES = frozenset({"system", "system_schema"})
+
+
+def _digest(password: str) -> bytes:
+    """What the login cache keeps instead of the password itself."""
+    return hashlib.sha256(password.encode()).digest()
+
+
+class AuthService:
+    """One per node; reads auth state through `state` (the group0 state applied here)."""
+
+    def __init__(
+        self, config: AuthConfig, state: Callable[[], Group0State], test_statement_delay_ms: int = 0
+    ) -> None:
+        self.config = config
+        self._state = state
+        self._verified: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
+        self._delay = test_statement_delay_ms / 1000
+
+    # -- authentication ---------------------------------------------------------------------
+
+    @property
+    def authenticator(self) -> str | None:
+        """What AUTHENTICATE names; None (answer READY) unless passwords are required."""
+        return self.config.authenticator if self.config.uses_passwords else None
+
+    async def login(self, client: ClientState, username: str, password: str) -> None:
+        """Verify SASL PLAIN credentials; on success the connection acts as `username`."""
+        if not self.config.uses_passwords:
+            raise BadCredentials(f"{self.config.authenticator} does not take credentials")
+        auth = self._state().auth
+        key = (username, stored_hash(auth, username), _digest(password))
+        if key in self._verified:
+            self._verified.move_to_end(key)
+            if not auth.can_login(username):
+                raise BadCredentials(f"{username} is not permitted to log in")
+        else:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, authenticate, auth, username, password)
+            self._remember(key)
+        client.user = username
+
+    def _remember(self, key: tuple[str, str, bytes]) -> None:
+        self._verified[key] = None
+        if len(self._verified) > LOGIN_CACHE_SIZE:
+            self._verified.popitem(last=False)
+
+    def cached_logins(self) -> int:
+        return len(self._verified)
+
+    # -- authorization ----------------------------------------------------------------------
+
+    def check(self, client: ClientState, stmt: ast.Statement, keyspace: str | None, catalog: Catalog) -> None:
+        """Unauthorized unless the session holds every permission `stmt` needs. Anonymous
+        sessions (AllowAllAuthenticator) and AllowAllAuthorizer skip the check."""
+        if not self.config.enforces_permissions or client.user is None:
+            return
+        auth = self._state().auth
+        for permission, resource in required_permissions(stmt, catalog, keyspace):
+            check_permission(auth, client.user, permission, resource)
+
+    def describer(self, user: str | None) -> Callable[[bool], list[DescribeRow]]:
+        """Auth rows for DESCRIBE ... WITH INTERNALS as `user` may see them."""
+
+        def rows(with_passwords: bool) -> list[DescribeRow]:
+            state = self._state()
+            if with_passwords:
+                auth_describe.check_may_describe_passwords(state.auth, user)
+            return auth_describe.describe_auth(state.auth, state.qos, with_passwords, self.config)
+
+        return rows
+
+    # -- service-level timeouts ---------------------------------------------------------------
+
+    def timeout_ms(self, user: str | None) -> int | None:
+        state = self._state()
+        return effective_timeout_ms(state.auth, state.qos, user)
+
+    @property
+    def state(self) -> Callable[[], Group0State]:
+        return self._state
+
+    async def run_limited(
+        self, client: ClientState, kind: str | None, consistency: int, run: Callable[[], Awaitable[T]]
+    ) -> T:
+        """Run a read or write (`kind` from `operation_kind`) under the session's service-level
+        timeout; other statements run as they are. On expiry the client gets ReadTimeout or
+        WriteTimeout as from replicas that never answered."""
+        if kind is None:
+            return await run()
+        limit = self.timeout_ms(client.user)
+        try:
+            async with asyncio.timeout(None if limit is None else limit / 1000):
+                if self._delay:
+                    await asyncio.sleep(self._delay)
+                return await run()
+        except TimeoutError:
+            raise timeout_error(kind, consistency, limit) from None
+
+
+async def create_default_superuser(
+    store: MetadataStore, state: Callable[[], Group0State], cluster_name: str
+) -> None:
+    """cassandra/cassandra, once per cluster: the founding node proposes it at start while no
+    role exists (a no-op otherwise, decided on the state current at commit).
+
+    The salt is derived from the cluster name rather than drawn at random, so two clusters of
+    the same name hold the same default hash and a DESCRIBE ... AND PASSWORDS backup (which
+    prints the default superuser as CREATE ROLE IF NOT EXISTS) restores to identical output.
+    The password is the public default, so a predictable salt gives nothing away."""
+    digest = hashlib.sha256(cluster_name.encode()).digest()
+    salt = "".join(ALPHABET[b % len(ALPHABET)] for b in digest[:SALT_MAX])
+
+    def decide(catalog: Catalog) -> DdlOutcome:
+        return AuthOutcome(auth_mutations=default_superuser(state().auth, salt))
+
+    await store.change_schema(decide)
+
+
+def operation_kind(stmt: ast.Statement) -> str | None:
+    """READ, SIMPLE (a write), BATCH, or None for statements no service level limits.
+
+    Reads of `system`/`system_schema` are rendered from this node's memory with no replica to
+    wait for, so they are not limited (drivers read them while setting up a connection)."""
+    if isinstance(stmt, ast.SelectStatement):
+        return None if stmt.table.keyspace in LOCAL_KEYSPACES else READ
+    if isinstance(stmt, ast.BatchStatement):
+        return BATCH
+    if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
+        return SIMPLE
+    return None
+
+
+def timeout_error(kind: str, consistency: int, limit_ms: int | None) -> ReadTimeout | WriteTimeout:
+    what = f"service level timeout of {limit_ms}ms expired"
+    if kind == READ:
+        return ReadTimeout(f"Operation timed out for read: {what}", consistency, 0, 1, False)
+    return WriteTimeout(f"Operation timed out for write: {what}", consistency, 0, 1, kind)
+
+
+__all__ = ["BAD_CREDENTIALS", "AuthService", "operation_kind", "timeout_error"]
