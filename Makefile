@@ -24,7 +24,7 @@ $(CASSANDRA_VENV)/.installed:
 	touch $@
 
 run: install
-	$(BIN)/tabletdb server --workdir work/node1 --listen-address 127.0.0.1
+	$(BIN)/tabletdb cluster up --nodes 3 --workdir work/cluster
 
 lint: install
 	$(BIN)/ruff check tabletdb tests bench

@@ -1,0 +1,156 @@
+"""``tabletdb cluster up``: a local N-node cluster on 127.0.0.1 .. 127.0.0.N for development.
+
+Every node gets its own loopback address, so all use Scylla's default ports (CQL 9042, REST API
+10000, internode 7000). Node 1 founds the cluster; the others join through it. The command waits
+until every node serves CQL, prints how to connect, and stops all nodes on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+CQL_PORT = 9042
+READY_TIMEOUT = 180.0
+STOP_TIMEOUT = 30.0
+
+
+DEFAULT_PREFIX = "127.0.0"
+
+
+def node_address(index: int, prefix: str = DEFAULT_PREFIX) -> str:
+    """<prefix>.<index> (127.0.0.<index> by default) for index 1..254."""
+    if not 1 <= index <= 254:
+        raise click.BadParameter(f"node index {index} is outside 1..254")
+    return f"{prefix}.{index}"
+
+
+def node_argv(
+    index: int, workdir: Path, seed: str, log_level: str, prefix: str = DEFAULT_PREFIX
+) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "tabletdb.cli.main",
+        "server",
+        "--workdir",
+        str(workdir / f"node{index}"),
+        "--listen-address",
+        node_address(index, prefix),
+        "--seeds",
+        seed,
+        "--log-level",
+        log_level,
+    ]
+
+
+def cql_ready(address: str, port: int = CQL_PORT) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class LocalCluster:
+    """The node processes of one `cluster up`; each logs to <workdir>/node<i>.log."""
+
+    def __init__(self, nodes: int, workdir: Path, log_level: str, prefix: str = DEFAULT_PREFIX) -> None:
+        self.nodes = nodes
+        self.prefix = prefix
+        self.workdir = workdir
+        self.log_level = log_level
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start_node(self, index: int) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = (self.workdir / f"node{index}.log").open("ab")
+        argv = node_argv(index, self.workdir, node_address(1, self.prefix), self.log_level, self.prefix)
+        self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+
+    def wait_ready(self, indexes: range, stop: threading.Event) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        pending = set(indexes)
+        while pending and not stop.is_set():
+            for index in sorted(pending):
+                process = self.processes[index - 1]
+                if process.poll() is not None:
+                    raise click.ClickException(
+                        f"node {index} exited with {process.returncode}; see {self.workdir}/node{index}.log"
+                    )
+                if cql_ready(node_address(index, self.prefix)):
+                    pending.discard(index)
+            if pending and time.monotonic() > deadline:
+                raise click.ClickException(
+                    f"nodes {sorted(pending)} did not serve CQL in {READY_TIMEOUT:.0f}s"
+                )
+            stop.wait(0.1)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for process in self.processes:
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@click.group("cluster")
+def cluster_group() -> None:
+    """Run a local multi-node cluster for development."""
+
+
+@cluster_group.command("up")
+@click.option("--nodes", "-n", type=click.IntRange(1, 254), default=3, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), default="work/cluster", show_default=True)
+@click.option("--log-level", default="WARNING", show_default=True, help="Log level of every node.")
+@click.option(
+    "--address-prefix", default=DEFAULT_PREFIX, show_default=True, help="Node i listens on PREFIX.i."
+)
+def up(nodes: int, workdir: str, log_level: str, address_prefix: str) -> None:
+    """Start NODES nodes on 127.0.0.1..127.0.0.NODES and keep them running until Ctrl-C."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    cluster = LocalCluster(nodes, Path(workdir), log_level, address_prefix)
+    started = time.monotonic()
+    try:
+        cluster.start_node(1)
+        cluster.wait_ready(range(1, 2), stop)
+        for index in range(2, nodes + 1):
+            cluster.start_node(index)
+        cluster.wait_ready(range(2, nodes + 1), stop)
+        if not stop.is_set():
+            _print_ready(nodes, time.monotonic() - started, Path(workdir), address_prefix)
+            stop.wait()
+    finally:
+        click.echo("stopping the cluster ...", err=True)
+        cluster.stop()
+
+
+def _print_ready(nodes: int, seconds: float, workdir: Path, prefix: str) -> None:
+    addresses = [node_address(i, prefix) for i in range(1, nodes + 1)]
+    click.echo(
+        f"tabletdb cluster of {nodes} node(s) serving CQL after {seconds:.1f}s: {', '.join(addresses)}"
+    )
+    click.echo(f"  connect: .venv/bin/cqlsh {addresses[0]} {CQL_PORT}")
+    click.echo(f"  driver:  Cluster({addresses!r}, port={CQL_PORT})")
+    click.echo(f"  status:  tabletdb status --host {addresses[0]}")
+    click.echo(f"  logs:    {workdir}/node<i>.log; Ctrl-C stops all nodes", nl=True)
+    sys.stdout.flush()
