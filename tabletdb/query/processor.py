@@ -14,12 +14,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tabletdb.auth.model import AuthConfig
 from tabletdb.cql import ast
 from tabletdb.cql.errors import (
     InvalidRequest,
     Unprepared,
 )
 from tabletdb.cql.parser import parse_statement
+from tabletdb.group0.state import Group0State
 from tabletdb.protocol.extensions import build_supported
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
@@ -33,6 +35,8 @@ from tabletdb.protocol.responses import (
 )
 from tabletdb.protocol.wire import Value
 from tabletdb.query import ddl
+from tabletdb.query.auth_check import AuthService, operation_kind
+from tabletdb.query.auth_exec import AUTH_STATEMENTS, AuthExecutor
 from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.node_info import NodeInfo
@@ -44,7 +48,6 @@ from tabletdb.query.virtual_select import output_columns, select_virtual
 from tabletdb.query.write_dispatch import DataPath
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
-from tabletdb.schema.describe import DescribeRow
 from tabletdb.schema.model import Catalog, TableDef
 
 PREPARED_CACHE_LIMIT = 10_000
@@ -69,7 +72,10 @@ class QueryProcessor:
         clients: Callable[[], list[ClientState]],
         shard_aware_port: int | None = None,
         data: DataPath | None = None,
+        auth: AuthService | None = None,
     ) -> None:
+        self._auth = auth or AuthService(AuthConfig(), Group0State)
+        self._auth_exec = AuthExecutor(self._auth.config, self._auth.state, metadata)
         self._data = data
         self._node = node
         self._metadata = metadata
@@ -83,7 +89,7 @@ class QueryProcessor:
 
     @property
     def authenticator(self) -> str | None:
-        return None
+        return self._auth.authenticator
 
     def supported(self, client: ClientState) -> dict[str, list[str]]:
         node = self._node()
@@ -96,7 +102,7 @@ class QueryProcessor:
         )
 
     async def authenticate(self, client: ClientState, username: str, password: str) -> None:
-        return None
+        await self._auth.login(client, username, password)
 
     def connection_opened(self, client: ClientState) -> None:
         return None
@@ -113,7 +119,12 @@ class QueryProcessor:
             table = self._table_for(stmt, client.keyspace)
             binds = receivers(stmt, table)
             values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
-        return await self._execute(client, stmt, client.keyspace, values, params)
+        return await self._auth.run_limited(
+            client,
+            operation_kind(stmt),
+            params.consistency,
+            lambda: self._execute(client, stmt, client.keyspace, values, params),
+        )
 
     async def prepare(self, client: ClientState, query: str) -> PreparedResult:
         keyspace = client.keyspace
@@ -147,7 +158,12 @@ class QueryProcessor:
         if params.names is not None:
             names = [b.name for b in prepared.binds]
             values = bind_by_name(prepared.statement.bind_markers, names, values, params.names)
-        return await self._execute(client, prepared.statement, prepared.keyspace, values, params)
+        return await self._auth.run_limited(
+            client,
+            operation_kind(prepared.statement),
+            params.consistency,
+            lambda: self._execute(client, prepared.statement, prepared.keyspace, values, params),
+        )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
         items = []
@@ -163,9 +179,12 @@ class QueryProcessor:
                 stmt, keyspace = parse_statement(entry.query or ""), client.keyspace
             if not isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
                 raise InvalidRequest("Only INSERT, UPDATE and DELETE statements are allowed in a BATCH")
+            self._auth.check(client, stmt, keyspace, self._metadata.catalog)
             items.append((stmt, self._user_table(stmt.table, keyspace), Bindings(entry.values)))
         kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
-        return await self._data_path().batch(kind, items, batch.timestamp)
+        return await self._auth.run_limited(
+            client, "BATCH", batch.consistency, lambda: self._data_path().batch(kind, items, batch.timestamp)
+        )
 
     def _data_path(self) -> DataPath:
         if self._data is None:
@@ -196,6 +215,9 @@ class QueryProcessor:
         values: list[Value],
         params: QueryParameters,
     ) -> Result:
+        self._auth.check(client, stmt, keyspace, self._metadata.catalog)
+        if isinstance(stmt, AUTH_STATEMENTS):
+            return await self._auth_exec.execute(stmt, client.user, keyspace)
         if isinstance(stmt, ast.SelectStatement):
             return self._select(stmt, keyspace, Bindings(values), params)
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
@@ -212,13 +234,15 @@ class QueryProcessor:
             client.keyspace = stmt.keyspace
             return SetKeyspaceResult(stmt.keyspace)
         if isinstance(stmt, ddl.DDL_STATEMENTS):
-            return await self._schema_change(stmt, keyspace)
+            return await self._schema_change(stmt, keyspace, client.user)
         if isinstance(stmt, ast.Describe):
-            return describe(stmt, self._catalog_with_system(), keyspace, self._node(), self._describe_auth)
+            auth_rows = self._auth.describer(client.user)
+            return describe(stmt, self._catalog_with_system(), keyspace, self._node(), auth_rows)
         raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
 
-    async def _schema_change(self, stmt: ast.Statement, keyspace: str | None) -> Result:
+    async def _schema_change(self, stmt: ast.Statement, keyspace: str | None, user: str | None) -> Result:
         decide = ddl.decision_for(stmt, keyspace, self._schema_config, uuid.uuid1, _now_micros)
+        decide = self._auth_exec.with_creator_grants(decide, user)
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
             return VoidResult()
@@ -306,17 +330,16 @@ class QueryProcessor:
             return output_columns(stmt, table)
         return result_columns(stmt, table)
 
-    def _describe_auth(self, with_passwords: bool) -> list[DescribeRow]:
-        """Roles, grants and service levels for DESC ... WITH INTERNALS (none without auth state)."""
-        return []
-
     # -- state for system tables -------------------------------------------------------------
 
     def _system_state(self) -> SystemState:
+        g0 = self._auth.state()
         return SystemState(
             self._node(),
             self._metadata.catalog,
             tuple(self._clients()),
+            auth=g0.auth,
+            qos=g0.qos,
             tablets=self._data.tablet_maps() if self._data is not None else {},
         )
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tabletdb.auth import system_tables as auth_tables
+from tabletdb.auth.model import AuthState
 from tabletdb.cql.types import (
     BLOB,
     BOOLEAN,
@@ -26,6 +28,7 @@ from tabletdb.cql.types import (
     SetType,
 )
 from tabletdb.protocol.handler import ClientState
+from tabletdb.qos.model import QosState
 from tabletdb.query.node_info import (
     CQL_VERSION,
     NATIVE_PROTOCOL_VERSION,
@@ -63,6 +66,8 @@ class SystemState:
     catalog: Catalog
     clients: tuple[ClientState, ...]
     group0_id: str | None = None
+    auth: AuthState = field(default_factory=AuthState)
+    qos: QosState = field(default_factory=QosState)
     tablets: Mapping[uuid.UUID, TabletMap] = field(default_factory=dict)
 
 
@@ -255,6 +260,16 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
     "clients": (CLIENTS_TABLE, _clients_rows),
     "tablets": (TABLETS_TABLE, lambda state: tablets_rows(state.catalog, state.tablets)),
 }
+
+
+def _auth_renderer(name: str) -> Callable[[SystemState], list[Row]]:
+    def render(state: SystemState) -> list[Row]:
+        return auth_tables.render(name, state.auth, state.qos) or []
+
+    return render
+
+
+RENDERERS.update({t.name: (t, _auth_renderer(t.name)) for t in auth_tables.AUTH_TABLES})
 
 
 def system_keyspace() -> KeyspaceSchema:
