@@ -13,7 +13,7 @@ install: $(VENV)/.installed $(CASSANDRA_VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark]'
 	# Build the CQL parser's LALR tables once (cached under ~/.cache/tabletdb) so nodes start fast.
 	$(BIN)/python -c "from tabletdb.cql.parser import parse_statement; parse_statement('SELECT 1 FROM t')"
 	touch $@
