@@ -232,6 +232,7 @@ def _figures(
     s0, s1 = before["status"], after["status"]
     commits = s1["commit"] - s0["commit"]
     syncs = s1["syncs"] - s0["syncs"]
+    persist = s1["persist_seconds"] - s0["persist_seconds"]
     cpu = {n: after["cpu"][n] - before["cpu"][n] for n in NODES}
     leader_cpu = cpu[leader]
     client_cpu = after["client_cpu"] - before["client_cpu"]
@@ -250,6 +251,8 @@ def _figures(
         "client_cpu_us_per_op": client_cpu / commits * 1e6 if commits else None,
         "leader_fsyncs": syncs,
         "commits_per_leader_fsync": commits / syncs if syncs else None,
+        "leader_persist_mean_ms": persist / syncs * 1000 if syncs else None,
+        "leader_persist_share": persist / duration,
         "leader_changed": s1["term"] != s0["term"] or s1["role"] != "LEADER",
         "server_rss_mb": rss / 2**20,
         "errors": window.errors,

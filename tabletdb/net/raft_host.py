@@ -12,8 +12,9 @@ and sender task as one-way RPCs, so a slow or dead peer never blocks the others;
 `report_snapshot`) so flow control recovers.
 
 RPC verbs: ``raft.msg`` (one-way, a Raft message), ``raft.propose`` (request: data -> index once
-this leader applied it), ``raft.status`` (role, term, indexes, and counts of Readies and fsyncs so a
-benchmark can see entries per fsync) and ``raft.dump`` (committed entries, for tests).
+this leader applied it), ``raft.status`` (role, term, indexes, counts of Readies and fsyncs and the
+seconds spent persisting, so a benchmark sees entries per fsync and the disk's pace during the run)
+and ``raft.dump`` (committed entries, for tests).
 
 Run one host as a process: ``python -m tabletdb.net.raft_host --id 1 --dir D --peers
 1=127.0.0.1:7001,2=...`` (every founding member lists the same peers; ``--no-batch`` turns batching off).
@@ -25,6 +26,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from tabletdb.net.rpc import RpcNode
@@ -67,6 +69,7 @@ class RaftHost:
         self._process_scheduled = False
         self.readies = 0
         self.syncs = 0
+        self.persist_seconds = 0.0
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -121,7 +124,9 @@ class RaftHost:
         while raft.has_ready():
             rd = raft.ready()
             self.readies += 1
+            started = time.perf_counter()
             self.syncs += self._persist(store, rd)
+            self.persist_seconds += time.perf_counter() - started
             for m in rd.messages:
                 self._outboxes[m.dst].put_nowait(m)
             for entry in rd.committed_entries:
@@ -194,6 +199,7 @@ class RaftHost:
             "applied": raft.applied,
             "readies": self.readies,
             "syncs": self.syncs,
+            "persist_seconds": self.persist_seconds,
         }
 
     async def _on_dump(self, src: int, payload: Any) -> list[list[Any]]:
