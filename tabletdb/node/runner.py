@@ -29,12 +29,15 @@ from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
 from tabletdb.node.rest_api import ApiContext, RestApi
+from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
 from tabletdb.query.auth_check import AuthService, create_default_superuser
 from tabletdb.query.node_info import NodeInfo, PeerInfo
 from tabletdb.query.processor import QueryProcessor
+from tabletdb.query.write_dispatch import DataPath
+from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 
 log = logging.getLogger(__name__)
@@ -70,6 +73,14 @@ class Node:
             self.metadata.add_member_listener(self._announce_new_node)
         self._base_info = self._node_info()
         self._info_cache: tuple[object, NodeInfo] | None = None
+        self.storage = StorageService(
+            workdir / "data",
+            self.identity.host_id,
+            config.smp,
+            config.murmur3_partitioner_ignore_msb_bits,
+            lambda: self.metadata.state.metadata.tablets,
+        )
+        self.storage.forget_missing(self.metadata.catalog)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         self.processor = QueryProcessor(
             lambda: self.info,
@@ -81,6 +92,7 @@ class Node:
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
+            data=DataPath(WriteExecutor(self.storage)),
             auth=AuthService(
                 AuthConfig(config.authenticator, config.authorizer),
                 lambda: self.metadata.state.metadata,
@@ -101,6 +113,7 @@ class Node:
             self.identity.host_id, self._record().address, lambda: self.metadata.state, group0
         )
         self.rest_api = RestApi(api_ctx, config.api_address or config.listen_address, config.api_port)
+        self.metadata.add_listener(lambda _events: self.storage.forget_missing(self.metadata.catalog))
 
     def _rpc_address(self) -> str:
         return self.config.rpc_address or self.config.listen_address
@@ -207,6 +220,7 @@ class Node:
         finally:
             await self.server.stop()
             await self.rest_api.stop()
+            self.storage.close()
             if isinstance(self.metadata, Group0Service):
                 await self.metadata.stop()
             self.metadata.close()
