@@ -131,3 +131,18 @@ def plan_tablet_changes(
         if table_id not in live:
             changes.append(TabletChange(table_id, None))
     return tuple(changes)
+
+
+def cluster_capacity(
+    members: Sequence[tuple[uuid.UUID, str, str, int]], maps: Mapping[uuid.UUID, TabletMap]
+) -> list[NodeCapacity]:
+    """(host, dc, rack, shards) of every member, with the tablet replicas each shard holds now,
+    so new tables fill the shards earlier tables left light."""
+    load: dict[tuple[uuid.UUID, int], int] = {}
+    for tablet_map in maps.values():
+        for (host, shard), count in tablet_map.replica_load().items():
+            load[(host, shard)] = load.get((host, shard), 0) + count
+    return [
+        NodeCapacity(host, dc, rack, shards, tuple(load.get((host, s), 0) for s in range(shards)))
+        for host, dc, rack, shards in sorted(members, key=lambda m: m[0].bytes)
+    ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import time
@@ -39,7 +40,9 @@ from tabletdb.group0.cluster_state import (
     encode_snapshot,
 )
 from tabletdb.group0.state import SchemaCommand
+from tabletdb.group0.state import apply as apply_group0
 from tabletdb.group0.state_id import timeuuid_after
+from tabletdb.group0.tablets_state import TabletChange
 from tabletdb.group0.topology import (
     JoinCommand,
     JoinRefused,
@@ -76,6 +79,10 @@ class ConcurrentModification(ServerError):
     """A DDL lost the race against other schema changes every time it was retried."""
 
 
+TabletPlanner = Callable[[ClusterState, Catalog], tuple[TabletChange, ...]]
+"""(state before, catalog after a schema change) -> tablet maps to create/remove with it."""
+
+
 class Group0Service:
     def __init__(
         self,
@@ -83,8 +90,10 @@ class Group0Service:
         record: NodeRecord,
         cluster_name: str,
         seeds: tuple[str, ...],
+        tablet_planner: TabletPlanner | None = None,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self._tablet_planner = tablet_planner
         self.record = record
         self.cluster_name = cluster_name
         self.seeds = seeds
@@ -138,6 +147,10 @@ class Group0Service:
                     return outcome
                 new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
                 command = with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
+                if self._tablet_planner is not None:  # tablet maps move with the schema, atomically
+                    preview, _ = apply_group0(state, command)
+                    changes = self._tablet_planner(self._state, preview.catalog)
+                    command = dataclasses.replace(command, tablet_changes=changes)
                 applied = await self._submit(SchemaEntry(command, outcome.events))
                 if applied.took_effect:
                     return outcome

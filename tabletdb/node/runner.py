@@ -22,6 +22,8 @@ from typing import Any
 
 from tabletdb.auth.model import AuthConfig
 from tabletdb.cql.parser import parse_statement
+from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.group0.tablets_state import TabletChange, cluster_capacity, plan_tablet_changes
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.features import supported_features
@@ -39,6 +41,8 @@ from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.write_dispatch import DataPath
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
+from tabletdb.schema.model import Catalog
+from tabletdb.tablets.count import SizingConfig
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,13 @@ class Node:
         if config.maintenance_mode:
             self.metadata = MaintenanceStore(group0_dir)
         else:
-            self.metadata = Group0Service(group0_dir, self._record(), config.cluster_name, config.seeds)
+            self.metadata = Group0Service(
+                group0_dir,
+                self._record(),
+                config.cluster_name,
+                config.seeds,
+                tablet_planner=self._plan_tablets,
+            )
             self.metadata.add_member_listener(self._announce_new_node)
         self._base_info = self._node_info()
         self._info_cache: tuple[object, NodeInfo] | None = None
@@ -114,6 +124,18 @@ class Node:
         )
         self.rest_api = RestApi(api_ctx, config.api_address or config.listen_address, config.api_port)
         self.metadata.add_listener(lambda _events: self.storage.forget_missing(self.metadata.catalog))
+
+    def _plan_tablets(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
+        """Tablet maps for tables a schema change creates, placed over every member's shards."""
+        c = self.config
+        members = [(r.host_id, r.datacenter, r.rack, r.shard_count) for r in state.topology.members.values()]
+        if not members:  # the founder's first DDL can precede its own join record
+            members = [(self.identity.host_id, c.dc, c.rack, c.smp)]
+        nodes = cluster_capacity(members, state.metadata.tablets)
+        sizing = SizingConfig(
+            c.target_tablet_size_in_bytes, c.tablets_initial_scale_factor, float(c.tablets_per_shard_goal)
+        )
+        return plan_tablet_changes(state.metadata.catalog, after, state.metadata.tablets, nodes, sizing)
 
     def _rpc_address(self) -> str:
         return self.config.rpc_address or self.config.listen_address
