@@ -1,0 +1,144 @@
+"""Benchmark: group0 schema changes on a 3-node cluster, and how long `cluster up` takes.
+
+Figures (group0 issue): CREATE TABLE rate with one client and with 8 clients (goal 100 DDL/s),
+flatness = mean CREATE TABLE latency with 5,000 existing tables / with 10 (goal <= 1.25), and
+the seconds `tabletdb cluster up --nodes 3` needs until every node serves CQL.
+
+Reproduce: `.venv/bin/python -m bench.bench_group0 [--tables 5000] [--samples 100]`. Nodes run on
+127.0.97.1-3 (outside the test harness's address blocks); logs stay in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULT_PREFIX, latency_summary_ms
+
+REPO = Path(__file__).resolve().parent.parent
+PREFIX = "127.0.97"
+NODES = [f"{PREFIX}.{i}" for i in (1, 2, 3)]
+_names = itertools.count()
+
+
+def _start_cluster(workdir: Path) -> tuple[subprocess.Popen[str], float]:
+    argv = [sys.executable, "-m", "tabletdb.cli.main", "cluster", "up", "--nodes", "3"]
+    argv += ["--workdir", str(workdir), "--address-prefix", PREFIX]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        found = re.search(r"serving CQL after ([0-9.]+)s", line)
+        if found:
+            return proc, float(found.group(1))
+    raise RuntimeError(f"cluster up exited with {proc.wait()} before serving CQL; logs in {workdir}")
+
+
+def _session(host: str) -> Any:
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]), request_timeout=60)
+    cluster = Cluster(
+        [host],
+        port=9042,
+        protocol_version=4,
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        schema_metadata_enabled=False,
+        token_metadata_enabled=False,
+    )
+    return cluster.connect()
+
+
+def _create_tables(session: Any, count: int) -> list[int]:
+    """`count` sequential CREATE TABLEs; their latencies in microseconds."""
+    latencies = []
+    for _ in range(count):
+        started = time.perf_counter()
+        session.execute(f"CREATE TABLE bench.t{next(_names)} (k int PRIMARY KEY, v text)")
+        latencies.append(int((time.perf_counter() - started) * 1e6))
+    return latencies
+
+
+def _parallel(sessions: list[Any], per_client: int) -> tuple[float, list[int]]:
+    """Every session creates `per_client` tables at once; (DDL/s, all latencies)."""
+    results: list[list[int]] = [[] for _ in sessions]
+
+    def run(i: int) -> None:
+        results[i] = _create_tables(sessions[i], per_client)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(sessions))]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    latencies = [x for r in results for x in r]
+    return len(latencies) / elapsed, latencies
+
+
+def _result(workload: str, ops: float | None, latencies: list[int], **extra: Any) -> None:
+    record: dict[str, Any] = {"benchmark": "group0", "workload": workload, "errors": 0, **extra}
+    if ops is not None:
+        record["ops_per_s"] = ops
+    if latencies:
+        record.update(latency_summary_ms(sorted(latencies)))
+        record["mean_ms"] = statistics.fmean(latencies) / 1000
+    print(RESULT_PREFIX + json.dumps(record), flush=True)
+
+
+@contextlib.contextmanager
+def _cluster(workdir: Path) -> Iterator[float]:
+    """A running 3-node cluster; yields the seconds `cluster up` took to serve CQL."""
+    proc, seconds = _start_cluster(workdir)
+    try:
+        yield seconds
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=5000, help="existing tables for the flatness figure")
+    parser.add_argument("--samples", type=int, default=100, help="CREATE TABLEs per measurement")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-group0-") as tmp, _cluster(Path(tmp)) as up_seconds:
+        _result("cluster up --nodes 3 to CQL", None, [], seconds=up_seconds)
+        sessions = [_session(NODES[i % 3]) for i in range(8)]
+        sessions[0].execute(
+            "CREATE KEYSPACE bench WITH replication = "
+            "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
+        )
+        _create_tables(sessions[0], 10)
+        small = _create_tables(sessions[0], args.samples)
+        _result("CREATE TABLE, 1 client, ~10 tables", 1e6 * len(small) / sum(small), small)
+        rate, latencies = _parallel(sessions, max(1, args.samples // 8))
+        _result("CREATE TABLE, 8 clients over 3 nodes", rate, latencies)
+        existing = 10 + args.samples + len(latencies)
+        fill = max(0, args.tables - existing)
+        rate, _ = _parallel(sessions, fill // 8 + 1)
+        print(f"filled to ~{args.tables} tables at {rate:.0f} DDL/s", flush=True)
+        large = _create_tables(sessions[0], args.samples)
+        ratio = statistics.fmean(large) / statistics.fmean(small)
+        _result(f"CREATE TABLE, 1 client, ~{args.tables} tables", 1e6 * len(large) / sum(large), large)
+        _result("flatness: mean latency large/small schema", None, [], ratio=ratio)
+        for session in sessions:
+            session.cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()
