@@ -33,6 +33,7 @@ _RUNNER_MODULE = "tabletdb.node.runner"
 # Subcommands living in their own modules: name -> (module, attribute names to try in order).
 _LAZY_COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sim": ("tabletdb.cli.sim_cmd", ("sim_group", "sim_command")),
+    "load": ("tabletdb.cli.load", ("load_command",)),
     "cluster": ("tabletdb.cli.cluster", ("cluster_group",)),
     "status": ("tabletdb.cli.status", ("status_command",)),
 }

@@ -1,0 +1,171 @@
+"""Fitting loose input rows (CSV text, JSON, Parquet values) to a table's columns, or saying why not.
+
+Every input value goes through CQL's own JSON reading rules (`tabletdb.cql.jsonvalues.from_json`,
+the rules of INSERT JSON): a CSV cell is the value's text (numbers, `0x` blobs, ISO dates and
+timestamps, `1h30m` durations, `true`/`false`), and a collection, tuple or UDT cell is JSON text
+(`[1, 2]`, `{"k": 1}`, `{"street": "x"}`). Typed Parquet/JSON values are first put into that
+form. The result is the Spark form of the value (`values.to_spark`), so a row that passes here
+is one the data source can write; a row that does not becomes a reject with the reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from tabletdb.cql.errors import CqlError
+from tabletdb.cql.jsonvalues import from_json
+from tabletdb.cql.types import CqlType, MapType, NativeType, TupleType, UserType
+from tabletdb.spark.schema_map import CLUSTERING, PARTITION_KEY, Column, SchemaError, TableSchema
+from tabletdb.spark.values import EPOCH, ValueConversionError, to_spark
+
+_TEXTUAL = frozenset({"text", "ascii"})
+
+
+class RowRejected(ValueError):
+    """The row does not fit the table; the message is the reason written to the rejects."""
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Which input field feeds which table column (by name, case-insensitively if not exact)."""
+
+    columns: tuple[Column, ...]
+    positions: tuple[int, ...]  # index of each column's field in the input row
+
+    @property
+    def key_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.kind in (PARTITION_KEY, CLUSTERING))
+
+
+def map_columns(table: TableSchema, input_names: Sequence[str]) -> ColumnMapping:
+    """Match input fields to columns; an unknown field or an absent key column fails the whole load
+    up front, since no row of that input could ever fit."""
+    by_lower = {c.name.lower(): c for c in table.columns}
+    exact = {c.name: c for c in table.columns}
+    chosen: list[Column] = []
+    positions: list[int] = []
+    unknown = []
+    for i, name in enumerate(input_names):
+        column = exact.get(name) or by_lower.get(name.lower())
+        if column is None:
+            unknown.append(name)
+        elif column not in chosen:
+            chosen.append(column)
+            positions.append(i)
+    if unknown:
+        raise SchemaError(
+            f"input field(s) {', '.join(unknown)} match no column of {table.keyspace}.{table.table} "
+            f"(columns: {', '.join(c.name for c in table.columns)})"
+        )
+    missing = [c.name for c in table.primary_key if c not in chosen]
+    if missing:
+        raise SchemaError(f"the input has no field for primary key column(s) {', '.join(missing)}")
+    return ColumnMapping(tuple(chosen), tuple(positions))
+
+
+def json_object_row(table: TableSchema, obj: Any) -> list[Any]:
+    """One JSON-lines object as a row of every table column (absent fields are null, as with
+    INSERT JSON); a non-object or a field that names no column is a reject."""
+    if not isinstance(obj, dict):
+        raise RowRejected(f"expected a JSON object per line, got {type(obj).__name__}")
+    by_lower = {c.name.lower(): i for i, c in enumerate(table.columns)}
+    exact = {c.name: i for i, c in enumerate(table.columns)}
+    row: list[Any] = [None] * len(table.columns)
+    for key, value in obj.items():
+        index = exact.get(key, by_lower.get(key.lower()))
+        if index is None:
+            raise RowRejected(f"field {key!r} matches no column of {table.keyspace}.{table.table}")
+        row[index] = value
+    return row
+
+
+def fit_row(mapping: ColumnMapping, row: Sequence[Any]) -> tuple[Any, ...]:
+    """The row's values in Spark form, in `mapping.columns` order; RowRejected says what is wrong."""
+    out = []
+    for column, position in zip(mapping.columns, mapping.positions):
+        raw = row[position] if position < len(row) else None
+        if raw is None and column.kind in (PARTITION_KEY, CLUSTERING):
+            raise RowRejected(f"missing value for primary key column {column.name}")
+        try:
+            out.append(fit_value(column.cql_type, raw))
+        except (CqlError, ValueConversionError) as exc:
+            raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {_message(exc)}") from None
+        except ValueError as exc:  # json.JSONDecodeError and friends
+            raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {exc}") from None
+    return tuple(out)
+
+
+def _message(exc: Exception) -> str:
+    return exc.message if isinstance(exc, CqlError) else str(exc)
+
+
+def fit_value(t: CqlType, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        # A native value's text is what from_json reads; anything structured is JSON text.
+        parsed = raw if isinstance(t, NativeType) else json.loads(raw, parse_float=Decimal)
+    else:
+        parsed = _jsonish(t, raw)
+    return to_spark(t, from_json(t, parsed, "value"))
+
+
+def _jsonish(t: CqlType, v: Any) -> Any:
+    """A typed input value in the shape `from_json` reads for type `t`."""
+    if v is None:
+        return None
+    if isinstance(v, str) and not (isinstance(t, NativeType) and t.name in _TEXTUAL):
+        return json.loads(v, parse_float=Decimal) if not isinstance(t, NativeType) else v
+    if isinstance(v, dt.datetime):
+        aware = v if v.tzinfo else v.astimezone(dt.UTC)
+        return (aware - EPOCH) // dt.timedelta(milliseconds=1)
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, bytes | bytearray | memoryview):
+        return "0x" + bytes(v).hex()
+    if isinstance(v, float) and isinstance(t, NativeType) and t.name == "decimal":
+        return Decimal(repr(v))
+    if isinstance(t, NativeType) and t.name == "duration" and isinstance(v, Sequence):
+        months, days, nanos = v
+        return (
+            f"{months}mo{days}d{nanos}ns"
+            if min(months, days, nanos) >= 0
+            else f"-{-months}mo{-days}d{-nanos}ns"
+        )
+    if isinstance(t, UserType) and isinstance(v, Sequence) and not isinstance(v, str):
+        fields = v.asDict() if hasattr(v, "asDict") else dict(zip(t.field_names, v))
+        return {json.dumps(k): _jsonish(ft, fields.get(k)) for k, ft in zip(t.field_names, t.field_types)}
+    if isinstance(t, UserType) and isinstance(v, Mapping):
+        return {
+            json.dumps(k) if k in t.field_names else k: _jsonish(_field_type(t, k), x) for k, x in v.items()
+        }
+    if isinstance(t, TupleType) and isinstance(v, Sequence):
+        return [_jsonish(e, x) for e, x in zip(t.elements, v)]
+    if isinstance(t, MapType):
+        pairs = v.items() if isinstance(v, Mapping) else v
+        return {_map_key(t.key, k): _jsonish(t.value, x) for k, x in pairs}
+    element = getattr(t, "element", None)
+    if element is not None and isinstance(v, Sequence):
+        return [_jsonish(element, x) for x in v]
+    return v
+
+
+def _field_type(t: UserType, name: str) -> CqlType:
+    lowered = name.lower()
+    for field, ft in zip(t.field_names, t.field_types):
+        if field == lowered:
+            return ft
+    return t  # unknown field: from_json rejects it with the field's name
+
+
+def _map_key(t: CqlType, key: Any) -> str:
+    """`from_json` reads map keys as strings: text keys as they are, others as JSON text."""
+    value = _jsonish(t, key)
+    if isinstance(value, str) and isinstance(t, NativeType) and t.name in _TEXTUAL:
+        return value
+    return json.dumps(value, default=str)

@@ -1,0 +1,160 @@
+"""`tabletdb load`: a file (Parquet, CSV or JSON lines) into a table through Spark.
+
+Each input row is fitted to the table (`coerce`); rows that fit are written by the `tabletdb` data
+source, rows that do not go, with the reason and the original record, as JSON lines to the rejects
+directory. The summary counts both, so `read == loaded + rejected` always holds: nothing is
+dropped silently. A CQL error while writing fails the load (Spark retries the task first).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as st
+
+from tabletdb.spark.coerce import ColumnMapping, RowRejected, fit_row, json_object_row, map_columns
+from tabletdb.spark.connection import SourceOptions, fetch_table_schema, session_for
+from tabletdb.spark.datasource import SOURCE_NAME
+from tabletdb.spark.schema_map import TableSchema, spark_schema
+
+FORMATS = ("parquet", "csv", "json")
+CORRUPT = "_corrupt_record"
+REJECT_SCHEMA = st.StructType(
+    [st.StructField("reason", st.StringType()), st.StructField("record", st.StringType())]
+)
+
+
+class LoadError(Exception):
+    """The load cannot start or did not finish; the message says why."""
+
+
+@dataclass(frozen=True)
+class LoadSummary:
+    read: int
+    loaded: int
+    rejected: int
+    rejects_path: str | None
+    seconds: float
+
+
+Checked = tuple[bool, Any]  # (True, fitted row) or (False, (reason, record json))
+
+
+def _record_json(names: list[str], row: Any) -> str:
+    return json.dumps(dict(zip(names, row)), default=str, ensure_ascii=False)
+
+
+def _checker(mapping: ColumnMapping, names: list[str]) -> Callable[[Any], Checked]:
+    corrupt_at = names.index(CORRUPT) if CORRUPT in names else None
+
+    def check(row: Any) -> Checked:
+        if corrupt_at is not None and row[corrupt_at] is not None:
+            return False, ("malformed record (wrong number of fields or bad quoting)", row[corrupt_at])
+        try:
+            return True, fit_row(mapping, row)
+        except RowRejected as exc:
+            return False, (str(exc), _record_json(names, row))
+
+    return check
+
+
+def _json_checker(table: TableSchema) -> Callable[[Any], Checked]:
+    mapping = map_columns(table, [c.name for c in table.columns])
+
+    def check(row: Any) -> Checked:
+        line = row[0]
+        try:
+            return True, fit_row(mapping, json_object_row(table, json.loads(line, parse_float=Decimal)))
+        except json.JSONDecodeError as exc:
+            return False, (f"not valid JSON: {exc}", line)
+        except RowRejected as exc:
+            return False, (str(exc), line)
+
+    return check
+
+
+def _checked_rows(  # returns (RDD of Checked, mapping); pyspark.rdd has no type hints
+    spark: SparkSession, table: TableSchema, path: str, fmt: str
+) -> tuple[Any, ColumnMapping]:
+    if fmt == "json":
+        mapping = map_columns(table, [c.name for c in table.columns])
+        lines = spark.read.text(path)
+        return lines.rdd.filter(lambda r: bool(r[0].strip())).map(_json_checker(table)), mapping
+    if fmt == "csv":
+        header = spark.read.option("header", "true").csv(path).columns
+        schema = st.StructType([st.StructField(n, st.StringType()) for n in [*header, CORRUPT]])
+        source: DataFrame = (
+            spark.read.option("header", "true")
+            .option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", CORRUPT)
+            .schema(schema)
+            .csv(path)
+        )
+    else:
+        source = spark.read.parquet(path)
+    names = source.columns
+    mapping = map_columns(table, [n for n in names if n != CORRUPT])
+    return source.rdd.map(_checker(mapping, names)), mapping
+
+
+def run_load(
+    spark: SparkSession,
+    options: SourceOptions,
+    raw_options: dict[str, str],
+    path: str,
+    fmt: str,
+    rejects_dir: str,
+    progress: Callable[[str], Any] | None = None,
+) -> LoadSummary:
+    """Load `path` into the table named by `options`; `raw_options` go to the data source as given."""
+    if fmt not in FORMATS:
+        raise LoadError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if not Path(path).exists() and "://" not in path:
+        raise LoadError(f"input {path} does not exist")
+    if Path(rejects_dir).exists():
+        raise LoadError(
+            f"rejects location {rejects_dir} already exists; pick a new one (it is never overwritten)"
+        )
+    started = time.monotonic()
+    table = fetch_table_schema(session_for(options.connect), options.keyspace, options.table)
+    checked, mapping = _checked_rows(spark, table, path, fmt)
+    checked = checked.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        _step(progress, "checking rows")
+        read = checked.count()
+        good = spark.createDataFrame(
+            checked.filter(lambda c: c[0]).map(lambda c: c[1]), spark_schema(mapping.columns)
+        )
+        _step(progress, "writing rows")
+        good.write.format(SOURCE_NAME).options(**raw_options).mode("append").save()
+        bad = checked.filter(lambda c: not c[0]).map(lambda c: c[1])
+        rejected = bad.count()
+        if rejected:
+            _step(progress, "writing rejects")
+            spark.createDataFrame(bad, REJECT_SCHEMA).write.json(rejects_dir)
+    finally:
+        checked.unpersist()
+    return LoadSummary(
+        read, read - rejected, rejected, rejects_dir if rejected else None, time.monotonic() - started
+    )
+
+
+def _step(progress: Callable[[str], Any] | None, name: str) -> None:
+    if progress is not None:
+        progress(name)
+
+
+def read_rejects(rejects_dir: str) -> Iterator[dict[str, str]]:
+    """The rejects written by a load, for tests and tools (JSON lines in part files)."""
+    for part in sorted(Path(rejects_dir).glob("part-*")):
+        for line in part.read_text().splitlines():
+            if line.strip():
+                yield json.loads(line)
