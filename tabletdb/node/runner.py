@@ -90,7 +90,7 @@ class Node:
             config.murmur3_partitioner_ignore_msb_bits,
             lambda: self.metadata.state.metadata.tablets,
         )
-        self.storage.forget_missing(self.metadata.catalog)
+        self.storage.follow_schema(self.metadata.catalog)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         self.processor = QueryProcessor(
             lambda: self.info,
@@ -123,7 +123,7 @@ class Node:
             self.identity.host_id, self._record().address, lambda: self.metadata.state, group0
         )
         self.rest_api = RestApi(api_ctx, config.api_address or config.listen_address, config.api_port)
-        self.metadata.add_listener(lambda _events: self.storage.forget_missing(self.metadata.catalog))
+        self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
 
     def _plan_tablets(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
         """Tablet maps for tables a schema change creates, placed over every member's shards."""

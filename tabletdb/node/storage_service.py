@@ -57,6 +57,7 @@ class StorageService:
         self.ignore_msb = ignore_msb
         self._tablet_maps = tablet_maps
         self._open: dict[Path, GroupCommitter] = {}
+        self._known_tables: set[uuid.UUID] | None = None
 
     # -- lookup ------------------------------------------------------------------------------
 
@@ -119,19 +120,19 @@ class StorageService:
     def truncate(self, table: TableDef) -> None:
         self._remove_directory(table_directory(self.data_dir, table))
 
-    def forget_missing(self, catalog: Catalog) -> None:
-        """Delete the files of tables (and keyspaces) ``catalog`` no longer has (after DROP)."""
-        if not self.data_dir.exists():
-            return
-        for ks_dir in sorted(self.data_dir.iterdir()):
-            if not ks_dir.is_dir():
-                continue
-            for table_dir in sorted(ks_dir.iterdir()):
-                table_id = _table_id_of(table_dir)
-                if table_id is not None and catalog.by_id(table_id) is None:
-                    self._remove_directory(table_dir)
-            if not any(ks_dir.iterdir()) and catalog.keyspace(ks_dir.name) is None:
-                ks_dir.rmdir()
+    def follow_schema(self, catalog: Catalog) -> None:
+        """Delete the files of tables that the last catalog seen had and ``catalog`` lacks (DROP).
+
+        Only tables seen to disappear are removed, never tables merely unknown yet: while the
+        metadata log replays at start-up the catalog is behind the data on disk, and a directory
+        it does not list yet is a table that will reappear, not garbage.
+        """
+        current = set(catalog.ids)
+        if self._known_tables is not None:
+            for table_id in self._known_tables - current:
+                for directory in self.data_dir.glob(f"*/*-{table_id.hex}"):
+                    self._remove_directory(directory)
+        self._known_tables = current
 
     def _remove_directory(self, directory: Path) -> None:
         for path in [p for p in self._open if directory in p.parents]:
@@ -144,11 +145,3 @@ class StorageService:
         for committer in self._open.values():
             committer.store.close()
         self._open.clear()
-
-
-def _table_id_of(table_dir: Path) -> uuid.UUID | None:
-    _, _, hex_id = table_dir.name.rpartition("-")
-    try:
-        return uuid.UUID(hex=hex_id)
-    except ValueError:
-        return None

@@ -49,7 +49,7 @@ class DataNode:
             lambda: [],
             data=DataPath(WriteExecutor(self.storage, self.clock)),
         )
-        self.metadata.add_listener(lambda _e: self.storage.forget_missing(self.metadata.catalog))
+        self.metadata.add_listener(lambda _e: self.storage.follow_schema(self.metadata.catalog))
         self.client = ClientState(1, ("127.0.0.1", 1), 0)
 
     def _plan(self, state: Group0State, after: Catalog) -> tuple[TabletChange, ...]:
