@@ -199,12 +199,18 @@ async def _sample(client: RpcNode, cluster: RaftCluster, leader: int) -> dict[st
     return {"cpu": cpu, "client_cpu": time.process_time(), "status": status}
 
 
-async def drive(cluster: RaftCluster, concurrency: int, warmup: float, duration: float) -> dict[str, Any]:
+async def drive(
+    cluster: RaftCluster, concurrency: int, warmup: float, duration: float, idle: float
+) -> dict[str, Any]:
+    """Measure the idle leader for `idle` seconds, then the load's window after `warmup`."""
     client = RpcNode(CLIENT_ID)
     for node, (host, port) in cluster.addresses.items():
         client.add_peer(node, host, port)
     try:
         leader = await find_leader(client)
+        idle_start = proc_cpu_seconds(cluster.pids[leader])
+        await asyncio.sleep(idle)
+        idle_share = (proc_cpu_seconds(cluster.pids[leader]) - idle_start) / idle if idle > 0 else None
         measure_start = time.monotonic() + warmup
         window = Window(measure_start, measure_start + duration, leader=leader)
         workers = [asyncio.create_task(_proposer(client, window, w)) for w in range(concurrency)]
@@ -216,7 +222,9 @@ async def drive(cluster: RaftCluster, concurrency: int, warmup: float, duration:
         await asyncio.gather(*workers)
     finally:
         await client.stop()
-    return _figures(cluster, concurrency, duration, window, before, after, rss)
+    figures = _figures(cluster, concurrency, duration, window, before, after, rss)
+    figures["leader_idle_cpu_share"] = idle_share  # ticks and heartbeats alone, no proposals
+    return figures
 
 
 def _figures(
@@ -296,6 +304,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--duration", type=float, default=10.0, help="measurement seconds per mode")
     parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--idle", type=float, default=3.0, help="seconds to measure the idle leader's CPU")
     parser.add_argument("--concurrency", type=int, default=64, help="proposals in flight")
     parser.add_argument("--fsync-seconds", type=float, default=5.0)
     parser.add_argument("--sim-seeds", type=int, default=20)
@@ -306,7 +315,7 @@ def main() -> None:
     print(RESULT_PREFIX + json.dumps(_baseline(args.dir, args.fsync_seconds, "before")), flush=True)
     for batch in (True, False):
         with raft_cluster(batch, args.dir) as cluster:
-            figures = asyncio.run(drive(cluster, args.concurrency, args.warmup, args.duration))
+            figures = asyncio.run(drive(cluster, args.concurrency, args.warmup, args.duration, args.idle))
         print(RESULT_PREFIX + json.dumps(figures), flush=True)
     print(RESULT_PREFIX + json.dumps(_baseline(args.dir, args.fsync_seconds, "after")), flush=True)
     print(RESULT_PREFIX + json.dumps(simulated_rate(args.sim_seeds, args.sim_ops)), flush=True)
