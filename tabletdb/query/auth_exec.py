@@ -71,10 +71,14 @@ State = Callable[[], Group0State]
 
 
 class AuthExecutor:
-    def __init__(self, config: AuthConfig, state: State, store: MetadataStore) -> None:
+    def __init__(
+        self, config: AuthConfig, state: State, store: MetadataStore, catalog: Callable[[], Catalog]
+    ) -> None:
+        """`catalog`: the schema with the system keyspaces, in which grants name resources."""
         self.config = config
         self._state = state
         self._store = store
+        self._catalog = catalog
 
     async def execute(self, stmt: ast.Statement, user: str | None, keyspace: str | None) -> Result:
         if isinstance(stmt, LISTINGS):
@@ -91,7 +95,7 @@ class AuthExecutor:
                 return AuthOutcome(
                     qos_mutations=decide_service_level(state.auth, state.qos, stmt, user, self.config)
                 )
-            auth_mutations = self._role_mutations(state, catalog, stmt, user, keyspace)
+            auth_mutations = self._role_mutations(state, self._catalog(), stmt, user, keyspace)
             qos_mutations: tuple[QosMutation, ...] = ()
             if isinstance(stmt, ast.DropRole | ast.DropUser) and auth_mutations:
                 qos_mutations = forget_role(state.qos, stmt.name)
@@ -137,7 +141,7 @@ class AuthExecutor:
         if isinstance(stmt, ast.ListUsers):
             return list_users(state.auth, user, self.config)
         if isinstance(stmt, ast.ListPermissions):
-            return list_permissions(state.auth, state.catalog, stmt, user, self.config, keyspace)
+            return list_permissions(state.auth, self._catalog(), stmt, user, self.config, keyspace)
         if isinstance(
             stmt, ast.ListServiceLevels | ast.ListAttachedServiceLevel | ast.ListEffectiveServiceLevel
         ):

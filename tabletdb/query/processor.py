@@ -75,7 +75,9 @@ class QueryProcessor:
         auth: AuthService | None = None,
     ) -> None:
         self._auth = auth or AuthService(AuthConfig(), Group0State)
-        self._auth_exec = AuthExecutor(self._auth.config, self._auth.state, metadata)
+        self._auth_exec = AuthExecutor(
+            self._auth.config, self._auth.state, metadata, self._catalog_with_system
+        )
         self._data = data
         self._node = node
         self._metadata = metadata
