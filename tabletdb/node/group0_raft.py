@@ -215,13 +215,19 @@ class RaftDriver:
         self._changed.set()
 
     def _persist(self, rd: Ready) -> None:
+        """Make what the Ready's messages promise durable. A hard state that only moves the commit
+        index promises nothing (a restarted node relearns commit from the leader), so it rides
+        along with the next fsync instead of costing one of its own."""
         store = self.store
         if rd.snapshot is not None and rd.snapshot.meta.index > store.snapshot_meta.index:
             store.apply_snapshot(rd.snapshot)
         store.append(rd.entries)
+        before = store.hard_state
         if rd.hard_state is not None:
             store.set_hard_state(rd.hard_state)
-        store.sync()
+        votes_changed = (before.term, before.vote) != (store.hard_state.term, store.hard_state.vote)
+        if rd.entries or rd.snapshot is not None or votes_changed:
+            store.sync()
 
     def _wake_applied(self) -> None:
         applied = self.raft.applied

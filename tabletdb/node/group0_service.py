@@ -52,6 +52,7 @@ from tabletdb.group0.topology import (
     record_to_plain,
 )
 from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
+from tabletdb.node.group0_guard import DdlTurns
 from tabletdb.node.group0_raft import RaftDriver
 from tabletdb.query.metadata_store import Decision
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
@@ -111,6 +112,7 @@ class Group0Service:
         self._member_listeners: list[MemberListener] = []
         self._join_lock = asyncio.Lock()
         self._ddl_lock = asyncio.Lock()
+        self.turns = DdlTurns(self.driver, self.rpc)
         self._rng = random.Random()
         self._learn_peers()
 
@@ -133,28 +135,35 @@ class Group0Service:
     async def change_schema(self, decide: Decision) -> DdlOutcome:
         """Decide, propose, wait for our own apply; re-decide when another node's change won.
 
-        One change at a time per node (like Scylla's group0 guard): commands from one node
-        never race each other, so only cross-node races cost retries. After a lost race the
-        losing entry's apply already showed us the winner, so retries skip the read barrier;
-        a short random pause de-synchronises nodes that keep colliding.
+        One change at a time per node, and each takes a turn from the leader first
+        (`group0_guard`), so commands rarely race. When one does lose, the losing entry's
+        apply already showed us the winner, so retries skip the read barrier; a short random
+        pause de-synchronises nodes that keep colliding.
         """
         async with self._ddl_lock, asyncio.timeout(COMMAND_TIMEOUT):
-            await self.driver.read_barrier()
-            for attempt in range(MAX_DDL_ATTEMPTS):
-                state = self._state.metadata
-                outcome = decide(state.catalog)
-                if outcome.is_noop:
-                    return outcome
-                new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
-                command = with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
-                if self._tablet_planner is not None:  # tablet maps move with the schema, atomically
-                    preview, _ = apply_group0(state, command)
-                    changes = self._tablet_planner(self._state, preview.catalog)
-                    command = dataclasses.replace(command, tablet_changes=changes)
-                applied = await self._submit(SchemaEntry(command, outcome.events))
-                if applied.took_effect:
-                    return outcome
-                await asyncio.sleep(self._rng.uniform(0, RETRY_PAUSE * (attempt + 1)))
+            token, leader = await self.turns.acquire()
+            try:
+                return await self._decide_and_commit(decide)
+            finally:
+                await self.turns.release(token, leader)
+
+    async def _decide_and_commit(self, decide: Decision) -> DdlOutcome:
+        await self.driver.read_barrier()
+        for attempt in range(MAX_DDL_ATTEMPTS):
+            state = self._state.metadata
+            outcome = decide(state.catalog)
+            if outcome.is_noop:
+                return outcome
+            new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
+            command = with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
+            if self._tablet_planner is not None:  # tablet maps move with the schema, atomically
+                preview, _ = apply_group0(state, command)
+                changes = self._tablet_planner(self._state, preview.catalog)
+                command = dataclasses.replace(command, tablet_changes=changes)
+            applied = await self._submit(SchemaEntry(command, outcome.events))
+            if applied.took_effect:
+                return outcome
+            await asyncio.sleep(self._rng.uniform(0, RETRY_PAUSE * (attempt + 1)))
         raise ConcurrentModification(
             f"schema change lost to concurrent schema changes {MAX_DDL_ATTEMPTS} times in a row; retry it"
         )
@@ -168,6 +177,7 @@ class Group0Service:
         """
         await self.rpc.start()
         self.rpc.register(JOIN_VERB, self._on_join)
+        self.turns.register()
         await self.driver.start()
         if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
             self.driver.campaign()  # a lone voter need not wait out an election timeout
