@@ -115,6 +115,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=5000, help="existing tables for the flatness figure")
     parser.add_argument("--samples", type=int, default=100, help="CREATE TABLEs per measurement")
+    parser.add_argument(
+        "--vnodes",
+        action="store_true",
+        help="keyspace without tablets: group0's own cost, without tablet planning per CREATE TABLE",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-group0-") as tmp, _cluster(Path(tmp)) as up_seconds:
         _result("cluster up --nodes 3 to CQL", None, [], seconds=up_seconds)
@@ -122,6 +127,7 @@ def main() -> None:
         sessions[0].execute(
             "CREATE KEYSPACE bench WITH replication = "
             "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
+            + (" AND tablets = {'enabled': false}" if args.vnodes else "")
         )
         _create_tables(sessions[0], 10)
         small = _create_tables(sessions[0], args.samples)
