@@ -92,7 +92,7 @@ def fit_row(mapping: ColumnMapping, row: Sequence[Any]) -> tuple[Any, ...]:
         if raw is None and column.kind in (PARTITION_KEY, CLUSTERING):
             raise RowRejected(f"missing value for primary key column {column.name}")
         try:
-            out.append(fit_value(column.cql_type, raw))
+            out.append(fit_value(column.cql_type, raw, column.name))
         except (CqlError, ValueConversionError) as exc:
             raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {_message(exc)}") from None
         except ValueError as exc:  # json.JSONDecodeError and friends
@@ -104,7 +104,7 @@ def _message(exc: Exception) -> str:
     return exc.message if isinstance(exc, CqlError) else str(exc)
 
 
-def fit_value(t: CqlType, raw: Any) -> Any:
+def fit_value(t: CqlType, raw: Any, receiver: str = "value") -> Any:
     if raw is None:
         return None
     if isinstance(raw, str):
@@ -112,7 +112,7 @@ def fit_value(t: CqlType, raw: Any) -> Any:
         parsed = raw if isinstance(t, NativeType) else json.loads(raw, parse_float=Decimal)
     else:
         parsed = _jsonish(t, raw)
-    return to_spark(t, from_json(t, parsed, "value"))
+    return to_spark(t, from_json(t, parsed, receiver))
 
 
 def _jsonish(t: CqlType, v: Any) -> Any:

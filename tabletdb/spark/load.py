@@ -89,10 +89,11 @@ def _checked_rows(  # returns (RDD of Checked, mapping); pyspark.rdd has no type
         lines = spark.read.text(path)
         return lines.rdd.filter(lambda r: bool(r[0].strip())).map(_json_checker(table)), mapping
     if fmt == "csv":
-        header = spark.read.option("header", "true").csv(path).columns
+        header = spark.read.option("header", "true").option("escape", '"').csv(path).columns
         schema = st.StructType([st.StructField(n, st.StringType()) for n in [*header, CORRUPT]])
         source: DataFrame = (
             spark.read.option("header", "true")
+            .option("escape", '"')  # RFC 4180: a quote inside a quoted field is doubled
             .option("mode", "PERMISSIVE")
             .option("columnNameOfCorruptRecord", CORRUPT)
             .schema(schema)
