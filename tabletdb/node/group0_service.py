@@ -55,6 +55,7 @@ from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
 from tabletdb.node.group0_guard import DdlTurns
 from tabletdb.node.group0_raft import RaftDriver
 from tabletdb.query.metadata_store import Decision
+from tabletdb.query.node_info import RaftInfo, RaftMember
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
 from tabletdb.raft.storage import DurableLog
 from tabletdb.raft.types import ConfChange, ConfChangeSingle, ConfChangeType, ConfState, Entry, Snapshot
@@ -202,6 +203,29 @@ class Group0Service:
         status["leader_host_id"] = str(leader.host_id) if leader else None
         status["group0_id"] = str(self.group0_id) if self.group0_id else None
         return status
+
+    def raft_info(self) -> RaftInfo | None:
+        """This node's Raft view for system.raft_state (None until the group has a member)."""
+        topology = self._state.topology
+        if topology.group0_id is None:
+            return None
+        status = self.driver.status()
+        by_raft_id = {r.raft_id: r.host_id for r in topology.members.values()}
+        voters = set(status["voters"])
+        members = tuple(
+            RaftMember(by_raft_id[rid], rid in voters)
+            for rid in sorted(voters | set(status["learners"]))
+            if rid in by_raft_id
+        )
+        return RaftInfo(
+            group_id=topology.group0_id,
+            server_id=self.record.host_id,
+            role=status["role"],
+            term=status["term"],
+            commit_index=status["commit_index"],
+            leader=by_raft_id.get(status["leader"] or 0),
+            members=members,
+        )
 
     @property
     def group0_id(self) -> uuid.UUID | None:

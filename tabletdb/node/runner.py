@@ -156,9 +156,10 @@ class Node:
 
     @property
     def info(self) -> NodeInfo:
-        """This node plus its peers from group0's topology (rebuilt only when either changes)."""
+        """This node, its peers and its Raft view from group0 (rebuilt only when they change)."""
         state = self.metadata.state
-        key = (state.topology, state.state_id)
+        raft = self.metadata.raft_info() if isinstance(self.metadata, Group0Service) else None
+        key = (state.topology, state.state_id, raft)
         if self._info_cache is not None and self._info_cache[0] == key:
             return self._info_cache[1]
         me = self.identity.host_id
@@ -176,7 +177,7 @@ class Node:
             for r in state.topology.members.values()
             if r.host_id != me
         )
-        info = replace(self._base_info, peers=peers)
+        info = replace(self._base_info, peers=peers, raft=raft)
         self._info_cache = (key, info)
         return info
 

@@ -36,6 +36,25 @@ class PeerInfo:
 
 
 @dataclass(frozen=True)
+class RaftMember:
+    server_id: uuid.UUID
+    can_vote: bool
+
+
+@dataclass(frozen=True)
+class RaftInfo:
+    """This node's view of group0's Raft (system.raft_state); server ids are host ids."""
+
+    group_id: uuid.UUID
+    server_id: uuid.UUID
+    role: str
+    term: int
+    commit_index: int
+    leader: uuid.UUID | None
+    members: tuple[RaftMember, ...]
+
+
+@dataclass(frozen=True)
 class NodeInfo:
     host_id: uuid.UUID
     cluster_name: str
@@ -52,3 +71,4 @@ class NodeInfo:
     supported_features: tuple[str, ...] = ()
     peers: tuple[PeerInfo, ...] = field(default=())
     bootstrapped: str = "COMPLETED"
+    raft: RaftInfo | None = None

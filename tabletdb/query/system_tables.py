@@ -17,6 +17,7 @@ from typing import Any
 from tabletdb.auth import system_tables as auth_tables
 from tabletdb.auth.model import AuthState
 from tabletdb.cql.types import (
+    BIGINT,
     BLOB,
     BOOLEAN,
     INET,
@@ -252,6 +253,45 @@ def _clients_rows(state: SystemState) -> list[Row]:
     return rows
 
 
+RAFT_STATE_TABLE = _define(
+    "raft_state",
+    ["group_id"],
+    ["disposition", "server_id"],
+    {
+        "group_id": UUID,
+        "disposition": TEXT,
+        "server_id": UUID,
+        "can_vote": BOOLEAN,
+        "is_leader": BOOLEAN,
+        "is_local": BOOLEAN,
+        "local_role": TEXT,
+        "term": BIGINT,
+        "commit_index": BIGINT,
+    },
+    "group0 Raft membership (Scylla's columns) and this node's role, term and commit index",
+)
+
+
+def _raft_state_rows(state: SystemState) -> list[Row]:
+    raft = state.node.raft
+    if raft is None:
+        return []
+    return [
+        {
+            "group_id": raft.group_id,
+            "disposition": "CURRENT",
+            "server_id": m.server_id,
+            "can_vote": m.can_vote,
+            "is_leader": m.server_id == raft.leader,
+            "is_local": m.server_id == raft.server_id,
+            "local_role": raft.role,
+            "term": raft.term,
+            "commit_index": raft.commit_index,
+        }
+        for m in sorted(raft.members, key=lambda m: m.server_id.bytes)
+    ]
+
+
 RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
     "local": (LOCAL_TABLE, _local_rows),
     "peers": (PEERS_TABLE, _peer_rows),
@@ -259,6 +299,7 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
     "scylla_local": (SCYLLA_LOCAL_TABLE, _scylla_local_rows),
     "clients": (CLIENTS_TABLE, _clients_rows),
     "tablets": (TABLETS_TABLE, lambda state: tablets_rows(state.catalog, state.tablets)),
+    "raft_state": (RAFT_STATE_TABLE, _raft_state_rows),
 }
 
 

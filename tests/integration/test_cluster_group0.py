@@ -43,6 +43,14 @@ def _pinned(node: TestNode) -> Any:
     )
 
 
+def _pinned_rows(node: TestNode, query: str) -> list[Any]:
+    cluster = _pinned(node)
+    try:
+        return list(cluster.connect().execute(query))
+    finally:
+        cluster.shutdown()
+
+
 def _api(node: TestNode, path: str) -> Any:
     with urllib.request.urlopen(node.api_url + path, timeout=30) as response:
         return json.loads(response.read())
@@ -142,6 +150,10 @@ def test_concurrent_ddl_from_every_node(node_factory: NodeFactory) -> None:
             cluster.connect()
             assert {h.address for h in cluster.metadata.all_hosts()} == {n.host for n in nodes}
             assert set(cluster.metadata.keyspaces["g0"].tables) >= acked
+    rows = _pinned_rows(nodes[1], "SELECT * FROM system.raft_state")
+    assert len(rows) == 3 and all(r.can_vote for r in rows)
+    assert sum(r.is_leader for r in rows) == 1 and sum(r.is_local for r in rows) == 1
+    assert len({r.group_id for r in rows}) == 1 and rows[0].term >= 1
     status = _api(nodes[1], "/cluster/status")
     assert sorted(n["address"] for n in status["nodes"]) == sorted(n.host for n in nodes)
     assert all(n["voter"] for n in status["nodes"])
