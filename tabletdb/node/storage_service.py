@@ -58,11 +58,24 @@ class StorageService:
         self._tablet_maps = tablet_maps
         self._open: dict[Path, GroupCommitter] = {}
         self._known_tables: set[uuid.UUID] | None = None
+        self._by_key: dict[tuple[uuid.UUID, int], tuple[TabletMap | None, GroupCommitter]] = {}
+        """(table, tablet id or -1 - shard) -> (the map it was computed from, committer)."""
 
     # -- lookup ------------------------------------------------------------------------------
 
     def committer(self, table: TableDef, token: int) -> GroupCommitter:
-        return self._committer_at(self._path_for(table, token))
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is None:
+            key = (table.id, -1 - shard_of(token, self.smp, self.ignore_msb))
+        else:
+            key = (table.id, tablet_map.tablet_id_of(token))
+        found = self._by_key.get(key)
+        if found is not None and found[0] is tablet_map:
+            return found[1]
+        # the path maths is slow next to a dict lookup: done once per store and tablet map
+        committer = self._committer_at(self._path_for(table, token))
+        self._by_key[key] = (tablet_map, committer)
+        return committer
 
     def store(self, table: TableDef, token: int) -> TabletStore:
         return self.committer(table, token).store
@@ -135,6 +148,7 @@ class StorageService:
         self._known_tables = current
 
     def _remove_directory(self, directory: Path) -> None:
+        self._by_key.clear()
         for path in [p for p in self._open if directory in p.parents]:
             self._open.pop(path).store.close()
         if directory.exists():
@@ -142,6 +156,7 @@ class StorageService:
             log.info("removed table data directory=%s", directory)
 
     def close(self) -> None:
+        self._by_key.clear()
         for committer in self._open.values():
             committer.store.close()
         self._open.clear()

@@ -45,7 +45,7 @@ from tabletdb.query.select_execute import result_columns
 from tabletdb.query.system_tables import RENDERERS, SYSTEM, SystemState, system_keyspace
 from tabletdb.query.terms import Bindings, bind_by_name
 from tabletdb.query.virtual_select import output_columns, select_virtual
-from tabletdb.query.write_dispatch import DataPath
+from tabletdb.query.write_dispatch import DataPath, batch_receivers
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
@@ -132,7 +132,10 @@ class QueryProcessor:
         keyspace = client.keyspace
         stmt = parse_statement(query)
         table = self._table_for(stmt, keyspace)
-        binds = receivers(stmt, table)
+        if isinstance(stmt, ast.BatchStatement):
+            binds = batch_receivers(stmt, lambda name: self._user_table(name, keyspace))
+        else:
+            binds = receivers(stmt, table)
         qid = hashlib.md5(((keyspace or "") + query).encode()).digest()
         ks_name = table.keyspace if table is not None else (keyspace or "")
         tbl_name = table.name if table is not None else ""

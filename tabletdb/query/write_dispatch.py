@@ -8,12 +8,13 @@ table's lock from the read to the durable write, so concurrent increments are no
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.query.lwt import execute_conditional, is_conditional
+from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings
 from tabletdb.query.write_execute import WriteExecutor
@@ -104,3 +105,13 @@ class DataPath:
     def truncate(self, table: TableDef) -> Result:
         self.writer.stores.truncate(table)
         return VoidResult()
+
+
+def batch_receivers(
+    stmt: ast.BatchStatement, table_of: Callable[[ast.QualifiedName], TableDef]
+) -> list[Receiver]:
+    """Bind receivers of a BATCH: each statement's, in order (markers are numbered across it)."""
+    out: list[Receiver] = []
+    for sub in stmt.statements:
+        out.extend(receivers(sub, table_of(sub.table)))
+    return out
