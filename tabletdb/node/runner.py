@@ -26,6 +26,7 @@ from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.tablets_state import TabletChange, cluster_capacity, plan_tablet_changes
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.node.config import NodeConfig
+from tabletdb.node.failure_detector import FailureDetector
 from tabletdb.node.features import supported_features
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
@@ -33,7 +34,7 @@ from tabletdb.node.maintenance_store import MaintenanceStore
 from tabletdb.node.rest_api import ApiContext, RestApi
 from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
-from tabletdb.protocol.responses import TopologyChangeEvent
+from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
 from tabletdb.query.auth_check import AuthService, create_default_superuser
 from tabletdb.query.node_info import NodeInfo, PeerInfo
@@ -70,6 +71,7 @@ class Node:
         self.features = supported_features()
         group0_dir = workdir.joinpath(*GROUP0_DIR)
         self.metadata: Group0Service | MaintenanceStore
+        self.failure_detector: FailureDetector | None = None
         if config.maintenance_mode:
             self.metadata = MaintenanceStore(group0_dir)
         else:
@@ -81,6 +83,10 @@ class Node:
                 tablet_planner=self._plan_tablets,
             )
             self.metadata.add_member_listener(self._announce_new_node)
+            self.failure_detector = FailureDetector(
+                self.metadata.rpc, self._peer_records, self._announce_status
+            )
+            self.failure_detector.register()
         self._base_info = self._node_info()
         self._info_cache: tuple[object, NodeInfo] | None = None
         self.storage = StorageService(
@@ -210,6 +216,13 @@ class Node:
             )
             self.server.broadcast(frame)
 
+    def _peer_records(self) -> list[NodeRecord]:
+        me = self.identity.host_id
+        return [r for r in self.metadata.state.topology.members.values() if r.host_id != me]
+
+    def _announce_status(self, record: NodeRecord, up: bool) -> None:
+        self.server.broadcast(StatusChangeEvent("UP" if up else "DOWN", record.rpc_address))
+
     def _announce_new_node(self, record: NodeRecord) -> None:
         if record.host_id != self.identity.host_id:
             self.server.broadcast(TopologyChangeEvent("NEW_NODE", record.rpc_address))
@@ -223,6 +236,8 @@ class Node:
                 await self.rest_api.stop()
                 log.warning("node stopped while joining the cluster")
                 return
+            if self.failure_detector is not None:
+                self.failure_detector.start()
             if self.metadata.founder:
                 await create_default_superuser(
                     self.metadata, lambda: self.metadata.state.metadata, self.config.cluster_name
@@ -244,6 +259,8 @@ class Node:
             await self.server.stop()
             await self.rest_api.stop()
             self.storage.close()
+            if self.failure_detector is not None:
+                await self.failure_detector.stop()
             if isinstance(self.metadata, Group0Service):
                 await self.metadata.stop()
             self.metadata.close()

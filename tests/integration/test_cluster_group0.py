@@ -176,6 +176,8 @@ def test_leader_kill9_during_ddl_storm(node_factory: NodeFactory, monkeypatch: p
     leader.kill()
     storm.join()
     acked: set[str] = result["acked"]
+    # Peers notice (and announce STATUS_CHANGE DOWN to drivers) that the leader is gone.
+    _wait(lambda: all("node DOWN host_id" in n.log_tail(400) for n in others), "peers to mark it DOWN")
     # The majority elects a leader and keeps accepting DDL.
     more, errors = _storm(others, 30, "b")
     assert not errors, errors[:3]
@@ -184,6 +186,7 @@ def test_leader_kill9_during_ddl_storm(node_factory: NodeFactory, monkeypatch: p
         assert acked <= tables
     # The restarted node catches up; its peers' logs were truncated, so through a snapshot.
     leader.start()
+    _wait(lambda: all("node UP host_id" in n.log_tail(400) for n in others), "peers to mark it UP")
     views = _settled(nodes, acked)
     for tables, _ in views:
         assert acked <= tables
