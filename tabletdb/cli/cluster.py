@@ -130,12 +130,17 @@ def up(nodes: int, workdir: str, log_level: str, address_prefix: str) -> None:
     signal.signal(signal.SIGTERM, on_signal)
     cluster = LocalCluster(nodes, Path(workdir), log_level, address_prefix)
     started = time.monotonic()
+    # A new cluster needs its founder serving before others join; a restarted one needs a
+    # majority back before any node can confirm it is up to date, so then all start at once.
+    restart = (Path(workdir) / "node1").is_dir()
+    first = nodes if restart else 1
     try:
-        cluster.start_node(1)
-        cluster.wait_ready(range(1, 2), stop)
-        for index in range(2, nodes + 1):
+        for index in range(1, first + 1):
             cluster.start_node(index)
-        cluster.wait_ready(range(2, nodes + 1), stop)
+        cluster.wait_ready(range(1, first + 1), stop)
+        for index in range(first + 1, nodes + 1):
+            cluster.start_node(index)
+        cluster.wait_ready(range(first + 1, nodes + 1), stop)
         if not stop.is_set():
             _print_ready(nodes, time.monotonic() - started, Path(workdir), address_prefix)
             stop.wait()
