@@ -42,7 +42,14 @@ from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.node_info import NodeInfo
 from tabletdb.query.receivers import Receiver, pk_indexes, receivers
 from tabletdb.query.select_execute import result_columns
-from tabletdb.query.system_tables import RENDERERS, SYSTEM, SystemState, system_keyspace
+from tabletdb.query.system_tables import (
+    AUTH_KEYSPACE,
+    RENDERERS,
+    SYSTEM,
+    SystemState,
+    system_auth_keyspace,
+    system_keyspace,
+)
 from tabletdb.query.terms import Bindings, bind_by_name
 from tabletdb.query.virtual_select import output_columns, select_virtual
 from tabletdb.query.write_dispatch import DataPath, batch_receivers
@@ -354,8 +361,10 @@ class QueryProcessor:
         cached = self._system_catalog
         if cached is not None and cached[0] == catalog.version and cached[1] is not None:
             return cached[1]
-        keyspaces = catalog.keyspaces.set(SYSTEM, system_keyspace()).set(
-            system_schema.KEYSPACE, system_schema.system_schema_keyspace()
+        keyspaces = (
+            catalog.keyspaces.set(SYSTEM, system_keyspace())
+            .set(system_schema.KEYSPACE, system_schema.system_schema_keyspace())
+            .set(AUTH_KEYSPACE, system_auth_keyspace())
         )
         merged = Catalog(keyspaces, catalog.version, catalog.ids)
         self._system_catalog = (catalog.version, merged)

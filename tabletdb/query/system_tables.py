@@ -317,3 +317,12 @@ def system_keyspace() -> KeyspaceSchema:
     """The `system` keyspace as drivers see it in system_schema (LocalStrategy)."""
     definition = KeyspaceDef(SYSTEM, Replication(LOCAL), durable_writes=True)
     return KeyspaceSchema(definition, tables=FrozenMap({name: t for name, (t, _) in RENDERERS.items()}))
+
+
+AUTH_KEYSPACE = "system_auth"
+
+
+def system_auth_keyspace() -> KeyspaceSchema:
+    """An empty `system_auth`: roles live in `system` (ScyllaDB's group0-managed auth), but the
+    keyspace is still listed, and cqlsh looks it up to print LIST ROLES/PERMISSIONS results."""
+    return KeyspaceSchema(KeyspaceDef(AUTH_KEYSPACE, Replication(LOCAL), durable_writes=True))

@@ -12,7 +12,7 @@ from cassandra import ReadTimeout, Unauthorized, WriteTimeout
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import NoHostAvailable
 
-from tests.harness.clients import scylla_cluster
+from tests.harness.clients import run_cqlsh, scylla_cluster
 from tests.harness.node import NodeFactory, TestNode
 
 NTS = "{'class': 'NetworkTopologyStrategy', 'datacenter1': 1}"
@@ -131,3 +131,19 @@ def test_service_level_timeout_is_enforced(node_factory: NodeFactory) -> None:
             s.execute("INSERT INTO slks.t (k, v) VALUES (1, 1)")
         assert write_err.value.write_type == 0  # SIMPLE
         assert s.execute("SELECT release_version FROM system.local").one() is not None
+
+
+def test_cqlsh_logs_in_and_lists_roles(auth_node: TestNode) -> None:
+    """cqlsh -u/-p: a role statement and LIST ROLES (printed through cqlsh's system_auth
+    lookup), and a refused login."""
+    result = run_cqlsh(
+        auth_node,
+        "CREATE ROLE IF NOT EXISTS from_cqlsh; LIST ROLES;",
+        args=["-u", "cassandra", "-p", "cassandra"],
+    )
+    assert result.returncode == 0, result.stderr
+    listed = [line.split("|")[0].strip() for line in result.stdout.splitlines() if "|" in line]
+    assert listed[0] == "role" and {"cassandra", "from_cqlsh"} <= set(listed[1:])
+    refused = run_cqlsh(auth_node, "LIST ROLES;", args=["-u", "cassandra", "-p", "nope"])
+    assert refused.returncode != 0
+    assert "Username and/or password are incorrect" in refused.stdout + refused.stderr
