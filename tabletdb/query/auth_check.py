@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from tabletdb.auth import describe as auth_describe
 from tabletdb.auth.authorization import check_permission
-from tabletdb.auth.login import BAD_CREDENTIALS, authenticate, stored_hash
+from tabletdb.auth.login import authenticate, stored_hash
 from tabletdb.auth.model import AuthConfig
 from tabletdb.auth.roles import default_superuser
 from tabletdb.auth.service_levels import effective_timeout_ms
@@ -157,13 +157,14 @@ async def create_default_superuser(
     await store.change_schema(decide)
 
 
-def operation_kind(stmt: ast.Statement) -> str | None:
-    """READ, SIMPLE (a write), BATCH, or None for statements no service level limits.
+def operation_kind(stmt: ast.Statement, keyspace: str | None = None) -> str | None:
+    """READ, SIMPLE (a write), BATCH, or None for statements no service level limits
+    (`keyspace`: the session's, for unqualified table names).
 
     Reads of `system`/`system_schema` are rendered from this node's memory with no replica to
     wait for, so they are not limited (drivers read them while setting up a connection)."""
     if isinstance(stmt, ast.SelectStatement):
-        return None if stmt.table.keyspace in LOCAL_KEYSPACES else READ
+        return None if (stmt.table.keyspace or keyspace) in LOCAL_KEYSPACES else READ
     if isinstance(stmt, ast.BatchStatement):
         return BATCH
     if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
@@ -178,4 +179,4 @@ def timeout_error(kind: str, consistency: int, limit_ms: int | None) -> ReadTime
     return WriteTimeout(f"Operation timed out for write: {what}", consistency, 0, 1, kind)
 
 
-__all__ = ["BAD_CREDENTIALS", "AuthService", "operation_kind", "timeout_error"]
+__all__ = ["AuthService", "create_default_superuser", "operation_kind", "timeout_error"]

@@ -130,7 +130,7 @@ class QueryProcessor:
             values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
         return await self._auth.run_limited(
             client,
-            operation_kind(stmt),
+            operation_kind(stmt, client.keyspace),
             params.consistency,
             lambda: self._execute(client, stmt, client.keyspace, values, params),
         )
@@ -172,7 +172,7 @@ class QueryProcessor:
             values = bind_by_name(prepared.statement.bind_markers, names, values, params.names)
         return await self._auth.run_limited(
             client,
-            operation_kind(prepared.statement),
+            operation_kind(prepared.statement, prepared.keyspace),
             params.consistency,
             lambda: self._execute(client, prepared.statement, prepared.keyspace, values, params),
         )

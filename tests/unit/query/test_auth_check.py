@@ -131,6 +131,8 @@ def test_operation_kinds() -> None:
         "CREATE ROLE r": None,
     }
     assert {cql: operation_kind(parse_statement(cql)) for cql in kinds} == kinds
+    assert operation_kind(parse_statement("SELECT * FROM local"), "system") is None
+    assert operation_kind(parse_statement("SELECT * FROM t"), "k") == "READ"
 
 
 def limited_with_timeout(delay_ms: int, kind: str | None) -> Callable[[], Coroutine[Any, Any, str]]:
