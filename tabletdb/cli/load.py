@@ -72,7 +72,7 @@ def _spark_progress(spark: Any, console: Console) -> Iterator[Any]:
 @click.option("--password")
 @click.option("--consistency", default="LOCAL_QUORUM", show_default=True)
 @click.option(
-    "--concurrency", type=int, default=64, show_default=True, help="Writes in flight per Spark task."
+    "--concurrency", type=int, default=256, show_default=True, help="Writes in flight per Spark task."
 )
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark configuration, repeatable.")

@@ -20,7 +20,7 @@ from tabletdb.spark.schema_map import TableSchema, table_schema_from_rows
 
 DEFAULT_PORT = 9042
 DEFAULT_PAGE_SIZE = 1000
-DEFAULT_CONCURRENCY = 64
+DEFAULT_CONCURRENCY = 256  # measured: 64 in flight left the node idle half the time (~1.1k vs 1.8k rows/s)
 DEFAULT_BATCH_ROWS = 2000
 
 

@@ -5,7 +5,7 @@ Options (strings, names case-insensitive):
   table (`ks.t`, or `table` with `keyspace`), consistency (LOCAL_QUORUM),
   page_size (1000 rows per page when reading), columns (comma-separated subset to read),
   token_range (`start,end`: read only tokens in `(start, end]`),
-  concurrency (64 writes in flight per task), batch_rows (2000 rows grouped by tablet per round),
+  concurrency (256 writes in flight per task), batch_rows (2000 rows grouped by tablet per round),
   writetime_column / ttl_column (DataFrame columns holding each row's USING TIMESTAMP / TTL).
 
 Reading makes one input partition per tablet (per vnode range for vnode tables), each a paged

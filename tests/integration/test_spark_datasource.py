@@ -23,7 +23,7 @@ from tabletdb.dht.token import MAX_TOKEN
 from tabletdb.spark.connection import fetch_table_schema
 from tabletdb.spark.values import to_spark
 from tests.harness.clients import scylla_session
-from tests.harness.node import TestNode
+from tests.harness.node import NodeFactory, TestNode
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -42,8 +42,6 @@ SCHEMA = [
     f"CREATE TABLE sp.every ({COLUMNS})",
     f"CREATE TABLE sp.copy ({COLUMNS})",
     "CREATE TABLE sp.kv (k int PRIMARY KEY, v text)",
-    f"CREATE KEYSPACE vn WITH replication = {NTS} AND tablets = {{'enabled': false}}",
-    "CREATE TABLE vn.kv (k int PRIMARY KEY, v text)",
 ]
 INSERT = (
     "INSERT INTO sp.every (k, c, ac, big, bl, bo, d, dec, dbl, dur, fl, ip, i, si, tx, tm, ts, tu, ti, u, vi,"
@@ -83,7 +81,6 @@ def db(node: TestNode) -> Iterator[Any]:
         session.execute("INSERT INTO sp.every (k, c) VALUES (100, 'only the key')")
         for n in range(50):
             session.execute("INSERT INTO sp.kv (k, v) VALUES (%s, %s)", (n, f"v{n}"))
-            session.execute("INSERT INTO vn.kv (k, v) VALUES (%s, %s)", (n, f"v{n}"))
         yield session
 
 
@@ -138,7 +135,7 @@ def test_writing_the_dataframe_back_reproduces_the_table(spark: Any, node: TestN
     assert _driver_rows(db, "sp", "copy") == _driver_rows(db, "sp", "every")
 
 
-def test_one_input_partition_per_tablet_and_per_vnode_range(spark: Any, node: TestNode, db: Any) -> None:
+def test_one_input_partition_per_tablet(spark: Any, node: TestNode, db: Any) -> None:
     table_id = next(
         iter(db.execute("SELECT id FROM system_schema.tables WHERE keyspace_name='sp' AND table_name='kv'"))
     )
@@ -146,10 +143,20 @@ def test_one_input_partition_per_tablet_and_per_vnode_range(spark: Any, node: Te
     df = spark.read.format("tabletdb").options(**_options(node, "sp.kv")).load()
     assert df.rdd.getNumPartitions() == len(tablets) >= 4
     assert sorted(r.k for r in df.collect()) == list(range(50))
-    tokens = next(iter(db.execute("SELECT tokens FROM system.local"))).tokens
-    vdf = spark.read.format("tabletdb").options(**_options(node, "vn.kv", page_size="7")).load()
-    assert vdf.rdd.getNumPartitions() == len(tokens)
-    assert sorted((r.k, r.v) for r in vdf.collect()) == [(n, f"v{n}") for n in range(50)]
+
+
+def test_one_input_partition_per_vnode_range(spark: Any, node_factory: NodeFactory) -> None:
+    # A node of its own with few tokens: one Spark task per range, 256 of them would be slow.
+    vnode = node_factory.start_node(options={"num_tokens": 12})
+    with scylla_session(vnode) as session:
+        session.execute(f"CREATE KEYSPACE vn WITH replication = {NTS} AND tablets = {{'enabled': false}}")
+        session.execute("CREATE TABLE vn.kv (k int PRIMARY KEY, v text)")
+        for n in range(50):
+            session.execute("INSERT INTO vn.kv (k, v) VALUES (%s, %s)", (n, f"v{n}"))
+        tokens = next(iter(session.execute("SELECT tokens FROM system.local"))).tokens
+    df = spark.read.format("tabletdb").options(**_options(vnode, "vn.kv", page_size="7")).load()
+    assert df.rdd.getNumPartitions() == len(tokens) == 12
+    assert sorted((r.k, r.v) for r in df.collect()) == [(n, f"v{n}") for n in range(50)]
 
 
 def test_columns_and_token_range_options_narrow_the_scan(spark: Any, node: TestNode, db: Any) -> None:

@@ -85,7 +85,7 @@ def test_spark_values_become_driver_values() -> None:
         (T.TINYINT, "1", "not an integer"),
         (T.BOOLEAN, 1, "not a boolean"),
         (T.ASCII, "é", "non-ASCII"),
-        (T.TIMEUUID, str(uuid.uuid4()), "version-1"),
+        (T.TIMEUUID, "6ba7b810-9dad-41d1-80b4-00c04fd430c8", "version-1"),
         (T.UUID, "not-a-uuid", "badly formed"),
         (T.INET, "1.2.3", "does not appear to be an IPv4 or IPv6 address"),
         (T.DECIMAL, "NaN", "finite"),
