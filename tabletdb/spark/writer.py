@@ -19,7 +19,7 @@ from tabletdb.cql.identifiers import quote_identifier
 from tabletdb.spark.connection import SourceOptions, qualified, session_for
 from tabletdb.spark.ranges import range_index
 from tabletdb.spark.schema_map import CLUSTERING, PARTITION_KEY, Column, SchemaError, TableSchema
-from tabletdb.spark.values import to_driver
+from tabletdb.spark.values import ValueConversionError, to_driver
 
 
 class WriteFailed(RuntimeError):
@@ -136,13 +136,21 @@ def write_rows(plan: WritePlan, rows: Iterable[Sequence[Any]]) -> int:
         return prepared[key]
 
     def bind(row: Sequence[Any]) -> tuple[int, Any]:
-        values = [to_driver(c.cql_type, row[i]) for c, i in zip(columns, value_at)]
+        values = []
+        for c, i in zip(columns, value_at):
+            try:
+                values.append(to_driver(c.cql_type, row[i]))
+            except ValueConversionError as exc:
+                raise WriteFailed(
+                    f"cannot write {_describe(plan, row)} to {plan.table.keyspace}.{plan.table.table}: "
+                    f"column {c.name}: {exc}"
+                ) from None
         ts = row[ts_at] if ts_at is not None else None
         ttl = row[ttl_at] if ttl_at is not None else None
         values += [int(v) for v in (ts, ttl) if v is not None]
         bound = statement(ts is not None, ttl is not None).bind(values)
         routing = bound.routing_key
-        return (murmur3(routing) if routing is not None else 0), bound
+        return (murmur3(routing) if routing is not None else 0), (bound, row)
 
     window = _Window(plan.options.concurrency)
     written = 0
@@ -154,10 +162,10 @@ def write_rows(plan: WritePlan, rows: Iterable[Sequence[Any]]) -> int:
             raise WriteFailed(
                 f"cannot bind a row for {plan.table.keyspace}.{plan.table.table}: {exc}"
             ) from None
-        for bound in ordered:
+        for bound, row in ordered:
             if window.error is not None:
                 break
-            window.submit(partial(session.execute_async, bound), partial(_describe, plan, bound))
+            window.submit(partial(session.execute_async, bound), partial(_describe, plan, row))
         window.drain()
         if window.error is not None:
             raise WriteFailed(f"writing to {plan.table.keyspace}.{plan.table.table} failed at {window.error}")
@@ -165,9 +173,11 @@ def write_rows(plan: WritePlan, rows: Iterable[Sequence[Any]]) -> int:
     return written
 
 
-def _describe(plan: WritePlan, bound: Any) -> str:
-    keys = [c.name for c in plan.data_columns() if c.kind == PARTITION_KEY]
-    return f"row with partition key ({', '.join(keys)}) routing key 0x{(bound.routing_key or b'').hex()}"
+def _describe(plan: WritePlan, row: Sequence[Any]) -> str:
+    """The failing row's primary key, so the error can be acted on."""
+    positions = {n: i for i, n in enumerate(plan.input_names)}
+    key = ", ".join(f"{c.name}={row[positions[c.name]]!r}" for c in plan.table.primary_key)
+    return f"row ({key})"
 
 
 def _chunks(rows: Iterable[Sequence[Any]], size: int) -> Iterator[list[Sequence[Any]]]:

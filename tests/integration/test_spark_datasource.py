@@ -186,7 +186,7 @@ def test_writetime_and_ttl_columns(spark: Any, node: TestNode, db: Any) -> None:
 
 def test_a_cql_error_fails_the_write_with_the_servers_message(spark: Any, node: TestNode) -> None:
     df = spark.createDataFrame([(1, "x", -5)], "k int, v string, ttl int")
-    with pytest.raises(Exception, match="TTL"):
+    with pytest.raises(Exception, match=r"failed at row \(k=1\): .*TTL"):
         df.write.format("tabletdb").options(**_options(node, "sp.kv", ttl_column="ttl")).mode("append").save()
 
 

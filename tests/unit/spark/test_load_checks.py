@@ -1,0 +1,36 @@
+"""`run_load` refuses what it cannot do before touching Spark or the cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tabletdb.spark.connection import parse_options
+from tabletdb.spark.load import LoadError, run_load
+from tabletdb.spark.session import parse_conf
+
+RAW = {"hosts": "127.0.0.1", "table": "ks.t"}
+
+
+def _run(path: Path, fmt: str, rejects: Path) -> Any:
+    return run_load(None, parse_options(RAW), RAW, str(path), fmt, str(rejects))  # type: ignore[arg-type]
+
+
+def test_unknown_format_missing_input_and_existing_rejects_are_refused(tmp_path: Path) -> None:
+    source = tmp_path / "in.csv"
+    source.write_text("k\n1\n")
+    with pytest.raises(LoadError, match="unknown format 'xml'"):
+        _run(source, "xml", tmp_path / "rej")
+    with pytest.raises(LoadError, match="does not exist"):
+        _run(tmp_path / "missing.csv", "csv", tmp_path / "rej")
+    (tmp_path / "rej").mkdir()
+    with pytest.raises(LoadError, match="already exists"):
+        _run(source, "csv", tmp_path / "rej")
+
+
+def test_spark_conf_pairs() -> None:
+    assert parse_conf(["spark.a=1", "spark.b=x=y"]) == {"spark.a": "1", "spark.b": "x=y"}
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_conf(["novalue"])
