@@ -1,0 +1,125 @@
+"""Benchmark: the data path on one node — prepared INSERT and prepared SELECT by key.
+
+Figures (data path issue 3), all in one run:
+- `tabletdb insert` / `tabletdb select`: scylla-driver in separate processes, concurrency 64,
+  against one fresh node (`--smp` shards, default tablets: the count algorithm's 10 per shard);
+  ops/s, p50/p99, server CPU µs per op and RSS.
+- `floor`: the floor server answering the same SELECT with no database (bench/floor_server.py).
+- `sqlite upsert` / `sqlite select`: the same rows through raw sqlite3 in this process (WAL,
+  synchronous=FULL, one transaction per 64 upserts as group commit would give): the storage
+  engine's ceiling without CQL, asyncio or the wire.
+
+Reproduce: `.venv/bin/python -m bench.bench_data_path [--duration S] [--concurrency N] [--smp N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULT_PREFIX, LoadSpec, floor_server, latency_summary_ms, run_load, tabletdb_server
+
+KEYS = 100_000
+INSERT = "INSERT INTO bench.kv (k, v) VALUES (?, ?)"
+SELECT = "SELECT k, v FROM bench.kv WHERE k = ?"
+FLOOR_SELECT = "SELECT k, v FROM floor.t WHERE k = ?"
+
+
+def _create_schema(host: str, port: int) -> None:
+    from cassandra.cluster import Cluster
+
+    cluster = Cluster([host], port=port, protocol_version=4)
+    try:
+        session = cluster.connect()
+        session.execute(
+            "CREATE KEYSPACE bench WITH replication = "
+            "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+        )
+        session.execute("CREATE TABLE bench.kv (k int PRIMARY KEY, v text)")
+    finally:
+        cluster.shutdown()
+
+
+def _spec(
+    host: str, port: int, statement: str, values: tuple[str, ...], args: argparse.Namespace
+) -> LoadSpec:
+    return LoadSpec(
+        host,
+        port,
+        statement,
+        values=values,
+        concurrency=args.concurrency,
+        processes=args.processes,
+        warmup_s=args.warmup,
+        duration_s=args.duration,
+        key_space=KEYS,
+    )
+
+
+def sqlite_baseline(seconds: float, batch: int) -> dict[str, Any]:
+    """Upserts in transactions of ``batch`` (synced), then point selects, for ``seconds`` each."""
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as tmp:
+        conn = sqlite3.connect(Path(tmp) / "kv.db", isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT, ts INTEGER)")
+        upsert = (
+            "INSERT INTO kv VALUES (?, ?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v, ts = excluded.ts"
+        )
+        latencies: list[int] = []
+        ops = 0
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            started = time.perf_counter_ns()
+            conn.execute("BEGIN")
+            conn.executemany(
+                upsert, [(rng.randrange(KEYS), f"{rng.getrandbits(64):016x}", ops) for _ in range(batch)]
+            )
+            conn.execute("COMMIT")
+            latencies.append((time.perf_counter_ns() - started) // 1000)
+            ops += batch
+        upserts = {"ops_per_s": ops / seconds, "batch": batch, **latency_summary_ms(sorted(latencies))}
+        ops = 0
+        latencies = []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            started = time.perf_counter_ns()
+            conn.execute("SELECT k, v FROM kv WHERE k = ?", (rng.randrange(KEYS),)).fetchall()
+            latencies.append((time.perf_counter_ns() - started) // 1000)
+            ops += 1
+        selects = {"ops_per_s": ops / seconds, **latency_summary_ms(sorted(latencies))}
+        conn.close()
+    return {"sqlite upsert": upserts, "sqlite select": selects}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--smp", type=int, default=2)
+    args = parser.parse_args()
+    figures: dict[str, Any] = {"benchmark": "data_path", "concurrency": args.concurrency, "smp": args.smp}
+    with tabletdb_server(smp=args.smp) as server:
+        _create_schema(server.host, server.port)
+        insert = run_load(_spec(server.host, server.port, INSERT, ("int_rand", "text16"), args), server.pid)
+        select = run_load(_spec(server.host, server.port, SELECT, ("int_rand",), args), server.pid)
+        figures["tabletdb insert"], figures["tabletdb select"] = insert.as_dict(), select.as_dict()
+    with floor_server(("int_rand",)) as floor:
+        figures["floor"] = run_load(
+            _spec(floor.host, floor.port, FLOOR_SELECT, ("int_rand",), args), floor.pid
+        ).as_dict()
+    figures.update(sqlite_baseline(args.duration, args.concurrency))
+    print(RESULT_PREFIX + json.dumps(figures), flush=True)
+
+
+if __name__ == "__main__":
+    main()
