@@ -17,6 +17,7 @@ from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult
+from tabletdb.protocol.wire import Value
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.write_dispatch import DataPath
 from tabletdb.query.write_execute import WriteExecutor
@@ -59,7 +60,7 @@ class DataNode:
     async def run(
         self,
         cql: str,
-        values: list[bytes | None] | None = None,
+        values: list[Value] | None = None,
         page_size: int | None = None,
         paging_state: bytes | None = None,
         timestamp: int | None = None,
