@@ -130,9 +130,11 @@ def load_command(
 
 
 def _first_line(exc: BaseException) -> str:
-    """Spark wraps a task's Python error in pages of JVM trace; the cause is the line naming it."""
+    """Spark wraps a task's Python error in a traceback (and the JVM's); the cause is the line
+    where the traceback names the exception: `module.Class: message`."""
     text = str(exc)
-    for line in text.splitlines():
-        if "WriteFailed" in line or "Error:" in line:
-            return line.strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    for line in reversed(text.splitlines()):
+        name, sep, message = line.partition(": ")
+        if sep and name and " " not in name and name.split(".")[-1][:1].isupper():
+            return f"{name.split('.')[-1]}: {message}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

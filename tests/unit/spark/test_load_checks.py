@@ -34,3 +34,20 @@ def test_spark_conf_pairs() -> None:
     assert parse_conf(["spark.a=1", "spark.b=x=y"]) == {"spark.a": "1", "spark.b": "x=y"}
     with pytest.raises(ValueError, match="KEY=VALUE"):
         parse_conf(["novalue"])
+
+
+def test_a_failed_task_is_reported_by_its_exception_line() -> None:
+    from tabletdb.cli.load import _first_line
+
+    wrapped = RuntimeError(
+        "An exception was thrown from the Python worker:\n"
+        "Traceback (most recent call last):\n"
+        '  File "writer.py", line 171, in write_rows\n'
+        '    raise WriteFailed(f"writing to {table} failed at {window.error}")\n'
+        "tabletdb.spark.writer.WriteFailed: writing to ks.t failed at row (k=1): Error from server: "
+        'code=2200 [Invalid query] message="A TTL must be greater or equal to 0, but was -5"\n'
+    )
+    assert _first_line(wrapped).startswith(
+        "WriteFailed: writing to ks.t failed at row (k=1): Error from server"
+    )
+    assert _first_line(RuntimeError("plain failure")) == "plain failure"
