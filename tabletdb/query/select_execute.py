@@ -149,15 +149,17 @@ def execute_select(
     now: int,
 ) -> RowsResult:
     r = analyze(stmt.where, table, bindings, _filter)
-    if r.filters and not stmt.allow_filtering:
+    if r.filters and not stmt.allow_filtering and not set(r.filtered_columns) <= indexed_columns(table):
         raise InvalidRequest(
             "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
             "performance. If you want to execute this query despite the performance unpredictability, "
             f"use ALLOW FILTERING (restricted: {', '.join(r.filtered_columns)})"
         )
     outputs = outputs_of(stmt, table)
-    aggregate = any(o.kind in AGGREGATES for o in outputs)
-    limit = _positive(stmt.limit, bindings, "LIMIT")
+    aggregate = any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by)
+    group_key = _group_key(stmt, table)
+    result_limit = _positive(stmt.limit, bindings, "LIMIT")
+    limit = None if aggregate else result_limit
     per_partition = _positive(stmt.per_partition_limit, bindings, "PER PARTITION LIMIT")
     reverse = _reverse(stmt, table, r)
     after, left, part_left = _decode_state(paging_state)
@@ -199,9 +201,14 @@ def execute_select(
         next_state = msgpack.packb(
             [PAGING_VERSION, last.token, last.partition_key, last.clustering, left_after, part_after]
         )
-    result = (
-        [_aggregate(outputs, taken)] if aggregate else [[_value(o, row) for o in outputs] for row in taken]
-    )
+    if not aggregate:
+        result = [[_value(o, row) for o in outputs] for row in taken]
+    elif group_key is None:
+        result = [_aggregate(outputs, taken)]
+    else:
+        result = [_aggregate(outputs, group) for group in _groups(taken, group_key)]
+    if aggregate and result_limit is not None:
+        result = result[:result_limit]
     if stmt.json:
         result = [[_json_row(outputs, values)] for values in result]
         outputs = [Output("[json]", TEXT, None)]
@@ -210,6 +217,38 @@ def execute_select(
         [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
     ]
     return RowsResult(RowsMetadata(columns, next_state), encoded)
+
+
+def indexed_columns(table: TableDef) -> set[str]:
+    """Columns a secondary index covers by value: restricting them needs no ALLOW FILTERING."""
+    return {i.target for i in table.indexes if "(" not in i.target}
+
+
+def _group_key(stmt: ast.SelectStatement, table: TableDef) -> list[str] | None:
+    if not stmt.group_by:
+        return None
+    primary = [c.name for c in table.primary_key]
+    if list(stmt.group_by) != primary[: len(stmt.group_by)]:
+        raise InvalidRequest(
+            f"Group by is only supported on a prefix of the primary key ({', '.join(primary)}), "
+            f"got {', '.join(stmt.group_by)}"
+        )
+    return list(stmt.group_by)
+
+
+def _groups(rows: list[OutRow], key: list[str]) -> Iterator[list[OutRow]]:
+    """Consecutive rows sharing the GROUP BY columns (rows arrive in primary-key order)."""
+    group: list[OutRow] = []
+    current: tuple[Any, ...] | None = None
+    for row in rows:
+        values = tuple(row.values.get(name) for name in key)
+        if group and values != current:
+            yield group
+            group = []
+        current = values
+        group.append(row)
+    if group:
+        yield group
 
 
 def _value(o: Output, row: OutRow) -> Any:

@@ -1,0 +1,72 @@
+"""SELECT features: GROUP BY, aggregates under LIMIT, DISTINCT, multi-column slices, index lookups."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tabletdb.cql.errors import InvalidRequest
+from tests.unit.query.data_harness import DataNode
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[DataNode]:
+    n = DataNode(tmp_path)
+    yield n
+    n.close()
+
+
+async def _filled(node: DataNode) -> None:
+    await node.run(KS)
+    await node.run("CREATE TABLE ks.t (p int, a int, b int, v int, PRIMARY KEY (p, a, b))")
+    for p in range(3):
+        for a in range(3):
+            for b in range(2):
+                await node.run(f"INSERT INTO ks.t (p, a, b, v) VALUES ({p}, {a}, {b}, {p * 10 + a * 2 + b})")
+
+
+def test_group_by_and_aggregates(node: DataNode) -> None:
+    async def go() -> None:
+        await _filled(node)
+        rows = await node.rows("SELECT p, count(*), max(v), sum(v) FROM ks.t GROUP BY p")
+        assert sorted(rows) == [(p, 6, p * 10 + 5, 6 * p * 10 + 15) for p in range(3)]
+        rows = await node.rows("SELECT p, a, min(v) FROM ks.t WHERE p = 1 GROUP BY p, a")
+        assert rows == [(1, a, 10 + 2 * a) for a in range(3)]
+        assert await node.rows("SELECT count(*) FROM ks.t LIMIT 1") == [(18,)]
+        assert await node.rows("SELECT avg(v) FROM ks.t WHERE p = 0") == [(2,)]
+        with pytest.raises(InvalidRequest, match="prefix"):
+            await node.rows("SELECT count(*) FROM ks.t GROUP BY a")
+
+    asyncio.run(go())
+
+
+def test_distinct_and_multi_column_slices(node: DataNode) -> None:
+    async def go() -> None:
+        await _filled(node)
+        assert sorted(await node.rows("SELECT DISTINCT p FROM ks.t")) == [(0,), (1,), (2,)]
+        rows = await node.rows("SELECT a, b FROM ks.t WHERE p = 2 AND (a, b) > (0, 1) AND (a, b) <= (2, 0)")
+        assert rows == [(1, 0), (1, 1), (2, 0)]
+        rows = await node.rows("SELECT a, b FROM ks.t WHERE p = 2 AND (a, b) IN ((2, 1), (0, 0))")
+        assert rows == [(0, 0), (2, 1)]
+        assert await node.rows("SELECT b FROM ks.t WHERE p = 0 AND a = 1 ORDER BY a DESC, b DESC") == [
+            (1,),
+            (0,),
+        ]
+
+    asyncio.run(go())
+
+
+def test_indexed_column_needs_no_allow_filtering(node: DataNode) -> None:
+    async def go() -> None:
+        await _filled(node)
+        with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+            await node.rows("SELECT p FROM ks.t WHERE v = 13")
+        await node.run("CREATE INDEX ON ks.t (v)")
+        assert await node.rows("SELECT p, a, b FROM ks.t WHERE v = 13") == [(1, 1, 1)]
+
+    asyncio.run(go())
