@@ -359,6 +359,7 @@ class Group0Service:
     def _install(self, snapshot: Snapshot) -> None:
         self._state = decode_snapshot(snapshot.data)
         self._learn_peers()
+        log.info("group0 snapshot installed from the leader index=%d", snapshot.meta.index)
 
     def _snapshot_bytes(self) -> bytes:
         return encode_snapshot(self._state)
