@@ -39,7 +39,7 @@ from tabletdb.protocol.server import CqlServer
 from tabletdb.query.auth_check import AuthService, create_default_superuser
 from tabletdb.query.node_info import NodeInfo, PeerInfo
 from tabletdb.query.processor import QueryProcessor
-from tabletdb.query.write_dispatch import DataPath
+from tabletdb.query.write_dispatch import DataPath, catalog_views
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.schema.model import Catalog
@@ -108,7 +108,7 @@ class Node:
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
-            data=DataPath(WriteExecutor(self.storage)),
+            data=DataPath(WriteExecutor(self.storage), catalog_views(lambda: self.metadata.catalog)),
             auth=AuthService(
                 AuthConfig(config.authenticator, config.authorizer),
                 lambda: self.metadata.state.metadata,

@@ -8,7 +8,7 @@ name otherwise; nothing when IF EXISTS finds no row).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from tabletdb.cql import ast, codec
@@ -23,7 +23,7 @@ from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.query.write_keys import partition_key
 from tabletdb.query.write_statements import where_of
 from tabletdb.schema.model import ColumnDef, TableDef
-from tabletdb.storage.mutation import Bound, ClusteringSlice
+from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 
 Row = dict[str, Any]
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
@@ -127,8 +127,14 @@ def codec_int() -> CqlType:
 
 
 async def execute_conditional(
-    writer: WriteExecutor, stmt: Modification, table: TableDef, bindings: Bindings, timestamp: int | None
+    writer: WriteExecutor,
+    stmt: Modification,
+    table: TableDef,
+    bindings: Bindings,
+    timestamp: int | None,
+    write: Callable[[TableDef, Sequence[Mutation]], Awaitable[None]],
 ) -> RowsResult:
+    """``write`` applies the mutations durably (and keeps views up to date)."""
     if timestamp is not None or stmt.attributes.timestamp is not None:
         raise InvalidRequest("Cannot provide custom timestamp for conditional updates")
     key, token, ck = _target(stmt, table, bindings)
@@ -137,7 +143,7 @@ async def execute_conditional(
         applied, shown = _evaluate(stmt, table, bindings, current)
         if applied:
             mutations = writer.mutations_for(stmt, table, bindings, None)
-            await writer.write(table, mutations)
+            await write(table, mutations)
     return _result(table, applied, shown, current)
 
 

@@ -18,11 +18,14 @@ from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings
 from tabletdb.query.write_execute import WriteExecutor
-from tabletdb.schema.model import TableDef
+from tabletdb.query.write_views import partition_snapshot, view_mutations, write_timestamp
+from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
 
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
+ViewsOf = Callable[[TableDef], Sequence[ViewDef]]
+"""The materialized views of a base table (from the current catalog)."""
 
 
 def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
@@ -41,14 +44,15 @@ def _check_not_conditional(stmt: ast.Statement) -> None:
 
 
 class DataPath:
-    def __init__(self, writer: WriteExecutor) -> None:
+    def __init__(self, writer: WriteExecutor, views_of: ViewsOf | None = None) -> None:
+        self._views_of = views_of
         self.writer = writer
 
     async def modify(
         self, stmt: Modification, table: TableDef, bindings: Bindings, timestamp: int | None
     ) -> Result:
         if is_conditional(stmt):
-            return await execute_conditional(self.writer, stmt, table, bindings, timestamp)
+            return await execute_conditional(self.writer, stmt, table, bindings, timestamp, self.write)
         if _reads_before_write(stmt, table):
             async with self.writer.lock(table, b""):
                 await self._build_and_write(stmt, table, bindings, timestamp)
@@ -60,7 +64,27 @@ class DataPath:
         self, stmt: ast.Statement, table: TableDef, bindings: Bindings, timestamp: int | None
     ) -> None:
         mutations = self.writer.mutations_for(stmt, table, bindings, timestamp)
-        await self.writer.write(table, mutations)
+        await self.write(table, mutations)
+
+    async def write(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
+        """Write durably; tables with materialized views also get their view rows updated."""
+        views = self._views_of(table) if self._views_of is not None else []
+        if not views:
+            await self.writer.write(table, mutations)
+            return
+        stores = self.writer.stores
+        async with self.writer.lock(table, b"\x00views"):
+            now = self.writer.now_seconds()
+            keys = sorted({(m.partition_key, m.token) for m in mutations})
+            before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
+            await self.writer.write(table, mutations)
+            timestamp = write_timestamp(mutations)
+            for key in keys:
+                after = partition_snapshot(table, stores, key[0], key[1], now)
+                for view in views:
+                    changes = view_mutations(view, before[key], after, timestamp, now)
+                    if changes:
+                        await self.writer.write(view.table, changes)
 
     async def batch(
         self,
@@ -84,7 +108,7 @@ class DataPath:
                 self.writer.mutations_for(stmt, table, bindings, ts)
             )
         for table, mutations in per_table.values():
-            await self.writer.write(table, mutations)
+            await self.write(table, mutations)
         return VoidResult()
 
     def select(
@@ -115,3 +139,13 @@ def batch_receivers(
     for sub in stmt.statements:
         out.extend(receivers(sub, table_of(sub.table)))
     return out
+
+
+def catalog_views(catalog: Callable[[], Catalog]) -> ViewsOf:
+    """``ViewsOf`` reading the node's current catalog."""
+
+    def views_of(table: TableDef) -> Sequence[ViewDef]:
+        ks = catalog().keyspace(table.keyspace)
+        return [] if ks is None else ks.views_of(table.name)
+
+    return views_of

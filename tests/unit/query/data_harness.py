@@ -19,7 +19,7 @@ from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.protocol.wire import Value
 from tabletdb.query.processor import QueryProcessor
-from tabletdb.query.write_dispatch import DataPath
+from tabletdb.query.write_dispatch import DataPath, catalog_views
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog
@@ -48,7 +48,9 @@ class DataNode:
             self.metadata,
             SchemaConfig(datacenters=("dc1",)),
             lambda: [],
-            data=DataPath(WriteExecutor(self.storage, self.clock)),
+            data=DataPath(
+                WriteExecutor(self.storage, self.clock), catalog_views(lambda: self.metadata.catalog)
+            ),
         )
         self.metadata.add_listener(lambda _e: self.storage.follow_schema(self.metadata.catalog))
         self.client = ClientState(1, ("127.0.0.1", 1), 0)
