@@ -149,7 +149,11 @@ class Group0Service:
                 await self.turns.release(token, leader)
 
     async def _decide_and_commit(self, decide: Decision) -> DdlOutcome:
-        await self.driver.read_barrier()
+        # The leader applies what it commits at once, and the turn was handed on only after the
+        # previous change was applied, so a leader decides on the latest state without a
+        # barrier; if it was deposed unawares, the state-id guard turns its command into a no-op.
+        if not self.driver.is_leader:
+            await self.driver.read_barrier()
         for attempt in range(MAX_DDL_ATTEMPTS):
             state = self._state.metadata
             outcome = decide(state.catalog)
