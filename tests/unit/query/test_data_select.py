@@ -70,3 +70,16 @@ def test_indexed_column_needs_no_allow_filtering(node: DataNode) -> None:
         assert await node.rows("SELECT p, a, b FROM ks.t WHERE v = 13") == [(1, 1, 1)]
 
     asyncio.run(go())
+
+
+def test_default_ttl_and_using_ttl_zero(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.e (p int PRIMARY KEY, v int) WITH default_time_to_live = 100")
+        await node.run("INSERT INTO ks.e (p, v) VALUES (1, 1)")
+        await node.run("INSERT INTO ks.e (p, v) VALUES (2, 2) USING TTL 0")
+        assert await node.rows("SELECT p, ttl(v) FROM ks.e WHERE p IN (1, 2)") == [(1, 100), (2, None)]
+        node.clock.now += 100
+        assert await node.rows("SELECT p FROM ks.e") == [(2,)]
+
+    asyncio.run(go())
