@@ -42,18 +42,25 @@ class DdlTurns:
         self._rpc.register(ACQUIRE_VERB, self._on_acquire)
         self._rpc.register(RELEASE_VERB, self._on_release)
 
-    async def acquire(self) -> tuple[bytes, int | None]:
-        """Wait for our turn; (token, leader id to hand it back to, None if we are the leader)."""
+    async def acquire(self) -> tuple[bytes, int | None, int]:
+        """Wait for our turn: (token, leader id to hand it back to or None if we are the leader,
+        the leader's commit index when it granted the turn).
+
+        The leader confirms its leadership with a quorum (a read barrier) before it answers, and
+        every change made in earlier turns was committed by then, so once this node has applied
+        up to that index it decides on the latest state.
+        """
         while True:
             if self._driver.is_leader:
-                return await self._grant(), None
+                token = await self._grant()
+                return token, None, await self._confirmed_commit_index()
             leader = self._driver.raft.leader
             if leader is None:
                 await asyncio.sleep(0.05)
                 continue
             try:
-                token = await self._rpc.call(leader, ACQUIRE_VERB, None, timeout=LEASE_SECONDS * 2)
-                return bytes(token), leader
+                token, index = await self._rpc.call(leader, ACQUIRE_VERB, None, timeout=LEASE_SECONDS * 2)
+                return bytes(token), leader, int(index)
             except RpcError as exc:  # leader changed or unreachable: ask again
                 log.debug("group0 turn from %s failed: %s", leader, exc)
                 await asyncio.sleep(0.05)
@@ -85,10 +92,17 @@ class DdlTurns:
             self._lease = None
         self._lock.release()
 
-    async def _on_acquire(self, src: int, payload: Any) -> bytes:
+    async def _on_acquire(self, src: int, payload: Any) -> list[Any]:
         if not self._driver.is_leader:
             raise NotLeaderNow(f"node {self._driver.id} is not the group0 leader")
-        return await self._grant()
+        token = await self._grant()
+        return [token, await self._confirmed_commit_index()]
+
+    async def _confirmed_commit_index(self) -> int:
+        """The commit index once a quorum confirmed we still lead: the read barrier of the
+        issue, taken once at the leader instead of by the deciding node."""
+        await self._driver.read_barrier()
+        return self._driver.raft.commit_index
 
     async def _on_release(self, src: int, payload: Any) -> None:
         self._finish(bytes(payload))

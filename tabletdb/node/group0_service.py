@@ -137,23 +137,22 @@ class Group0Service:
         """Decide, propose, wait for our own apply; re-decide when another node's change won.
 
         One change at a time per node, and each takes a turn from the leader first
-        (`group0_guard`), so commands rarely race. When one does lose, the losing entry's
-        apply already showed us the winner, so retries skip the read barrier; a short random
-        pause de-synchronises nodes that keep colliding.
+        (`group0_guard`), so commands rarely race. When one does lose (a leader change), the
+        losing entry's apply already showed us the winner; a short random pause
+        de-synchronises nodes that keep colliding.
         """
         async with self._ddl_lock, asyncio.timeout(COMMAND_TIMEOUT):
-            token, leader = await self.turns.acquire()
+            token, leader, granted_at = await self.turns.acquire()
             try:
+                await self.driver.wait_applied(granted_at)
                 return await self._decide_and_commit(decide)
             finally:
                 await self.turns.release(token, leader)
 
     async def _decide_and_commit(self, decide: Decision) -> DdlOutcome:
-        # The leader applies what it commits at once, and the turn was handed on only after the
-        # previous change was applied, so a leader decides on the latest state without a
-        # barrier; if it was deposed unawares, the state-id guard turns its command into a no-op.
-        if not self.driver.is_leader:
-            await self.driver.read_barrier()
+        # No read barrier: the turn came with the leader's commit index, which covers every
+        # change made in earlier turns, and change_schema waited to apply up to it. If the
+        # leader was deposed unawares, the state-id guard turns a stale command into a no-op.
         for attempt in range(MAX_DDL_ATTEMPTS):
             state = self._state.metadata
             outcome = decide(state.catalog)
