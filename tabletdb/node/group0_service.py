@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import ipaddress
 import logging
 import random
 import time
@@ -77,6 +78,18 @@ SchemaListener = Callable[[tuple[SchemaChangeEvent, ...]], None]
 MemberListener = Callable[[NodeRecord], None]
 
 
+def founds_cluster(address: str, seeds: tuple[str, ...]) -> bool:
+    """Whether a node with a fresh log founds the cluster instead of joining one.
+
+    Seeds that are only this node (or none) found. When every node lists the same seeds, the
+    lowest seed address founds and the others join it, so a shared seed list cannot leave
+    every seed waiting for another to start the cluster.
+    """
+    if all(seed == address for seed in seeds):
+        return True
+    return address in seeds and address == min(seeds, key=lambda s: ipaddress.ip_address(s).packed)
+
+
 class ConcurrentModification(ServerError):
     """A DDL lost the race against other schema changes every time it was retried."""
 
@@ -100,7 +113,7 @@ class Group0Service:
         self.cluster_name = cluster_name
         self.seeds = seeds
         self.store = DurableLog.open(str(directory))
-        self.founder = all(seed == record.address for seed in seeds)
+        self.founder = founds_cluster(record.address, seeds)
         if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
             self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
         self._state = decode_snapshot(self.store.snapshot().data)

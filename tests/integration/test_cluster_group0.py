@@ -226,3 +226,17 @@ def test_maintenance_mode_serves_local_schema_and_refuses_ddl(node_factory: Node
 
         with pytest.raises(InvalidRequest, match="maintenance mode"):
             cluster.connect().execute("CREATE TABLE g0.refused (k int PRIMARY KEY)")
+
+
+def test_nodes_sharing_one_seed_list_form_one_cluster(node_factory: NodeFactory) -> None:
+    endpoints = [node_factory.allocator.allocate() for _ in range(3)]
+    seeds = [e.address for e in endpoints]
+    nodes = [TestNode(e, node_factory.base_dir / f"node-{e.address}", seeds) for e in endpoints]
+    node_factory.nodes.extend(nodes)
+    for node in reversed(nodes):  # the founder (lowest seed) starts last: the others wait for it
+        node.start(wait=False)
+    for node in nodes:
+        node.wait_ready()
+    status = _api(nodes[2], "/cluster/status")
+    assert sorted(n["address"] for n in status["nodes"]) == sorted(seeds)
+    assert status["local"]["group0_id"] == _api(nodes[0], "/storage_service/hostid/local")

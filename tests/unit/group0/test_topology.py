@@ -109,3 +109,14 @@ def test_raft_ids_are_positive_and_fit_63_bits() -> None:
         rid = raft_id_of(uuid.uuid4())
         assert 0 < rid < 2**63
     assert raft_id_of(uuid.UUID(int=0)) == 1
+
+
+def test_founder_is_the_only_seed_or_the_lowest_of_a_shared_seed_list() -> None:
+    from tabletdb.node.group0_service import founds_cluster
+
+    assert founds_cluster("10.0.0.5", ())
+    assert founds_cluster("10.0.0.5", ("10.0.0.5",))
+    assert not founds_cluster("10.0.0.6", ("10.0.0.5",))
+    shared = ("10.0.0.10", "10.0.0.9", "10.0.0.11")
+    assert [a for a in shared if founds_cluster(a, shared)] == ["10.0.0.9"]
+    assert not founds_cluster("10.0.0.1", shared)  # not a seed: joins even if its address is lower
