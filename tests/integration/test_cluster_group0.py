@@ -240,3 +240,13 @@ def test_nodes_sharing_one_seed_list_form_one_cluster(node_factory: NodeFactory)
     status = _api(nodes[2], "/cluster/status")
     assert sorted(n["address"] for n in status["nodes"]) == sorted(seeds)
     assert status["local"]["group0_id"] == _api(nodes[0], "/storage_service/hostid/local")
+    # A driver whose control connection is on node 2 hears of DDL executed on node 0 (the
+    # SCHEMA_CHANGE event comes from node 2 applying it; drivers never poll for schema).
+    with scylla_cluster(nodes[2]) as watcher:
+        watcher.connect()
+        _pinned_rows(nodes[0], KEYSPACE)
+        _pinned_rows(nodes[0], "CREATE TABLE g0.seen (k int PRIMARY KEY)")
+        _wait(
+            lambda: "g0" in watcher.metadata.keyspaces and "seen" in watcher.metadata.keyspaces["g0"].tables,
+            "the event-driven schema refresh on node 2's driver",
+        )
