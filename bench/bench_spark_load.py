@@ -40,9 +40,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=None, help="Writes in flight per task.")
     args = parser.parse_args()
 
+    from tabletdb.spark.connection import DEFAULT_CONCURRENCY
     from tabletdb.spark.session import spark_session
+
+    in_flight = args.concurrency or DEFAULT_CONCURRENCY
 
     spark = spark_session(args.master)
     try:
@@ -68,6 +72,7 @@ def main() -> None:
                 "port": str(server.port),
                 "table": "bench.rows",
                 "consistency": "ONE",
+                "concurrency": str(in_flight),
             }
             cpu_before = proc_cpu_seconds(server.pid)
             started = time.monotonic()
@@ -80,7 +85,7 @@ def main() -> None:
         spark.stop()
     figures = {
         "benchmark": "spark_load",
-        "workload": f"{args.rows} rows, {args.partitions} tasks, {args.master}",
+        "workload": f"{args.rows} rows, {args.partitions} tasks, {args.master}, {in_flight} in flight/task",
         "ops_per_s": args.rows / load_s,
         "parquet_rows_per_s": args.rows / parquet_s,
         "ratio_to_parquet": parquet_s / load_s,
