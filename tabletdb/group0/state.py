@@ -17,6 +17,8 @@ from typing import Any
 
 import msgpack
 
+from tabletdb.auth.model import AuthState
+from tabletdb.group0 import auth_state
 from tabletdb.group0.tablets_state import (
     EMPTY_TABLET_MAPS,
     TabletChange,
@@ -27,8 +29,6 @@ from tabletdb.group0.tablets_state import (
     maps_from_plain,
     maps_to_plain,
 )
-from tabletdb.auth.model import AuthState
-from tabletdb.group0 import auth_state
 from tabletdb.qos.model import QosState
 from tabletdb.schema import serialize
 from tabletdb.schema.model import ZERO_VERSION, Catalog
