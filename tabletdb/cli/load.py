@@ -74,6 +74,8 @@ def _spark_progress(spark: Any, console: Console) -> Iterator[Any]:
 @click.option(
     "--concurrency", type=int, default=256, show_default=True, help="Writes in flight per Spark task."
 )
+@click.option("--writetime-column", help="Input field with each row's write timestamp (microseconds).")
+@click.option("--ttl-column", help="Input field with each row's TTL in seconds.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark configuration, repeatable.")
 def load_command(
@@ -87,6 +89,8 @@ def load_command(
     password: str | None,
     consistency: str,
     concurrency: int,
+    writetime_column: str | None,
+    ttl_column: str | None,
     master: str,
     confs: tuple[str, ...],
 ) -> None:
@@ -98,6 +102,10 @@ def load_command(
 
     raw = {"hosts": hosts, "port": str(port), "table": table, "consistency": consistency}
     raw["concurrency"] = str(concurrency)
+    if writetime_column:
+        raw["writetime_column"] = writetime_column
+    if ttl_column:
+        raw["ttl_column"] = ttl_column
     if username:
         raw.update(username=username, password=password or "")
     rejects_dir = rejects or f"{source.rstrip('/')}.rejects-{time.strftime('%Y%m%dT%H%M%S')}"

@@ -36,21 +36,29 @@ class ColumnMapping:
 
     columns: tuple[Column, ...]
     positions: tuple[int, ...]  # index of each column's field in the input row
+    extras: tuple[str, ...] = ()  # writetime/TTL fields, written after the columns
+    extra_positions: tuple[int, ...] = ()
 
     @property
     def key_columns(self) -> tuple[Column, ...]:
         return tuple(c for c in self.columns if c.kind in (PARTITION_KEY, CLUSTERING))
 
 
-def map_columns(table: TableSchema, input_names: Sequence[str]) -> ColumnMapping:
+def map_columns(table: TableSchema, input_names: Sequence[str], extras: Sequence[str] = ()) -> ColumnMapping:
     """Match input fields to columns; an unknown field or an absent key column fails the whole load
-    up front, since no row of that input could ever fit."""
+    up front, since no row of that input could ever fit. `extras` (the writetime and TTL fields)
+    must be input fields and are kept apart from the columns."""
+    absent = [e for e in extras if e not in input_names]
+    if absent:
+        raise SchemaError(f"the input has no field {', '.join(absent)} (named as writetime/TTL field)")
     by_lower = {c.name.lower(): c for c in table.columns}
     exact = {c.name: c for c in table.columns}
     chosen: list[Column] = []
     positions: list[int] = []
     unknown = []
     for i, name in enumerate(input_names):
+        if name in extras:
+            continue
         column = exact.get(name) or by_lower.get(name.lower())
         if column is None:
             unknown.append(name)
@@ -65,17 +73,20 @@ def map_columns(table: TableSchema, input_names: Sequence[str]) -> ColumnMapping
     missing = [c.name for c in table.primary_key if c not in chosen]
     if missing:
         raise SchemaError(f"the input has no field for primary key column(s) {', '.join(missing)}")
-    return ColumnMapping(tuple(chosen), tuple(positions))
+    extra_positions = tuple(list(input_names).index(e) for e in extras)
+    return ColumnMapping(tuple(chosen), tuple(positions), tuple(extras), extra_positions)
 
 
-def json_object_row(table: TableSchema, obj: Any) -> list[Any]:
-    """One JSON-lines object as a row of every table column (absent fields are null, as with
-    INSERT JSON); a non-object or a field that names no column is a reject."""
+def json_object_row(table: TableSchema, obj: Any, extras: Sequence[str] = ()) -> list[Any]:
+    """One JSON-lines object as a row of every table column then the `extras` fields (absent fields
+    are null, as with INSERT JSON); a non-object or a field that names no column is a reject."""
     if not isinstance(obj, dict):
         raise RowRejected(f"expected a JSON object per line, got {type(obj).__name__}")
     by_lower = {c.name.lower(): i for i, c in enumerate(table.columns)}
     exact = {c.name: i for i, c in enumerate(table.columns)}
-    row: list[Any] = [None] * len(table.columns)
+    for i, extra in enumerate(extras):
+        exact[extra] = len(table.columns) + i
+    row: list[Any] = [None] * (len(table.columns) + len(extras))
     for key, value in obj.items():
         index = exact.get(key, by_lower.get(key.lower()))
         if index is None:
@@ -97,7 +108,18 @@ def fit_row(mapping: ColumnMapping, row: Sequence[Any]) -> tuple[Any, ...]:
             raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {_message(exc)}") from None
         except ValueError as exc:  # json.JSONDecodeError and friends
             raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {exc}") from None
+    for name, position in zip(mapping.extras, mapping.extra_positions):
+        out.append(_whole_number(name, row[position] if position < len(row) else None))
     return tuple(out)
+
+
+def _whole_number(name: str, raw: Any) -> int | None:
+    """A writetime (microseconds) or TTL (seconds) field; null means none for that row."""
+    if raw is None or (isinstance(raw, int) and not isinstance(raw, bool)):
+        return raw
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw.strip())
+    raise RowRejected(f"field {name}: {raw!r} is not a whole number")
 
 
 def _message(exc: Exception) -> str:

@@ -66,13 +66,13 @@ def _checker(mapping: ColumnMapping, names: list[str]) -> Callable[[Any], Checke
     return check
 
 
-def _json_checker(table: TableSchema) -> Callable[[Any], Checked]:
-    mapping = map_columns(table, [c.name for c in table.columns])
+def _json_checker(table: TableSchema, mapping: ColumnMapping) -> Callable[[Any], Checked]:
 
     def check(row: Any) -> Checked:
         line = row[0]
         try:
-            return True, fit_row(mapping, json_object_row(table, json.loads(line, parse_float=Decimal)))
+            obj = json.loads(line, parse_float=Decimal)
+            return True, fit_row(mapping, json_object_row(table, obj, mapping.extras))
         except json.JSONDecodeError as exc:
             return False, (f"not valid JSON: {exc}", line)
         except RowRejected as exc:
@@ -82,12 +82,12 @@ def _json_checker(table: TableSchema) -> Callable[[Any], Checked]:
 
 
 def _checked_rows(  # returns (RDD of Checked, mapping); pyspark.rdd has no type hints
-    spark: SparkSession, table: TableSchema, path: str, fmt: str
+    spark: SparkSession, table: TableSchema, path: str, fmt: str, extras: tuple[str, ...]
 ) -> tuple[Any, ColumnMapping]:
     if fmt == "json":
-        mapping = map_columns(table, [c.name for c in table.columns])
+        mapping = map_columns(table, [*(c.name for c in table.columns), *extras], extras)
         lines = spark.read.text(path)
-        return lines.rdd.filter(lambda r: bool(r[0].strip())).map(_json_checker(table)), mapping
+        return lines.rdd.filter(lambda r: bool(r[0].strip())).map(_json_checker(table, mapping)), mapping
     if fmt == "csv":
         header = spark.read.option("header", "true").option("escape", '"').csv(path).columns
         schema = st.StructType([st.StructField(n, st.StringType()) for n in [*header, CORRUPT]])
@@ -102,7 +102,7 @@ def _checked_rows(  # returns (RDD of Checked, mapping); pyspark.rdd has no type
     else:
         source = spark.read.parquet(path)
     names = source.columns
-    mapping = map_columns(table, [n for n in names if n != CORRUPT])
+    mapping = map_columns(table, [n for n in names if n != CORRUPT], extras)
     return source.rdd.map(_checker(mapping, names)), mapping
 
 
@@ -126,13 +126,14 @@ def run_load(
         )
     started = time.monotonic()
     table = fetch_table_schema(session_for(options.connect), options.keyspace, options.table)
-    checked, mapping = _checked_rows(spark, table, path, fmt)
+    extras = tuple(e for e in (options.writetime_column, options.ttl_column) if e)
+    checked, mapping = _checked_rows(spark, table, path, fmt, extras)
     checked = checked.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         _step(progress, "checking rows")
         read = checked.count()
         good = spark.createDataFrame(
-            checked.filter(lambda c: c[0]).map(lambda c: c[1]), spark_schema(mapping.columns)
+            checked.filter(lambda c: c[0]).map(lambda c: c[1]), _target_schema(mapping)
         )
         _step(progress, "writing rows")
         good.write.format(SOURCE_NAME).options(**raw_options).mode("append").save()
@@ -146,6 +147,13 @@ def run_load(
     return LoadSummary(
         read, read - rejected, rejected, rejects_dir if rejected else None, time.monotonic() - started
     )
+
+
+def _target_schema(mapping: ColumnMapping) -> st.StructType:
+    schema = spark_schema(mapping.columns)
+    for extra in mapping.extras:
+        schema = schema.add(extra, st.LongType(), True)
+    return schema
 
 
 def _step(progress: Callable[[str], Any] | None, name: str) -> None:

@@ -32,6 +32,7 @@ SCHEMA = [
     " PRIMARY KEY (id, seq))",
     "CREATE TABLE ld.js (id int PRIMARY KEY, name text, amount decimal, tags set<int>)",
     "CREATE TABLE ld.pq (id bigint PRIMARY KEY, name text, at timestamp, score double)",
+    "CREATE TABLE ld.wt (id int PRIMARY KEY, v text)",
 ]
 GOOD_ROWS = 120
 BAD_LINES = {
@@ -138,3 +139,23 @@ def test_parquet_load_converts_typed_columns(spark: Any, node: TestNode, db: Any
     assert (summary.loaded, summary.rejected, summary.rejects_path) == (40, 0, None)
     got = sorted((r.id, r.name, r.at, r.score) for r in db.execute("SELECT * FROM ld.pq"))
     assert got == [(n, f"p{n}", at.replace(tzinfo=None), n / 4) for n in range(40)]
+
+
+def test_writetime_and_ttl_fields_apply_per_row(spark: Any, node: TestNode, db: Any, tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": n, "v": f"v{n}", "wt": 1_000_000 + n, "ttl": 3600 if n % 2 else None})
+        for n in range(6)
+    ]
+    lines.append(json.dumps({"id": 99, "v": "bad", "wt": "later"}))
+    source = tmp_path / "wt.json"
+    source.write_text("\n".join(lines) + "\n")
+    raw = {"hosts": node.host, "port": str(node.port), "table": "ld.wt", "consistency": "ONE"}
+    raw.update(writetime_column="wt", ttl_column="ttl")
+    summary = run_load(spark, parse_options(raw), raw, str(source), "json", str(tmp_path / "rej"))
+    assert (summary.loaded, summary.rejected) == (6, 1)
+    rows = sorted(db.execute("SELECT id, v, WRITETIME(v) AS w, TTL(v) AS t FROM ld.wt"))
+    assert [(r.id, r.v, r.w) for r in rows] == [(n, f"v{n}", 1_000_000 + n) for n in range(6)]
+    assert [r.t is not None for r in rows] == [n % 2 == 1 for n in range(6)]
+    assert [r["reason"] for r in read_rejects(str(tmp_path / "rej"))] == [
+        "field wt: 'later' is not a whole number"
+    ]

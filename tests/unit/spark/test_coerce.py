@@ -115,3 +115,20 @@ def test_json_objects_map_fields_by_name() -> None:
         json_object_row(TABLE, {"k": 1, "zz": 2})
     with pytest.raises(RowRejected, match="JSON object per line"):
         json_object_row(TABLE, [1, 2])
+
+
+def test_writetime_and_ttl_fields_ride_after_the_columns() -> None:
+    mapping = map_columns(TABLE, ["wt", "k", "c", "ttl"], extras=("wt", "ttl"))
+    assert [c.name for c in mapping.columns] == ["k", "c"]
+    assert fit_row(mapping, ["1700000000000000", "1", "5", 60]) == (
+        1,
+        dt.datetime(1970, 1, 1, 0, 0, 0, 5000, tzinfo=dt.UTC),
+        1700000000000000,
+        60,
+    )
+    assert fit_row(mapping, [None, "1", "5", None])[2:] == (None, None)
+    with pytest.raises(RowRejected, match="field ttl: 'soon' is not a whole number"):
+        fit_row(mapping, [None, "1", "5", "soon"])
+    with pytest.raises(SchemaError, match="no field ttl"):
+        map_columns(TABLE, ["k", "c"], extras=("ttl",))
+    assert json_object_row(TABLE, {"k": 1, "ttl": 5}, ("ttl",))[-1] == 5
