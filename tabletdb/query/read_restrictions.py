@@ -18,7 +18,7 @@ from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN
 from tabletdb.protocol.wire import Unset
 from tabletdb.query.terms import Bindings, term_bytes, term_value
 from tabletdb.query.write_keys import clustering_bound, encode_clustering
-from tabletdb.schema.model import ColumnDef, TableDef
+from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 
 Row = dict[str, Any]
@@ -45,25 +45,43 @@ class Restrictions:
         return len(self.clustering_prefixes[0]) if self.clustering_prefixes else 0
 
     def slices(self, table: TableDef) -> list[ClusteringSlice]:
-        """The clustering slices selected, in clustering order."""
+        """The clustering slices selected, as byte ranges in storage (clustering) order.
+
+        A range on a DESC column is stored inverted, so its value bounds swap ends: ``c > v``
+        becomes "bytes before enc(v)".
+        """
         out = []
         for prefix in sorted(self.clustering_prefixes, key=lambda p: encode_clustering(table, p)):
+            lower, upper = self.lower, self.upper
+            if self._range_descending(table, len(prefix)):
+                lower, upper = upper, lower
             lo = clustering_bound(
-                table,
-                prefix + (self.lower[0] if self.lower else []),
-                lower=True,
-                inclusive=self.lower[1] if self.lower else True,
+                table, prefix + (lower[0] if lower else []), lower=True, inclusive=lower[1] if lower else True
             )
             hi = clustering_bound(
                 table,
-                prefix + (self.upper[0] if self.upper else []),
+                prefix + (upper[0] if upper else []),
                 lower=False,
-                inclusive=self.upper[1] if self.upper else True,
+                inclusive=upper[1] if upper else True,
             )
             start = None if not lo else Bound(lo, inclusive=True)
             end = None if hi == b"\x60" else Bound(hi, inclusive=False)
             out.append(ClusteringSlice(start, end))
         return out
+
+    def _range_descending(self, table: TableDef, position: int) -> bool:
+        if self.lower is None and self.upper is None:
+            return False
+        width = max(len(self.lower[0]) if self.lower else 0, len(self.upper[0]) if self.upper else 0)
+        orders = {
+            c.clustering_order is ClusteringOrder.DESC
+            for c in table.clustering_key[position : position + width]
+        }
+        if len(orders) > 1:
+            raise InvalidRequest(
+                "Multi-column slices over columns of mixed clustering order are not supported yet"
+            )
+        return orders == {True}
 
     def clustering_keys(self, table: TableDef) -> list[bytes]:
         return sorted({encode_clustering(table, p) for p in self.clustering_prefixes})

@@ -81,7 +81,7 @@ def column_values(
 
 
 def partition_rows(
-    table: TableDef, data: PartitionData, keep: ClusteringSlice | None, *, static_only_row: bool
+    table: TableDef, data: PartitionData, keep: Sequence[ClusteringSlice] | None, *, static_only_row: bool
 ) -> Iterator[OutRow]:
     """The CQL rows of a partition (regular rows, with the static columns copied into each)."""
     base: dict[str, Any] = {}
@@ -92,7 +92,7 @@ def partition_rows(
     column_values(table, data.static_row, static_values, static_cells)
     emitted = False
     for row in data.rows:
-        if keep is not None and not keep.contains(row.clustering):
+        if keep is not None and not any(s.contains(row.clustering) for s in keep):
             continue
         values = dict(base)
         for col, ck_raw in zip(table.clustering_key, decode_clustering(table, row.clustering)):
@@ -172,7 +172,7 @@ def scan_rows(
     """Rows of every partition in the token restriction, resuming after ``after``."""
     wanted = TokenRange(r.token_start, r.token_end) if r.token_start != r.token_end else None
     slices = r.slices(table) if table.clustering_key else []
-    keep = slices[0] if len(slices) == 1 and (r.lower or r.upper or r.full_clustering) else None
+    keep = slices if (r.lower or r.upper or r.full_clustering) else None
     unrestricted = keep is None
     for segment in stores.segments(table):
         pieces = segment.token_range.intersect(wanted) if wanted is not None else segment.token_range.unwrap()

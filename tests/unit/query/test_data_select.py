@@ -83,3 +83,26 @@ def test_default_ttl_and_using_ttl_zero(node: DataNode) -> None:
         assert await node.rows("SELECT p FROM ks.e") == [(2,)]
 
     asyncio.run(go())
+
+
+def test_descending_clustering_ranges(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run(
+            "CREATE TABLE ks.d (p int, c int, PRIMARY KEY (p, c)) WITH CLUSTERING ORDER BY (c DESC)"
+        )
+        for p in range(2):
+            for c in range(6):
+                await node.run(f"INSERT INTO ks.d (p, c) VALUES ({p}, {c})")
+        assert await node.rows("SELECT c FROM ks.d WHERE p = 1 AND c > 2") == [(5,), (4,), (3,)]
+        assert await node.rows("SELECT c FROM ks.d WHERE p = 1 AND c >= 1 AND c < 4") == [(3,), (2,), (1,)]
+        rows = await node.rows(
+            "SELECT c FROM ks.d WHERE p = 1 AND c >= 1 AND c < 4 ORDER BY c ASC", page_size=1
+        )
+        assert rows == [(1,), (2,), (3,)]
+        scan = await node.rows("SELECT p, c FROM ks.d WHERE c IN (4, 1) ALLOW FILTERING", page_size=1)
+        assert sorted(scan) == [(0, 1), (0, 4), (1, 1), (1, 4)]
+        await node.run("DELETE FROM ks.d WHERE p = 1 AND c < 2")
+        assert await node.rows("SELECT c FROM ks.d WHERE p = 1") == [(5,), (4,), (3,), (2,)]
+
+    asyncio.run(go())
