@@ -22,8 +22,11 @@ log = logging.getLogger(__name__)
 
 ACQUIRE_VERB = "g0.turn"
 RELEASE_VERB = "g0.turn_done"
-LEASE_SECONDS = 10.0
-"""A holder that died or stalls loses its turn after this long (changes normally take ms)."""
+LEASE_SECONDS = 3.0
+"""A holder that died or stalls loses its turn after this long (changes normally take ms, and
+an expired lease only costs exclusivity, never safety), so a killed node stalls DDL briefly."""
+ACQUIRE_TIMEOUT = 30.0
+"""How long to wait in the leader's queue before asking again (at most one waiter per node)."""
 
 
 class NotLeaderNow(Exception):
@@ -59,7 +62,7 @@ class DdlTurns:
                 await asyncio.sleep(0.05)
                 continue
             try:
-                token, index = await self._rpc.call(leader, ACQUIRE_VERB, None, timeout=LEASE_SECONDS * 2)
+                token, index = await self._rpc.call(leader, ACQUIRE_VERB, None, timeout=ACQUIRE_TIMEOUT)
                 return bytes(token), leader, int(index)
             except RpcError as exc:  # leader changed or unreachable: ask again
                 log.debug("group0 turn from %s failed: %s", leader, exc)
