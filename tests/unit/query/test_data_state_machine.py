@@ -19,6 +19,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from tests.unit.query.data_harness import DataNode
 from tests.unit.query.data_model import Model
 
+SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None
+"""Memory-backed files where available: every write fsyncs, and the machine runs many examples."""
+
 keys = st.integers(0, 3)
 values = st.one_of(st.none(), st.integers(-5, 5))
 timestamps = st.integers(1, 40)
@@ -33,7 +36,7 @@ def _set(items: list[int]) -> str:
 class DataPathMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.dir = Path(tempfile.mkdtemp())
+        self.dir = Path(tempfile.mkdtemp(dir=SCRATCH))
         self.loop = asyncio.new_event_loop()
         self.node = DataNode(self.dir)
         self.model = Model()
@@ -116,5 +119,5 @@ class DataPathMachine(RuleBasedStateMachine):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-DataPathMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
+DataPathMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
 TestDataPath = DataPathMachine.TestCase
