@@ -52,7 +52,7 @@ from tabletdb.query.system_tables import (
 )
 from tabletdb.query.terms import Bindings, bind_by_name
 from tabletdb.query.virtual_select import output_columns, select_virtual
-from tabletdb.query.write_dispatch import DataPath, batch_receivers
+from tabletdb.query.write_dispatch import DataPath, batch_receivers, batch_timestamp
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
@@ -237,7 +237,8 @@ class QueryProcessor:
             return await self._data_path().modify(stmt, table, Bindings(values), params.timestamp)
         if isinstance(stmt, ast.BatchStatement):
             items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
-            return await self._data_path().batch(stmt.kind.upper(), items, params.timestamp)
+            timestamp = batch_timestamp(stmt, Bindings(values), params.timestamp)
+            return await self._data_path().batch(stmt.kind.upper(), items, timestamp)
         if isinstance(stmt, ast.TruncateStatement):
             return self._data_path().truncate(self._user_table(stmt.table, keyspace))
         if isinstance(stmt, ast.UseStatement):

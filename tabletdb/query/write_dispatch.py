@@ -12,11 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.types import BIGINT
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
+from tabletdb.protocol.wire import Unset
 from tabletdb.query.lwt import execute_conditional, is_conditional
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
-from tabletdb.query.terms import Bindings
+from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.query.write_views import partition_snapshot, view_mutations, write_timestamp
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
@@ -149,3 +151,13 @@ def catalog_views(catalog: Callable[[], Catalog]) -> ViewsOf:
         return [] if ks is None else ks.views_of(table.name)
 
     return views_of
+
+
+def batch_timestamp(stmt: ast.BatchStatement, bindings: Bindings, default: int | None) -> int | None:
+    """``BEGIN BATCH USING TIMESTAMP t``: it overrides the protocol's default timestamp."""
+    if stmt.attributes.timestamp is None:
+        return default
+    value = term_value(stmt.attributes.timestamp, BIGINT, "[timestamp]", bindings)
+    if value is None:
+        raise InvalidRequest("Invalid null value of timestamp")
+    return default if isinstance(value, Unset) else int(value)

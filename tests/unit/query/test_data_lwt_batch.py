@@ -127,3 +127,16 @@ def codec_int() -> Any:
     from tabletdb.cql.types import INT
 
     return INT
+
+
+def test_batch_using_timestamp(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.t (p int PRIMARY KEY, v int)")
+        await node.run(
+            "BEGIN BATCH USING TIMESTAMP 1234 INSERT INTO ks.t (p, v) VALUES (1, 1); "
+            "INSERT INTO ks.t (p, v) VALUES (2, 2); APPLY BATCH"
+        )
+        assert sorted(await node.rows("SELECT p, writetime(v) FROM ks.t")) == [(1, 1234), (2, 1234)]
+
+    asyncio.run(go())
