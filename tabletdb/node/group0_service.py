@@ -60,6 +60,7 @@ from tabletdb.query.node_info import RaftInfo, RaftMember
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
 from tabletdb.raft.storage import DurableLog
 from tabletdb.raft.types import ConfChange, ConfChangeSingle, ConfChangeType, ConfState, Entry, Snapshot
+from tabletdb.schema.catalog_diff import catalog_events
 from tabletdb.schema.ddl_common import DdlOutcome, SchemaChangeEvent
 from tabletdb.schema.model import Catalog
 
@@ -373,8 +374,15 @@ class Group0Service:
                     member_listener(applied.joined)
 
     def _install(self, snapshot: Snapshot) -> None:
+        before = self._state.metadata.catalog
         self._state = decode_snapshot(snapshot.data)
         self._learn_peers()
+        # The commands the snapshot stands for never pass through _apply here: announce what
+        # changed, or drivers connected to this node keep stale metadata.
+        events = catalog_events(before, self._state.metadata.catalog)
+        if events:
+            for listener in self._schema_listeners:
+                listener(events)
         log.info("group0 snapshot installed from the leader index=%d", snapshot.meta.index)
 
     def _snapshot_bytes(self) -> bytes:
