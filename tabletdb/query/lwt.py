@@ -134,8 +134,14 @@ async def execute_conditional(
     timestamp: int | None,
     write: Callable[[TableDef, Sequence[Mutation]], Awaitable[None]],
 ) -> RowsResult:
-    """``write`` applies the mutations durably (and keeps views up to date)."""
-    if timestamp is not None or stmt.attributes.timestamp is not None:
+    """``write`` applies the mutations durably (and keeps views up to date).
+
+    Only USING TIMESTAMP is refused: drivers send a protocol-level default timestamp with every
+    request, and Cassandra and ScyllaDB ignore it for conditional statements (their write time
+    comes from the Paxos ballot), so ``timestamp`` is deliberately unused here.
+    """
+    del timestamp
+    if stmt.attributes.timestamp is not None:
         raise InvalidRequest("Cannot provide custom timestamp for conditional updates")
     key, token, ck = _target(stmt, table, bindings)
     async with writer.lock(table, key):
