@@ -6,7 +6,7 @@ SCHEMA_CHANGE events and system_schema.functions use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tabletdb.cql.errors import AlreadyExists, InvalidRequest
 from tabletdb.cql.types import CqlType
@@ -19,7 +19,7 @@ from tabletdb.schema.ddl_common import (
     ensure_user_modifiable,
     require_keyspace,
 )
-from tabletdb.schema.model import AggregateDef, Catalog, FunctionDef, KeyspaceSchema
+from tabletdb.schema.model import AggregateDef, Catalog, FunctionDef, FunctionKey, KeyspaceSchema
 from tabletdb.schema.mutations import DropAggregate, DropFunction, PutAggregate, PutFunction
 from tabletdb.schema.typeutil import freeze_deep, resolve_type
 
@@ -110,6 +110,22 @@ def _pick(
     return matches[0] if matches else None
 
 
+def _overload_to_drop(
+    catalog: Catalog,
+    keyspace: str,
+    name: str,
+    argument_types: Sequence[CqlType] | None,
+    kind: str,
+    routines: Mapping[FunctionKey, object],
+) -> FunctionKey | None:
+    """The signature DROP FUNCTION/AGGREGATE names (None if there is none); shared by both."""
+    ensure_user_modifiable(keyspace)
+    wanted = (
+        None if argument_types is None else [t.cql() for t in _resolve_all(catalog, keyspace, argument_types)]
+    )
+    return _pick(kind, keyspace, name, dict(routines), wanted)
+
+
 def drop_function(
     catalog: Catalog,
     keyspace: str,
@@ -119,11 +135,7 @@ def drop_function(
 ) -> DdlOutcome:
     """DROP FUNCTION; without argument types the name must match exactly one overload."""
     ks = require_keyspace(catalog, keyspace)
-    ensure_user_modifiable(keyspace)
-    wanted = (
-        None if argument_types is None else [t.cql() for t in _resolve_all(catalog, keyspace, argument_types)]
-    )
-    key = _pick("function", keyspace, name, dict(ks.functions), wanted)
+    key = _overload_to_drop(catalog, keyspace, name, argument_types, "function", ks.functions)
     if key is None:
         if if_exists:
             return NOOP
@@ -207,11 +219,7 @@ def drop_aggregate(
     if_exists: bool = False,
 ) -> DdlOutcome:
     ks = require_keyspace(catalog, keyspace)
-    ensure_user_modifiable(keyspace)
-    wanted = (
-        None if argument_types is None else [t.cql() for t in _resolve_all(catalog, keyspace, argument_types)]
-    )
-    key = _pick("aggregate", keyspace, name, dict(ks.aggregates), wanted)
+    key = _overload_to_drop(catalog, keyspace, name, argument_types, "aggregate", ks.aggregates)
     if key is None:
         if if_exists:
             return NOOP
