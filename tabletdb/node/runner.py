@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import ipaddress
 import logging
 import signal
@@ -18,7 +19,7 @@ import time
 from collections.abc import Coroutine
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabletdb.auth.model import AuthConfig
 from tabletdb.cql.parser import parse_statement
@@ -31,7 +32,6 @@ from tabletdb.node.features import supported_features
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
-from tabletdb.node.rest_api import ApiContext, RestApi
 from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
@@ -44,6 +44,9 @@ from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.schema.model import Catalog
 from tabletdb.tablets.count import SizingConfig
+
+if TYPE_CHECKING:
+    from tabletdb.node.rest_api import RestApi
 
 log = logging.getLogger(__name__)
 
@@ -124,11 +127,7 @@ class Node:
             max_frame_size=max_frame,
         )
         self.metadata.add_listener(self._announce_schema_changes)
-        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
-        api_ctx = ApiContext(
-            self.identity.host_id, self._record().address, lambda: self.metadata.state, group0
-        )
-        self.rest_api = RestApi(api_ctx, config.api_address or config.listen_address, config.api_port)
+        self.rest_api: RestApi | None = None
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
 
     def _plan_tablets(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
@@ -227,13 +226,28 @@ class Node:
         if record.host_id != self.identity.host_id:
             self.server.broadcast(TopologyChangeEvent("NEW_NODE", record.rpc_address))
 
+    async def _start_rest_api(self) -> None:
+        """Start the admin API once CQL is served.
+
+        Its web framework (aiohttp) is a quarter of the server's import time and CQL does not
+        need it, so it is imported in a worker thread while the event loop already answers CQL.
+        """
+        module = await asyncio.to_thread(importlib.import_module, "tabletdb.node.rest_api")
+        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
+        ctx = module.ApiContext(
+            self.identity.host_id, self._record().address, lambda: self.metadata.state, group0
+        )
+        api: RestApi = module.RestApi(
+            ctx, self.config.api_address or self.config.listen_address, self.config.api_port
+        )
+        await api.start()
+        self.rest_api = api
+
     async def run(self, stop: asyncio.Event) -> None:
         started = time.monotonic()
-        await self.rest_api.start()
         if isinstance(self.metadata, Group0Service):
             if not await _unless_stopped(self.metadata.start(), stop):
                 await self.metadata.stop()
-                await self.rest_api.stop()
                 log.warning("node stopped while joining the cluster")
                 return
             if self.failure_detector is not None:
@@ -253,11 +267,16 @@ class Node:
             (time.monotonic() - started) * 1000,
         )
         _print_how_to_connect(self._rpc_address(), self.server.port)
+        rest = asyncio.create_task(self._start_rest_api())
+        rest.add_done_callback(lambda task: _stop_on_failure(task, stop, "the REST API could not start"))
         try:
             await stop.wait()
         finally:
+            rest.cancel()
+            await asyncio.gather(rest, return_exceptions=True)
             await self.server.stop()
-            await self.rest_api.stop()
+            if self.rest_api is not None:
+                await self.rest_api.stop()
             self.storage.close()
             if self.failure_detector is not None:
                 await self.failure_detector.stop()
@@ -289,6 +308,12 @@ def _print_how_to_connect(address: str, port: int) -> None:
         f"or `Cluster(['{address}'], port={port})`; Ctrl-C stops it.",
         flush=True,
     )
+
+
+def _stop_on_failure(task: asyncio.Task[None], stop: asyncio.Event, what: str) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s, stopping the node: %r", what, task.exception())
+        stop.set()
 
 
 def run_server(config: NodeConfig) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.harness.addresses import AddressAllocator, NodeEndpoints
-from tests.harness.probe import ProbeError, wait_cql_ready
+from tests.harness.probe import ProbeError, wait_cql_ready, wait_tcp_listening
 from tests.harness.process import ManagedProcess, ProcessError, environ_with
 
 START_TIMEOUT = 120.0
@@ -112,8 +112,12 @@ class TestNode:
             self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
+        """CQL answers OPTIONS and the REST API accepts connections (it starts right after CQL)."""
         try:
             self.supported = wait_cql_ready(self.host, self.port, timeout, alive=lambda: self.process.running)
+            wait_tcp_listening(
+                self.host, self.endpoints.api_port, timeout, alive=lambda: self.process.running
+            )
         except (ProbeError, TimeoutError) as exc:
             raise ProcessError(
                 f"{self.process.name} did not become CQL-ready: {exc}\n"

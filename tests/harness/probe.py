@@ -116,3 +116,26 @@ def wait_cql_ready(
                 f"{host}:{port} not CQL-ready after {timeout:.0f}s; last error: {last_error!r}"
             )
         time.sleep(interval)
+
+
+def wait_tcp_listening(
+    host: str,
+    port: int,
+    timeout: float,
+    alive: Callable[[], bool] = lambda: True,
+    interval: float = 0.05,
+) -> None:
+    """Poll until `host:port` accepts a TCP connection (the REST API, which starts after CQL)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if not alive():
+            raise ProbeError(f"server process exited before {host}:{port} accepted connections")
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{host}:{port} not listening after {timeout:.0f}s; last error: {exc!r}"
+                ) from None
+        time.sleep(interval)
