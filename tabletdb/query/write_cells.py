@@ -17,7 +17,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, ListType, MapType, SetType
 from tabletdb.query.write_keys import element_path, list_paths
 from tabletdb.schema.model import ColumnDef
-from tabletdb.storage.mutation import Cell
+from tabletdb.storage.mutation import Cell, RowMarker, RowWrite
 from tabletdb.storage.reconcile import LiveCell
 
 
@@ -39,6 +39,21 @@ class WriteTime:
 class CellChanges:
     cells: list[Cell]
     collection_tombstones: list[tuple[str, int]]
+
+    def __bool__(self) -> bool:
+        return bool(self.cells or self.collection_tombstones)
+
+    def row_write(
+        self, clustering: bytes = b"", *, static: bool = False, marker: RowMarker | None = None
+    ) -> RowWrite:
+        """These changes as the storage row they apply to (the static row with `static`)."""
+        return RowWrite(
+            clustering,
+            static=static,
+            marker=marker,
+            cells=tuple(self.cells),
+            collection_tombstones=tuple(self.collection_tombstones),
+        )
 
 
 def is_multi_cell(t: CqlType) -> bool:

@@ -136,22 +136,9 @@ def build_insert(
     marker = RowMarker(when.timestamp, when.ttl, when.now + when.ttl if when.ttl else 0)
     rows = []
     if table.clustering_key or not static.cells:
-        rows.append(
-            RowWrite(
-                clustering,
-                marker=marker,
-                cells=tuple(regular.cells),
-                collection_tombstones=tuple(regular.collection_tombstones),
-            )
-        )
-    if static.cells or static.collection_tombstones:
-        rows.append(
-            RowWrite(
-                static=True,
-                cells=tuple(static.cells),
-                collection_tombstones=tuple(static.collection_tombstones),
-            )
-        )
+        rows.append(regular.row_write(clustering, marker=marker))
+    if static:
+        rows.append(static.row_write(static=True))
     return [Mutation(key, token, rows=tuple(rows))]
 
 
@@ -234,22 +221,10 @@ def build_update(
                     return current(key, token, row_ck, static_row, col.name)
 
                 _assign(a, col, table, bindings, when, static if is_static else regular, cells)
-            if ck is not None and (regular.cells or regular.collection_tombstones):
-                writes.append(
-                    RowWrite(
-                        ck,
-                        cells=tuple(regular.cells),
-                        collection_tombstones=tuple(regular.collection_tombstones),
-                    )
-                )
-            if static.cells or static.collection_tombstones:
-                writes.append(
-                    RowWrite(
-                        static=True,
-                        cells=tuple(static.cells),
-                        collection_tombstones=tuple(static.collection_tombstones),
-                    )
-                )
+            if ck is not None and regular:
+                writes.append(regular.row_write(ck))
+            if static:
+                writes.append(static.row_write(static=True))
         out.append(Mutation(key, token, rows=tuple(writes)))
     return out
 
@@ -380,22 +355,10 @@ def build_delete(
                     dest.collection_tombstones.append((col.name, when.timestamp))
                 else:
                     dest.cells.append(when.cell(col.name, None))
-            if changes.cells or changes.collection_tombstones:
-                writes.append(
-                    RowWrite(
-                        ck,
-                        cells=tuple(changes.cells),
-                        collection_tombstones=tuple(changes.collection_tombstones),
-                    )
-                )
-            if static_changes.cells or static_changes.collection_tombstones:
-                writes.append(
-                    RowWrite(
-                        static=True,
-                        cells=tuple(static_changes.cells),
-                        collection_tombstones=tuple(static_changes.collection_tombstones),
-                    )
-                )
+            if changes:
+                writes.append(changes.row_write(ck))
+            if static_changes:
+                writes.append(static_changes.row_write(static=True))
         out.append(Mutation(key, token, rows=tuple(writes)))
     return out
 

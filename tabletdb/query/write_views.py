@@ -81,12 +81,7 @@ def _view_row(
         if col.kind in (ColumnKind.REGULAR, ColumnKind.STATIC):
             whole_value(col, values.get(col.name), when, changes)
     pk, token = partition_key(vt, list(key[:n_pk]))
-    row = RowWrite(
-        encode_clustering(vt, list(key[n_pk:])),
-        marker=RowMarker(when.timestamp),
-        cells=tuple(changes.cells),
-        collection_tombstones=tuple(changes.collection_tombstones),
-    )
+    row = changes.row_write(encode_clustering(vt, list(key[n_pk:])), marker=RowMarker(when.timestamp))
     return Mutation(pk, token, rows=(row,))
 
 
