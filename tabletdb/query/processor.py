@@ -273,42 +273,28 @@ class QueryProcessor:
     def _select(
         self, stmt: ast.SelectStatement, keyspace: str | None, bindings: Bindings, params: QueryParameters
     ) -> Result:
-        ks = ddl.keyspace_of(stmt.table, keyspace)
-        name = stmt.table.name
-        if ks == SYSTEM:
-            entry = RENDERERS.get(name)
-            if entry is None:
-                raise InvalidRequest(f"unconfigured table {name}")
-            table, render = entry
+        table = self._resolve_table(stmt.table, keyspace)
+        page_size, paging_state = params.page_size, params.paging_state
+        if table.keyspace == SYSTEM:
+            render = RENDERERS[table.name][1]
             state = self._system_state()
-            return select_virtual(
-                stmt, table, lambda _: render(state), bindings, params.page_size, params.paging_state
-            )
-        if ks == system_schema.KEYSPACE:
-            schema_table = system_schema.TABLES.get(name)
-            if schema_table is None:
-                raise InvalidRequest(f"unconfigured table {name}")
+            return select_virtual(stmt, table, lambda _: render(state), bindings, page_size, paging_state)
+        if table.keyspace == system_schema.KEYSPACE:
             catalog = self._catalog_with_system()
-            first_ck = schema_table.clustering_key[0].name if schema_table.clustering_key else None
+            first_ck = table.clustering_key[0].name if table.clustering_key else None
 
             def source(narrowing: dict[str, object]) -> list[dict[str, object]]:
                 ks_filter = narrowing.get("keyspace_name")
                 obj = narrowing.get(first_ck) if first_ck and ks_filter is not None else None
                 return system_schema.rows(
                     catalog,
-                    name,
+                    table.name,
                     None if ks_filter is None else str(ks_filter),
                     None if obj is None else str(obj),
                 )
 
-            return select_virtual(stmt, schema_table, source, bindings, params.page_size, params.paging_state)
-        catalog = self._metadata.catalog
-        if catalog.keyspace(ks) is None:
-            raise InvalidRequest(f"Keyspace {ks} does not exist")
-        user_table = catalog.table_or_view(ks, name)
-        if user_table is None:
-            raise InvalidRequest(f"unconfigured table {name}")
-        return self._data_path().select(stmt, user_table, bindings, params.page_size, params.paging_state)
+            return select_virtual(stmt, table, source, bindings, page_size, paging_state)
+        return self._data_path().select(stmt, table, bindings, page_size, paging_state)
 
     def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
         """The table a DML statement reads or writes (for bind metadata); None for other kinds."""
@@ -316,25 +302,25 @@ class QueryProcessor:
             stmt, ast.SelectStatement | ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
         ):
             return None
-        ks = ddl.keyspace_of(stmt.table, keyspace)
-        name = stmt.table.name
+        return self._resolve_table(stmt.table, keyspace)
+
+    def _resolve_table(self, name: ast.QualifiedName, keyspace: str | None) -> TableDef:
+        """A system virtual table, a system_schema table, or a user table or view."""
+        ks = ddl.keyspace_of(name, keyspace)
+        found: TableDef | None
         if ks == SYSTEM:
-            entry = RENDERERS.get(name)
-            if entry is None:
-                raise InvalidRequest(f"unconfigured table {name}")
-            return entry[0]
-        if ks == system_schema.KEYSPACE:
-            found = system_schema.TABLES.get(name)
-            if found is None:
-                raise InvalidRequest(f"unconfigured table {name}")
-            return found
-        catalog = self._metadata.catalog
-        if catalog.keyspace(ks) is None:
-            raise InvalidRequest(f"Keyspace {ks} does not exist")
-        table = catalog.table_or_view(ks, name)
-        if table is None:
-            raise InvalidRequest(f"unconfigured table {name}")
-        return table
+            entry = RENDERERS.get(name.name)
+            found = None if entry is None else entry[0]
+        elif ks == system_schema.KEYSPACE:
+            found = system_schema.TABLES.get(name.name)
+        else:
+            catalog = self._metadata.catalog
+            if catalog.keyspace(ks) is None:
+                raise InvalidRequest(f"Keyspace {ks} does not exist")
+            found = catalog.table_or_view(ks, name.name)
+        if found is None:
+            raise InvalidRequest(f"unconfigured table {name.name}")
+        return found
 
     def _result_columns(self, stmt: ast.Statement, table: TableDef | None) -> list[ColumnSpec]:
         if not isinstance(stmt, ast.SelectStatement) or table is None:
