@@ -67,56 +67,76 @@ class SchemaDecodeError(ValueError):
     """Stored or replicated schema data is not in the expected form."""
 
 
-def to_plain(value: Any) -> Any:
-    """Encode a catalog, mutation, CqlType (or anything they contain) as plain data."""
-    if isinstance(value, Enum):  # before str: the model's enums are StrEnums
-        return {"@e": type(value).__name__, "v": value.value}
-    if value is None or isinstance(value, bool | int | float | str | bytes):
-        return value
-    if isinstance(value, uuid.UUID):
-        return {"@u": value.bytes}
-    if isinstance(value, tuple | list):
-        return [to_plain(v) for v in value]
-    if isinstance(value, FrozenMap):
-        # Sorted so every node encodes an equal catalog to identical bytes.
-        return {"@m": [[to_plain(k), to_plain(value[k])] for k in sorted(value)]}
-    if isinstance(value, cql_types.NativeType):
-        return {"@n": value.name}
-    if dataclasses.is_dataclass(value) and type(value).__name__ in _CLASSES:
-        encoded: dict[str, Any] = {"@": type(value).__name__}
-        for f in dataclasses.fields(value):
-            encoded[f.name] = to_plain(getattr(value, f.name))
-        return encoded
-    raise TypeError(f"cannot encode {type(value).__name__} in schema data: {value!r}")
+class PlainCodec:
+    """The generic encoding over a registry of frozen dataclasses and enums.
+
+    Every replicated value (schema here; auth and service levels in `tabletdb.auth.serialize`)
+    uses this one scheme, each with its own registry, so a decoder only ever builds classes it
+    was told about.
+    """
+
+    def __init__(
+        self, classes: dict[str, type], enums: dict[str, type[Enum]], what: str, error: type[ValueError]
+    ) -> None:
+        self.classes = classes
+        self.enums = enums
+        self.what = what
+        self.error = error
+
+    def to_plain(self, value: Any) -> Any:
+        if isinstance(value, Enum):  # before str: the models' enums are StrEnums
+            return {"@e": type(value).__name__, "v": value.value}
+        if value is None or isinstance(value, bool | int | float | str | bytes):
+            return value
+        if isinstance(value, uuid.UUID):
+            return {"@u": value.bytes}
+        if isinstance(value, tuple | list):
+            return [self.to_plain(v) for v in value]
+        if isinstance(value, FrozenMap):
+            # Sorted so every node encodes an equal state to identical bytes.
+            return {"@m": [[self.to_plain(k), self.to_plain(value[k])] for k in sorted(value)]}
+        if isinstance(value, cql_types.NativeType):
+            return {"@n": value.name}
+        if dataclasses.is_dataclass(value) and type(value).__name__ in self.classes:
+            encoded: dict[str, Any] = {"@": type(value).__name__}
+            for f in dataclasses.fields(value):
+                encoded[f.name] = self.to_plain(getattr(value, f.name))
+            return encoded
+        raise TypeError(f"cannot encode {type(value).__name__} in {self.what} data: {value!r}")
+
+    def from_plain(self, data: Any) -> Any:
+        """Inverse of `to_plain`."""
+        if data is None or isinstance(data, bool | int | float | str | bytes):
+            return data
+        if isinstance(data, list):
+            return tuple(self.from_plain(v) for v in data)
+        if not isinstance(data, dict):
+            raise self.error(f"unexpected {type(data).__name__} in {self.what} data")
+        if "@u" in data:
+            return uuid.UUID(bytes=bytes(data["@u"]))
+        if "@n" in data:
+            return cql_types.NativeType(data["@n"])
+        if "@e" in data:
+            enum_cls = self.enums.get(data["@e"])
+            if enum_cls is None:
+                raise self.error(f"unknown enum {data['@e']!r} in {self.what} data")
+            return enum_cls(data["v"])
+        if "@m" in data:
+            return FrozenMap((self.from_plain(k), self.from_plain(v)) for k, v in data["@m"])
+        cls = self.classes.get(data.get("@", ""))
+        if cls is None:
+            raise self.error(f"unknown class {data.get('@')!r} in {self.what} data")
+        kwargs = {k: self.from_plain(v) for k, v in data.items() if k != "@"}
+        try:
+            return cls(**kwargs)
+        except TypeError as e:
+            raise self.error(f"bad fields for {cls.__name__}: {e}") from e
 
 
-def from_plain(data: Any) -> Any:
-    """Inverse of `to_plain`."""
-    if data is None or isinstance(data, bool | int | float | str | bytes):
-        return data
-    if isinstance(data, list):
-        return tuple(from_plain(v) for v in data)
-    if not isinstance(data, dict):
-        raise SchemaDecodeError(f"unexpected {type(data).__name__} in schema data")
-    if "@u" in data:
-        return uuid.UUID(bytes=bytes(data["@u"]))
-    if "@n" in data:
-        return cql_types.NativeType(data["@n"])
-    if "@e" in data:
-        enum_cls = _ENUMS.get(data["@e"])
-        if enum_cls is None:
-            raise SchemaDecodeError(f"unknown enum {data['@e']!r} in schema data")
-        return enum_cls(data["v"])
-    if "@m" in data:
-        return FrozenMap((from_plain(k), from_plain(v)) for k, v in data["@m"])
-    cls = _CLASSES.get(data.get("@", ""))
-    if cls is None:
-        raise SchemaDecodeError(f"unknown class {data.get('@')!r} in schema data")
-    kwargs = {k: from_plain(v) for k, v in data.items() if k != "@"}
-    try:
-        return cls(**kwargs)
-    except TypeError as e:
-        raise SchemaDecodeError(f"bad fields for {cls.__name__}: {e}") from e
+_SCHEMA_CODEC = PlainCodec(_CLASSES, _ENUMS, "schema", SchemaDecodeError)
+to_plain = _SCHEMA_CODEC.to_plain
+"""Encode a catalog, mutation, CqlType (or anything they contain) as plain data."""
+from_plain = _SCHEMA_CODEC.from_plain
 
 
 def catalog_to_plain(catalog: model.Catalog) -> Any:
