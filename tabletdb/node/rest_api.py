@@ -3,7 +3,8 @@
 Paths that test tools and operators already probe on Scylla keep Scylla's shapes
 (`/storage_service/keyspaces`, `/storage_service/hostid/local`, `/storage_service/host_id`,
 `/raft/leader_host`, `/raft/trigger_snapshot`). `/raft/state` and `/cluster/status` are
-tabletdb's own: the group0 view `tabletdb status` prints.
+tabletdb's own: the group0 view `tabletdb status` prints. `/metrics` is the Prometheus scrape
+(Scylla serves it on its own port 9180; here it shares the API port).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aiohttp import web
 
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.node.group0_service import Group0Service
+from tabletdb.node.metrics import NodeMetrics
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ class ApiContext:
     state: Callable[[], ClusterState]
     group0: Group0Service | None
     """None in maintenance mode: there is no Raft to ask."""
+    metrics: NodeMetrics | None = None
 
 
 def build_app(ctx: ApiContext) -> web.Application:
@@ -45,6 +48,8 @@ def build_app(ctx: ApiContext) -> web.Application:
         web.post("/raft/trigger_snapshot/{group_id}", _handler(ctx, _trigger_snapshot)),
         web.get("/cluster/status", _handler(ctx, _cluster_status)),
     ]
+    if ctx.metrics is not None:
+        routes.append(web.get("/metrics", _metrics_handler(ctx.metrics)))
     app.add_routes(routes)
     return app
 
@@ -55,6 +60,13 @@ Route = Callable[[ApiContext, web.Request], Any]
 def _handler(ctx: ApiContext, route: Route) -> Callable[[web.Request], Any]:
     async def handle(request: web.Request) -> web.Response:
         return web.json_response(route(ctx, request))
+
+    return handle
+
+
+def _metrics_handler(metrics: NodeMetrics) -> Callable[[web.Request], Any]:
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(body=metrics.render(), headers={"Content-Type": metrics.content_type})
 
     return handle
 

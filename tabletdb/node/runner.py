@@ -39,6 +39,7 @@ from tabletdb.protocol.server import CqlServer
 from tabletdb.query.auth_check import AuthService, create_default_superuser
 from tabletdb.query.node_info import NodeInfo, PeerInfo
 from tabletdb.query.processor import QueryProcessor
+from tabletdb.query.route_check import RouteCheck
 from tabletdb.query.write_dispatch import DataPath, catalog_views
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
@@ -46,6 +47,7 @@ from tabletdb.schema.model import Catalog
 from tabletdb.tablets.count import SizingConfig
 
 if TYPE_CHECKING:
+    from tabletdb.node.metrics import NodeMetrics
     from tabletdb.node.rest_api import RestApi
 
 log = logging.getLogger(__name__)
@@ -101,6 +103,15 @@ class Node:
         )
         self.storage.follow_schema(self.metadata.catalog)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
+        # Until vnode data is placed by the token ring, this node stores every vnode token itself.
+        me = self.identity.host_id
+        self.routes = RouteCheck(
+            me,
+            config.smp,
+            config.murmur3_partitioner_ignore_msb_bits,
+            self.storage.tablet_maps,
+            lambda _table, _token: (me,),
+        )
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
@@ -117,6 +128,7 @@ class Node:
                 lambda: self.metadata.state.metadata,
                 config.test_statement_delay_ms,
             ),
+            routes=self.routes,
         )
         self.server = CqlServer(
             self.processor,
@@ -234,14 +246,21 @@ class Node:
         """
         module = await asyncio.to_thread(importlib.import_module, "tabletdb.node.rest_api")
         group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
+        metrics = self._node_metrics()
         ctx = module.ApiContext(
-            self.identity.host_id, self._record().address, lambda: self.metadata.state, group0
+            self.identity.host_id, self._record().address, lambda: self.metadata.state, group0, metrics
         )
         api: RestApi = module.RestApi(
             ctx, self.config.api_address or self.config.listen_address, self.config.api_port
         )
         await api.start()
         self.rest_api = api
+
+    def _node_metrics(self) -> NodeMetrics:
+        """The metrics registry; prometheus_client came in with the REST API module, off the loop."""
+        from tabletdb.node.metrics import NodeMetrics
+
+        return NodeMetrics(lambda: self.server.request_counts, self.routes.counters)
 
     async def run(self, stop: asyncio.Event) -> None:
         started = time.monotonic()

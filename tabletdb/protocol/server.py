@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import cast
 
@@ -80,6 +81,8 @@ class CqlServer:
         self._clients: set[_ClientProtocol] = set()
         self._ids = itertools.count(1)
         self._round_robin = itertools.count()
+        # Requests received by message type (the node's metrics render them by opcode on scrape).
+        self.request_counts: defaultdict[type[Request], int] = defaultdict(int)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -206,6 +209,7 @@ class _ClientProtocol(asyncio.Protocol):
         conn = self.conn
         client = self.client
         handler = self.server.handler
+        self.server.request_counts[type(request)] += 1
         if isinstance(request, Execute):
             self._spawn(
                 stream,

@@ -12,7 +12,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tabletdb.auth.model import AuthConfig
 from tabletdb.cql import ast
@@ -41,6 +41,7 @@ from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.node_info import NodeInfo
 from tabletdb.query.receivers import Receiver, pk_indexes, receivers
+from tabletdb.query.route_check import RouteCheck, RoutePlan, plan_route
 from tabletdb.query.select_execute import result_columns
 from tabletdb.query.system_tables import (
     AUTH_KEYSPACE,
@@ -66,6 +67,7 @@ class Prepared:
     keyspace: str | None
     binds: list[Receiver]
     result: PreparedResult
+    route: RoutePlan | None = None
 
 
 class QueryProcessor:
@@ -80,6 +82,7 @@ class QueryProcessor:
         shard_aware_port: int | None = None,
         data: DataPath | None = None,
         auth: AuthService | None = None,
+        routes: RouteCheck | None = None,
     ) -> None:
         self._auth = auth or AuthService(AuthConfig(), Group0State)
         self._auth_exec = AuthExecutor(
@@ -91,6 +94,7 @@ class QueryProcessor:
         self._schema_config = schema_config
         self._clients = clients
         self._shard_aware_port = shard_aware_port
+        self._routes = routes
         self._prepared: dict[bytes, Prepared] = {}
         self._system_catalog: tuple[uuid.UUID, Catalog] | None = None
 
@@ -157,8 +161,15 @@ class QueryProcessor:
         )
         if len(self._prepared) >= PREPARED_CACHE_LIMIT:
             self._prepared.pop(next(iter(self._prepared)))
-        self._prepared[qid] = Prepared(stmt, keyspace, binds, result)
+        self._prepared[qid] = Prepared(stmt, keyspace, binds, result, self._route_plan(stmt, table, result))
         return result
+
+    def _route_plan(
+        self, stmt: ast.Statement, table: TableDef | None, result: PreparedResult
+    ) -> RoutePlan | None:
+        if self._routes is None or table is None or table.keyspace in (SYSTEM, system_schema.KEYSPACE):
+            return None
+        return plan_route(stmt, table, result.pk_indexes)
 
     async def execute(
         self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
@@ -170,12 +181,17 @@ class QueryProcessor:
         if params.names is not None:
             names = [b.name for b in prepared.binds]
             values = bind_by_name(prepared.statement.bind_markers, names, values, params.names)
-        return await self._auth.run_limited(
+        route = prepared.route
+        payload = (
+            None if route is None or self._routes is None else self._routes.observe(client, route, values)
+        )
+        result = await self._auth.run_limited(
             client,
             operation_kind(prepared.statement, prepared.keyspace),
             params.consistency,
             lambda: self._execute(client, prepared.statement, prepared.keyspace, values, params),
         )
+        return result if payload is None else replace(result, custom_payload=payload)
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
         items = []
