@@ -16,6 +16,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.harness.addresses import AddressAllocator
 from tests.harness.clients import scylla_cluster
 from tests.harness.node import NodeFactory, TestNode
 
@@ -54,9 +55,17 @@ def token_aware() -> dict[str, Any]:
     return {"execution_profiles": {EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=policy)}}
 
 
-@pytest.fixture
-def one_node(node_factory: NodeFactory) -> Iterator[TestNode]:
-    yield node_factory.start_node(smp=2, options={"native_shard_aware_transport_port": SHARD_AWARE_PORT})
+@pytest.fixture(scope="module")
+def one_node(
+    address_allocator: AddressAllocator, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestNode]:
+    """One 2-shard node with the shard-aware port, shared by the single-node tests."""
+    factory = NodeFactory(address_allocator, tmp_path_factory.mktemp("routing-node"))
+    try:
+        yield factory.start_node(smp=2, options={"native_shard_aware_transport_port": SHARD_AWARE_PORT})
+    finally:
+        problems = factory.cleanup()
+        assert not problems, problems
 
 
 def test_driver_learns_tablets_and_shards_on_one_node(
@@ -102,6 +111,7 @@ def test_driver_learns_tablets_and_shards_on_one_node(
 
 def test_metrics_count_requests_by_opcode(one_node: TestNode) -> None:
     before = scrape(one_node)
+    routed_before = routed_counts([one_node])
     with scylla_cluster(one_node) as cluster:
         session = cluster.connect()
         stmt = session.prepare("SELECT key FROM system.local WHERE key = ?")
@@ -116,4 +126,16 @@ def test_metrics_count_requests_by_opcode(one_node: TestNode) -> None:
     assert grown("EXECUTE") == 3
     assert grown("PREPARE") >= 1 and grown("STARTUP") >= 1 and grown("OPTIONS") >= 1
     assert grown("REGISTER") == 1  # the control connection only
-    assert routed_counts([one_node]) == {"replica": 0.0, "other_shard": 0.0, "non_replica": 0.0}
+    assert routed_counts([one_node]) == routed_before  # system tables are not routed by token
+
+
+def test_supported_advertises_the_sharding_of_the_node(one_node: TestNode) -> None:
+    """spec/clients.md 2.1: all sharding keys or none; the values drivers compute shards with."""
+    supported = one_node.supported
+    assert supported["SCYLLA_NR_SHARDS"] == ["2"]
+    assert supported["SCYLLA_SHARD"] in (["0"], ["1"])
+    assert supported["SCYLLA_PARTITIONER"] == ["org.apache.cassandra.dht.Murmur3Partitioner"]
+    assert supported["SCYLLA_SHARDING_ALGORITHM"] == ["biased-token-round-robin"]
+    assert supported["SCYLLA_SHARDING_IGNORE_MSB"] == ["12"]
+    assert supported["SCYLLA_SHARD_AWARE_PORT"] == [str(SHARD_AWARE_PORT)]
+    assert supported["TABLETS_ROUTING_V1"] == [""]
