@@ -52,13 +52,19 @@ class Target(IntEnum):
     """A node that holds no replica of the token: the request is forwarded."""
 
 
+# Plain ints on the request path: indexing a list with an IntEnum member costs a __index__ call.
+_REPLICA, _OTHER_SHARD, _NON_REPLICA = int(Target.REPLICA), int(Target.OTHER_SHARD), int(Target.NON_REPLICA)
+_READ, _WRITE = int(Op.READ), int(Op.WRITE)
+
+
 @dataclass(frozen=True, slots=True)
 class RoutePlan:
     """What a prepared statement needs to be checked: its table and the markers of its key."""
 
     table: TableDef
     pk_indexes: tuple[int, ...]
-    op: Op
+    op: int
+    """An `Op` value, as a plain int (it indexes the counters)."""
 
 
 def plan_route(stmt: ast.Statement, table: TableDef | None, pk_indexes: Sequence[int]) -> RoutePlan | None:
@@ -66,9 +72,9 @@ def plan_route(stmt: ast.Statement, table: TableDef | None, pk_indexes: Sequence
     if table is None or not pk_indexes:
         return None
     if isinstance(stmt, ast.SelectStatement):
-        return RoutePlan(table, tuple(pk_indexes), Op.READ)
+        return RoutePlan(table, tuple(pk_indexes), _READ)
     if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
-        return RoutePlan(table, tuple(pk_indexes), Op.WRITE)
+        return RoutePlan(table, tuple(pk_indexes), _WRITE)
     return None
 
 
@@ -105,7 +111,11 @@ class RouteCounters:
 
 
 class RouteCheck:
-    """Decides the target of routable requests on this node; see the module docstring."""
+    """Decides the target of routable requests on this node; see the module docstring.
+
+    This runs on every routable EXECUTE, so the per-tablet answer (target for each shard of this
+    node) is computed once per tablet map object and reused until group0 replaces the map.
+    """
 
     def __init__(
         self,
@@ -120,6 +130,7 @@ class RouteCheck:
         self.ignore_msb = ignore_msb
         self._tablet_maps = tablet_maps
         self._vnode_replicas = vnode_replicas
+        self._targets: dict[uuid.UUID, tuple[TabletMap, list[tuple[int, ...]]]] = {}
         self.counters = RouteCounters()
 
     def observe(self, client: ClientState, plan: RoutePlan, values: Sequence[Value]) -> Payload | None:
@@ -130,36 +141,50 @@ class RouteCheck:
         table = plan.table
         tablet_map = self._tablet_maps().get(table.id)
         if tablet_map is None:
-            target = self._vnode_target(table, token, client.shard)
-            self.counters.counts[plan.op][target] += 1
+            self.counters.counts[plan.op][self._vnode_target(table, token, client.shard)] += 1
             return None
         tablet_id = tablet_map.tablet_id_of(token)
-        info = tablet_map.tablets[tablet_id]
-        target = self._tablet_target(info, client.shard)
+        target = self._tablet_targets(tablet_map)[tablet_id][client.shard]
         self.counters.counts[plan.op][target] += 1
-        if target is Target.REPLICA or TABLETS_ROUTING_V1 not in client.extensions:
+        if target == _REPLICA or TABLETS_ROUTING_V1 not in client.extensions:
             return None
         self.counters.payloads_sent += 1
+        info = tablet_map.tablets[tablet_id]
         first = MIN_TOKEN if tablet_id == 0 else tablet_map.last_tokens[tablet_id - 1]
         return routing_payload(first, info.last_token, info.replicas)
 
-    def _tablet_target(self, info: TabletInfo, shard: int) -> Target:
-        me = self.host_id
-        target = Target.NON_REPLICA
-        for host, replica_shard in info.replicas:
-            if host == me:
-                if replica_shard == shard:
-                    return Target.REPLICA
-                target = Target.OTHER_SHARD
-        # during a migration the pending replica on its own shard is a correct target too
-        for host, replica_shard in info.new_replicas or ():
-            if host == me and replica_shard == shard:
-                return Target.REPLICA
-        return target
+    def _tablet_targets(self, tablet_map: TabletMap) -> list[tuple[int, ...]]:
+        """Per tablet, the target of a request arriving on each shard of this node."""
+        cached = self._targets.get(tablet_map.table_id)
+        if cached is not None and cached[0] is tablet_map:
+            return cached[1]
+        shards = range(self.smp)
+        targets = [
+            tuple(int(tablet_target(info, self.host_id, s)) for s in shards) for info in tablet_map.tablets
+        ]
+        if len(self._targets) > 4096:  # dropped tables leave entries behind; start over now and then
+            self._targets.clear()
+        self._targets[tablet_map.table_id] = (tablet_map, targets)
+        return targets
 
-    def _vnode_target(self, table: TableDef, token: int, shard: int) -> Target:
+    def _vnode_target(self, table: TableDef, token: int, shard: int) -> int:
         if self.host_id not in self._vnode_replicas(table, token):
-            return Target.NON_REPLICA
+            return _NON_REPLICA
         if shard_of(token, self.smp, self.ignore_msb) != shard:
-            return Target.OTHER_SHARD
-        return Target.REPLICA
+            return _OTHER_SHARD
+        return _REPLICA
+
+
+def tablet_target(info: TabletInfo, host_id: uuid.UUID, shard: int) -> Target:
+    """Where a request for a token of this tablet lands when it reaches ``shard`` of ``host_id``."""
+    target = Target.NON_REPLICA
+    for host, replica_shard in info.replicas:
+        if host == host_id:
+            if replica_shard == shard:
+                return Target.REPLICA
+            target = Target.OTHER_SHARD
+    # during a migration the pending replica on its own shard is a correct target too
+    for host, replica_shard in info.new_replicas or ():
+        if host == host_id and replica_shard == shard:
+            return Target.REPLICA
+    return target
