@@ -103,6 +103,7 @@ class LoadSpec:
     duration_s: float = 5.0
     key_space: int = 100_000  # int_rand draws from 0..key_space-1
     protocol_version: int = 4
+    token_aware: bool = False  # the driver's default TokenAwarePolicy instead of round-robin
 
     def __post_init__(self) -> None:
         unknown = [v for v in self.values if v not in VALUE_KINDS]
@@ -152,8 +153,12 @@ def _sleep_until(deadline: float) -> None:
         time.sleep(remaining)
 
 
-def run_load(spec: LoadSpec, server_pid: int | None = None) -> LoadResult:
-    """Run the load in `spec.processes` worker processes; sample `server_pid`'s CPU over the window."""
+def run_load(spec: LoadSpec, server_pid: int | Sequence[int] | None = None) -> LoadResult:
+    """Run the load in `spec.processes` worker processes; sample `server_pid`'s CPU over the window.
+
+    Several pids (a cluster) are summed: CPU and RSS are then the cluster's.
+    """
+    pids = [] if server_pid is None else [server_pid] if isinstance(server_pid, int) else list(server_pid)
     argv = [sys.executable, "-m", "bench.common", "worker", json.dumps(asdict(spec))]
     workers = [
         subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
@@ -170,10 +175,10 @@ def run_load(spec: LoadSpec, server_pid: int | None = None) -> LoadResult:
             worker.stdin.write(f"GO {run_start} {measure_start} {measure_end}\n")
             worker.stdin.flush()
         _sleep_until(measure_start)
-        cpu_start = proc_cpu_seconds(server_pid) if server_pid else None
+        cpu_start = sum(proc_cpu_seconds(pid) for pid in pids) if pids else None
         _sleep_until(measure_end)
-        cpu_end = proc_cpu_seconds(server_pid) if server_pid else None
-        rss = proc_rss_bytes(server_pid) if server_pid else None
+        cpu_end = sum(proc_cpu_seconds(pid) for pid in pids) if pids else None
+        rss = sum(proc_rss_bytes(pid) for pid in pids) if pids else None
         reports = [json.loads(_readline(worker, RESULT_PREFIX)) for worker in workers]
     finally:
         for worker in workers:
@@ -354,9 +359,10 @@ class _Window:
 
 def worker_main(spec: LoadSpec) -> None:
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import RoundRobinPolicy
+    from cassandra.policies import DCAwareRoundRobinPolicy, RoundRobinPolicy, TokenAwarePolicy
 
-    profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy(), request_timeout=30)
+    policy = TokenAwarePolicy(DCAwareRoundRobinPolicy()) if spec.token_aware else RoundRobinPolicy()
+    profile = ExecutionProfile(load_balancing_policy=policy, request_timeout=30)
     cluster = Cluster(
         [spec.host],
         port=spec.port,
