@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from tabletdb.cql import ast
+from tabletdb.cql.errors import CqlError
 from tabletdb.dht.murmur3 import partition_key_bytes, token_of
 from tabletdb.dht.sharding import shard_of
 from tabletdb.dht.token import MIN_TOKEN
@@ -141,7 +142,11 @@ class RouteCheck:
         table = plan.table
         tablet_map = self._tablet_maps().get(table.id)
         if tablet_map is None:
-            self.counters.counts[plan.op][self._vnode_target(table, token, client.shard)] += 1
+            try:
+                target = self._vnode_target(table, token, client.shard)
+            except CqlError:  # the keyspace is gone: executing the statement reports it
+                return None
+            self.counters.counts[plan.op][target] += 1
             return None
         tablet_id = tablet_map.tablet_id_of(token)
         target = self._tablet_targets(tablet_map)[tablet_id][client.shard]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import struct
 import uuid
 from collections.abc import Collection
@@ -9,10 +10,15 @@ from collections.abc import Collection
 import pytest
 from cassandra import cqltypes
 from cassandra.murmur3 import murmur3
+from cassandra.query import SimpleStatement
+from hypothesis import given
+from hypothesis import strategies as st
 
+from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT
 from tabletdb.dht.sharding import shard_of
+from tabletdb.dht.token import MIN_TOKEN
 from tabletdb.protocol.extensions import TABLETS_ROUTING_V1
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.routing import TABLETS_ROUTING_V1_KEY
@@ -73,6 +79,28 @@ def test_routing_token_matches_the_drivers_murmur3() -> None:
     assert routing_token(values, [0]) is None
     assert routing_token([UNSET, a], [0, 1]) is None
     assert routing_token([a], [3]) is None
+
+
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_routing_token_agrees_with_the_drivers_routing_key(parts: list[bytes], rng: random.Random) -> None:
+    """The driver hashes `SimpleStatement.routing_key` of the bound key parts; so must we."""
+    order = list(range(len(parts)))
+    rng.shuffle(order)
+    values: list[Value] = [b""] * len(parts)
+    for position, part in zip(order, parts):
+        values[position] = part
+    stmt = SimpleStatement("")
+    stmt.routing_key = parts
+    assert routing_token(values, order) == (murmur3(stmt.routing_key) if stmt.routing_key else MIN_TOKEN)
+
+
+def test_vnode_check_of_a_dropped_keyspace_counts_nothing() -> None:
+    def gone(_table: TableDef, _token: int) -> Collection[uuid.UUID]:
+        raise InvalidRequest("Keyspace ks does not exist")
+
+    check = RouteCheck(ME, SMP, MSB, dict, gone)
+    assert check.observe(_client(), RoutePlan(_table(), (0,), Op.READ), [_int(1)]) is None
+    assert sum(check.counters.snapshot().values()) == 0
 
 
 def test_tablet_replica_on_its_shard_gets_no_payload() -> None:
