@@ -21,7 +21,7 @@ from tabletdb.dht.ring import Location, ReplicaTable, TokenRing
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
 from tabletdb.group0.topology import Topology, raft_id_of
 from tabletdb.schema.model import EVERYWHERE, LOCAL, SIMPLE, Catalog, Replication, TableDef
-from tabletdb.tablets.tablet_map import TabletMap
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,10 @@ class ReplicaPlacement:
         self._vnode_cache: dict[Replication, tuple[Topology, ReplicaTable[uuid.UUID], dict[uuid.UUID, str]]]
         self._vnode_cache = {}
         self._ranges_cache: dict[uuid.UUID, tuple[object, list[ReplicatedRange]]] = {}
+        self._local = (Replica(local_host, None, local_dc),)
+        self._dcs_of: tuple[Topology, dict[uuid.UUID, str]] | None = None
+        self._tablet_sets: dict[int, tuple[TabletInfo, Topology, ReplicaSet]] = {}
+        """id(tablet info) -> (that info, the topology used, its replicas): hot-path cache."""
 
     def is_local(self, replica: Replica) -> bool:
         return replica.host_id == self.local_host
@@ -86,18 +90,24 @@ class ReplicaPlacement:
 
     def replicas(self, table: TableDef, token: int) -> ReplicaSet:
         """The replicas of ``token`` of ``table``, in placement order (primary first)."""
-        if not self._topology().members:
-            return (Replica(self.local_host, None, self.local_dc),)
+        topology = self._topology()
+        if not topology.members:
+            return self._local
         tablet_map = self._tablet_maps().get(table.id)
         if tablet_map is not None:
+            info = tablet_map.tablet_for(token)
+            cached = self._tablet_sets.get(id(info))
+            if cached is not None and cached[0] is info and cached[1] is topology:
+                return cached[2]
             dcs = self._dcs()
-            return tuple(
-                Replica(r.host, r.shard, dcs.get(r.host, self.local_dc))
-                for r in tablet_map.tablet_for(token).replicas
-            )
+            replicas = tuple(Replica(r.host, r.shard, dcs.get(r.host, self.local_dc)) for r in info.replicas)
+            if len(self._tablet_sets) > 65536:
+                self._tablet_sets.clear()
+            self._tablet_sets[id(info)] = (info, topology, replicas)
+            return replicas
         found = self._vnode_table(table)
         if found is None:
-            return (Replica(self.local_host, None, self.local_dc),)
+            return self._local
         ring_table, dcs = found
         return tuple(Replica(h, None, dcs[h]) for h in ring_table.for_token(token))
 
@@ -122,8 +132,7 @@ class ReplicaPlacement:
 
     def _compute_ranges(self, table: TableDef, tablet_map: TabletMap | None) -> list[ReplicatedRange]:
         if not self._topology().members:
-            local = (Replica(self.local_host, None, self.local_dc),)
-            return [ReplicatedRange(TokenRange(MIN_TOKEN, MAX_TOKEN), local)]
+            return [ReplicatedRange(TokenRange(MIN_TOKEN, MAX_TOKEN), self._local)]
         pieces: list[ReplicatedRange] = []
         if tablet_map is not None:
             for tablet_id in range(tablet_map.tablet_count):
@@ -147,13 +156,13 @@ class ReplicaPlacement:
         return _merge_adjacent(pieces)
 
     def _dcs(self) -> dict[uuid.UUID, str]:
-        return {h: r.datacenter for h, r in self._topology().members.items()}
+        topology = self._topology()
+        if self._dcs_of is None or self._dcs_of[0] is not topology:
+            self._dcs_of = (topology, {h: r.datacenter for h, r in topology.members.items()})
+        return self._dcs_of[1]
 
     def _vnode_table(self, table: TableDef) -> tuple[ReplicaTable[uuid.UUID], dict[uuid.UUID, str]] | None:
         topology = self._topology()
-        members = {h: r for h, r in topology.members.items() if r.tokens}
-        if not members:
-            return None
         ks = self._catalog().keyspace(table.keyspace)
         if ks is None:
             raise InvalidRequest(f"Keyspace {table.keyspace} does not exist")
@@ -163,6 +172,9 @@ class ReplicaPlacement:
         cached = self._vnode_cache.get(replication)
         if cached is not None and cached[0] is topology:
             return cached[1], cached[2]
+        members = {h: r for h, r in topology.members.items() if r.tokens}
+        if not members:
+            return None
         ring = TokenRing.from_assignments({h: r.tokens for h, r in members.items()})
         dcs = {h: r.datacenter for h, r in members.items()}
         ring_table = _strategy_table(ring, replication, members_locations(topology))
