@@ -8,14 +8,18 @@ replica verbs on that endpoint so other nodes can coordinate through this one.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from typing import Any
 
+from tabletdb.cql.errors import InvalidRequest
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.net.rpc import RpcNode
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.failure_detector import FailureDetector
 from tabletdb.node.storage_service import StorageService
-from tabletdb.query.coordinator_context import Replicas, Timeouts
+from tabletdb.query.coordinator_context import VERB_COUNTER, Replicas, Timeouts
+from tabletdb.query.coordinator_counter import CounterCoordinator
 from tabletdb.query.replica_local import LocalReplica
 from tabletdb.query.replica_placement import ReplicaPlacement
 from tabletdb.query.replica_verbs import ReplicaVerbs
@@ -26,6 +30,7 @@ def timeouts_of(config: NodeConfig) -> Timeouts:
         write=config.write_request_timeout_in_ms / 1000,
         read=config.read_request_timeout_in_ms / 1000,
         range=config.range_request_timeout_in_ms / 1000,
+        counter_write=config.counter_write_request_timeout_in_ms / 1000,
         truncate=config.truncate_request_timeout_in_ms / 1000,
     )
 
@@ -52,3 +57,18 @@ def build_replicas(
             rpc.register(verb, handler)
     is_up = failure_detector.is_up if failure_detector is not None else None
     return Replicas(placement, local, rpc, is_up, timeouts_of(config))
+
+
+def register_coordinator_verbs(
+    rpc: RpcNode, counters: CounterCoordinator, state: Callable[[], ClusterState]
+) -> None:
+    """Verbs a node answers as a coordinator for others (the counter leader's)."""
+
+    async def counter(src: int, payload: list[Any]) -> None:
+        table_id = uuid.UUID(bytes=payload[0])
+        table = state().metadata.catalog.by_id(table_id)
+        if table is None:
+            raise InvalidRequest(f"unknown table id {table_id} on the counter leader (schema not caught up)")
+        await counters.handle(table, payload)
+
+    rpc.register(VERB_COUNTER, counter)

@@ -22,6 +22,7 @@ VERB_READ = "data.read"
 VERB_SCAN = "data.scan"
 VERB_MUTATIONS = "data.mutations"
 VERB_TRUNCATE = "data.truncate"
+VERB_COUNTER = "data.counter"
 
 
 class Transport(Protocol):
@@ -37,6 +38,7 @@ class Timeouts:
     write: float = 2.0
     read: float = 5.0
     range: float = 10.0
+    counter_write: float = 5.0
     truncate: float = 60.0
 
 

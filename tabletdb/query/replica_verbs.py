@@ -66,7 +66,7 @@ class ReplicaVerbs:
 
     def __init__(self, local: LocalReplica, table_of: TableOf) -> None:
         self.local = local
-        self._table_of = table_of
+        self.table_of = table_of
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -79,7 +79,7 @@ class ReplicaVerbs:
 
     def _table(self, raw_id: bytes) -> TableDef:
         table_id = uuid.UUID(bytes=raw_id)
-        table = self._table_of(table_id)
+        table = self.table_of(table_id)
         if table is None:
             raise InvalidRequest(f"unknown table id {table_id} on this replica (schema not caught up yet)")
         return table

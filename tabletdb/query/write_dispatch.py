@@ -1,8 +1,9 @@
 """The data path's entry points for the processor: DML, BATCH, TRUNCATE and SELECT on user tables.
 
 Kept apart from ``processor`` so the protocol handler only resolves tables and dispatches.
-Statements that read before they write (counters, list element operations) run under the
-table's lock from the read to the durable write, so concurrent increments are not lost.
+List element operations read before they write, under the table's lock, and only where this
+node is the only replica. Counter updates are built as deltas and go through the partition's
+leader replica (``coordinator_counter``), which adds them to the total under its lock.
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ class DataPath:
         if is_conditional(stmt):
             self._require_local(table, "Conditional statements (LWT)")
             return await execute_conditional(self.writer, stmt, table, bindings, timestamp, self.write)
-        if _reads_before_write(stmt, table):
-            what = "Counter updates" if table.is_counter else "List element updates and removals"
-            self._require_local(table, what)
+        if table.is_counter:
+            deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
+            await self.writer.counters.update(table, deltas, cl)
+        elif _reads_before_write(stmt, table):
+            self._require_local(table, "List element updates and removals")
             async with self.writer.lock(table, b""):
                 await self._build_and_write(stmt, table, bindings, timestamp, cl)
         else:
@@ -136,14 +139,17 @@ class DataPath:
             raise InvalidRequest("Cannot include a counter statement in a logged batch")
         for stmt, table, bindings in statements:
             _check_not_conditional(stmt)
-            if _reads_before_write(stmt, table):
-                self._require_local(table, "Counter updates" if table.is_counter else "List element updates")
+            if _reads_before_write(stmt, table) and not table.is_counter:
+                self._require_local(table, "List element updates")
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
-                self.writer.mutations_for(stmt, table, bindings, ts)
+                self.writer.mutations_for(stmt, table, bindings, ts, deltas=table.is_counter)
             )
         write_type = {"LOGGED": "BATCH", "UNLOGGED": "UNLOGGED_BATCH"}.get(kind, "COUNTER")
         for table, mutations in per_table.values():
-            await self.write(table, mutations, cl, write_type)
+            if table.is_counter:
+                await self.writer.counters.update(table, mutations, cl)
+            else:
+                await self.write(table, mutations, cl, write_type)
         return VoidResult()
 
     async def select(

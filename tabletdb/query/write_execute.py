@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
 
 from tabletdb.cql import ast
@@ -19,6 +20,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.group0.topology import Topology
 from tabletdb.query.coordinator_cl import ONE
 from tabletdb.query.coordinator_context import Replicas
+from tabletdb.query.coordinator_counter import CounterCoordinator
 from tabletdb.query.coordinator_read import ReadCoordinator
 from tabletdb.query.coordinator_write import WriteCoordinator
 from tabletdb.query.replica_local import LocalReplica
@@ -31,6 +33,10 @@ from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.reconcile import LiveCell
 
 Clock = Callable[[], float]
+
+
+def _no_cells(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
+    return ()
 
 
 class TimestampSource:
@@ -64,7 +70,12 @@ class WriteExecutor:
         self.replicas = replicas if replicas is not None else single_node_replicas(stores)
         self.coordinator = WriteCoordinator(self.replicas)
         self.reads = ReadCoordinator(self.replicas)
-        self._locks: dict[tuple[str, bytes], asyncio.Lock] = {}
+        self.counters = CounterCoordinator(
+            self.replicas, self.coordinator, self.reads, self.lock, self.timestamps.next, self.now_seconds
+        )
+        self._locks: weakref.WeakValueDictionary[tuple[str, bytes], asyncio.Lock]
+        self._locks = weakref.WeakValueDictionary()
+        """Held locks stay alive through their holders and waiters; idle ones are dropped."""
 
     def now_seconds(self) -> int:
         return int(self.clock())
@@ -85,17 +96,28 @@ class WriteExecutor:
         return read
 
     def mutations_for(
-        self, stmt: ast.Statement, table: TableDef, bindings: Bindings, default_ts: int | None
+        self,
+        stmt: ast.Statement,
+        table: TableDef,
+        bindings: Bindings,
+        default_ts: int | None,
+        *,
+        deltas: bool = False,
     ) -> list[Mutation]:
-        """Validate and build; raises before anything is written."""
+        """Validate and build; raises before anything is written.
+
+        ``deltas``: build counter updates against an empty current value, so each counter cell
+        carries its increment (the counter leader adds it to the total).
+        """
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
             ts = default_ts if default_ts is not None else self.timestamps.next()
             when = time_of(stmt.attributes, table, bindings, ts, self.now_seconds())
+            current = _no_cells if deltas else self.current_cells(table)
             if isinstance(stmt, ast.InsertStatement):
                 return build_insert(stmt, table, bindings, when)
             if isinstance(stmt, ast.UpdateStatement):
-                return build_update(stmt, table, bindings, when, self.current_cells(table))
-            return build_delete(stmt, table, bindings, when, self.current_cells(table))
+                return build_update(stmt, table, bindings, when, current)
+            return build_delete(stmt, table, bindings, when, current)
         raise InvalidRequest(f"{type(stmt).__name__} is not a data modification statement")
 
     async def write(
@@ -105,4 +127,7 @@ class WriteExecutor:
         await self.coordinator.write(table, mutations, cl, write_type)
 
     def lock(self, table: TableDef, key: bytes) -> asyncio.Lock:
-        return self._locks.setdefault((table.id.hex, key), asyncio.Lock())
+        found = self._locks.get((table.id.hex, key))
+        if found is None:
+            found = self._locks[(table.id.hex, key)] = asyncio.Lock()
+        return found

@@ -3,8 +3,9 @@
 Three nodes, RF=3, one tablets keyspace and one vnode keyspace: QUORUM writes read back at
 QUORUM and ALL from every coordinator; with one node killed (-9) QUORUM still works and ALL is
 Unavailable; once it is back, ALL reads return every row written while it was down (read repair,
-there are no hints) and the repair is durable on the returning node. And RF=1 on three nodes:
-every node coordinates every key.
+there are no hints) and the repair is durable on the returning node. Counters stay exact through
+it all (updates go through a leader replica). And RF=1 on three nodes: every node coordinates
+every key.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def create_schema(node: TestNode, rf: int) -> None:
         for name, ddl in KEYSPACES.items():
             s.execute(ddl % rf)
             s.execute(f"CREATE TABLE {name}.t (k int, c int, v text, PRIMARY KEY (k, c))")
+            s.execute(f"CREATE TABLE {name}.counts (k int PRIMARY KEY, n counter)")
 
 
 def all_rows(session: Any, ks: str, cl: str) -> set[tuple[int, int, str]]:
@@ -89,6 +91,15 @@ def write_rows(session: Any, ks: str, keys: range, cl: str) -> set[tuple[int, in
             run(session, f"INSERT INTO {ks}.t (k, c, v) VALUES (%s, %s, %s)", cl, (k, c, f"v{k}.{c}"))
             written.add((k, c, f"v{k}.{c}"))
     return written
+
+
+def bump(session: Any, ks: str, times: int) -> None:
+    for k in range(times):
+        run(session, f"UPDATE {ks}.counts SET n = n + %s WHERE k = %s", "QUORUM", (k + 1, k % 3))
+
+
+def counts(session: Any, ks: str, cl: str) -> dict[int, int]:
+    return {r.k: r.n for r in run(session, f"SELECT k, n FROM {ks}.counts", cl)}
 
 
 def unavailable_at_all(session: Any, ks: str) -> bool:
@@ -119,6 +130,10 @@ def test_rf3_quorum_survives_a_kill_and_all_repairs_on_return(node_factory: Node
         expected = write_rows(s0, ks, range(0, 20), "QUORUM")
     for node in nodes:
         with pinned(node) as s:
+            bump(s, ks, 4)
+    for node in nodes:
+        with pinned(node) as s:
+            assert counts(s, ks, "QUORUM") == {0: 15, 1: 6, 2: 9}
             assert all_rows(s, ks, "QUORUM") == expected
             assert all_rows(s, ks, "ALL") == expected
             assert {(r.k, r.c, r.v) for r in run(s, f"SELECT k, c, v FROM {ks}.t WHERE k = 3", "ALL")} == {
@@ -136,6 +151,9 @@ def test_rf3_quorum_survives_a_kill_and_all_repairs_on_return(node_factory: Node
         expected = {row for row in expected if row[0] != 1}
         assert all_rows(s0, ks, "QUORUM") == expected
         assert all_rows(s1, ks, "QUORUM") == expected
+        bump(s0, ks, 4)
+        bump(s1, ks, 4)
+        assert counts(s0, ks, "QUORUM") == {0: 25, 1: 10, 2: 15}
 
     victim.start()
     with pinned(victim) as s2:
@@ -143,6 +161,8 @@ def test_rf3_quorum_survives_a_kill_and_all_repairs_on_return(node_factory: Node
         assert all_rows(s2, ks, "ALL") == expected
         # the ALL read repaired node 2 itself: at ONE it answers alone, from its own stores
         assert all_rows(s2, ks, "ONE") == expected
+        bump(s2, ks, 4)
+        assert counts(s2, ks, "ALL") == {0: 30, 1: 12, 2: 18}
 
 
 def test_rf1_every_node_coordinates_every_key(node_factory: NodeFactory) -> None:

@@ -17,16 +17,18 @@ from typing import Any
 
 import msgpack
 
-from tabletdb.cql.types import BLOB
+from tabletdb.cql.types import BLOB, COUNTER, CqlType
 from tabletdb.dht.ring import random_tokens
 from tabletdb.group0.topology import NodeRecord, Topology, raft_id_of
 from tabletdb.node.storage_service import StorageService
-from tabletdb.query.coordinator_context import Replicas, Timeouts
+from tabletdb.query.coordinator_context import VERB_COUNTER, Replicas, Timeouts
+from tabletdb.query.coordinator_counter import CounterCoordinator
 from tabletdb.query.coordinator_read import ReadCoordinator
 from tabletdb.query.coordinator_write import WriteCoordinator
 from tabletdb.query.replica_local import LocalReplica
 from tabletdb.query.replica_placement import ReplicaPlacement
 from tabletdb.query.replica_verbs import ReplicaVerbs
+from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.model import (
     NTS,
     Catalog,
@@ -49,11 +51,11 @@ def host(i: int) -> uuid.UUID:
     return uuid.UUID(int=(i + 1) << 100 | 7)
 
 
-def table_def(keyspace: str = "ks", name: str = "t") -> TableDef:
+def table_def(keyspace: str = "ks", name: str = "t", value_type: CqlType = BLOB) -> TableDef:
     columns = (
         ColumnDef("k", BLOB, ColumnKind.PARTITION_KEY, 0),
         ColumnDef("c", BLOB, ColumnKind.CLUSTERING, 0),
-        ColumnDef("v", BLOB, ColumnKind.REGULAR),
+        ColumnDef("v", value_type, ColumnKind.REGULAR),
     )
     return TableDef(keyspace, name, uuid.uuid5(uuid.NAMESPACE_OID, keyspace + name), columns)
 
@@ -63,6 +65,7 @@ class FakeNet:
 
     def __init__(self) -> None:
         self.verbs: dict[int, ReplicaVerbs] = {}
+        self.counters: dict[int, CounterCoordinator] = {}
         self.refuse: set[int] = set()
         self.hang: set[int] = set()
         self.calls: list[tuple[int, str]] = []
@@ -74,7 +77,12 @@ class FakeNet:
         if peer in self.hang:
             await asyncio.Event().wait()
         wire = msgpack.unpackb(msgpack.packb(payload, use_bin_type=True), raw=False)
-        reply = await self.verbs[peer].handlers()[verb](0, wire)
+        if verb == VERB_COUNTER:
+            table = self.verbs[peer].table_of(uuid.UUID(bytes=wire[0]))
+            assert table is not None
+            reply = await self.counters[peer].handle(table, wire)
+        else:
+            reply = await self.verbs[peer].handlers()[verb](0, wire)
         return msgpack.unpackb(msgpack.packb(reply, use_bin_type=True), raw=False)
 
 
@@ -92,16 +100,21 @@ class Cluster:
             )
         self.topology = Topology("test", members)
         self.table = table_def()
+        self.counter_table = table_def(name="counts", value_type=COUNTER)
         ks = KeyspaceDef("ks", Replication(NTS, ((DC, str(rf)),)), tablets=KeyspaceTablets(tablets))
-        self.catalog = apply_mutations(Catalog(), [PutKeyspace(ks), PutTable(self.table)], uuid.uuid1())
+        puts = [PutKeyspace(ks), PutTable(self.table), PutTable(self.counter_table)]
+        self.catalog = apply_mutations(Catalog(), puts, uuid.uuid1())
         self.maps: Mapping[uuid.UUID, TabletMap] = {}
         if tablets:
             nodes = [NodeCapacity(h, DC, r.rack, 2) for h, r in members.items()]
-            self.maps = {self.table.id: new_tablet_map(self.table.id, 4, {DC: rf}, nodes)}
+            self.maps = {
+                t.id: new_tablet_map(t.id, 4, {DC: rf}, nodes) for t in (self.table, self.counter_table)
+            }
         self.net = FakeNet()
         self.down: set[int] = set()
         self.stores: list[StorageService] = []
         self.replicas: list[Replicas] = []
+        self.executors: list[WriteExecutor] = []
         for i in range(size):
             storage = StorageService(workdir / f"n{i}", host(i), 2, 12, lambda: self.maps)
             placement = ReplicaPlacement(
@@ -110,6 +123,8 @@ class Cluster:
             local = LocalReplica(storage)
             replicas = Replicas(placement, local, self.net, lambda raft: raft not in self.down, timeouts)
             self.net.verbs[raft_id_of(host(i))] = ReplicaVerbs(local, self.catalog.by_id)
+            self.executors.append(WriteExecutor(storage, replicas=replicas))
+            self.net.counters[raft_id_of(host(i))] = self.executors[-1].counters
             self.stores.append(storage)
             self.replicas.append(replicas)
 
