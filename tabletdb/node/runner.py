@@ -115,14 +115,13 @@ class Node:
         if group0 is not None:
             register_coordinator_verbs(group0.rpc, self.writer.counters, lambda: self.metadata.state)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
-        # Until vnode data is placed by the token ring, this node stores every vnode token itself.
-        me = self.identity.host_id
+        placement = self.replicas.placement
         self.routes = RouteCheck(
-            me,
+            self.identity.host_id,
             config.smp,
             config.murmur3_partitioner_ignore_msb_bits,
             self.storage.tablet_maps,
-            lambda _table, _token: (me,),
+            lambda table, token: [r.host_id for r in placement.replicas(table, token)],
         )
         self.processor = QueryProcessor(
             lambda: self.info,

@@ -139,3 +139,44 @@ def test_supported_advertises_the_sharding_of_the_node(one_node: TestNode) -> No
     assert supported["SCYLLA_SHARDING_IGNORE_MSB"] == ["12"]
     assert supported["SCYLLA_SHARD_AWARE_PORT"] == [str(SHARD_AWARE_PORT)]
     assert supported["TABLETS_ROUTING_V1"] == [""]
+
+
+def _replica_share(
+    session: Any, nodes: list[TestNode], insert: Any, select: Any, keys: range
+) -> dict[str, float]:
+    """Write then read back every key; what the nodes counted for those requests."""
+    before = routed_counts(nodes)
+    for k in keys:
+        session.execute(insert, (k, k * 10))
+    for k in keys:
+        assert session.execute(select, (k,)).one().v == k * 10
+    return delta(routed_counts(nodes), before)
+
+
+def test_token_aware_driver_reaches_replicas_on_three_nodes(
+    node_factory: NodeFactory, token_aware: dict[str, Any]
+) -> None:
+    """Issue 7 acceptance: RF=1 on 3 nodes, so most keys live away from any one contact point;
+    after warm-up >= 95% of prepared single-partition requests are coordinated by a replica, for
+    a tablets keyspace (routing learned from the payloads) and a vnode one (the token ring)."""
+    nodes = node_factory.start_cluster(
+        3, smp=2, options={"native_shard_aware_transport_port": SHARD_AWARE_PORT}
+    )
+    with scylla_cluster(nodes, **token_aware) as cluster:
+        session = cluster.connect(wait_for_all_pools=True)
+        dc = session.execute("SELECT data_center FROM system.local").one().data_center
+        for ks, tablets in (("tab", True), ("vn", False)):
+            replication = f"{{'class': 'NetworkTopologyStrategy', '{dc}': 1}}"
+            mode = "" if tablets else " AND tablets = {'enabled': false}"
+            session.execute(f"CREATE KEYSPACE {ks} WITH replication = {replication}{mode}")
+            session.execute(f"CREATE TABLE {ks}.t (p int PRIMARY KEY, v int)")
+            insert = session.prepare(f"INSERT INTO {ks}.t (p, v) VALUES (?, ?)")
+            select = session.prepare(f"SELECT v FROM {ks}.t WHERE p = ?")
+            assert len(cluster.metadata.all_hosts()) == 3
+            warm_up = _replica_share(session, nodes, insert, select, range(300))
+            if tablets:  # the driver started with the vnode ring and learned tablets from the payloads
+                assert warm_up["non_replica"] > 0 and cluster.metadata._tablets._tablets[(ks, "t")]
+            counts = _replica_share(session, nodes, insert, select, range(300, 600))
+            total = sum(counts.values())
+            assert total == 600
+            assert counts["replica"] + counts["other_shard"] >= 0.95 * total, (ks, counts)
