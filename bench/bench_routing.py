@@ -25,17 +25,18 @@ from typing import Any
 from bench.common import BENCH_SUBNET, RESULT_PREFIX, LoadSpec, ServerHandle, _started, run_load
 
 KEYS = 100_000
+FIRST_OCTET = 131  # 127.0.99.131..: clear of the other benchmarks' 127.0.99.x nodes
 API_PORT = 20990
 ROUTED = "tabletdb_cql_single_partition_requests_total"
 
 
 @contextlib.contextmanager
 def tabletdb_cluster(size: int, smp: int) -> Iterator[list[ServerHandle]]:
-    """Fresh nodes on 127.0.99.11.. joining the first one; each with the shard-aware port."""
+    """Fresh nodes on 127.0.99.131.. joining the first one; each with the shard-aware port."""
     with tempfile.TemporaryDirectory(prefix="bench-routing-") as tmp, contextlib.ExitStack() as stack:
         handles: list[ServerHandle] = []
         for i in range(size):
-            host = f"127.0.{BENCH_SUBNET}.{11 + i}"
+            host = f"127.0.{BENCH_SUBNET}.{FIRST_OCTET + i}"
             argv = [sys.executable, "-m", "tabletdb.cli.main", "server", "--workdir", f"{tmp}/node{i}"]
             argv += ["--listen-address", host, "--smp", str(smp), "--api-port", str(API_PORT + i)]
             argv += ["--native-shard-aware-transport-port", "19042"]
@@ -49,7 +50,7 @@ def tabletdb_cluster(size: int, smp: int) -> Iterator[list[ServerHandle]]:
 
 
 def _api_port(handle: ServerHandle) -> int:
-    return API_PORT + int(handle.host.rsplit(".", 1)[1]) - 11
+    return API_PORT + int(handle.host.rsplit(".", 1)[1]) - FIRST_OCTET
 
 
 def routed(nodes: list[ServerHandle]) -> dict[str, float]:
