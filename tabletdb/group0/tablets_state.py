@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.schema.index_table import index_tables
 from tabletdb.schema.model import Catalog, KeyspaceDef, TableDef
 from tabletdb.tablets.allocation import NodeCapacity, allocate_replicas
 from tabletdb.tablets.count import ClusterShape, DcReplication, SizingConfig, TableSizing, tablet_count
@@ -113,8 +114,8 @@ def plan_tablet_changes(
     nodes: Sequence[NodeCapacity],
     sizing: SizingConfig,
 ) -> tuple[TabletChange, ...]:
-    """Maps for tables (and views) that exist in ``after`` in tablets keyspaces but have none,
-    and removals for mapped tables that ``after`` no longer has."""
+    """Maps for tables (views, index entries tables) that exist in ``after`` in tablets keyspaces
+    but have none, and removals for mapped tables that ``after`` no longer has."""
     del before  # the diff is against the maps themselves, so a missed change is repaired later
     changes: list[TabletChange] = []
     live: set[uuid.UUID] = set()
@@ -123,6 +124,7 @@ def plan_tablet_changes(
         if not ks.definition.uses_tablets:
             continue
         tables = [ks.tables[n] for n in sorted(ks.tables)] + [ks.views[n].table for n in sorted(ks.views)]
+        tables += [entries for t in list(tables) for _, entries in index_tables(t)]
         for table in tables:
             live.add(table.id)
             if table.id not in maps:

@@ -20,6 +20,7 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
+from tabletdb.query.read_index import index_rows, indexed_columns, usable_index
 from tabletdb.query.read_restrictions import Restrictions, analyze
 from tabletdb.query.read_rows import OutRow, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
@@ -168,6 +169,8 @@ def execute_select(
     rows: Iterator[OutRow]
     if r.partition_keys is not None:
         rows = lookup_rows(table, stores, r, now, after, reverse)
+    elif (index := usable_index(stmt.where, table, bindings)) is not None:
+        rows = index_rows(table, index[0], index[1], stores, r, now, after)
     else:
         rows = scan_rows(table, stores, r, now, after)
     page = page_size if page_size and page_size > 0 and not aggregate else None
@@ -217,11 +220,6 @@ def execute_select(
         [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
     ]
     return RowsResult(RowsMetadata(columns, next_state), encoded)
-
-
-def indexed_columns(table: TableDef) -> set[str]:
-    """Columns a secondary index covers by value: restricting them needs no ALLOW FILTERING."""
-    return {i.target for i in table.indexes if "(" not in i.target}
 
 
 def _group_key(stmt: ast.SelectStatement, table: TableDef) -> list[str] | None:

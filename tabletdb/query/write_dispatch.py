@@ -20,7 +20,7 @@ from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.write_execute import WriteExecutor
-from tabletdb.query.write_views import partition_snapshot, view_mutations, write_timestamp
+from tabletdb.query.write_views import has_derived, write_with_derived
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
@@ -69,24 +69,12 @@ class DataPath:
         await self.write(table, mutations)
 
     async def write(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """Write durably; tables with materialized views also get their view rows updated."""
+        """Write durably; tables with materialized views or indexes also get those updated."""
         views = self._views_of(table) if self._views_of is not None else []
-        if not views:
+        if not has_derived(table, views):
             await self.writer.write(table, mutations)
             return
-        stores = self.writer.stores
-        async with self.writer.lock(table, b"\x00views"):
-            now = self.writer.now_seconds()
-            keys = sorted({(m.partition_key, m.token) for m in mutations})
-            before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
-            await self.writer.write(table, mutations)
-            timestamp = write_timestamp(mutations)
-            for key in keys:
-                after = partition_snapshot(table, stores, key[0], key[1], now)
-                for view in views:
-                    changes = view_mutations(view, before[key], after, timestamp, now)
-                    if changes:
-                        await self.writer.write(view.table, changes)
+        await write_with_derived(self.writer, table, views, mutations)
 
     async def batch(
         self,

@@ -103,12 +103,18 @@ class DroppedColumn:
 
 @dataclass(frozen=True)
 class IndexDef:
-    """A secondary index. `options` holds `target` (and `class_name` for custom indexes)."""
+    """A secondary index. `options` holds `target` (and `class_name` for custom indexes).
+
+    `table_id` names the hidden table holding the index's entries (`schema.index_table`); None
+    for indexes that have none (custom and local indexes, and ones created before index tables
+    existed), which queries then answer by scanning and filtering.
+    """
 
     name: str
     table: str
     kind: IndexKind
     options: Pairs
+    table_id: uuid.UUID | None = None
 
     @property
     def target(self) -> str:

@@ -1,0 +1,120 @@
+"""SELECTs answered through a global secondary index instead of a full scan.
+
+A query that does not pin its partitions and restricts an indexed column (``v = ?``, ``s CONTAINS
+?``, ``m CONTAINS KEY ?``, ``f = ?`` on a frozen collection's full() index) reads the index
+partition of that value: entries in base-row order (token, partition key, clustering), so the base
+rows come back in the order a scan yields them, and the same paging position resumes either way.
+Each base row fetched is passed through the query's restrictions again (by the caller, with every
+other filter), which is what keeps results identical to a filtered scan even when an entry is stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from tabletdb.cql import ast, codec
+from tabletdb.cql.types import BIGINT
+from tabletdb.dht.token import TokenRange
+from tabletdb.protocol.wire import Unset
+from tabletdb.query.read_restrictions import Restrictions
+from tabletdb.query.read_rows import STATIC_ONLY, OutRow, Position, partition_rows
+from tabletdb.query.terms import Bindings, term_bytes
+from tabletdb.query.write_index import entries_tables
+from tabletdb.query.write_keys import clustering_bound, decode_clustering, partition_key
+from tabletdb.query.write_stores import DataStores
+from tabletdb.schema.index_table import indexed_value_type
+from tabletdb.schema.indexes import parse_target
+from tabletdb.schema.model import TableDef
+from tabletdb.storage.mutation import Bound, ClusteringSlice
+
+ENTRY_BATCH = 256
+
+_OPERATORS = {"simple": "=", "full": "=", "values": "CONTAINS", "keys": "CONTAINS KEY"}
+
+
+def usable_index(
+    where: Sequence[ast.Relation], table: TableDef, bindings: Bindings
+) -> tuple[TableDef, bytes] | None:
+    """(index entries table, serialized value to look up) for the first restriction an index
+    answers; None when no index applies (or the value is one no entry can hold: null, empty)."""
+    for index, entries in entries_tables(table):
+        column_name, kind, _ = parse_target(index.target)
+        column = table.column(column_name)
+        if column is None or kind not in _OPERATORS:
+            continue
+        for rel in where:
+            if not isinstance(rel.lhs, ast.ColumnRef) or rel.lhs.name != column_name:
+                continue
+            if rel.op != _OPERATORS[kind] or isinstance(rel.rhs, ast.InValues):
+                continue
+            value = term_bytes(rel.rhs, indexed_value_type(column.type, kind), column_name, bindings)
+            if value is None or isinstance(value, Unset) or not value:
+                return None
+            return entries, value
+    return None
+
+
+def indexed_columns(table: TableDef) -> set[str]:
+    """Columns a secondary index covers: restricting them needs no ALLOW FILTERING."""
+    return {parse_target(i.target)[0] for i in table.indexes}
+
+
+def index_rows(
+    table: TableDef,
+    entries: TableDef,
+    value: bytes,
+    stores: DataStores,
+    r: Restrictions,
+    now: int,
+    after: Position | None,
+) -> Iterator[OutRow]:
+    """The base rows the index lists for ``value``, in scan order, resuming after ``after``."""
+    key, token = partition_key(entries, [value])
+    store = stores.store(entries, token)
+    wanted = TokenRange(r.token_start, r.token_end) if r.token_start != r.token_end else None
+    keep = r.slices(table) if table.clustering_key and (r.lower or r.upper or r.full_clustering) else None
+    start = _resume(entries, after)
+    while True:
+        data = store.read_partition(key, now, ClusteringSlice(start, None), limit=ENTRY_BATCH)
+        if data is None or not data.rows:
+            return
+        for entry in data.rows:
+            token_raw, base_key, clustering = decode_clustering(entries, entry.clustering)
+            assert token_raw is not None and base_key is not None
+            base_token = codec.deserialize(BIGINT, token_raw)
+            if wanted is not None and not wanted.contains(base_token):
+                continue
+            yield from _base_rows(table, stores, base_token, base_key, clustering or b"", keep, now)
+        if len(data.rows) < ENTRY_BATCH:
+            return
+        start = Bound(data.rows[-1].clustering, inclusive=False)
+
+
+def _resume(entries: TableDef, after: Position | None) -> Bound | None:
+    if after is None:
+        return None
+    token_raw = codec.serialize(BIGINT, after.token)
+    if after.clustering is None or after.clustering == STATIC_ONLY:
+        prefix = [token_raw, after.partition_key]
+    else:
+        prefix = [token_raw, after.partition_key, after.clustering]
+    return Bound(clustering_bound(entries, prefix, lower=False, inclusive=True), inclusive=True)
+
+
+def _base_rows(
+    table: TableDef,
+    stores: DataStores,
+    token: int,
+    key: bytes,
+    clustering: bytes,
+    keep: Sequence[ClusteringSlice] | None,
+    now: int,
+) -> Iterator[OutRow]:
+    store = stores.store(table, token)
+    if table.clustering_key:
+        one = ClusteringSlice(Bound(clustering), Bound(clustering))
+        data = store.read_partition(key, now, one)
+    else:
+        data = store.read_partition(key, now)
+    if data is not None:
+        yield from partition_rows(table, data, keep, static_only_row=False)
