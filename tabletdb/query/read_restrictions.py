@@ -16,6 +16,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, ListType, TupleType
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN
 from tabletdb.protocol.wire import Unset
+from tabletdb.query.read_slices import is_mixed, mixed_order_slices
 from tabletdb.query.terms import Bindings, term_bytes, term_value
 from tabletdb.query.write_keys import clustering_bound, encode_clustering
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
@@ -52,6 +53,9 @@ class Restrictions:
         """
         out = []
         for prefix in sorted(self.clustering_prefixes, key=lambda p: encode_clustering(table, p)):
+            if is_mixed(table, len(prefix), (self.lower, self.upper)):
+                out.extend(mixed_order_slices(table, prefix, self.lower, self.upper))
+                continue
             lower, upper = self.lower, self.upper
             if self._range_descending(table, len(prefix)):
                 lower, upper = upper, lower
@@ -77,10 +81,6 @@ class Restrictions:
             c.clustering_order is ClusteringOrder.DESC
             for c in table.clustering_key[position : position + width]
         }
-        if len(orders) > 1:
-            raise InvalidRequest(
-                "Multi-column slices over columns of mixed clustering order are not supported yet"
-            )
         return orders == {True}
 
     def clustering_keys(self, table: TableDef) -> list[bytes]:

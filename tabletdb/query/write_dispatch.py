@@ -34,9 +34,11 @@ def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
     if table.is_counter:
         return True
     if isinstance(stmt, ast.UpdateStatement):
-        return any(isinstance(a, ast.SetElement | ast.SubtractFromColumn) for a in stmt.assignments)
+        return any(
+            isinstance(a, ast.SetElement | ast.SubtractFromColumn | ast.SetField) for a in stmt.assignments
+        )
     if isinstance(stmt, ast.DeleteStatement):
-        return any(isinstance(t, ast.ElementRef) for t in stmt.targets)
+        return any(isinstance(t, ast.ElementRef | ast.FieldRef) for t in stmt.targets)
     return False
 
 

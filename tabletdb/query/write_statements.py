@@ -30,6 +30,7 @@ from tabletdb.query.write_cells import (
     whole_value,
 )
 from tabletdb.query.write_keys import encode_clustering, partition_key
+from tabletdb.query.write_udt import check_deletable, check_settable, set_field
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.storage.mutation import (
     ClusteringSlice,
@@ -290,8 +291,12 @@ def _assign(
         value = term_value(a.value, value_type, col.name, bindings)
         if not isinstance(value, Unset):
             set_element(col, key, value, when, out, current)
+    elif isinstance(a, ast.SetField):
+        value = term_value(a.value, check_settable(col, a.field), f"{col.name}.{a.field}", bindings)
+        if not isinstance(value, Unset):
+            set_field(col, a.field, value, when, out, current)
     else:
-        raise InvalidRequest(f"Setting a field of user type column {col.name} is not supported yet")
+        raise InvalidRequest(f"Unsupported assignment to column {col.name}")
 
 
 def _removal_keys(col: ColumnDef, value: Any) -> Any:
@@ -351,6 +356,9 @@ def build_delete(
                     set_element(col, element_key, None, when, dest, cells) if not isinstance(
                         col.type, SetType
                     ) else remove_elements(col, [element_key], when, dest, cells)
+                elif isinstance(target, ast.FieldRef):
+                    check_deletable(col, target.field)
+                    set_field(col, target.field, None, when, dest, cells)
                 elif is_multi_cell(col.type):
                     dest.collection_tombstones.append((col.name, when.timestamp))
                 else:
