@@ -10,15 +10,18 @@ other filter), which is what keeps results identical to a filtered scan even whe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from tabletdb.cql import ast, codec
-from tabletdb.cql.types import BIGINT
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.types import BIGINT, CqlType, MapType, TupleType
 from tabletdb.dht.token import TokenRange
 from tabletdb.protocol.wire import Unset
 from tabletdb.query.read_restrictions import Restrictions
 from tabletdb.query.read_rows import STATIC_ONLY, OutRow, Position, partition_rows
-from tabletdb.query.terms import Bindings, term_bytes
+from tabletdb.query.terms import Bindings, term_bytes, term_value
+from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_index import entries_tables
 from tabletdb.query.write_keys import clustering_bound, decode_clustering, partition_key
 from tabletdb.query.write_stores import DataStores
@@ -28,6 +31,7 @@ from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 
 ENTRY_BATCH = 256
+Row = dict[str, Any]
 
 _OPERATORS = {"simple": "=", "full": "=", "values": "CONTAINS", "keys": "CONTAINS KEY"}
 
@@ -40,18 +44,60 @@ def usable_index(
     for index, entries in entries_tables(table):
         column_name, kind, _ = parse_target(index.target)
         column = table.column(column_name)
-        if column is None or kind not in _OPERATORS:
+        if column is None:
             continue
         for rel in where:
-            if not isinstance(rel.lhs, ast.ColumnRef) or rel.lhs.name != column_name:
+            if _restricted_column(rel) != column_name or isinstance(rel.rhs, ast.InValues):
                 continue
-            if rel.op != _OPERATORS[kind] or isinstance(rel.rhs, ast.InValues):
+            value: object
+            if kind == "entries" and isinstance(rel.lhs, ast.ElementRef) and rel.op == "=":
+                value = _entry_bytes(column.type, rel.lhs.key, rel.rhs, column_name, bindings)
+            elif isinstance(rel.lhs, ast.ColumnRef) and rel.op == _OPERATORS.get(kind):
+                value = term_bytes(rel.rhs, indexed_value_type(column.type, kind), column_name, bindings)
+            else:
                 continue
-            value = term_bytes(rel.rhs, indexed_value_type(column.type, kind), column_name, bindings)
-            if value is None or isinstance(value, Unset) or not value:
+            if not isinstance(value, bytes) or not value:
                 return None
             return entries, value
     return None
+
+
+def _restricted_column(rel: ast.Relation) -> str | None:
+    if isinstance(rel.lhs, ast.ColumnRef):
+        return rel.lhs.name
+    if isinstance(rel.lhs, ast.ElementRef):
+        return rel.lhs.column
+    return None
+
+
+def _entry_bytes(t: CqlType, key: ast.Term, value: ast.Term, column: str, bindings: Bindings) -> bytes | None:
+    assert isinstance(t, MapType)
+    k = term_value(key, t.key, f"key({column})", bindings)
+    v = term_value(value, t.value, f"value({column})", bindings)
+    if k is None or v is None or isinstance(k, Unset) or isinstance(v, Unset):
+        return None
+    return codec.serialize(TupleType((t.key, t.value)), (k, v))
+
+
+def element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[Row], bool]:
+    """``m[k] = v`` (and other comparisons) on a map element, as a row predicate."""
+    assert isinstance(rel.lhs, ast.ElementRef)
+    column = table.column(rel.lhs.column)
+    if column is None:
+        raise InvalidRequest(f"Undefined column name {rel.lhs.column}")
+    if not isinstance(column.type, MapType):
+        raise InvalidRequest(f"Column {column.name} cannot be used as a map (element restriction)")
+    key = term_value(rel.lhs.key, column.type.key, f"key({column.name})", bindings)
+    if key is None or isinstance(key, Unset):
+        raise InvalidRequest(f"Invalid null or unset map key for column {column.name}")
+    name = f"{column.name}[{key!r}]"
+    compare = _predicate(name, column.type.value, rel, bindings)
+
+    def element_of(row: Row) -> bool:
+        found = next((v for k, v in row.get(column.name) or () if k == key), None)
+        return compare({name: found})
+
+    return element_of
 
 
 def indexed_columns(table: TableDef) -> set[str]:

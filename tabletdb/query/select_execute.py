@@ -20,7 +20,7 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.read_index import index_rows, indexed_columns, usable_index
+from tabletdb.query.read_index import element_filter, index_rows, indexed_columns, usable_index
 from tabletdb.query.read_restrictions import Restrictions, analyze
 from tabletdb.query.read_rows import OutRow, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
@@ -91,6 +91,8 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
 
 
 def _filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[dict[str, Any]], bool]:
+    if isinstance(rel.lhs, ast.ElementRef):
+        return element_filter(rel, table, bindings)
     if not isinstance(rel.lhs, ast.ColumnRef):
         raise InvalidRequest("Only restrictions on plain columns can be filtered")
     col = _col(table, rel.lhs.name)
