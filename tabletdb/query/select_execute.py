@@ -21,7 +21,7 @@ from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.read_index import element_filter, index_rows, indexed_columns, usable_index
-from tabletdb.query.read_restrictions import Restrictions, analyze
+from tabletdb.query.read_restrictions import Restrictions, analyze, filtering_columns
 from tabletdb.query.read_rows import OutRow, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
@@ -152,11 +152,12 @@ def execute_select(
     now: int,
 ) -> RowsResult:
     r = analyze(stmt.where, table, bindings, _filter)
-    if r.filters and not stmt.allow_filtering and not set(r.filtered_columns) <= indexed_columns(table):
+    filtered = filtering_columns(r, table)
+    if filtered and not stmt.allow_filtering and not set(filtered) <= indexed_columns(table):
         raise InvalidRequest(
             "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
             "performance. If you want to execute this query despite the performance unpredictability, "
-            f"use ALLOW FILTERING (restricted: {', '.join(r.filtered_columns)})"
+            f"use ALLOW FILTERING (restricted: {', '.join(filtered)})"
         )
     outputs = outputs_of(stmt, table)
     aggregate = any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by)

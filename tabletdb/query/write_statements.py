@@ -121,7 +121,8 @@ def build_insert(
 ) -> list[Mutation]:
     values = _insert_values(stmt, table, bindings)
     pk = [_key_value(table, c, values) for c in table.partition_key]
-    ck = [_key_value(table, c, values) for c in table.clustering_key]
+    static_only = static_only_insert(table, values)
+    ck = [] if static_only else [_key_value(table, c, values) for c in table.clustering_key]
     key, token = partition_key(table, pk)
     clustering = encode_clustering(table, ck)
     regular = CellChanges([], [])
@@ -136,11 +137,22 @@ def build_insert(
         whole_value(col, value, when, static if col.kind is ColumnKind.STATIC else regular)
     marker = RowMarker(when.timestamp, when.ttl, when.now + when.ttl if when.ttl else 0)
     rows = []
-    if table.clustering_key or not static.cells:
+    if not static_only and (table.clustering_key or not static.cells):
         rows.append(regular.row_write(clustering, marker=marker))
     if static:
         rows.append(static.row_write(static=True))
     return [Mutation(key, token, rows=tuple(rows))]
+
+
+def static_only_insert(table: TableDef, values: dict[str, Any]) -> bool:
+    """An INSERT naming the partition key and static columns only writes just the static row
+    (Cassandra accepts it without clustering columns)."""
+    if not table.clustering_key or any(c.name in values for c in table.clustering_key):
+        return False
+    kinds = {
+        col.kind for name in values if (col := table.column(name)) is not None and not col.is_primary_key
+    }
+    return kinds == {ColumnKind.STATIC}
 
 
 def _insert_values(stmt: ast.InsertStatement, table: TableDef, bindings: Bindings) -> dict[str, Any]:
