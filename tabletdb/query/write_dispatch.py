@@ -20,7 +20,7 @@ from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.write_execute import WriteExecutor
-from tabletdb.query.write_views import has_derived, write_with_derived
+from tabletdb.query.write_views import derived_tables, has_derived, write_with_derived
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
@@ -119,6 +119,9 @@ class DataPath:
         return self.writer.stores.tablet_maps()
 
     def truncate(self, table: TableDef) -> Result:
+        views = self._views_of(table) if self._views_of is not None else []
+        for derived in derived_tables(table, views):  # views and index entries go with the data
+            self.writer.stores.truncate(derived)
         self.writer.stores.truncate(table)
         return VoidResult()
 

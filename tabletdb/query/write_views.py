@@ -157,6 +157,11 @@ def has_derived(table: TableDef, views: Sequence[ViewDef]) -> bool:
     return bool(views) or bool(table.indexes and entries_tables(table))
 
 
+def derived_tables(table: TableDef, views: Sequence[ViewDef]) -> list[TableDef]:
+    """The view tables and index entries tables whose rows derive from ``table``'s."""
+    return [v.table for v in views] + [entries for _, entries in entries_tables(table)]
+
+
 async def write_with_derived(
     writer: WriteExecutor, table: TableDef, views: Sequence[ViewDef], mutations: Sequence[Mutation]
 ) -> None:

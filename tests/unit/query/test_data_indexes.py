@@ -198,3 +198,23 @@ def test_paging_through_index_resumes_after_concurrent_writes(node: DataNode) ->
         assert len(seen) == len(set(seen))
 
     asyncio.run(go())
+
+
+def test_truncate_empties_index_and_views(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.t (p int PRIMARY KEY, v int)")
+        await node.run("CREATE INDEX v_idx ON ks.t (v)")
+        await node.run(
+            "CREATE MATERIALIZED VIEW ks.by_v AS SELECT * FROM ks.t WHERE v IS NOT NULL AND p IS NOT NULL "
+            "PRIMARY KEY (v, p)"
+        )
+        for p in range(5):
+            await node.run(f"INSERT INTO ks.t (p, v) VALUES ({p}, 1)")
+        assert entries_of(node, "t", "v_idx", 1) == 5
+        await node.run("TRUNCATE ks.t")
+        assert entries_of(node, "t", "v_idx", 1) == 0
+        assert await node.rows("SELECT * FROM ks.by_v") == []
+        assert await node.rows("SELECT * FROM ks.t WHERE v = 1") == []
+
+    asyncio.run(go())
