@@ -18,6 +18,7 @@ from typing import Any
 from tabletdb.cql import codec
 from tabletdb.cql.types import BIGINT, ListType, MapType, SetType, TupleType
 from tabletdb.query.base_snapshot import BaseRow
+from tabletdb.query.derived_locks import derived_locks
 from tabletdb.query.read_restrictions import Restrictions
 from tabletdb.query.read_rows import scan_rows
 from tabletdb.query.write_execute import WriteExecutor
@@ -32,9 +33,6 @@ Entry = tuple[bytes, bytes]
 """(indexed value, entry clustering key) of one index entry."""
 
 log = logging.getLogger(__name__)
-
-DERIVED_LOCK = b"\x00views"
-"""The per-table lock key under which base writes and their view/index changes run."""
 
 _tables: dict[uuid.UUID, tuple[TableDef, list[tuple[IndexDef, TableDef]]]] = {}
 
@@ -141,11 +139,11 @@ def index_mutations(
 async def build_indexes(writer: WriteExecutor, table: TableDef) -> int:
     """Write the entries of every index of ``table`` for the data it already holds.
 
-    Run once CREATE INDEX is applied, under the lock base writes take to maintain indexes, so no
-    write slips between the scan and the entries. Entries are stamped with one fresh server
+    Run once CREATE INDEX is applied, holding the table against writes that maintain indexes,
+    so none slips between the scan and the entries. Entries are stamped with one fresh server
     timestamp; rewriting an entry that already exists is harmless. Returns the rows indexed.
     """
-    async with writer.lock(table, DERIVED_LOCK):
+    async with derived_locks(writer).building(table.id):
         now = writer.now_seconds()
         timestamp = writer.timestamps.next()
         count = 0

@@ -3,7 +3,7 @@ write, and turn the difference of the rows' view keys and values into view mutat
 
 Reading the whole partition around the write is what makes every kind of base change (row and
 range deletions, updates of view-key columns) come out right without per-statement rules;
-writes to tables with views or indexes therefore run under the table's lock. View rows carry
+writes to tables with views or indexes therefore hold their partitions' locks. View rows carry
 the base write's timestamp: a view row whose key moved away (or that stopped matching the
 view's WHERE clause) is deleted at that timestamp, and a new or changed one is written at it.
 A base row belongs in the view when every view key column is non-null and every other WHERE
@@ -14,17 +14,20 @@ whole view row expires with that cell, as Cassandra's view rows do.
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.parser import parse_statement
 from tabletdb.query.base_snapshot import BaseRow, Rows, partition_snapshot
+from tabletdb.query.derived_locks import derived_locks
 from tabletdb.query.terms import Bindings
 from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_cells import CellChanges, WriteTime, whole_value
 from tabletdb.query.write_execute import WriteExecutor
-from tabletdb.query.write_index import DERIVED_LOCK, entries_tables, index_mutations
+from tabletdb.query.write_index import entries_tables, index_mutations
 from tabletdb.query.write_keys import encode_clustering, partition_key
 from tabletdb.schema.model import ColumnKind, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation, RowMarker, RowWrite
@@ -167,23 +170,25 @@ async def write_with_derived(
 ) -> None:
     """Write base mutations durably, then the view and index changes they cause.
 
-    The table's lock spans read-before, write and read-after, so two writes to one partition
-    cannot both derive from the same "before".
+    The written partitions' locks span read-before, write and read-after, so two writes to one
+    partition cannot both derive from the same "before"; the derived writes of all partitions
+    go out together (one group-commit round).
     """
     stores = writer.stores
-    async with writer.lock(table, DERIVED_LOCK):
+    keys = sorted({(m.partition_key, m.token) for m in mutations})
+    async with derived_locks(writer).writing(table.id, [key for key, _ in keys]):
         now = writer.now_seconds()
-        keys = sorted({(m.partition_key, m.token) for m in mutations})
         before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
         await writer.write(table, mutations)
         timestamp = write_timestamp(mutations)
+        derived: dict[uuid.UUID, tuple[TableDef, list[Mutation]]] = {}
         for key, token in keys:
             after = partition_snapshot(table, stores, key, token, now)
             for view in views:
                 changes = view_mutations(view, table, before[(key, token)], after, timestamp, now)
-                if changes:
-                    await writer.write(view.table, changes)
+                derived.setdefault(view.table.id, (view.table, []))[1].extend(changes)
             for entries, index_changes in index_mutations(
                 table, token, key, before[(key, token)], after, timestamp, now
             ):
-                await writer.write(entries, index_changes)
+                derived.setdefault(entries.id, (entries, []))[1].extend(index_changes)
+        await asyncio.gather(*(writer.write(t, ms) for t, ms in derived.values() if ms))
