@@ -74,3 +74,13 @@ def test_field_errors(node: DataNode) -> None:
             await node.run("UPDATE ks.u SET n.x = 1 WHERE id = 1")
 
     asyncio.run(go())
+
+
+def test_non_frozen_udt_with_every_field_null_is_null(node: DataNode) -> None:
+    async def go() -> None:
+        await _schema(node)
+        await node.run("INSERT INTO ks.u (id, a, f) VALUES (1, {street: null, num: null}, {street: null})")
+        # the frozen value is one blob and keeps its null fields; the non-frozen one has no fields left
+        assert await node.rows("SELECT a, f FROM ks.u WHERE id = 1") == [(None, (None, None))]
+
+    asyncio.run(go())
