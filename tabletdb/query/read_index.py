@@ -11,6 +11,7 @@ other filter), which is what keeps results identical to a filtered scan even whe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.cql import ast, codec
@@ -18,8 +19,8 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, MapType, TupleType
 from tabletdb.dht.token import TokenRange
 from tabletdb.protocol.wire import Unset
-from tabletdb.query.read_restrictions import Restrictions
-from tabletdb.query.read_rows import STATIC_ONLY, OutRow, Position, partition_rows
+from tabletdb.query.read_restrictions import Restrictions, filtering_columns
+from tabletdb.query.read_rows import STATIC_ONLY, OutRow, Position, partition_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_bytes, term_value
 from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_index import entries_tables
@@ -36,11 +37,19 @@ Row = dict[str, Any]
 _OPERATORS = {"simple": "=", "full": "=", "values": "CONTAINS", "keys": "CONTAINS KEY"}
 
 
-def usable_index(
-    where: Sequence[ast.Relation], table: TableDef, bindings: Bindings
-) -> tuple[TableDef, bytes] | None:
-    """(index entries table, serialized value to look up) for the first restriction an index
-    answers; None when no index applies (or the value is one no entry can hold: null, empty)."""
+@dataclass(frozen=True)
+class IndexLookup:
+    """The index a query reads through: its entries table, the indexed column, the value sought
+    (serialized; empty when no entry can hold it, and the query then scans)."""
+
+    entries: TableDef
+    column: str
+    value: bytes
+
+
+def choose_index(where: Sequence[ast.Relation], table: TableDef, bindings: Bindings) -> IndexLookup | None:
+    """The index answering the first restriction an index can answer (``=`` on a value,
+    ``CONTAINS``, ``CONTAINS KEY``, ``m[k] =``), if any."""
     for index, entries in entries_tables(table):
         column_name, kind, _ = parse_target(index.target)
         column = table.column(column_name)
@@ -56,10 +65,23 @@ def usable_index(
                 value = term_bytes(rel.rhs, indexed_value_type(column.type, kind), column_name, bindings)
             else:
                 continue
-            if not isinstance(value, bytes) or not value:
-                return None
-            return entries, value
+            return IndexLookup(entries, column_name, value if isinstance(value, bytes) else b"")
     return None
+
+
+def unindexed_filtering(r: Restrictions, table: TableDef, lookup: IndexLookup | None) -> list[str]:
+    """The restricted columns that make the query filter, so that it needs ALLOW FILTERING.
+
+    With an index to read through, that is every filtered column but the indexed one (clustering
+    restrictions are checked on the rows the index yields); one index serves a query, as in
+    Cassandra. Indexes without an entries table (local, custom) keep exempting their columns.
+    """
+    filtered = filtering_columns(r, table)
+    if lookup is not None:
+        clustering = {c.name for c in table.clustering_key}
+        return [c for c in filtered if c != lookup.column and c not in clustering]
+    tableless = {parse_target(i.target)[0] for i in table.indexes if i.table_id is None}
+    return [] if set(filtered) <= tableless else filtered
 
 
 def _restricted_column(rel: ast.Relation) -> str | None:
@@ -100,22 +122,20 @@ def element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Ca
     return element_of
 
 
-def indexed_columns(table: TableDef) -> set[str]:
-    """Columns a secondary index covers: restricting them needs no ALLOW FILTERING."""
-    return {parse_target(i.target)[0] for i in table.indexes}
-
-
 def index_rows(
     table: TableDef,
-    entries: TableDef,
-    value: bytes,
+    lookup: IndexLookup,
     stores: DataStores,
     r: Restrictions,
     now: int,
     after: Position | None,
 ) -> Iterator[OutRow]:
-    """The base rows the index lists for ``value``, in scan order, resuming after ``after``."""
-    key, token = partition_key(entries, [value])
+    """The base rows the index lists for the value, in scan order, resuming after ``after``."""
+    if not lookup.value:
+        yield from scan_rows(table, stores, r, now, after)
+        return
+    entries = lookup.entries
+    key, token = partition_key(entries, [lookup.value])
     store = stores.store(entries, token)
     wanted = TokenRange(r.token_start, r.token_end) if r.token_start != r.token_end else None
     keep = r.slices(table) if table.clustering_key and (r.lower or r.upper or r.full_clustering) else None

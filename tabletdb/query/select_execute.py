@@ -20,8 +20,8 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.read_index import element_filter, index_rows, indexed_columns, usable_index
-from tabletdb.query.read_restrictions import Restrictions, analyze, filtering_columns
+from tabletdb.query.read_index import choose_index, element_filter, index_rows, unindexed_filtering
+from tabletdb.query.read_restrictions import Restrictions, analyze
 from tabletdb.query.read_rows import OutRow, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
@@ -152,8 +152,9 @@ def execute_select(
     now: int,
 ) -> RowsResult:
     r = analyze(stmt.where, table, bindings, _filter)
-    filtered = filtering_columns(r, table)
-    if filtered and not stmt.allow_filtering and not set(filtered) <= indexed_columns(table):
+    lookup = choose_index(stmt.where, table, bindings)
+    filtered = unindexed_filtering(r, table, lookup)
+    if filtered and not stmt.allow_filtering:
         raise InvalidRequest(
             "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
             "performance. If you want to execute this query despite the performance unpredictability, "
@@ -172,8 +173,8 @@ def execute_select(
     rows: Iterator[OutRow]
     if r.partition_keys is not None:
         rows = lookup_rows(table, stores, r, now, after, reverse)
-    elif (index := usable_index(stmt.where, table, bindings)) is not None:
-        rows = index_rows(table, index[0], index[1], stores, r, now, after)
+    elif lookup is not None:
+        rows = index_rows(table, lookup, stores, r, now, after)
     else:
         rows = scan_rows(table, stores, r, now, after)
     page = page_size if page_size and page_size > 0 and not aggregate else None

@@ -20,7 +20,7 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT
-from tabletdb.query.read_index import usable_index
+from tabletdb.query.read_index import choose_index
 from tabletdb.query.terms import Bindings
 from tabletdb.query.write_index import entries_tables
 from tabletdb.query.write_keys import partition_key
@@ -82,7 +82,7 @@ def _uses_index(node: DataNode, query: str) -> bool:
     assert isinstance(stmt, ast.SelectStatement)
     table = node.metadata.catalog.table("ks", "t")
     assert table is not None
-    return usable_index(stmt.where, table, Bindings([])) is not None
+    return choose_index(stmt.where, table, Bindings([])) is not None
 
 
 def _expected(rows: list[tuple[Any, ...]], keep: Callable[[tuple[Any, ...]], bool]) -> list[tuple[Any, ...]]:
@@ -216,5 +216,29 @@ def test_truncate_empties_index_and_views(node: DataNode) -> None:
         assert entries_of(node, "t", "v_idx", 1) == 0
         assert await node.rows("SELECT * FROM ks.by_v") == []
         assert await node.rows("SELECT * FROM ks.t WHERE v = 1") == []
+
+    asyncio.run(go())
+
+
+def test_which_restrictions_an_index_spares_allow_filtering(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.t (p int, c int, v int, w int, PRIMARY KEY (p, c))")
+        await node.run("CREATE INDEX ON ks.t (v)")
+        await node.run("CREATE INDEX ON ks.t (w)")
+        for c in range(4):
+            await node.run(f"INSERT INTO ks.t (p, c, v, w) VALUES (1, {c}, {c % 2}, {c})")
+        answered = {
+            "v = 1": [(1, 1), (1, 3)],
+            "v = 1 AND c = 3": [(1, 3)],
+            "v = 1 AND c > 1": [(1, 3)],
+            "v = 1 AND p = 1": [(1, 1), (1, 3)],
+        }
+        for where, want in answered.items():
+            assert await node.rows(f"SELECT p, c FROM ks.t WHERE {where}") == want, where
+        for where in ("v > 0", "v IN (0, 1)", "v = 1 AND w = 3"):  # the index cannot answer it all
+            with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+                await node.run(f"SELECT p, c FROM ks.t WHERE {where}")
+        assert await node.rows("SELECT p, c FROM ks.t WHERE v = 1 AND w = 3 ALLOW FILTERING") == [(1, 3)]
 
     asyncio.run(go())
