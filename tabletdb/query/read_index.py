@@ -10,28 +10,30 @@ other filter), which is what keeps results identical to a filtered scan even whe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, MapType, TupleType
-from tabletdb.dht.token import TokenRange
+from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
 from tabletdb.protocol.wire import Unset
 from tabletdb.query.read_restrictions import Restrictions, filtering_columns
-from tabletdb.query.read_rows import STATIC_ONLY, OutRow, Position, partition_rows, scan_rows
+from tabletdb.query.read_rows import STATIC_ONLY, OutRow, PartitionSource, Position, partition_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_bytes, term_value
 from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_index import entries_tables
 from tabletdb.query.write_keys import clustering_bound, decode_clustering, partition_key
-from tabletdb.query.write_stores import DataStores
 from tabletdb.schema.index_table import indexed_value_type
 from tabletdb.schema.indexes import parse_target
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 
 ENTRY_BATCH = 256
+"""Entries a token window should hold: fewer widen the next window, more narrow it."""
+FIRST_WINDOW = 1 << 58
+"""Base tokens in the first window (1/64 of the ring)."""
 Row = dict[str, Any]
 
 _OPERATORS = {"simple": "=", "full": "=", "values": "CONTAINS", "keys": "CONTAINS KEY"}
@@ -122,38 +124,48 @@ def element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Ca
     return element_of
 
 
-def index_rows(
+async def index_rows(
     table: TableDef,
     lookup: IndexLookup,
-    stores: DataStores,
+    source: PartitionSource,
     r: Restrictions,
     now: int,
     after: Position | None,
-) -> Iterator[OutRow]:
-    """The base rows the index lists for the value, in scan order, resuming after ``after``."""
+) -> AsyncGenerator[OutRow, None]:
+    """The base rows the index lists for the value, in scan order, resuming after ``after``.
+
+    The index partition is read in windows of base tokens that widen while they come back
+    sparse and narrow when they come back full, so a page of a popular value does not read every
+    entry after it.
+    """
     if not lookup.value:
-        yield from scan_rows(table, stores, r, now, after)
+        async for row in scan_rows(table, source, r, now, after):
+            yield row
         return
     entries = lookup.entries
     key, token = partition_key(entries, [lookup.value])
-    store = stores.store(entries, token)
     wanted = TokenRange(r.token_start, r.token_end) if r.token_start != r.token_end else None
     keep = r.slices(table) if table.clustering_key and (r.lower or r.upper or r.full_clustering) else None
     start = _resume(entries, after)
-    while True:
-        data = store.read_partition(key, now, ClusteringSlice(start, None), limit=ENTRY_BATCH)
-        if data is None or not data.rows:
-            return
-        for entry in data.rows:
+    low = MIN_TOKEN if after is None else after.token
+    width = FIRST_WINDOW
+    while low < MAX_TOKEN:
+        high = min(MAX_TOKEN, low + width)
+        end = clustering_bound(entries, [codec.serialize(BIGINT, high)], lower=False, inclusive=True)
+        data = await source.read_partition(
+            entries, key, token, now, ClusteringSlice(start, Bound(end, False)), False
+        )
+        found = 0 if data is None else len(data.rows)
+        for entry in data.rows if data is not None else ():
             token_raw, base_key, clustering = decode_clustering(entries, entry.clustering)
             assert token_raw is not None and base_key is not None
             base_token = codec.deserialize(BIGINT, token_raw)
             if wanted is not None and not wanted.contains(base_token):
                 continue
-            yield from _base_rows(table, stores, base_token, base_key, clustering or b"", keep, now)
-        if len(data.rows) < ENTRY_BATCH:
-            return
-        start = Bound(data.rows[-1].clustering, inclusive=False)
+            async for row in _base_rows(table, source, base_token, base_key, clustering or b"", keep, now):
+                yield row
+        low, start = high, Bound(end, inclusive=True)
+        width = width * 2 if found < ENTRY_BATCH else max(1, width // 2)
 
 
 def _resume(entries: TableDef, after: Position | None) -> Bound | None:
@@ -167,20 +179,17 @@ def _resume(entries: TableDef, after: Position | None) -> Bound | None:
     return Bound(clustering_bound(entries, prefix, lower=False, inclusive=True), inclusive=True)
 
 
-def _base_rows(
+async def _base_rows(
     table: TableDef,
-    stores: DataStores,
+    source: PartitionSource,
     token: int,
     key: bytes,
     clustering: bytes,
     keep: Sequence[ClusteringSlice] | None,
     now: int,
-) -> Iterator[OutRow]:
-    store = stores.store(table, token)
-    if table.clustering_key:
-        one = ClusteringSlice(Bound(clustering), Bound(clustering))
-        data = store.read_partition(key, now, one)
-    else:
-        data = store.read_partition(key, now)
+) -> AsyncGenerator[OutRow, None]:
+    one = ClusteringSlice(Bound(clustering), Bound(clustering)) if table.clustering_key else ClusteringSlice()
+    data = await source.read_partition(table, key, token, now, one, False)
     if data is not None:
-        yield from partition_rows(table, data, keep, static_only_row=False)
+        for row in partition_rows(table, data, keep, static_only_row=False):
+            yield row

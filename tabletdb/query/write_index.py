@@ -18,6 +18,8 @@ from typing import Any
 from tabletdb.cql import codec
 from tabletdb.cql.types import BIGINT, ListType, MapType, SetType, TupleType
 from tabletdb.query.base_snapshot import BaseRow
+from tabletdb.query.coordinator_cl import ONE
+from tabletdb.query.coordinator_read import ConsistentReads
 from tabletdb.query.derived_locks import derived_locks
 from tabletdb.query.read_restrictions import Restrictions
 from tabletdb.query.read_rows import scan_rows
@@ -149,7 +151,8 @@ async def build_indexes(writer: WriteExecutor, table: TableDef) -> int:
         count = 0
         partition: dict[bytes, BaseRow] = {}
         current: tuple[int, bytes] | None = None
-        for row in scan_rows(table, writer.stores, Restrictions(), now, None):
+        source = ConsistentReads(writer.reads, ONE)
+        async for row in scan_rows(table, source, Restrictions(), now, None):
             if current is not None and (row.token, row.partition_key) != current:
                 await _write_entries(writer, table, current, partition, timestamp, now)
                 partition = {}

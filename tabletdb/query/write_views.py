@@ -22,6 +22,7 @@ from typing import Any
 from tabletdb.cql import ast, codec
 from tabletdb.cql.parser import parse_statement
 from tabletdb.query.base_snapshot import BaseRow, Rows, partition_snapshot
+from tabletdb.query.coordinator_cl import ONE
 from tabletdb.query.derived_locks import derived_locks
 from tabletdb.query.terms import Bindings
 from tabletdb.query.virtual_select import _predicate
@@ -166,7 +167,12 @@ def derived_tables(table: TableDef, views: Sequence[ViewDef]) -> list[TableDef]:
 
 
 async def write_with_derived(
-    writer: WriteExecutor, table: TableDef, views: Sequence[ViewDef], mutations: Sequence[Mutation]
+    writer: WriteExecutor,
+    table: TableDef,
+    views: Sequence[ViewDef],
+    mutations: Sequence[Mutation],
+    cl: int = ONE,
+    write_type: str = "SIMPLE",
 ) -> None:
     """Write base mutations durably, then the view and index changes they cause.
 
@@ -179,7 +185,7 @@ async def write_with_derived(
     async with derived_locks(writer).writing(table.id, [key for key, _ in keys]):
         now = writer.now_seconds()
         before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
-        await writer.write(table, mutations)
+        await writer.write(table, mutations, cl, write_type)
         timestamp = write_timestamp(mutations)
         derived: dict[uuid.UUID, tuple[TableDef, list[Mutation]]] = {}
         for key, token in keys:
@@ -191,4 +197,4 @@ async def write_with_derived(
                 table, token, key, before[(key, token)], after, timestamp, now
             ):
                 derived.setdefault(entries.id, (entries, []))[1].extend(index_changes)
-        await asyncio.gather(*(writer.write(t, ms) for t, ms in derived.values() if ms))
+        await asyncio.gather(*(writer.write(t, ms, cl) for t, ms in derived.values() if ms))
