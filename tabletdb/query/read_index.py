@@ -67,6 +67,9 @@ def choose_index(where: Sequence[ast.Relation], table: TableDef, bindings: Bindi
                 value = term_bytes(rel.rhs, indexed_value_type(column.type, kind), column_name, bindings)
             else:
                 continue
+            if value is None or isinstance(value, Unset):
+                what = "null" if value is None else "unset"
+                raise InvalidRequest(f"Unsupported {what} value for column {column_name}")
             return IndexLookup(entries, column_name, value if isinstance(value, bytes) else b"")
     return None
 
@@ -94,12 +97,12 @@ def _restricted_column(rel: ast.Relation) -> str | None:
     return None
 
 
-def _entry_bytes(t: CqlType, key: ast.Term, value: ast.Term, column: str, bindings: Bindings) -> bytes | None:
+def _entry_bytes(t: CqlType, key: ast.Term, value: ast.Term, column: str, bindings: Bindings) -> bytes:
     assert isinstance(t, MapType)
     k = term_value(key, t.key, f"key({column})", bindings)
     v = term_value(value, t.value, f"value({column})", bindings)
     if k is None or v is None or isinstance(k, Unset) or isinstance(v, Unset):
-        return None
+        raise InvalidRequest(f"Unsupported null or unset value for column {column}")
     return codec.serialize(TupleType((t.key, t.value)), (k, v))
 
 

@@ -20,6 +20,7 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT
+from tabletdb.protocol.wire import UNSET
 from tabletdb.query.read_index import choose_index
 from tabletdb.query.terms import Bindings
 from tabletdb.query.write_index import entries_tables
@@ -240,5 +241,19 @@ def test_which_restrictions_an_index_spares_allow_filtering(node: DataNode) -> N
             with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
                 await node.run(f"SELECT p, c FROM ks.t WHERE {where}")
         assert await node.rows("SELECT p, c FROM ks.t WHERE v = 1 AND w = 3 ALLOW FILTERING") == [(1, 3)]
+
+    asyncio.run(go())
+
+
+def test_null_and_unset_index_values_are_refused(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.t (p int PRIMARY KEY, v int)")
+        await node.run("CREATE INDEX ON ks.t (v)")
+        await node.run("INSERT INTO ks.t (p) VALUES (1)")
+        with pytest.raises(InvalidRequest, match="Unsupported null value for column v"):
+            await node.run("SELECT p FROM ks.t WHERE v = ?", [None])
+        with pytest.raises(InvalidRequest, match="unset value for column v"):
+            await node.run("SELECT p FROM ks.t WHERE v = ?", [UNSET])
 
     asyncio.run(go())
