@@ -10,13 +10,19 @@ Figures (data path issue 3), all in one run:
   engine's ceiling without CQL, asyncio or the wire.
 
 Reproduce: `.venv/bin/python -m bench.bench_data_path [--duration S] [--concurrency N] [--smp N]`.
+`--profile DIR` runs the node under cProfile (bench/profiled.py) and writes `DIR/insert.prof` and
+`DIR/select.prof` (the event-loop thread during each load) and prints their top entries; the
+profiler roughly doubles the CPU per op, so figures from such a run are not comparable.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import pstats
 import random
+import signal
 import sqlite3
 import tempfile
 import time
@@ -99,6 +105,26 @@ def sqlite_baseline(seconds: float, batch: int) -> dict[str, Any]:
     return {"sqlite upsert": upserts, "sqlite select": selects}
 
 
+def _take_profile(server_pid: int, profile: str, target: Path) -> None:
+    """Ask the profiled server to write what it gathered since the last request, then move it."""
+    before = {p.name for p in Path(profile).parent.iterdir()}
+    os.kill(server_pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        new = [p for p in Path(profile).parent.iterdir() if p.name not in before]
+        if new and new[0].stat().st_size > 0:
+            time.sleep(0.5)  # the dump is written in one go; let it finish
+            new[0].replace(target)
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the profiled server (pid {server_pid}) wrote no profile within 30 s")
+
+
+def _print_profile(path: Path, top: int = 30) -> None:
+    print(f"=== {path} (top {top} by own time)")
+    pstats.Stats(str(path)).sort_stats("tottime").print_stats(top)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--duration", type=float, default=5.0)
@@ -106,13 +132,31 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--smp", type=int, default=2)
+    parser.add_argument("--profile", type=Path, help="directory for cProfile output of the node")
+    parser.add_argument("--only-tabletdb", action="store_true", help="skip the floor and sqlite runs")
     args = parser.parse_args()
     figures: dict[str, Any] = {"benchmark": "data_path", "concurrency": args.concurrency, "smp": args.smp}
-    with tabletdb_server(smp=args.smp) as server:
+    profile = None
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        profile = str(args.profile.resolve() / "node.prof")
+    with tabletdb_server(smp=args.smp, profile=profile) as server:
         _create_schema(server.host, server.port)
+        if profile:
+            _take_profile(server.pid, profile, args.profile / "setup.prof")
         insert = run_load(_spec(server.host, server.port, INSERT, ("int_rand", "text16"), args), server.pid)
+        if profile:
+            _take_profile(server.pid, profile, args.profile / "insert.prof")
         select = run_load(_spec(server.host, server.port, SELECT, ("int_rand",), args), server.pid)
+        if profile:
+            _take_profile(server.pid, profile, args.profile / "select.prof")
         figures["tabletdb insert"], figures["tabletdb select"] = insert.as_dict(), select.as_dict()
+    if args.profile is not None:
+        _print_profile(args.profile / "insert.prof")
+        _print_profile(args.profile / "select.prof")
+    if args.only_tabletdb:
+        print(RESULT_PREFIX + json.dumps(figures), flush=True)
+        return
     with floor_server(("int_rand",)) as floor:
         figures["floor"] = run_load(
             _spec(floor.host, floor.port, FLOOR_SELECT, ("int_rand",), args), floor.pid

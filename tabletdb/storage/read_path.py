@@ -9,7 +9,7 @@ from the data they shadow (partition, row, range and collection tombstones).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 from tabletdb.storage.reconcile import LiveCell, LiveRow, PartitionData, is_live, max_timestamp, remaining_ttl
@@ -79,10 +79,12 @@ class PartitionReader:
         static_row = self._static_row() if include_static and self.flags & HAS_STATIC else None
         rows: list[LiveRow] = []
         if limit is None or limit > 0:
-            for row in self._regular_rows(slice_, reverse):
+            regular = self._regular_rows(slice_, reverse)
+            for row in regular:
                 rows.append(row)
                 if limit is not None and len(rows) >= limit:
                     break
+            regular.close()
         if static_row is None and not rows:
             return None
         return PartitionData(self.pk, self.token, static_row, tuple(rows))
@@ -110,7 +112,7 @@ class PartitionReader:
             out.setdefault(ck, {})[col] = ts
         return out
 
-    def _regular_rows(self, slice_: ClusteringSlice, reverse: bool) -> Iterator[LiveRow]:
+    def _regular_rows(self, slice_: ClusteringSlice, reverse: bool) -> Generator[LiveRow, None, None]:
         condition, params = slice_condition(slice_)
         order = "DESC" if reverse else "ASC"
         collection_tombs = self._collection_tombstones(REGULAR_KIND, condition, params)
@@ -124,26 +126,31 @@ class PartitionReader:
             f"WHERE pk = ? AND kind = ? AND {condition} ORDER BY ck {order}, col, path",
             [self.pk, REGULAR_KIND, *params],
         )
-        pending: _CellRow | None = cell_cursor.fetchone()
-        for ck, marker_ts, marker_ttl, marker_expiry, row_tombstone in row_cursor:
-            cells: list[_CellRow] = []
-            # skip cells of keys that precede this row in iteration order (none if the invariant
-            # "every cell has a row entry" holds), then take this row's cells
-            while pending is not None and (pending[0] > ck if reverse else pending[0] < ck):
-                pending = cell_cursor.fetchone()
-            while pending is not None and pending[0] == ck:
-                cells.append(pending)
-                pending = cell_cursor.fetchone()
-            deleted_at = max_timestamp(
-                max_timestamp(self.partition_tombstone, row_tombstone), self._range_deletion(ck)
-            )
-            live_cells = self._live_cells(cells, deleted_at, collection_tombs.get(ck, {}))
-            marker = None
-            if marker_ts is not None and is_live(True, marker_ts, marker_expiry, deleted_at, self.now):
-                marker = (marker_ts, remaining_ttl(marker_expiry, self.now) if marker_ttl else None)
-            if marker is not None or live_cells:
-                yield LiveRow(ck, False, marker, live_cells)
-        cell_cursor.close()
+        try:
+            pending: _CellRow | None = cell_cursor.fetchone()
+            for ck, marker_ts, marker_ttl, marker_expiry, row_tombstone in row_cursor:
+                cells: list[_CellRow] = []
+                # skip cells of keys that precede this row in iteration order (none if the invariant
+                # "every cell has a row entry" holds), then take this row's cells
+                while pending is not None and (pending[0] > ck if reverse else pending[0] < ck):
+                    pending = cell_cursor.fetchone()
+                while pending is not None and pending[0] == ck:
+                    cells.append(pending)
+                    pending = cell_cursor.fetchone()
+                deleted_at = max_timestamp(
+                    max_timestamp(self.partition_tombstone, row_tombstone), self._range_deletion(ck)
+                )
+                live_cells = self._live_cells(cells, deleted_at, collection_tombs.get(ck, {}))
+                marker = None
+                if marker_ts is not None and is_live(True, marker_ts, marker_expiry, deleted_at, self.now):
+                    marker = (marker_ts, remaining_ttl(marker_expiry, self.now) if marker_ttl else None)
+                if marker is not None or live_cells:
+                    yield LiveRow(ck, False, marker, live_cells)
+        finally:
+            # an unfinished statement would pin the connection's read snapshot (a reader stopped
+            # early by a limit): close both so the next read sees every commit since
+            row_cursor.close()
+            cell_cursor.close()
 
     def _range_deletion(self, ck: bytes) -> int | None:
         deleted_at: int | None = None
