@@ -2,8 +2,9 @@
 
 Figures (data path issue 3), all in one run:
 - `tabletdb insert` / `tabletdb select`: scylla-driver in separate processes, concurrency 64,
-  against one fresh node (`--smp` shards, default tablets: the count algorithm's 10 per shard);
-  ops/s, p50/p99, server CPU µs per op and RSS.
+  against one fresh node (`--smp` shards, default tablets: the count algorithm's 10 per shard)
+  holding `--populate` keys (SELECT reads only those, so every read finds its row; INSERT writes
+  random keys of 100,000); ops/s, p50/p99, server CPU µs per op and RSS.
 - `floor`: the floor server answering the same SELECT with no database (bench/floor_server.py).
 - `sqlite upsert` / `sqlite select`: the same rows through raw sqlite3 in this process (WAL,
   synchronous=FULL, one transaction per 64 upserts as group commit would give): the storage
@@ -37,8 +38,10 @@ SELECT = "SELECT k, v FROM bench.kv WHERE k = ?"
 FLOOR_SELECT = "SELECT k, v FROM floor.t WHERE k = ?"
 
 
-def _create_schema(host: str, port: int) -> None:
+def _create_schema(host: str, port: int, populate: int) -> None:
+    """The table, with keys 0..populate-1 written so that the SELECT load finds rows."""
     from cassandra.cluster import Cluster
+    from cassandra.concurrent import execute_concurrent_with_args
 
     cluster = Cluster([host], port=port, protocol_version=4)
     try:
@@ -48,12 +51,15 @@ def _create_schema(host: str, port: int) -> None:
             "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
         )
         session.execute("CREATE TABLE bench.kv (k int PRIMARY KEY, v text)")
+        insert = session.prepare(INSERT)
+        rows = [(k, f"{k:016x}") for k in range(populate)]
+        execute_concurrent_with_args(session, insert, rows, concurrency=64, raise_on_first_error=True)
     finally:
         cluster.shutdown()
 
 
 def _spec(
-    host: str, port: int, statement: str, values: tuple[str, ...], args: argparse.Namespace
+    host: str, port: int, statement: str, values: tuple[str, ...], args: argparse.Namespace, keys: int = KEYS
 ) -> LoadSpec:
     return LoadSpec(
         host,
@@ -64,7 +70,7 @@ def _spec(
         processes=args.processes,
         warmup_s=args.warmup,
         duration_s=args.duration,
-        key_space=KEYS,
+        key_space=keys,
     )
 
 
@@ -132,28 +138,34 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--smp", type=int, default=2)
+    parser.add_argument(
+        "--populate", type=int, default=10_000, help="keys written before the loads; SELECT reads these"
+    )
     parser.add_argument("--profile", type=Path, help="directory for cProfile output of the node")
     parser.add_argument("--only-tabletdb", action="store_true", help="skip the floor and sqlite runs")
     args = parser.parse_args()
     figures: dict[str, Any] = {"benchmark": "data_path", "concurrency": args.concurrency, "smp": args.smp}
+    figures["load average before"] = os.getloadavg()
     profile = None
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
         profile = str(args.profile.resolve() / "node.prof")
     with tabletdb_server(smp=args.smp, profile=profile) as server:
-        _create_schema(server.host, server.port)
+        _create_schema(server.host, server.port, args.populate)
         if profile:
             _take_profile(server.pid, profile, args.profile / "setup.prof")
         insert = run_load(_spec(server.host, server.port, INSERT, ("int_rand", "text16"), args), server.pid)
         if profile:
             _take_profile(server.pid, profile, args.profile / "insert.prof")
-        select = run_load(_spec(server.host, server.port, SELECT, ("int_rand",), args), server.pid)
+        select_spec = _spec(server.host, server.port, SELECT, ("int_rand",), args, keys=args.populate)
+        select = run_load(select_spec, server.pid)
         if profile:
             _take_profile(server.pid, profile, args.profile / "select.prof")
         figures["tabletdb insert"], figures["tabletdb select"] = insert.as_dict(), select.as_dict()
     if args.profile is not None:
         _print_profile(args.profile / "insert.prof")
         _print_profile(args.profile / "select.prof")
+    figures["load average after tabletdb"] = os.getloadavg()
     if args.only_tabletdb:
         print(RESULT_PREFIX + json.dumps(figures), flush=True)
         return
