@@ -141,6 +141,9 @@ def main() -> None:
     parser.add_argument(
         "--populate", type=int, default=10_000, help="keys written before the loads; SELECT reads these"
     )
+    parser.add_argument(
+        "--host-octet", type=int, default=2, help="serve on 127.0.99.N (runs side by side need their own N)"
+    )
     parser.add_argument("--profile", type=Path, help="directory for cProfile output of the node")
     parser.add_argument("--only-tabletdb", action="store_true", help="skip the floor and sqlite runs")
     args = parser.parse_args()
@@ -150,7 +153,7 @@ def main() -> None:
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
         profile = str(args.profile.resolve() / "node.prof")
-    with tabletdb_server(smp=args.smp, profile=profile) as server:
+    with tabletdb_server(smp=args.smp, host_octet=args.host_octet, profile=profile) as server:
         _create_schema(server.host, server.port, args.populate)
         if profile:
             _take_profile(server.pid, profile, args.profile / "setup.prof")
@@ -169,7 +172,7 @@ def main() -> None:
     if args.only_tabletdb:
         print(RESULT_PREFIX + json.dumps(figures), flush=True)
         return
-    with floor_server(("int_rand",)) as floor:
+    with floor_server(("int_rand",), host_octet=args.host_octet + 100) as floor:
         figures["floor"] = run_load(
             _spec(floor.host, floor.port, FLOOR_SELECT, ("int_rand",), args), floor.pid
         ).as_dict()

@@ -38,15 +38,17 @@ class GroupCommitter:
         self.flushes = 0
         """How many transactions were committed (observability and tests)."""
 
-    async def apply(self, mutations: Sequence[Mutation]) -> None:
-        """Return once ``mutations`` are durable; raises what applying them raised."""
+    def apply(self, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
+        """Queue ``mutations``; the future completes once they are durable, or with what applying
+        them raised. A plain future rather than a coroutine, so ``gather`` over several stores
+        wraps no task around each (a task per write costs more than the rest of the queueing)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._pending.append((mutations, future))
         if not self._scheduled and not self._in_flight:
             self._scheduled = True
             loop.call_soon(self._flush)
-        await future
+        return future
 
     def _flush(self) -> None:
         self._scheduled = False
