@@ -139,6 +139,26 @@ def _walk(node: tuple[_Slot, ...]) -> Iterator[_Leaf]:
             yield from _walk(slot)
 
 
+def _missing(
+    node: tuple[_Slot, ...], other: tuple[_Slot, ...], other_root: tuple[_Slot, ...]
+) -> Iterator[_Leaf]:
+    """Leaves under `node` whose keys the map rooted at `other_root` lacks; `other` is the
+    node at the same position there. Slots both maps share (same object) are skipped, so two
+    versions of a map that differ by a few updates compare in O(updates * depth)."""
+    for slot, other_slot in zip(node, other, strict=True):
+        if slot is other_slot or slot is None:
+            continue
+        if isinstance(slot, tuple) and isinstance(other_slot, tuple):
+            yield from _missing(slot, other_slot, other_root)
+            continue
+        leaves = (
+            [slot] if isinstance(slot, _Leaf) else slot.entries if isinstance(slot, _Bucket) else _walk(slot)
+        )
+        for leaf in leaves:
+            if _lookup(other_root, leaf.key, _hash(leaf.key), 0) is None:
+                yield leaf
+
+
 class FrozenMap(Mapping[K, V], Generic[K, V]):
     """Read-only mapping with structure-sharing updates; hashable and comparable by content."""
 
@@ -188,6 +208,11 @@ class FrozenMap(Mapping[K, V], Generic[K, V]):
 
     def __repr__(self) -> str:
         return f"FrozenMap({dict(self.items())!r})"
+
+    def keys_missing_from(self, other: FrozenMap[K, V]) -> list[K]:
+        """Keys of this map that `other` lacks, in time proportional to how much the two differ
+        when one was derived from the other (untouched structure is shared, so skipped)."""
+        return [leaf.key for leaf in _missing(self._root, other._root, other._root)]
 
     def set(self, key: K, value: V) -> FrozenMap[K, V]:
         root, added = _insert(self._root, _Leaf(key, value), _hash(key), 0)
