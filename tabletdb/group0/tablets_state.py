@@ -114,8 +114,53 @@ def plan_tablet_changes(
     sizing: SizingConfig,
 ) -> tuple[TabletChange, ...]:
     """Maps for tables (and views) that exist in ``after`` in tablets keyspaces but have none,
-    and removals for mapped tables that ``after`` no longer has."""
-    del before  # the diff is against the maps themselves, so a missed change is repaired later
+    and removals for mapped tables that ``after`` no longer has.
+
+    ``after`` is normally ``before`` with one command applied, so the table ids that came and
+    went are found by comparing the two catalogs' id maps (shared structure: the cost follows
+    the change, not the schema). If the result would not leave exactly one map per tablets
+    table (a change missed earlier, a keyspace that switched to tablets), every table is
+    checked instead, which repairs it.
+    """
+    if isinstance(maps, FrozenMap):
+        added = [after.by_id(t) for t in after.ids.keys_missing_from(before.ids)]
+        created = sorted(
+            (t for t in added if t is not None and t.id not in maps and _uses_tablets(after, t.keyspace)),
+            key=lambda t: (t.keyspace, t.name),
+        )
+        removed = sorted(
+            (t for t in before.ids.keys_missing_from(after.ids) if t in maps), key=lambda t: t.bytes
+        )
+        if len(maps) + len(created) - len(removed) == _tablet_table_count(after):
+            return tuple(
+                [TabletChange(t.id, _new_map(after, t, nodes, sizing)) for t in created]
+                + [TabletChange(t, None) for t in removed]
+            )
+    return _plan_by_scan(after, maps, nodes, sizing)
+
+
+def _uses_tablets(catalog: Catalog, keyspace: str) -> bool:
+    ks = catalog.keyspace(keyspace)
+    return ks is not None and ks.definition.uses_tablets
+
+
+def _new_map(
+    catalog: Catalog, table: TableDef, nodes: Sequence[NodeCapacity], sizing: SizingConfig
+) -> TabletMap:
+    ks = catalog.keyspaces[table.keyspace]
+    return new_table_map(ks.definition, table, nodes, sizing)
+
+
+def _tablet_table_count(catalog: Catalog) -> int:
+    """Tables and views in tablets keyspaces: how many maps the state should hold."""
+    return sum(
+        len(ks.tables) + len(ks.views) for ks in catalog.keyspaces.values() if ks.definition.uses_tablets
+    )
+
+
+def _plan_by_scan(
+    after: Catalog, maps: Mapping[uuid.UUID, TabletMap], nodes: Sequence[NodeCapacity], sizing: SizingConfig
+) -> tuple[TabletChange, ...]:
     changes: list[TabletChange] = []
     live: set[uuid.UUID] = set()
     for ks_name in sorted(after.keyspaces):
@@ -133,16 +178,44 @@ def plan_tablet_changes(
     return tuple(changes)
 
 
+class ReplicaLoad:
+    """Tablet replicas per (host, shard) over all maps, kept up to date by comparing each new
+    ``TabletMaps`` with the last one seen (shared structure: the cost follows the change), so
+    placing a new table does not walk every tablet of the cluster."""
+
+    def __init__(self) -> None:
+        self._maps: TabletMaps = EMPTY_TABLET_MAPS
+        self._load: dict[tuple[uuid.UUID, int], int] = {}
+
+    def of(self, maps: TabletMaps) -> dict[tuple[uuid.UUID, int], int]:
+        for sign, changed in (
+            (-1, self._maps.items_missing_from(maps)),
+            (1, maps.items_missing_from(self._maps)),
+        ):
+            for _, tablet_map in changed:
+                for replica, count in tablet_map.replica_load().items():
+                    total = self._load.get(replica, 0) + sign * count
+                    if total:
+                        self._load[replica] = total
+                    else:
+                        self._load.pop(replica, None)
+        self._maps = maps
+        return self._load
+
+    def cluster_capacity(
+        self, members: Sequence[tuple[uuid.UUID, str, str, int]], maps: TabletMaps
+    ) -> list[NodeCapacity]:
+        """(host, dc, rack, shards) of every member, with the tablet replicas each shard holds
+        now, so new tables fill the shards earlier tables left light."""
+        load = self.of(maps)
+        return [
+            NodeCapacity(host, dc, rack, shards, tuple(load.get((host, s), 0) for s in range(shards)))
+            for host, dc, rack, shards in sorted(members, key=lambda m: m[0].bytes)
+        ]
+
+
 def cluster_capacity(
     members: Sequence[tuple[uuid.UUID, str, str, int]], maps: Mapping[uuid.UUID, TabletMap]
 ) -> list[NodeCapacity]:
-    """(host, dc, rack, shards) of every member, with the tablet replicas each shard holds now,
-    so new tables fill the shards earlier tables left light."""
-    load: dict[tuple[uuid.UUID, int], int] = {}
-    for tablet_map in maps.values():
-        for (host, shard), count in tablet_map.replica_load().items():
-            load[(host, shard)] = load.get((host, shard), 0) + count
-    return [
-        NodeCapacity(host, dc, rack, shards, tuple(load.get((host, s), 0) for s in range(shards)))
-        for host, dc, rack, shards in sorted(members, key=lambda m: m[0].bytes)
-    ]
+    """`ReplicaLoad.cluster_capacity` from scratch, for one-off callers."""
+    return ReplicaLoad().cluster_capacity(members, maps if isinstance(maps, FrozenMap) else FrozenMap(maps))
