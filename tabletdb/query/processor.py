@@ -215,8 +215,10 @@ class QueryProcessor:
             table = self._user_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
         if isinstance(stmt, ast.SelectStatement):
-            return self._select_from(stmt, table, Bindings(values), params)
-        return await self._data_path().modify(stmt, table, Bindings(values), params.timestamp)
+            return await self._select_from(stmt, table, Bindings(values), params)
+        return await self._data_path().modify(
+            stmt, table, Bindings(values), params.timestamp, params.consistency
+        )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
         items = []
@@ -321,9 +323,9 @@ class QueryProcessor:
     async def _select(
         self, stmt: ast.SelectStatement, keyspace: str | None, bindings: Bindings, params: QueryParameters
     ) -> Result:
-        return self._select_from(stmt, self._resolve_table(stmt.table, keyspace), bindings, params)
+        return await self._select_from(stmt, self._resolve_table(stmt.table, keyspace), bindings, params)
 
-    def _select_from(
+    async def _select_from(
         self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, params: QueryParameters
     ) -> Result:
         page_size, paging_state = params.page_size, params.paging_state
