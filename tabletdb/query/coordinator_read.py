@@ -136,15 +136,17 @@ class ReadCoordinator:
     async def _digest_read(self, spec: ReadSpec, replicas: ReplicaSet, cl: int) -> Any:
         excluded: set[Replica] = set()
         answer: Any = None
+        targets = self._targets(replicas, cl, excluded)
         for _ in range(REPAIR_ROUNDS + 1):
-            targets = self._targets(replicas, cl, excluded)
             try:
                 answer, digests = await self._ask(spec, targets, cl, replicas)
             except _Failed as failure:
                 excluded.update(failure.failed)
-                if self._can_retry(replicas, cl, excluded):
-                    continue
-                raise self._failure(spec, replicas, cl, failure) from None
+                retry = self._retry_targets(replicas, cl, excluded)
+                if retry is None:
+                    raise self._failure(spec, replicas, cl, failure) from None
+                targets = retry
+                continue
             if len(set(digests)) <= 1:
                 return answer
             await self._repair(spec, targets, spec.repair(answer), cl, replicas)
@@ -157,12 +159,19 @@ class ReadCoordinator:
         )
         return read_targets(cl, replicas, ctx.local_dc, alive, ctx.prefer)
 
-    def _can_retry(self, replicas: ReplicaSet, cl: int, excluded: set[Replica]) -> bool:
-        tracker = ResponseTracker(cl, replicas, self.replicas.local_dc, write=False)
-        for r in replicas:
-            if r not in excluded and self.replicas.is_up(r):
-                tracker.ack(r)
-        return tracker.satisfied
+    def _retry_targets(self, replicas: ReplicaSet, cl: int, excluded: set[Replica]) -> list[Replica] | None:
+        """Targets after failures: every replica not failed yet, those the failure detector calls
+        up first (it lags a restart by a ping); None if they cannot meet ``cl``."""
+        ctx = self.replicas
+        left = [r for r in replicas if r not in excluded]
+        tracker = ResponseTracker(cl, replicas, ctx.local_dc, write=False)
+        for r in left:
+            tracker.ack(r)
+        if not tracker.satisfied:
+            return None
+        return read_targets(
+            cl, replicas, ctx.local_dc, left, lambda r: (0 if ctx.is_up(r) else 3) + ctx.prefer(r)
+        )
 
     def _failure(self, spec: ReadSpec, replicas: ReplicaSet, cl: int, failure: _Failed) -> ReadFailure:
         block_for = ResponseTracker(cl, replicas, self.replicas.local_dc, write=False).block_for

@@ -5,7 +5,8 @@ checked for availability before anything is sent: if the failure detector says t
 replicas are up the client gets Unavailable and no replica sees the write. Otherwise every live
 replica gets it concurrently (the local one through its group committer, the others over RPC);
 the client is answered as soon as the consistency level is met, while the slower replicas keep
-going in the background. A replica that misses a write (down, or too slow) just misses it:
+going in the background; if a live replica fails, the ones marked down are tried too (the failure
+detector lags a restart by a ping). A replica that misses a write (down, or too slow) just misses it:
 there are no hints; reads at a level that overlaps the write's repair the difference.
 
 The local-only case (RF=1 on this node, or a single node) goes straight to the committer.
@@ -99,16 +100,11 @@ class WriteCoordinator:
         errors: list[str] = []
         payload: list[Any] | None = None
 
-        def settle(replica: Replica, error: BaseException | None) -> None:
-            if error is None:
-                finished = tracker.ack(replica)
-            else:
-                errors.append(f"{replica.host_id}: {error}")
-                finished = tracker.fail(replica)
-            if finished and not done.done():
-                done.set_result(None)
+        standby = [r for r in replicas if r not in alive]
+        """Replicas the failure detector calls down: tried once a live one fails (it may be stale)."""
 
-        for replica in alive:
+        def send(replica: Replica) -> None:
+            nonlocal payload
             coro: Awaitable[Any]
             if ctx.is_local(replica):
                 coro = ctx.local.apply(table, mutations)
@@ -117,6 +113,20 @@ class WriteCoordinator:
                     payload = [table.id.bytes, mutations_to_plain(mutations)]
                 coro = ctx.call(replica, VERB_APPLY, payload, ctx.timeouts.write)
             ctx.spawn(_report(replica, coro, settle))
+
+        def settle(replica: Replica, error: BaseException | None) -> None:
+            if error is None:
+                finished = tracker.ack(replica)
+            else:
+                errors.append(f"{replica.host_id}: {error}")
+                finished = tracker.fail(replica)
+                while standby and not finished:
+                    send(standby.pop(0))
+            if finished and not done.done():
+                done.set_result(None)
+
+        for replica in alive:
+            send(replica)
         try:
             async with asyncio.timeout(ctx.timeouts.write):
                 await done

@@ -212,3 +212,17 @@ async def test_counter_leader_reads_the_quorum_total_after_missing_updates(clust
     # the leader missed +7; its QUORUM read of the total repairs that before adding +1
     await cluster.executors[other].counters.update(table, [counter_delta(b"k", 1, 1)], QUORUM)
     assert await counter_value(cluster, leader_index, b"k", ALL) == 13
+
+
+@run_async
+async def test_a_replica_wrongly_marked_down_is_tried_when_a_live_one_fails(cluster: Cluster) -> None:
+    cluster.down.add(raft_id_of(host(2)))  # stale: node 2 is actually fine
+    cluster.net.refuse.add(raft_id_of(host(1)))  # and node 1 died before anyone noticed
+    await cluster.writer(0).write(cluster.table, [row(b"k", b"c", b"v", 10)], QUORUM)
+    assert values_on(cluster, 2, b"k") == [b"v"]
+    await cluster.local(0).apply(cluster.table, [row(b"k", b"c", b"w", 20)])
+    data = await cluster.reader(0).read_partition(
+        cluster.table, b"k", token_of(b"k"), NOW, ClusteringSlice(), False, QUORUM
+    )
+    assert data is not None and data.rows[0].cells[0].value == b"w"
+    assert values_on(cluster, 2, b"k") == [b"w"]
