@@ -49,6 +49,8 @@ def requirement(cl: int, replicas: ReplicaSet, local_dc: str, *, write: bool) ->
         if write:
             raise InvalidRequest("You must use conditional updates for serializable writes")
         cl = QUORUM if cl == SERIAL else LOCAL_QUORUM
+    if cl == ANY and not write:
+        raise InvalidRequest("ANY ConsistencyLevel is only supported for writes")
     if cl in (ANY, ONE):
         return ((None, 1),)
     if cl == TWO:

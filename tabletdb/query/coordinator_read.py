@@ -21,9 +21,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tabletdb.cql.errors import ReadFailure, ReadTimeout
+from tabletdb.cql.errors import InvalidRequest, ReadFailure, ReadTimeout
 from tabletdb.dht.token import TokenRange
-from tabletdb.query.coordinator_cl import NAMES, ResponseTracker, check_available, read_targets
+from tabletdb.query.coordinator_cl import (
+    ANY,
+    LOCAL_ONE,
+    NAMES,
+    ONE,
+    ResponseTracker,
+    check_available,
+    read_targets,
+)
 from tabletdb.query.coordinator_context import VERB_APPLY, VERB_MUTATIONS, VERB_READ, VERB_SCAN, Replicas
 from tabletdb.query.replica_placement import Replica, ReplicaSet, ReplicatedRange
 from tabletdb.query.replica_verbs import export_mutations, read_answer, scan_answer
@@ -81,7 +89,7 @@ class ReadCoordinator:
         cl: int,
     ) -> PartitionData | None:
         replicas = self.replicas.placement.replicas(table, token)
-        if self._only_local(replicas):
+        if self._only_local(replicas) or self._local_suffices(replicas, cl):
             return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
         local = self.replicas.local
         request = [key, token, slice_to_plain(clustering), now, reverse]
@@ -108,7 +116,7 @@ class ReadCoordinator:
         cl: int,
     ) -> ScanPage:
         """Up to ``limit`` rows of ``piece`` (inside ``where``) after ``after``, at ``cl``."""
-        if self._only_local(where.replicas):
+        if self._only_local(where.replicas) or self._local_suffices(where.replicas, cl):
             return self.replicas.local.scan(table, piece, now, limit, after)
         local = self.replicas.local
         request = [piece.start, piece.end, now, limit, position_to_plain(after)]
@@ -132,6 +140,14 @@ class ReadCoordinator:
 
     def _only_local(self, replicas: ReplicaSet) -> bool:
         return len(replicas) == 1 and self.replicas.is_local(replicas[0])
+
+    def _local_suffices(self, replicas: ReplicaSet, cl: int) -> bool:
+        """This node is a replica and its answer alone meets ``cl`` (ONE, LOCAL_ONE here): no
+        digest, no RPC, the same cost as an unreplicated read."""
+        if cl not in (ONE, LOCAL_ONE):
+            return False
+        ctx = self.replicas
+        return any(ctx.is_local(r) and (cl != LOCAL_ONE or r.dc == ctx.local_dc) for r in replicas)
 
     async def _digest_read(self, spec: ReadSpec, replicas: ReplicaSet, cl: int) -> Any:
         excluded: set[Replica] = set()
@@ -267,6 +283,8 @@ class ConsistentReads:
     """A ``read_rows.PartitionSource`` reading through the coordinator at one consistency level."""
 
     def __init__(self, reads: ReadCoordinator, cl: int) -> None:
+        if cl == ANY:
+            raise InvalidRequest("ANY ConsistencyLevel is only supported for writes")
         self._reads = reads
         self._cl = cl
 
