@@ -51,12 +51,13 @@ class WriteCoordinator:
     ) -> None:
         """Write ``mutations`` at consistency ``cl``; raises Unavailable, WriteTimeout or WriteFailure."""
         groups = self.groups(table, mutations)
-        for replicas, _ in groups:  # every group is checked before any is sent
-            self._check(replicas, cl)
+        alive = [self._check(replicas, cl) for replicas, _ in groups]  # all checked before any is sent
         if len(groups) == 1:
-            await self._write_group(table, groups[0][0], groups[0][1], cl, write_type)
+            await self._write_group(table, groups[0][0], alive[0], groups[0][1], cl, write_type)
             return
-        await asyncio.gather(*(self._write_group(table, r, ms, cl, write_type) for r, ms in groups))
+        await asyncio.gather(
+            *(self._write_group(table, r, live, ms, cl, write_type) for (r, ms), live in zip(groups, alive))
+        )
 
     async def truncate(self, table: TableDef) -> None:
         """Remove ``table``'s data on every node; all nodes must be up (as in Cassandra)."""
@@ -88,13 +89,18 @@ class WriteCoordinator:
         return check_available(cl, replicas, self.replicas.local_dc, self.replicas.is_up, write=True)
 
     async def _write_group(
-        self, table: TableDef, replicas: ReplicaSet, mutations: list[Mutation], cl: int, write_type: str
+        self,
+        table: TableDef,
+        replicas: ReplicaSet,
+        alive: list[Replica],
+        mutations: list[Mutation],
+        cl: int,
+        write_type: str,
     ) -> None:
         ctx = self.replicas
         if len(replicas) == 1 and ctx.is_local(replicas[0]):
             await ctx.local.apply(table, mutations)
             return
-        alive = self._check(replicas, cl)
         tracker = ResponseTracker(cl, replicas, ctx.local_dc, write=True)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         errors: list[str] = []
