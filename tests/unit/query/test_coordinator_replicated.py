@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,14 @@ from typing import Any
 import pytest
 
 from tabletdb.cql import codec
-from tabletdb.cql.errors import ReadTimeout, Unavailable, WriteTimeout
+from tabletdb.cql.errors import InvalidRequest, ReadTimeout, Unavailable, WriteTimeout
 from tabletdb.cql.types import BIGINT
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
 from tabletdb.query.coordinator_cl import ALL, ONE, QUORUM
 from tabletdb.query.coordinator_context import Timeouts
+from tabletdb.query.replica_verbs import wait_for_table
+from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
 from tabletdb.storage.tablet_store import ScanPosition
 from tests.unit.query.replica_cluster import Cluster, host
@@ -226,3 +229,20 @@ async def test_a_replica_wrongly_marked_down_is_tried_when_a_live_one_fails(clus
     )
     assert data is not None and data.rows[0].cells[0].value == b"w"
     assert values_on(cluster, 2, b"k") == [b"w"]
+
+
+@run_async
+async def test_a_replica_waits_for_a_table_its_schema_does_not_have_yet(cluster: Cluster) -> None:
+    verbs = cluster.net.verbs[raft_id_of(host(1))]
+    known = verbs.table_of
+    appeared = asyncio.Event()
+
+    def late(table_id: uuid.UUID) -> TableDef | None:
+        return known(table_id) if appeared.is_set() else None
+
+    verbs.table_of = late
+    asyncio.get_running_loop().call_later(0.05, appeared.set)
+    await cluster.writer(0).write(cluster.table, [row(b"k", b"c", b"v", 10)], ALL)
+    assert values_on(cluster, 1, b"k") == [b"v"]
+    with pytest.raises(InvalidRequest, match="schema not caught up"):
+        await wait_for_table(lambda _: None, uuid.UUID(int=5).bytes, wait=0.05)
