@@ -37,7 +37,7 @@ def run_async(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
     return wrapper
 
 
-FAST = Timeouts(write=0.3, read=0.3, range=0.3, truncate=0.3)
+FAST = Timeouts(write=0.3, read=0.3, range=0.3, counter_write=0.3, truncate=0.3)
 
 
 def row(key: bytes, c: bytes, value: bytes, ts: int) -> Mutation:
@@ -246,3 +246,15 @@ async def test_a_replica_waits_for_a_table_its_schema_does_not_have_yet(cluster:
     assert values_on(cluster, 1, b"k") == [b"v"]
     with pytest.raises(InvalidRequest, match="schema not caught up"):
         await wait_for_table(lambda _: None, uuid.UUID(int=5).bytes, wait=0.05)
+
+
+@run_async
+async def test_a_silent_counter_leader_is_a_write_timeout(cluster: Cluster) -> None:
+    leader = cluster.replicas[0].placement.replicas(cluster.counter_table, token_of(b"k"))[0]
+    coordinator = next(i for i in range(3) if host(i) != leader.host_id)
+    cluster.net.hang.add(raft_id_of(leader.host_id))
+    with pytest.raises(WriteTimeout) as info:
+        await cluster.executors[coordinator].counters.update(
+            cluster.counter_table, [counter_delta(b"k", 1, 1)], QUORUM
+        )
+    assert info.value.write_type == "COUNTER"
