@@ -11,14 +11,19 @@ from typing import Any
 
 import pytest
 
-from tabletdb.cql import codec
+from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest, ReadTimeout, Unavailable, WriteTimeout
+from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import BIGINT
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
 from tabletdb.query.coordinator_cl import ALL, ONE, QUORUM
 from tabletdb.query.coordinator_context import Timeouts
+from tabletdb.query.coordinator_read import ConsistentReads
 from tabletdb.query.replica_verbs import wait_for_table
+from tabletdb.query.select_execute import execute_select
+from tabletdb.query.terms import Bindings
+from tabletdb.query.write_keys import encode_clustering
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
 from tabletdb.storage.tablet_store import ScanPosition
@@ -258,3 +263,33 @@ async def test_a_silent_counter_leader_is_a_write_timeout(cluster: Cluster) -> N
             cluster.counter_table, [counter_delta(b"k", 1, 1)], QUORUM
         )
     assert info.value.write_type == "COUNTER"
+
+
+@pytest.mark.parametrize("tablets", [False, True], ids=["vnodes", "tablets"])
+def test_select_pages_across_nodes_at_rf1(tmp_path: Path, tablets: bool) -> None:
+    """RF=1 on three nodes: a paged SELECT through one coordinator walks every node's ranges."""
+
+    async def body() -> None:
+        c = Cluster(tmp_path, 3, 1, tablets=tablets, timeouts=FAST)
+        try:
+            keys = [f"k{i:02d}".encode() for i in range(30)]
+            ck = encode_clustering(c.table, [b"c"])
+            await c.writer(0).write(c.table, [row(k, ck, k, 1) for k in keys], ONE)
+            holders = {c.replicas[0].placement.replicas(c.table, token_of(k))[0].host_id for k in keys}
+            assert len(holders) == 3  # the rows really are spread over the nodes
+            stmt = parse_statement("SELECT k, v FROM ks.t")
+            assert isinstance(stmt, ast.SelectStatement)
+            got: list[bytes] = []
+            state = None
+            while True:
+                source = ConsistentReads(c.reader(1), ONE)
+                result = await execute_select(stmt, c.table, source, Bindings([]), 4, state, NOW)
+                got.extend(r[0] for r in result.rows)
+                state = result.metadata.paging_state
+                if state is None:
+                    break
+            assert sorted(got) == keys and len(got) == len(set(got))
+        finally:
+            c.close()
+
+    asyncio.run(body())
