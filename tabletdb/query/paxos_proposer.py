@@ -1,0 +1,306 @@
+"""The Paxos proposer for one lightweight transaction, as a sans-I/O state machine.
+
+Inputs: `start`, `receive` (a reply from an acceptor), `provide` (the new value, or None when
+the IF condition does not hold) and `tick` (time has passed). Every input returns the outputs
+it produced: `Send` (a request to an acceptor), `NeedValue` (the promise quorum's reads; answer
+with `provide`) and, once, `Done`. Time is an input (microseconds), randomness comes from the
+seed given at construction, so a run replays exactly.
+
+A transaction goes: prepare a fresh ballot on all replicas; with a quorum of promises either
+(a) repair the newest accepted-but-uncommitted proposal by re-proposing its value under our
+ballot and committing it, then start over; or (b) send the newest commit to promisers that
+missed it, then start over; or (c) the promisers agree on the latest commit, so their reads are
+current: ask for the value, propose it, and commit it on a quorum. A refusal by so many
+replicas that no quorum is left is contention: back off for a random while and retry with a
+ballot above every one seen. A round that does not complete within ``round_timeout_us`` is
+retried the same way (lost messages, a crashed acceptor).
+
+Outcomes follow Cassandra: once our own proposal may have been accepted somewhere without our
+knowing it was chosen (some accepted and too many refused, a replica did not answer, or the
+deadline passed), the result is ``UNKNOWN`` (the shell answers WriteTimeout, write type CAS).
+Only a proposal every replica refused is retried: retrying any other could repair our own value
+and then report the condition as false.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import Enum
+
+from tabletdb.query.paxos_messages import (
+    Accept,
+    Accepted,
+    Ballot,
+    Commit,
+    Committed,
+    Prepare,
+    Promise,
+    Proposal,
+    Reply,
+    Request,
+)
+
+
+class Outcome(Enum):
+    APPLIED = "applied"
+    """Our value was chosen and committed on a quorum."""
+    NOT_APPLIED = "not applied"
+    """The condition did not hold on the current (linearizable) read; nothing was proposed."""
+    TIMEOUT = "timeout"
+    """Out of time before anything of ours could have been chosen: the transaction did nothing."""
+    UNKNOWN = "unknown"
+    """Out of time (or partially accepted) after our value may have been chosen."""
+
+
+@dataclass(frozen=True)
+class Send:
+    dst: int
+    message: Request
+
+
+@dataclass(frozen=True)
+class NeedValue:
+    ballot: Ballot
+    reads: tuple[bytes | None, ...]
+
+
+@dataclass(frozen=True)
+class Done:
+    outcome: Outcome
+    contentions: int
+    """How many rounds were lost to a competing proposer (the shell's metric)."""
+
+
+Output = Send | NeedValue | Done
+
+
+@dataclass(frozen=True)
+class Timing:
+    """All in microseconds. ``deadline`` is absolute; the others are durations."""
+
+    deadline: int
+    round_timeout: int = 1_000_000
+    backoff_base: int = 2_000
+    backoff_max: int = 100_000
+
+
+class _Phase(Enum):
+    PREPARE = 1
+    AWAIT_VALUE = 2
+    ACCEPT = 3
+    COMMIT = 4
+    BACKOFF = 5
+    DONE = 6
+
+
+class Proposer:
+    def __init__(
+        self,
+        key: bytes,
+        replicas: tuple[int, ...],
+        quorum: int,
+        node: int,
+        seq: int,
+        timing: Timing,
+        seed: int,
+    ) -> None:
+        if not 0 < quorum <= len(replicas):
+            raise ValueError(f"quorum {quorum} impossible with {len(replicas)} replicas")
+        self.key = key
+        self.replicas = replicas
+        self.quorum = quorum
+        self.node = node
+        self.seq = seq
+        self.timing = timing
+        self._rng = random.Random(seed)
+        self._phase = _Phase.PREPARE
+        self._highest_seen: Ballot | None = None
+        self.ballot = Ballot(0, node, seq)
+        self._round_deadline = 0
+        self._wake_at = 0
+        self._contentions = 0
+        self._promises: dict[int, Promise] = {}
+        self._refused: set[int] = set()
+        self._accepted: set[int] = set()
+        self._rejected: set[int] = set()
+        self._proposal: Proposal | None = None
+        self._own_value = False
+        self._commit_waiting: set[int] = set()
+        self._commit_needed = 0
+        self._commit_then_done = False
+        self.outcome: Outcome | None = None
+
+    # --- inputs ----------------------------------------------------------------------------
+
+    def start(self, now: int) -> list[Output]:
+        return self._begin_round(now)
+
+    def receive(self, src: int, reply: Reply, now: int) -> list[Output]:
+        if src not in self.replicas or reply.key != self.key:
+            return []
+        if isinstance(reply, Promise) and self._phase is _Phase.PREPARE and reply.ballot == self.ballot:
+            return self._on_promise(src, reply, now)
+        if isinstance(reply, Accepted) and self._phase is _Phase.ACCEPT and reply.ballot == self.ballot:
+            return self._on_accepted(src, reply, now)
+        if isinstance(reply, Committed) and self._phase is _Phase.COMMIT:
+            assert self._proposal is not None
+            if reply.ballot == self._proposal.ballot:
+                return self._on_committed(src, now)
+        return []
+
+    def provide(self, value: bytes | None, now: int) -> list[Output]:
+        """The caller's answer to `NeedValue`: the value to propose, or None (condition false)."""
+        if self._phase is not _Phase.AWAIT_VALUE:
+            raise RuntimeError(f"provide() in phase {self._phase.name}: no value was asked for")
+        if value is None:
+            return self._finish(Outcome.NOT_APPLIED)
+        return self._propose(Proposal(self.ballot, value), own=True, now=now)
+
+    def tick(self, now: int) -> list[Output]:
+        if self._phase is _Phase.DONE:
+            return []
+        if self._phase is _Phase.BACKOFF:
+            return self._begin_round(now) if now >= self._wake_at else []
+        if now >= self.timing.deadline:
+            return self._finish(self._timeout_outcome())
+        if now < self._round_deadline or self._phase is _Phase.AWAIT_VALUE:
+            return []
+        if self._phase is _Phase.COMMIT and self._commit_then_done:
+            # Our value is chosen; commits are idempotent: resend to whoever has not answered.
+            assert self._proposal is not None
+            self._round_deadline = now + self.timing.round_timeout
+            return [Send(r, Commit(self.key, self._proposal)) for r in sorted(self._commit_waiting)]
+        if self._phase is _Phase.ACCEPT and self._own_value:
+            # A replica that did not answer may have accepted our value: it may yet be chosen.
+            return self._finish(Outcome.UNKNOWN)
+        return self._begin_round(now)
+
+    @property
+    def next_wakeup(self) -> int | None:
+        """When `tick` next has something to do (None once done)."""
+        if self._phase is _Phase.DONE:
+            return None
+        if self._phase is _Phase.BACKOFF:
+            return self._wake_at
+        if self._phase is _Phase.AWAIT_VALUE:
+            return self.timing.deadline
+        return min(self.timing.deadline, self._round_deadline)
+
+    # --- phases ----------------------------------------------------------------------------
+
+    def _begin_round(self, now: int) -> list[Output]:
+        if now >= self.timing.deadline:
+            return self._finish(Outcome.TIMEOUT)
+        micros = max(now, self.ballot.micros + 1)
+        if self._highest_seen is not None:
+            micros = max(micros, self._highest_seen.micros + 1)
+        self.ballot = Ballot(micros, self.node, self.seq)
+        self._phase = _Phase.PREPARE
+        self._own_value = False
+        self._promises, self._refused = {}, set()
+        self._round_deadline = now + self.timing.round_timeout
+        return [Send(r, Prepare(self.key, self.ballot)) for r in self.replicas]
+
+    def _on_promise(self, src: int, promise: Promise, now: int) -> list[Output]:
+        if not promise.ok:
+            self._refused.add(src)
+            self._see(promise.promised)
+            return self._contended(now) if self._no_quorum_left(self._refused) else []
+        self._promises[src] = promise
+        if len(self._promises) < self.quorum:
+            return []
+        promises = list(self._promises.values())
+        latest = _newest([p.committed for p in promises])
+        in_progress = _newest([p.accepted for p in promises])
+        if in_progress is not None and (latest is None or in_progress.ballot > latest.ballot):
+            return self._propose(Proposal(self.ballot, in_progress.value), own=False, now=now)
+        if latest is not None:
+            behind = {
+                r
+                for r, p in self._promises.items()
+                if p.committed is None or p.committed.ballot < latest.ballot
+            }
+            if behind:
+                return self._commit(latest, waiting=behind, needed=len(behind), then_done=False, now=now)
+        self._phase = _Phase.AWAIT_VALUE
+        return [NeedValue(self.ballot, tuple(p.read for p in promises))]
+
+    def _propose(self, proposal: Proposal, own: bool, now: int) -> list[Output]:
+        self._phase = _Phase.ACCEPT
+        self._proposal, self._own_value = proposal, own
+        self._accepted, self._rejected = set(), set()
+        self._round_deadline = now + self.timing.round_timeout
+        return [Send(r, Accept(self.key, proposal)) for r in self.replicas]
+
+    def _on_accepted(self, src: int, reply: Accepted, now: int) -> list[Output]:
+        if reply.ok:
+            self._accepted.add(src)
+        else:
+            self._rejected.add(src)
+            self._see(reply.promised)
+        assert self._proposal is not None
+        if len(self._accepted) >= self.quorum:
+            waiting = set(self.replicas)
+            return self._commit(self._proposal, waiting, self.quorum, then_done=self._own_value, now=now)
+        if not self._no_quorum_left(self._rejected):
+            return []
+        if not self._own_value or len(self._rejected) == len(self.replicas):
+            return self._contended(now)
+        if self._accepted:
+            return self._finish(Outcome.UNKNOWN)
+        return []  # wait: if every replica refuses, retrying cannot apply our value twice
+
+    def _commit(
+        self, proposal: Proposal, waiting: set[int], needed: int, then_done: bool, now: int
+    ) -> list[Output]:
+        self._phase = _Phase.COMMIT
+        self._proposal = proposal
+        self._commit_waiting, self._commit_needed = set(waiting), needed
+        self._commit_then_done = then_done
+        self._round_deadline = now + self.timing.round_timeout
+        return [Send(r, Commit(self.key, proposal)) for r in sorted(waiting)]
+
+    def _on_committed(self, src: int, now: int) -> list[Output]:
+        if src not in self._commit_waiting:
+            return []
+        self._commit_waiting.discard(src)
+        self._commit_needed -= 1
+        if self._commit_needed > 0:
+            return []
+        if self._commit_then_done:
+            return self._finish(Outcome.APPLIED)
+        return self._begin_round(now)
+
+    def _contended(self, now: int) -> list[Output]:
+        self._contentions += 1
+        t = self.timing
+        limit = min(t.backoff_max, t.backoff_base << min(self._contentions, 20))
+        self._wake_at = now + self._rng.randint(0, limit)
+        if self._wake_at >= t.deadline:
+            return self._finish(Outcome.TIMEOUT)
+        self._phase = _Phase.BACKOFF
+        return []
+
+    def _finish(self, outcome: Outcome) -> list[Output]:
+        self._phase = _Phase.DONE
+        self.outcome = outcome
+        return [Done(outcome, self._contentions)]
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _timeout_outcome(self) -> Outcome:
+        maybe_chosen = self._own_value and self._phase in (_Phase.COMMIT, _Phase.ACCEPT)
+        return Outcome.UNKNOWN if maybe_chosen else Outcome.TIMEOUT
+
+    def _no_quorum_left(self, refusing: set[int]) -> bool:
+        return len(refusing) > len(self.replicas) - self.quorum
+
+    def _see(self, ballot: Ballot | None) -> None:
+        if ballot is not None and (self._highest_seen is None or ballot > self._highest_seen):
+            self._highest_seen = ballot
+
+
+def _newest(proposals: list[Proposal | None]) -> Proposal | None:
+    present = [p for p in proposals if p is not None]
+    return max(present, key=lambda p: p.ballot) if present else None
