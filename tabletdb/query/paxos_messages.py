@@ -18,7 +18,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-_BALLOT = struct.Struct(">QII")
+_BALLOT = struct.Struct(">QQI")
+BALLOT_SIZE = _BALLOT.size
+"""Bytes of an encoded ballot: microseconds, node id (a 63-bit raft id), attempt id."""
 _GREGORIAN_OFFSET_100NS = 0x01B21DD213814000
 """100 ns intervals between 1582-10-15 (the UUID epoch) and 1970-01-01."""
 

@@ -15,11 +15,13 @@ replicas that no quorum is left is contention: back off for a random while and r
 ballot above every one seen. A round that does not complete within ``round_timeout_us`` is
 retried the same way (lost messages, a crashed acceptor).
 
-Outcomes follow Cassandra: once our own proposal may have been accepted somewhere without our
-knowing it was chosen (some accepted and too many refused, a replica did not answer, or the
-deadline passed), the result is ``UNKNOWN`` (the shell answers WriteTimeout, write type CAS).
-Only a proposal every replica refused is retried: retrying any other could repair our own value
-and then report the condition as false.
+Our own proposal may be accepted somewhere without our knowing whether it was chosen (some
+accepted and too many refused, or a replica did not answer). Re-evaluating the condition then
+would be wrong (a later round could repair our value and find the condition false), so the
+next round only looks for it: our value as the newest in-progress proposal is repaired and
+reported applied, as the latest commit it is reported applied, and otherwise the result is
+``UNKNOWN`` (the shell answers WriteTimeout, write type CAS, as Cassandra does). A proposal
+every replica refused was accepted nowhere and is retried from scratch.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class Proposer:
         self._rejected: set[int] = set()
         self._proposal: Proposal | None = None
         self._own_value = False
+        self._maybe_ours: Proposal | None = None
+        """Our proposal, if it may have been accepted somewhere without our knowing it was chosen."""
         self._commit_waiting: set[int] = set()
         self._commit_needed = 0
         self._commit_then_done = False
@@ -157,6 +161,23 @@ class Proposer:
             return self._finish(Outcome.NOT_APPLIED)
         return self._propose(Proposal(self.ballot, value), own=True, now=now)
 
+    def undelivered(self, dst: int, request: Request, now: int) -> list[Output]:
+        """``request`` was certainly never delivered (the shell knew ``dst`` was down and did not send).
+
+        Unlike silence, this proves ``dst`` did not accept our value, so a proposal every other
+        replica refused can still be retried safely.
+        """
+        if dst not in self.replicas:
+            return []
+        if isinstance(request, Prepare) and self._phase is _Phase.PREPARE and request.ballot == self.ballot:
+            self._refused.add(dst)
+            return self._contended(now) if self._no_quorum_left(self._refused) else []
+        ours = isinstance(request, Accept) and request.proposal == self._proposal
+        if ours and self._phase is _Phase.ACCEPT:
+            self._rejected.add(dst)
+            return self._after_accept_reply(now)
+        return []
+
     def tick(self, now: int) -> list[Output]:
         if self._phase is _Phase.DONE:
             return []
@@ -173,7 +194,7 @@ class Proposer:
             return [Send(r, Commit(self.key, self._proposal)) for r in sorted(self._commit_waiting)]
         if self._phase is _Phase.ACCEPT and self._own_value:
             # A replica that did not answer may have accepted our value: it may yet be chosen.
-            return self._finish(Outcome.UNKNOWN)
+            self._maybe_ours = self._proposal
         return self._begin_round(now)
 
     @property
@@ -191,7 +212,7 @@ class Proposer:
 
     def _begin_round(self, now: int) -> list[Output]:
         if now >= self.timing.deadline:
-            return self._finish(Outcome.TIMEOUT)
+            return self._finish(self._timeout_outcome())
         micros = max(now, self.ballot.micros + 1)
         if self._highest_seen is not None:
             micros = max(micros, self._highest_seen.micros + 1)
@@ -213,7 +234,11 @@ class Proposer:
         promises = list(self._promises.values())
         latest = _newest([p.committed for p in promises])
         in_progress = _newest([p.accepted for p in promises])
-        if in_progress is not None and (latest is None or in_progress.ballot > latest.ballot):
+        if in_progress is not None and latest is not None and in_progress.ballot <= latest.ballot:
+            in_progress = None
+        if self._maybe_ours is not None:
+            return self._find_ours(self._maybe_ours.value, latest, in_progress, now)
+        if in_progress is not None:
             return self._propose(Proposal(self.ballot, in_progress.value), own=False, now=now)
         if latest is not None:
             behind = {
@@ -225,6 +250,15 @@ class Proposer:
                 return self._commit(latest, waiting=behind, needed=len(behind), then_done=False, now=now)
         self._phase = _Phase.AWAIT_VALUE
         return [NeedValue(self.ballot, tuple(p.read for p in promises))]
+
+    def _find_ours(
+        self, ours: bytes, latest: Proposal | None, in_progress: Proposal | None, now: int
+    ) -> list[Output]:
+        if in_progress is not None and in_progress.value == ours:
+            return self._propose(Proposal(self.ballot, ours), own=True, now=now)
+        if latest is not None and latest.value == ours:
+            return self._finish(Outcome.APPLIED)
+        return self._finish(Outcome.UNKNOWN)
 
     def _propose(self, proposal: Proposal, own: bool, now: int) -> list[Output]:
         self._phase = _Phase.ACCEPT
@@ -239,17 +273,18 @@ class Proposer:
         else:
             self._rejected.add(src)
             self._see(reply.promised)
+        return self._after_accept_reply(now)
+
+    def _after_accept_reply(self, now: int) -> list[Output]:
         assert self._proposal is not None
         if len(self._accepted) >= self.quorum:
             waiting = set(self.replicas)
             return self._commit(self._proposal, waiting, self.quorum, then_done=self._own_value, now=now)
         if not self._no_quorum_left(self._rejected):
             return []
-        if not self._own_value or len(self._rejected) == len(self.replicas):
-            return self._contended(now)
-        if self._accepted:
-            return self._finish(Outcome.UNKNOWN)
-        return []  # wait: if every replica refuses, retrying cannot apply our value twice
+        if self._own_value and len(self._rejected) < len(self.replicas):
+            self._maybe_ours = self._proposal
+        return self._contended(now)
 
     def _commit(
         self, proposal: Proposal, waiting: set[int], needed: int, then_done: bool, now: int
@@ -278,7 +313,7 @@ class Proposer:
         limit = min(t.backoff_max, t.backoff_base << min(self._contentions, 20))
         self._wake_at = now + self._rng.randint(0, limit)
         if self._wake_at >= t.deadline:
-            return self._finish(Outcome.TIMEOUT)
+            return self._finish(self._timeout_outcome())
         self._phase = _Phase.BACKOFF
         return []
 
@@ -290,7 +325,9 @@ class Proposer:
     # --- helpers ---------------------------------------------------------------------------
 
     def _timeout_outcome(self) -> Outcome:
-        maybe_chosen = self._own_value and self._phase in (_Phase.COMMIT, _Phase.ACCEPT)
+        maybe_chosen = self._maybe_ours is not None or (
+            self._own_value and self._phase in (_Phase.COMMIT, _Phase.ACCEPT)
+        )
         return Outcome.UNKNOWN if maybe_chosen else Outcome.TIMEOUT
 
     def _no_quorum_left(self, refusing: set[int]) -> bool:

@@ -15,7 +15,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.protocol.wire import Unset
-from tabletdb.query.lwt import execute_conditional, is_conditional
+from tabletdb.query.lwt import PaxosRounds, execute_conditional, execute_conditional_batch, is_conditional
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
@@ -40,21 +40,22 @@ def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
     return False
 
 
-def _check_not_conditional(stmt: ast.Statement) -> None:
-    if is_conditional(stmt):
-        raise InvalidRequest("Conditional statements in a BATCH are not supported by this node yet")
-
-
 class DataPath:
-    def __init__(self, writer: WriteExecutor, views_of: ViewsOf | None = None) -> None:
+    def __init__(
+        self, writer: WriteExecutor, views_of: ViewsOf | None = None, paxos: PaxosRounds | None = None
+    ) -> None:
         self._views_of = views_of
         self.writer = writer
+        self.paxos = paxos
+        """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
 
     async def modify(
         self, stmt: Modification, table: TableDef, bindings: Bindings, timestamp: int | None
     ) -> Result:
         if is_conditional(stmt):
-            return await execute_conditional(self.writer, stmt, table, bindings, timestamp, self.write)
+            return await execute_conditional(
+                self.writer, stmt, table, bindings, timestamp, self.write, self.paxos
+            )
         if _reads_before_write(stmt, table):
             async with self.writer.lock(table, b""):
                 await self._build_and_write(stmt, table, bindings, timestamp)
@@ -94,7 +95,12 @@ class DataPath:
         statements: Sequence[tuple[Modification, TableDef, Bindings]],
         timestamp: int | None,
     ) -> Result:
-        """All statements share one timestamp; all are validated before any is written."""
+        """All statements share one timestamp; all are validated before any is written.
+
+        A batch with conditions is one lightweight transaction (``lwt``) on one partition.
+        """
+        if any(is_conditional(stmt) for stmt, _, _ in statements):
+            return await execute_conditional_batch(self.writer, statements, self.write, self.paxos)
         ts = timestamp if timestamp is not None else self.writer.timestamps.next()
         per_table: dict[str, tuple[TableDef, list[Mutation]]] = {}
         counters = {t.is_counter for _, t, _ in statements}
@@ -105,7 +111,6 @@ class DataPath:
         if kind != "COUNTER" and counters == {True}:
             raise InvalidRequest("Cannot include a counter statement in a logged batch")
         for stmt, table, bindings in statements:
-            _check_not_conditional(stmt)
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
                 self.writer.mutations_for(stmt, table, bindings, ts)
             )

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabletdb.query.paxos_acceptor import DurableAcceptor
-from tabletdb.query.paxos_messages import Accepted, Ballot, Message, Promise, Proposal, Reply, Request
+from tabletdb.query.paxos_messages import (
+    BALLOT_SIZE,
+    Accepted,
+    Ballot,
+    Message,
+    Promise,
+    Proposal,
+    Reply,
+    Request,
+)
 from tabletdb.query.paxos_proposer import Done, NeedValue, Outcome, Output, Proposer, Send, Timing
 from tabletdb.storage.paxos_state import PaxosStateStore
 
@@ -83,7 +92,7 @@ def merged_read(reads: tuple[bytes | None, ...]) -> bytes | None:
     best: tuple[Ballot, bytes] | None = None
     for r in reads:
         if r is not None:
-            b, v = Ballot.from_bytes(r[:16]), r[16:]
+            b, v = Ballot.from_bytes(r[:BALLOT_SIZE]), r[BALLOT_SIZE:]
             if best is None or b > best[0]:
                 best = (b, v)
     return None if best is None else best[1]
@@ -133,10 +142,18 @@ class Sim:
         return op
 
     def _outputs(self, client: int, outputs: list[Output]) -> None:
+        if client not in self.proposers:  # finished inside an earlier output of this batch
+            return
         proposer, op = self.proposers[client]
         for out in outputs:
+            if client not in self.proposers:
+                return
             if isinstance(out, Send):
-                self.net.append((1000 + client, out.dst, out.message))
+                if not self.acceptors[out.dst].up and self.rng.random() < 0.5:
+                    # the shell's view: a replica known to be down is not sent to at all
+                    self._outputs(client, proposer.undelivered(out.dst, out.message, self.now))
+                else:
+                    self.net.append((1000 + client, out.dst, out.message))
             elif isinstance(out, NeedValue):
                 current = merged_read(out.reads)
                 op.observed, op.read_done = current, True

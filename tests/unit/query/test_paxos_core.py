@@ -24,7 +24,14 @@ B1, B2, B3 = Ballot(10, 1, 1), Ballot(10, 2, 1), Ballot(11, 1, 2)
 
 
 def test_ballot_bytes_sort_like_ballots_and_make_timeuuids() -> None:
-    ballots = [Ballot(5, 9, 9), Ballot(6, 0, 0), Ballot(6, 0, 1), Ballot(6, 1, 0), Ballot(2**40, 3, 4)]
+    ballots = [
+        Ballot(5, 9, 9),
+        Ballot(6, 0, 0),
+        Ballot(6, 0, 1),
+        Ballot(6, 1, 0),
+        Ballot(6, 2**62, 0),
+        Ballot(2**52, 3, 4),
+    ]
     assert sorted(ballots, key=Ballot.to_bytes) == sorted(ballots)
     assert all(Ballot.from_bytes(b.to_bytes()) == b for b in ballots)
     u = Ballot(1_700_000_000_000_000, 3, 4).to_uuid()
