@@ -12,9 +12,10 @@ Rules (Lamport's, with Cassandra's commit/learn step):
   not yet committed proposal (for the proposer to repair) and the most recent commit.
 - Accept(p): accept if p.ballot is at least the promised ballot (the promise is raised to it).
 - Commit(p): apply p's value, and remember p as the most recent commit if it is newer (forgetting
-  an accepted proposal it supersedes). A commit older than the most recent one is still applied:
-  this replica may have missed it, and values are last-write-wins mutations, so applying a value
-  late or twice is harmless while skipping it would lose its data here.
+  an accepted proposal it supersedes, and adding it to the last `HISTORY` commits). A commit
+  older than the most recent one is still applied: this replica may have missed it, and values
+  are last-write-wins mutations, so applying a value late or twice is harmless while skipping it
+  would lose its data here.
 """
 
 from __future__ import annotations
@@ -22,16 +23,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tabletdb.query.paxos_messages import (
+    BALLOT_SIZE,
+    HISTORY,
     Accept,
     Accepted,
     Ballot,
     Commit,
     Committed,
+    History,
     Prepare,
     Promise,
     Proposal,
     Reply,
     Request,
+    digest,
 )
 from tabletdb.storage.paxos_state import PaxosRecord, PaxosStateStore
 
@@ -43,6 +48,7 @@ class AcceptorState:
     promised: Ballot | None = None
     accepted: Proposal | None = None
     committed: Proposal | None = None
+    history: History = ()
 
 
 EMPTY = AcceptorState()
@@ -71,15 +77,18 @@ def step(state: AcceptorState, request: Request) -> Step:
 def _prepare(state: AcceptorState, req: Prepare) -> Step:
     if not _above(req.ballot, state.promised):
         return Step(state, Promise(req.key, req.ballot, False, state.promised, None, None))
-    new = AcceptorState(req.ballot, state.accepted, state.committed)
-    return Step(new, Promise(req.key, req.ballot, True, req.ballot, state.accepted, state.committed))
+    new = AcceptorState(req.ballot, state.accepted, state.committed, state.history)
+    promise = Promise(
+        req.key, req.ballot, True, req.ballot, state.accepted, state.committed, None, state.history
+    )
+    return Step(new, promise)
 
 
 def _accept(state: AcceptorState, req: Accept) -> Step:
     ballot = req.proposal.ballot
     if state.promised is not None and ballot < state.promised:
         return Step(state, Accepted(req.key, ballot, False, state.promised))
-    new = AcceptorState(ballot, req.proposal, state.committed)
+    new = AcceptorState(ballot, req.proposal, state.committed, state.history)
     return Step(new, Accepted(req.key, ballot, True, ballot))
 
 
@@ -92,7 +101,8 @@ def _commit(state: AcceptorState, req: Commit) -> Step:
     accepted = state.accepted
     if accepted is not None and accepted.ballot <= proposal.ballot:
         accepted = None
-    return Step(AcceptorState(state.promised, accepted, proposal), reply, proposal)
+    history = (*state.history, (proposal.ballot, digest(proposal.value)))[-HISTORY:]
+    return Step(AcceptorState(state.promised, accepted, proposal, history), reply, proposal)
 
 
 # --- durable form ----------------------------------------------------------------------------
@@ -110,12 +120,18 @@ def state_from_record(record: PaxosRecord | None) -> AcceptorState:
     if record is None:
         return EMPTY
     promised = None if record.promised is None else Ballot.from_bytes(record.promised)
-    return AcceptorState(promised, _proposal_of(record.accepted), _proposal_of(record.committed))
+    raw, size = record.history, BALLOT_SIZE + 16
+    history = tuple(
+        (Ballot.from_bytes(raw[i : i + BALLOT_SIZE]), raw[i + BALLOT_SIZE : i + size])
+        for i in range(0, len(raw), size)
+    )
+    return AcceptorState(promised, _proposal_of(record.accepted), _proposal_of(record.committed), history)
 
 
 def record_of(state: AcceptorState) -> PaxosRecord:
     promised = None if state.promised is None else state.promised.to_bytes()
-    return PaxosRecord(promised, _pair_of(state.accepted), _pair_of(state.committed))
+    history = b"".join(b.to_bytes() + d for b, d in state.history)
+    return PaxosRecord(promised, _pair_of(state.accepted), _pair_of(state.committed), history)
 
 
 class DurableAcceptor:

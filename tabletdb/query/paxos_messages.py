@@ -13,6 +13,7 @@ so a proposer can ignore replies to its earlier rounds.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import uuid
 from dataclasses import dataclass
@@ -64,6 +65,19 @@ class Ballot:
         )
 
 
+def digest(value: bytes) -> bytes:
+    """A short fingerprint of a value, for the commit history acceptors keep (values are unique)."""
+    return hashlib.blake2b(value, digest_size=16).digest()
+
+
+HISTORY = 16
+"""Commits an acceptor remembers per partition. A proposer needs them when its value may have been
+chosen and then superseded before it could look; more commits than this in between is UNKNOWN."""
+
+History = tuple[tuple[Ballot, bytes], ...]
+"""An acceptor's most recent commits as (ballot, digest of the value), oldest first."""
+
+
 @dataclass(frozen=True)
 class Proposal:
     """A value proposed (or accepted, or committed) in the round of ``ballot``."""
@@ -105,8 +119,9 @@ class Promise:
     """The answer to `Prepare`. ``ok`` False is a refusal: ``promised`` is the higher ballot seen.
 
     ``accepted`` is the proposal this acceptor accepted and has not seen committed (to be repaired),
-    ``committed`` its most recent commit. ``read`` is the acceptor's current data for the
-    partition, attached by the shell after the promise is durable (opaque to the core).
+    ``committed`` its most recent commit, ``history`` its last few commits (so a proposer whose
+    own value may have been chosen can find out). ``read`` is the acceptor's current data for
+    the partition, attached by the shell after the promise is durable (opaque to the core).
     """
 
     key: bytes
@@ -116,6 +131,7 @@ class Promise:
     accepted: Proposal | None
     committed: Proposal | None
     read: bytes | None = None
+    history: History = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +190,7 @@ def to_plain(msg: Message) -> list[Any]:
             _proposal_plain(msg.accepted),
             _proposal_plain(msg.committed),
             msg.read,
+            [[b.to_bytes(), d] for b, d in msg.history],
         ]
     if isinstance(msg, Accepted):
         return ["accepted", msg.key, msg.ballot.to_bytes(), msg.ok, _ballot_plain(msg.promised)]
@@ -193,6 +210,7 @@ def from_plain(data: Any) -> Message:
         ballot = Ballot.from_bytes(bytes(data[2]))
         if kind == "promise":
             read = None if data[7] is None else bytes(data[7])
+            history = tuple((Ballot.from_bytes(bytes(b)), bytes(d)) for b, d in data[8])
             return Promise(
                 key,
                 ballot,
@@ -201,6 +219,7 @@ def from_plain(data: Any) -> Message:
                 _proposal_of(data[5]),
                 _proposal_of(data[6]),
                 read,
+                history,
             )
         if kind == "accepted":
             return Accepted(key, ballot, bool(data[3]), _ballot_of(data[4]))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tabletdb.query.paxos_messages import (
+    HISTORY,
     Accept,
     Accepted,
     Ballot,
@@ -41,6 +42,7 @@ from tabletdb.query.paxos_messages import (
     Proposal,
     Reply,
     Request,
+    digest,
 )
 
 
@@ -128,8 +130,8 @@ class Proposer:
         self._rejected: set[int] = set()
         self._proposal: Proposal | None = None
         self._own_value = False
-        self._maybe_ours: Proposal | None = None
-        """Our proposal, if it may have been accepted somewhere without our knowing it was chosen."""
+        self._maybe_ours: list[Proposal] = []
+        """Our proposals that may have been accepted somewhere without our knowing if they were chosen."""
         self._commit_waiting: set[int] = set()
         self._commit_needed = 0
         self._commit_then_done = False
@@ -158,7 +160,8 @@ class Proposer:
         if self._phase is not _Phase.AWAIT_VALUE:
             raise RuntimeError(f"provide() in phase {self._phase.name}: no value was asked for")
         if value is None:
-            return self._finish(Outcome.NOT_APPLIED)
+            # An earlier proposal of ours that is still alive could yet be chosen.
+            return self._finish(Outcome.UNKNOWN if self._maybe_ours else Outcome.NOT_APPLIED)
         return self._propose(Proposal(self.ballot, value), own=True, now=now)
 
     def undelivered(self, dst: int, request: Request, now: int) -> list[Output]:
@@ -194,7 +197,8 @@ class Proposer:
             return [Send(r, Commit(self.key, self._proposal)) for r in sorted(self._commit_waiting)]
         if self._phase is _Phase.ACCEPT and self._own_value:
             # A replica that did not answer may have accepted our value: it may yet be chosen.
-            self._maybe_ours = self._proposal
+            assert self._proposal is not None
+            self._maybe_ours.append(self._proposal)
         return self._begin_round(now)
 
     @property
@@ -236,8 +240,10 @@ class Proposer:
         in_progress = _newest([p.accepted for p in promises])
         if in_progress is not None and latest is not None and in_progress.ballot <= latest.ballot:
             in_progress = None
-        if self._maybe_ours is not None:
-            return self._find_ours(self._maybe_ours.value, latest, in_progress, now)
+        if self._maybe_ours:
+            found = self._find_ours(promises, latest, in_progress, now)
+            if found is not None:
+                return found
         if in_progress is not None:
             return self._propose(Proposal(self.ballot, in_progress.value), own=False, now=now)
         if latest is not None:
@@ -252,13 +258,30 @@ class Proposer:
         return [NeedValue(self.ballot, tuple(p.read for p in promises))]
 
     def _find_ours(
-        self, ours: bytes, latest: Proposal | None, in_progress: Proposal | None, now: int
-    ) -> list[Output]:
-        if in_progress is not None and in_progress.value == ours:
-            return self._propose(Proposal(self.ballot, ours), own=True, now=now)
-        if latest is not None and latest.value == ours:
+        self, promises: list[Promise], latest: Proposal | None, in_progress: Proposal | None, now: int
+    ) -> list[Output] | None:
+        """Settle the fate of our earlier proposals; None: none was chosen, carry on as usual.
+
+        A chosen value of ours is either still the newest in-progress proposal of any quorum (we
+        finish it) or was committed, and then every promiser of the proposer that first moved on
+        from it held that commit: our quorum meets that quorum, so it is in someone's history —
+        unless more than `HISTORY` commits since pushed it out, which we detect and call UNKNOWN.
+        Proposals of ours older than the latest commit can never be chosen any more.
+        """
+        values = {p.value for p in self._maybe_ours}
+        if in_progress is not None and in_progress.value in values:
+            return self._propose(Proposal(self.ballot, in_progress.value), own=True, now=now)
+        digests = {digest(v) for v in values}
+        if (latest is not None and latest.value in values) or any(
+            d in digests for p in promises for _, d in p.history
+        ):
             return self._finish(Outcome.APPLIED)
-        return self._finish(Outcome.UNKNOWN)
+        oldest = min(p.ballot for p in self._maybe_ours)
+        if not all(len(p.history) < HISTORY or p.history[0][0] <= oldest for p in promises):
+            return self._finish(Outcome.UNKNOWN)
+        if latest is not None:
+            self._maybe_ours = [p for p in self._maybe_ours if p.ballot > latest.ballot]
+        return None
 
     def _propose(self, proposal: Proposal, own: bool, now: int) -> list[Output]:
         self._phase = _Phase.ACCEPT
@@ -283,7 +306,7 @@ class Proposer:
         if not self._no_quorum_left(self._rejected):
             return []
         if self._own_value and len(self._rejected) < len(self.replicas):
-            self._maybe_ours = self._proposal
+            self._maybe_ours.append(self._proposal)
         return self._contended(now)
 
     def _commit(
@@ -325,7 +348,7 @@ class Proposer:
     # --- helpers ---------------------------------------------------------------------------
 
     def _timeout_outcome(self) -> Outcome:
-        maybe_chosen = self._maybe_ours is not None or (
+        maybe_chosen = bool(self._maybe_ours) or (
             self._own_value and self._phase in (_Phase.COMMIT, _Phase.ACCEPT)
         )
         return Outcome.UNKNOWN if maybe_chosen else Outcome.TIMEOUT

@@ -25,18 +25,20 @@ CREATE TABLE IF NOT EXISTS paxos (
     accepted_ballot BLOB,
     accepted_value BLOB,
     committed_ballot BLOB,
-    committed_value BLOB
+    committed_value BLOB,
+    history BLOB NOT NULL DEFAULT x''
 ) WITHOUT ROWID
 """
 
 
 @dataclass(frozen=True)
 class PaxosRecord:
-    """Ballots as bytes; ``accepted``/``committed`` are (ballot, value) pairs."""
+    """Ballots as bytes; ``accepted``/``committed`` are (ballot, value) pairs; ``history`` is opaque."""
 
     promised: bytes | None = None
     accepted: tuple[bytes, bytes] | None = None
     committed: tuple[bytes, bytes] | None = None
+    history: bytes = b""
 
 
 def _pair(ballot: bytes | None, value: bytes | None) -> tuple[bytes, bytes] | None:
@@ -62,14 +64,14 @@ class PaxosStateStore:
 
     def load(self, key: bytes) -> PaxosRecord | None:
         row = self._conn.execute(
-            "SELECT promised, accepted_ballot, accepted_value, committed_ballot, committed_value "
+            "SELECT promised, accepted_ballot, accepted_value, committed_ballot, committed_value, history "
             "FROM paxos WHERE key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
         promised = None if row[0] is None else bytes(row[0])
-        return PaxosRecord(promised, _pair(row[1], row[2]), _pair(row[3], row[4]))
+        return PaxosRecord(promised, _pair(row[1], row[2]), _pair(row[3], row[4]), bytes(row[5]))
 
     def save(self, key: bytes, record: PaxosRecord) -> None:
         """Durable when this returns (one fsynced transaction)."""
@@ -77,8 +79,8 @@ class PaxosStateStore:
         committed = record.committed or (None, None)
         try:
             self._conn.execute(
-                "INSERT OR REPLACE INTO paxos VALUES (?, ?, ?, ?, ?, ?)",
-                (key, record.promised, accepted[0], accepted[1], committed[0], committed[1]),
+                "INSERT OR REPLACE INTO paxos VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, record.promised, accepted[0], accepted[1], committed[0], committed[1], record.history),
             )
         except sqlite3.Error as exc:
             raise StorageError(f"cannot save Paxos state in {self.path}: {exc}") from exc

@@ -139,6 +139,7 @@ def wait_down(observer: TestNode, count: int) -> None:
 
 def test_paxos_across_three_replicas(node_factory: NodeFactory) -> None:
     from cassandra import ConsistencyLevel, Unavailable
+    from cassandra.policies import FallthroughRetryPolicy
     from cassandra.query import SimpleStatement
 
     nodes = node_factory.start_cluster(3, options=OPTIONS)
@@ -194,6 +195,7 @@ def test_paxos_across_three_replicas(node_factory: NodeFactory) -> None:
         stmt = SimpleStatement(
             "INSERT INTO once (k, v) VALUES (101, 1) IF NOT EXISTS",
             serial_consistency_level=ConsistencyLevel.SERIAL,
+            retry_policy=FallthroughRetryPolicy(),  # the server's error, not NoHostAvailable
         )
         try:
             s.execute(stmt)

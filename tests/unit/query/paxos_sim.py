@@ -12,7 +12,7 @@ shows what the cluster holds. `check` then verifies the history against the regi
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tabletdb.query.paxos_acceptor import DurableAcceptor
@@ -81,9 +81,7 @@ class SimAcceptor:
             self.accepted.append(request.proposal)  # type: ignore[union-attr]
         if isinstance(reply, Promise) and reply.ok:
             read = None if self.table is None else self.table[0].to_bytes() + self.table[1]
-            reply = Promise(
-                reply.key, reply.ballot, True, reply.promised, reply.accepted, reply.committed, read
-            )
+            reply = replace(reply, read=read)
         return reply
 
 

@@ -44,7 +44,7 @@ def test_messages_survive_the_wire_form() -> None:
         Prepare(b"k", B1),
         Accept(b"k", p),
         Commit(b"k", p),
-        Promise(b"k", B2, True, B2, p, Proposal(B3, b""), b"read"),
+        Promise(b"k", B2, True, B2, p, Proposal(B3, b""), b"read", ((B1, b"d" * 16), (B3, b"e" * 16))),
         Promise(b"k", B2, False, B3, None, None),
         Accepted(b"k", B1, False, B3),
         Committed(b"k", B1),

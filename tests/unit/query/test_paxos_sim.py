@@ -99,3 +99,15 @@ def test_the_checker_catches_an_acceptor_that_breaks_its_promises() -> None:
         except AssertionError:
             failures += 1
     assert failures > 0
+
+
+def test_a_short_commit_history_degrades_to_unknown_never_to_a_wrong_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With room for only two commits, a proposer often cannot tell whether its value was chosen."""
+    from tabletdb.query import paxos_proposer
+
+    monkeypatch.setattr(paxos_acceptor, "HISTORY", 2)
+    monkeypatch.setattr(paxos_proposer, "HISTORY", 2)
+    for seed in range(30):
+        run(Config(seed, clients=5, p_drop=0.1, p_crash=0.02, ops_per_client=6))
