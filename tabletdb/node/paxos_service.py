@@ -2,15 +2,17 @@
 
 Acceptor side (every node): the verbs ``paxos.prepare``, ``paxos.accept`` and ``paxos.commit``
 carry a table id, a token and the message. A request for one partition is handled under that
-partition's lock in the order decide -> apply a commit to the base table (through the node's
-normal write path, views included) -> persist the acceptor state (fsynced) -> attach the
+partition's lock in the order decide -> apply a commit to the base table (the replica's normal
+apply path, ``LocalReplica.apply``) -> persist the acceptor state (fsynced) -> attach the
 partition's data to a promise -> reply, so nothing a reply announces can be lost to a kill -9.
 
-Proposer side (the coordinator; implements ``query.lwt.PaxosRounds``): checks that a quorum of
-the partition's replicas is alive (Unavailable otherwise), then feeds the `Proposer` replies
-and clock ticks and sends what it asks for. Requests to this node itself skip the network;
-replicas the failure detector reports down are not sent to (the proposer is told they were not
-delivered). Time running out surfaces as WriteTimeout with write type CAS.
+Proposer side (the coordinator; implements ``query.lwt.PaxosRounds``): the replicas of the
+partition come from the data path's placement (``Replicas``, the same answer writes and reads
+use; LOCAL_SERIAL keeps those of this node's datacenter). It checks that a quorum of them is
+alive (Unavailable otherwise), then feeds the `Proposer` replies and clock ticks and sends what
+it asks for. Requests to this node itself skip the network; replicas the failure detector
+reports down are not sent to (the proposer is told they were not delivered). Time running out
+surfaces as WriteTimeout with write type CAS.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tabletdb.cql.errors import InvalidRequest, Unavailable, WriteTimeout
-from tabletdb.dht.token import TokenRange
 from tabletdb.net.rpc import RpcError, RpcNode
-from tabletdb.protocol.requests import SERIAL
-from tabletdb.query.lwt import OnRead, Write
+from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
+from tabletdb.query.coordinator_context import Replicas
+from tabletdb.query.lwt import OnRead
 from tabletdb.query.paxos_acceptor import DurableAcceptor
 from tabletdb.query.paxos_messages import (
     Accept,
@@ -42,7 +44,7 @@ from tabletdb.query.paxos_messages import (
 )
 from tabletdb.query.paxos_proposer import Done, NeedValue, Outcome, Output, Proposer, Send, Timing
 from tabletdb.query.paxos_values import decode_mutations, encode_mutations
-from tabletdb.query.write_stores import DataStores
+from tabletdb.query.replica_placement import Replica
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.paxos_state import PaxosStateStore
 
@@ -65,19 +67,13 @@ class PaxosService:
         rpc: RpcNode,
         state_path: str,
         tables: Callable[[uuid.UUID], TableDef | None],
-        replicas: Callable[[TableDef, int], tuple[int, ...]],
-        is_up: Callable[[int], bool],
-        stores: DataStores,
-        write: Write,
+        replicas: Replicas,
         timeouts: PaxosTimeouts = PaxosTimeouts(),
     ) -> None:
         self._rpc = rpc
         self._acceptor = DurableAcceptor(PaxosStateStore(state_path))
         self._tables = tables
         self._replicas = replicas
-        self._is_up = is_up
-        self._stores = stores
-        self._write = write
         self._timeouts = timeouts
         self._locks: dict[bytes, tuple[asyncio.Lock, list[int]]] = {}
         """Per partition key: the lock and how many requests hold or wait for it."""
@@ -111,7 +107,7 @@ class PaxosService:
             async with lock:
                 before, step = self._acceptor.decide(request)
                 if step.apply is not None:
-                    await self._write(table, decode_mutations(step.apply.value))
+                    await self._replicas.local.apply(table, decode_mutations(step.apply.value))
                 self._acceptor.save(request.key, before, step)
                 reply = step.reply
                 if isinstance(reply, Promise) and reply.ok:
@@ -124,24 +120,25 @@ class PaxosService:
 
     def _partition(self, table: TableDef, token: int, partition_key: bytes) -> bytes | None:
         """This replica's whole partition, every cell version and tombstone (reconciled by the proposer)."""
-        store = self._stores.store(table, token)
-        found = [
-            m
-            for m in store.mutations_in_range(TokenRange(token - 1, token))
-            if m.partition_key == partition_key
-        ]
+        found = self._replicas.local.partition_mutations(table, partition_key, token)
         return encode_mutations(found) if found else None
 
     # --- proposer ------------------------------------------------------------------------------
 
-    async def transact(self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead) -> bool:
-        replicas = self._replicas(table, token)
+    async def transact(
+        self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead, serial: int = SERIAL
+    ) -> bool:
+        placed = self._replicas.placement.replicas(table, token)
+        if serial == LOCAL_SERIAL:
+            placed = tuple(r for r in placed if r.dc == self._replicas.local_dc)
+        replicas = tuple(r.raft_id for r in placed)
+        level = "LOCAL_SERIAL" if serial == LOCAL_SERIAL else "SERIAL"
         quorum = len(replicas) // 2 + 1
-        alive = [r for r in replicas if r == self._rpc.node_id or self._is_up(r)]
-        if len(alive) < quorum:
+        alive = [r for r in placed if self._replicas.is_up(r)]
+        if len(alive) < quorum or not replicas:
             raise Unavailable(
-                f"Cannot achieve consistency level SERIAL: {quorum} replicas needed, {len(alive)} alive",
-                SERIAL,
+                f"Cannot achieve consistency level {level}: {quorum} replicas needed, {len(alive)} alive",
+                serial,
                 quorum,
                 len(alive),
             )
@@ -153,7 +150,7 @@ class PaxosService:
         seq = next(self._seq) & 0xFFFFFFFF
         key = table.id.bytes + partition_key
         proposer = Proposer(key, replicas, quorum, self._rpc.node_id, seq, timing, seed=start ^ seq)
-        run = _Round(self, table, token, proposer, on_read)
+        run = _Round(self, table, token, proposer, on_read, {r.raft_id: r for r in placed})
         outcome = await run.drive()
         self.contentions += run.contentions
         if outcome is Outcome.APPLIED:
@@ -164,7 +161,7 @@ class PaxosService:
         raise WriteTimeout(
             f"Paxos on {table.keyspace}.{table.name} timed out ({run.contentions} contended rounds); "
             f"the conditional write {what}",
-            SERIAL,
+            serial,
             0,
             quorum,
             "CAS",
@@ -175,9 +172,16 @@ class _Round:
     """One transaction's event loop: replies and deadlines in, the proposer's requests out."""
 
     def __init__(
-        self, service: PaxosService, table: TableDef, token: int, proposer: Proposer, on_read: OnRead
+        self,
+        service: PaxosService,
+        table: TableDef,
+        token: int,
+        proposer: Proposer,
+        on_read: OnRead,
+        replicas: dict[int, Replica],
     ) -> None:
         self.s, self.table, self.token, self.proposer, self.on_read = service, table, token, proposer, on_read
+        self.replicas = replicas
         self.inbox: asyncio.Queue[tuple[int, Reply]] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.contentions = 0
@@ -207,7 +211,7 @@ class _Round:
                 return out
             if isinstance(out, NeedValue):
                 pending += self.proposer.provide(self.on_read(out.ballot, out.reads), _now_us())
-            elif out.dst != self.s._rpc.node_id and not self.s._is_up(out.dst):
+            elif not self.s._replicas.is_up(self.replicas[out.dst]):
                 pending += self.proposer.undelivered(out.dst, out.message, _now_us())
             else:
                 self._send(out)

@@ -32,8 +32,8 @@ from tabletdb.node.features import supported_features
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
-from tabletdb.node.paxos_replicas import ReplicaLookup
 from tabletdb.node.paxos_service import PaxosService, PaxosTimeouts
+from tabletdb.node.replica_service import build_replicas, register_coordinator_verbs
 from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
@@ -102,8 +102,19 @@ class Node:
             lambda: self.metadata.state.metadata.tablets,
         )
         self.storage.follow_schema(self.metadata.catalog)
+        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
+        self.replicas = build_replicas(
+            config,
+            self.storage,
+            lambda: self.metadata.state,
+            group0.rpc if group0 is not None else None,
+            self.failure_detector,
+        )
+        self.writer = WriteExecutor(self.storage, replicas=self.replicas)
+        if group0 is not None:
+            register_coordinator_verbs(group0.rpc, self.writer.counters, lambda: self.metadata.state)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
-        data = DataPath(WriteExecutor(self.storage), catalog_views(lambda: self.metadata.catalog))
+        data = DataPath(self.writer, catalog_views(lambda: self.metadata.catalog))
         self.paxos = self._paxos(data)
         self.processor = QueryProcessor(
             lambda: self.info,
@@ -136,21 +147,15 @@ class Node:
 
     def _paxos(self, data: DataPath) -> PaxosService | None:
         """Conditional statements run Paxos across replicas in a cluster (a maintenance node: a lock)."""
-        if not isinstance(self.metadata, Group0Service) or self.failure_detector is None:
+        if not isinstance(self.metadata, Group0Service):
             return None
-        group0, detector = self.metadata, self.failure_detector
+        c, group0 = self.config, self.metadata
         paxos = PaxosService(
             group0.rpc,
-            str(self.config.workdir / "paxos" / "paxos.db"),
+            str(c.workdir / "paxos" / "paxos.db"),
             lambda table_id: group0.catalog.by_id(table_id),
-            ReplicaLookup(lambda: group0.state),
-            detector.is_up,
-            self.storage,
-            data.write,
-            PaxosTimeouts(
-                self.config.cas_contention_timeout_in_ms / 1000,
-                self.config.write_request_timeout_in_ms / 1000,
-            ),
+            self.replicas,
+            PaxosTimeouts(c.cas_contention_timeout_in_ms / 1000, c.write_request_timeout_in_ms / 1000),
         )
         paxos.register()
         data.paxos = paxos

@@ -23,6 +23,7 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BOOLEAN, CqlType, ListType, MapType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
+from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.paxos_messages import Ballot
 from tabletdb.query.paxos_values import encode_mutations, reconciled_store
@@ -49,8 +50,12 @@ Decision = tuple[list[Mutation] | None, RowsResult]
 class PaxosRounds(Protocol):
     """The cluster side of a transaction (``node.paxos_service`` implements it over the network)."""
 
-    async def transact(self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead) -> bool:
+    async def transact(
+        self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead, serial: int = SERIAL
+    ) -> bool:
         """Run Paxos for the partition; True if our value was committed, False if none was proposed.
+
+        ``serial`` is SERIAL (all replicas) or LOCAL_SERIAL (those in the coordinator's DC).
 
         Raises Unavailable when fewer than a quorum of replicas are alive, and WriteTimeout (write
         type CAS) when time ran out, including when our value may or may not have been chosen.
@@ -205,6 +210,7 @@ async def execute_conditional(
     timestamp: int | None,
     write: Write,
     paxos: PaxosRounds | None = None,
+    serial: int | None = None,
 ) -> RowsResult:
     """``write`` applies the mutations durably (and keeps views up to date) on a lone node.
 
@@ -223,7 +229,7 @@ async def execute_conditional(
         mutations = writer.mutations_for(stmt, table, bindings, ts) if applied else None
         return mutations, _result(table, applied, shown, current)
 
-    return await _transact(writer, table, key, token, write, paxos, decide)
+    return await _transact(writer, table, key, token, write, paxos, serial, decide)
 
 
 async def execute_conditional_batch(
@@ -231,6 +237,7 @@ async def execute_conditional_batch(
     statements: Sequence[tuple[Modification, TableDef, Bindings]],
     write: Write,
     paxos: PaxosRounds | None = None,
+    serial: int | None = None,
 ) -> RowsResult:
     table = statements[0][1]
     if any(t.id != table.id for _, t, _ in statements):
@@ -268,7 +275,7 @@ async def execute_conditional_batch(
         ]
         return mutations, _result(table, True, [], None)
 
-    return await _transact(writer, table, key, token, write, paxos, decide)
+    return await _transact(writer, table, key, token, write, paxos, serial, decide)
 
 
 async def _transact(
@@ -278,6 +285,7 @@ async def _transact(
     token: int,
     write: Write,
     paxos: PaxosRounds | None,
+    serial: int | None,
     decide: Callable[[RowAt, int | None], Decision],
 ) -> RowsResult:
     if paxos is None:
@@ -298,7 +306,7 @@ async def _transact(
         results.append(result)
         return None if mutations is None else encode_mutations(mutations)
 
-    await paxos.transact(table, token, key, on_read)
+    await paxos.transact(table, token, key, on_read, LOCAL_SERIAL if serial == LOCAL_SERIAL else SERIAL)
     return results[-1]
 
 
