@@ -236,6 +236,10 @@ class _Round:
                 return
             self.inbox.put_nowait((out.dst, reply))
 
+        if isinstance(out.message, Commit):
+            # The outcome needs only a quorum of acks; the other replicas must still learn it.
+            self.s._replicas.spawn(call())
+            return
         task = asyncio.ensure_future(call())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)

@@ -166,6 +166,14 @@ def test_paxos_across_three_replicas(node_factory: NodeFactory) -> None:
     assert len(applied) == 24
     assert applied <= ids <= applied | unknown
     assert value == len(ids)
+    # Commits reach the base tables through the normal apply path: plain QUORUM reads agree.
+    for node in nodes:
+        with pinned(node) as s:
+            stmt = SimpleStatement(
+                "SELECT v, ids FROM counter WHERE k = 0", consistency_level=ConsistencyLevel.QUORUM
+            )
+            row = s.execute(stmt).one()
+            assert (row.v, frozenset(row.ids)) == (value, ids)
 
     # A conditional batch on one partition: all statements in one round, conditions on two rows.
     with pinned(nodes[2]) as s:
