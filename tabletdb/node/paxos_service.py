@@ -46,7 +46,7 @@ from tabletdb.query.paxos_proposer import Done, NeedValue, Outcome, Output, Prop
 from tabletdb.query.paxos_values import decode_mutations, encode_mutations
 from tabletdb.query.replica_placement import Replica
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.paxos_state import PaxosStateStore
+from tabletdb.storage.paxos_state import PaxosStateCommitter, PaxosStateStore
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ class PaxosService:
     ) -> None:
         self._rpc = rpc
         self._acceptor = DurableAcceptor(PaxosStateStore(state_path))
+        self._saves = PaxosStateCommitter(self._acceptor.store)
         self._tables = tables
         self._replicas = replicas
         self._timeouts = timeouts
@@ -108,7 +109,9 @@ class PaxosService:
                 before, step = self._acceptor.decide(request)
                 if step.apply is not None:
                     await self._replicas.local.apply(table, decode_mutations(step.apply.value))
-                self._acceptor.save(request.key, before, step)
+                record = self._acceptor.changed(before, step)
+                if record is not None:
+                    await self._saves.save(request.key, record)
                 reply = step.reply
                 if isinstance(reply, Promise) and reply.ok:
                     reply = replace(reply, read=self._partition(table, token, request.key[16:]))

@@ -26,7 +26,7 @@ from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.paxos_messages import Ballot
-from tabletdb.query.paxos_values import encode_mutations, reconciled_store
+from tabletdb.query.paxos_values import Reconciler, encode_mutations
 from tabletdb.query.read_rows import partition_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
@@ -45,6 +45,7 @@ OnRead = Callable[[Ballot, Sequence[bytes | None]], bytes | None]
 RowAt = Callable[[bytes | None], Row | None]
 """The current row at a clustering key (None: the partition's first row or its static row)."""
 Decision = tuple[list[Mutation] | None, RowsResult]
+_RECONCILER = Reconciler()
 
 
 class PaxosRounds(Protocol):
@@ -298,11 +299,12 @@ async def _transact(
     results: list[RowsResult] = []
 
     def on_read(ballot: Ballot, reads: Sequence[bytes | None]) -> bytes | None:
-        merged, now = reconciled_store(reads), writer.now_seconds()
-        try:
-            mutations, result = decide(lambda ck: _row_in(merged, table, key, ck, now), ballot.micros)
-        finally:
-            merged.close()
+        now = writer.now_seconds()
+        with _RECONCILER.reconciled(reads) as merged:
+            row_at: RowAt = (
+                (lambda ck: None) if merged is None else (lambda ck: _row_in(merged, table, key, ck, now))
+            )
+            mutations, result = decide(row_at, ballot.micros)
         results.append(result)
         return None if mutations is None else encode_mutations(mutations)
 

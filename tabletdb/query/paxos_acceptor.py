@@ -152,5 +152,11 @@ class DurableAcceptor:
         return before, step(before, request)
 
     def save(self, key: bytes, before: AcceptorState, result: Step) -> None:
-        if result.state != before:
-            self.store.save(key, record_of(result.state))
+        record = self.changed(before, result)
+        if record is not None:
+            self.store.save(key, record)
+
+    @staticmethod
+    def changed(before: AcceptorState, result: Step) -> PaxosRecord | None:
+        """What to persist for ``result`` (None: nothing changed), for drivers that batch saves."""
+        return None if result.state == before else record_of(result.state)

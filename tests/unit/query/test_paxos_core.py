@@ -119,3 +119,47 @@ def test_a_later_proposer_repairs_an_accepted_but_uncommitted_value(tmp_path: Pa
     assert applied[:2] == [b"x", b"x"] and applied[-2:] == [b"y", b"y"]
     committed = [a.decide(Prepare(b"k", Ballot(10**6, 0, 0)))[0].committed for a in acceptors.values()]
     assert [c.value for c in committed if c is not None] == [b"y", b"y", b"y"]
+
+
+def test_saves_of_one_tick_share_a_transaction(tmp_path: Path) -> None:
+    import asyncio
+
+    from tabletdb.storage.paxos_state import PaxosRecord, PaxosStateCommitter
+
+    store = PaxosStateStore(tmp_path / "paxos.db")
+    committer = PaxosStateCommitter(store)
+
+    async def go() -> None:
+        records = [PaxosRecord(Ballot(i, 0, 0).to_bytes()) for i in range(1, 11)]
+        await asyncio.gather(*(committer.save(bytes([i]), r) for i, r in enumerate(records)))
+        await committer.save(b"\x00", PaxosRecord(Ballot(99, 0, 0).to_bytes()))
+
+    asyncio.run(go())
+    assert committer.flushes == 2 and store.count() == 10
+    found = store.load(b"\x00")
+    assert found is not None and found.promised == Ballot(99, 0, 0).to_bytes()
+
+
+def test_reads_reconcile_last_write_wins_and_leave_the_scratch_store_empty() -> None:
+    from tabletdb.query.paxos_values import Reconciler, decode_mutations, encode_mutations
+    from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
+
+    def partition(ts: int, value: bytes) -> bytes:
+        row = RowWrite(b"", marker=RowMarker(ts), cells=(Cell("v", value, ts),))
+        return encode_mutations([Mutation(b"pk", 42, rows=(row,))])
+
+    newer, older = partition(20, b"new"), partition(10, b"old")
+    assert decode_mutations(newer) == [
+        Mutation(b"pk", 42, rows=(RowWrite(b"", marker=RowMarker(20), cells=(Cell("v", b"new", 20),)),))
+    ]
+    reconciler = Reconciler()
+    with reconciler.reconciled([None, None]) as store:
+        assert store is None
+    with reconciler.reconciled([older, None, newer]) as store:
+        assert store is not None
+        data = store.read_partition(b"pk", now=0)
+        assert data is not None and data.rows[0].cells_of("v")[0].value == b"new"
+    with reconciler.reconciled([older]) as store:
+        assert store is not None
+        data = store.read_partition(b"pk", now=0)
+        assert data is not None and data.rows[0].cells_of("v")[0].value == b"old"
