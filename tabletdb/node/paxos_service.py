@@ -24,10 +24,10 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from tabletdb.cql.errors import InvalidRequest, Unavailable, WriteTimeout
-from tabletdb.net.rpc import RpcError, RpcNode
+from tabletdb.net.rpc import Handler, RpcError
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.query.coordinator_context import Replicas
 from tabletdb.query.lwt import OnRead
@@ -53,6 +53,16 @@ log = logging.getLogger(__name__)
 VERBS = {Prepare: "paxos.prepare", Accept: "paxos.accept", Commit: "paxos.commit"}
 
 
+class Rpc(Protocol):
+    """What the service needs of ``net.rpc.RpcNode`` (tests pass an in-process network)."""
+
+    node_id: int
+
+    def register(self, verb: str, handler: Handler) -> None: ...
+
+    async def call(self, peer: int, verb: str, payload: Any = None, timeout: float = 5.0) -> Any: ...
+
+
 @dataclass(frozen=True)
 class PaxosTimeouts:
     """Seconds. The transaction's budget is contention plus one write (Cassandra's two settings)."""
@@ -64,7 +74,7 @@ class PaxosTimeouts:
 class PaxosService:
     def __init__(
         self,
-        rpc: RpcNode,
+        rpc: Rpc,
         state_path: str,
         tables: Callable[[uuid.UUID], TableDef | None],
         replicas: Replicas,
