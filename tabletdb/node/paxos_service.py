@@ -45,7 +45,7 @@ from tabletdb.query.paxos_messages import (
 from tabletdb.query.paxos_proposer import Done, NeedValue, Outcome, Output, Proposer, Send, Timing
 from tabletdb.query.paxos_values import decode_mutations, encode_mutations
 from tabletdb.query.replica_placement import Replica
-from tabletdb.schema.model import TableDef
+from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.paxos_state import PaxosStateCommitter, PaxosStateStore
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ class PaxosService:
         self._locks: dict[bytes, tuple[asyncio.Lock, list[int]]] = {}
         """Per partition key: the lock and how many requests hold or wait for it."""
         self._seq = itertools.count(1)
+        self._known_tables: set[uuid.UUID] | None = None
         self.contentions = 0
         """Rounds lost to competing proposers since start (observability)."""
 
@@ -98,6 +99,15 @@ class PaxosService:
 
     def close(self) -> None:
         self._acceptor.store.close()
+
+    def follow_schema(self, catalog: Catalog) -> None:
+        """Forget the Paxos state of tables seen to disappear (DROP), as the data stores do."""
+        current = set(catalog.ids)
+        if self._known_tables is not None:
+            for table_id in self._known_tables - current:
+                removed = self._acceptor.store.forget_prefix(table_id.bytes)
+                log.info("paxos state of dropped table %s removed rows=%d", table_id, removed)
+        self._known_tables = current
 
     # --- acceptor ------------------------------------------------------------------------------
 

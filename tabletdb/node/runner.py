@@ -158,6 +158,8 @@ class Node:
             PaxosTimeouts(c.cas_contention_timeout_in_ms / 1000, c.write_request_timeout_in_ms / 1000),
         )
         paxos.register()
+        paxos.follow_schema(group0.catalog)
+        group0.add_listener(lambda _events: paxos.follow_schema(group0.catalog))
         data.paxos = paxos
         return paxos
 

@@ -10,8 +10,8 @@ The storage layer does not interpret the values: ballots are fixed-width byte st
 byte order is ballot order, and values are the proposer's opaque bytes (see
 ``query.paxos_messages``).
 
-Cassandra keeps this in ``system.paxos`` with a TTL; rows here are kept (`forget_prefix` can
-drop a table's), which costs one small row per partition ever written conditionally.
+Cassandra keeps this in ``system.paxos`` with a TTL; rows here are kept until their table is
+dropped (`forget_prefix`), one small row per partition ever written conditionally.
 """
 
 from __future__ import annotations

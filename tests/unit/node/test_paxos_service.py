@@ -8,6 +8,7 @@ reaching every replica's base table, Unavailable from the failure detector's vie
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,18 @@ def test_replicas_that_never_answer_time_out_as_cas(
         asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"x", [])))
     assert info.value.write_type == "CAS"
     assert stored(cluster, 0) is None
+
+
+def test_a_dropped_tables_paxos_state_is_forgotten(
+    setup: tuple[Cluster, Network, list[PaxosService]],
+) -> None:
+    from tabletdb.schema.mutations import DropTable, apply_mutations
+
+    cluster, _, services = setup
+    services[0].follow_schema(cluster.catalog)
+    assert asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"x", []))) is True
+    store = services[0]._acceptor.store
+    assert store.count() == 1
+    dropped = apply_mutations(cluster.catalog, [DropTable("ks", "t")], uuid.uuid1())
+    services[0].follow_schema(dropped)
+    assert store.count() == 0
