@@ -3,7 +3,8 @@
 Clients are pinned to different nodes so every node coordinates some transactions on the same
 partition. One cluster serves all phases (starting three processes is the expensive part):
 racing INSERT ... IF NOT EXISTS, a compare-and-set counter, a conditional batch, then kill -9 of
-one node (SERIAL still works) and of a second (Unavailable).
+one node (SERIAL still works) and of a second (Unavailable), then both restart and the one that
+missed the latest transactions coordinates the next.
 """
 
 from __future__ import annotations
@@ -211,3 +212,13 @@ def test_paxos_across_three_replicas(node_factory: NodeFactory) -> None:
             assert exc.consistency == ConsistencyLevel.SERIAL
         else:
             raise AssertionError("an LWT with 1 of 3 replicas alive succeeded")
+
+    # Both come back. The one that missed every transaction on k=100 coordinates the next: the
+    # promises bring it the latest commit and the current row, and its own replica catches up.
+    nodes[1].start()
+    nodes[2].start()
+    with pinned(nodes[2]) as s:
+        row = s.execute("UPDATE once SET v = 4 WHERE k = 100 IF v = 3").one()
+        assert row.applied, row
+        at_all = SimpleStatement("SELECT v FROM once WHERE k = 100", consistency_level=ConsistencyLevel.ALL)
+        assert s.execute(at_all).one().v == 4
