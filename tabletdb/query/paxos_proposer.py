@@ -1,7 +1,8 @@
 """The Paxos proposer for one lightweight transaction, as a sans-I/O state machine.
 
 Inputs: `start`, `receive` (a reply from an acceptor), `provide` (the new value, or None when
-the IF condition does not hold) and `tick` (time has passed). Every input returns the outputs
+the IF condition does not hold), `undelivered` (a request the shell did not send: its target is
+down) and `tick` (time has passed). Every input returns the outputs
 it produced: `Send` (a request to an acceptor), `NeedValue` (the promise quorum's reads; answer
 with `provide`) and, once, `Done`. Time is an input (microseconds), randomness comes from the
 seed given at construction, so a run replays exactly.
@@ -12,16 +13,17 @@ ballot and committing it, then start over; or (b) send the newest commit to prom
 missed it, then start over; or (c) the promisers agree on the latest commit, so their reads are
 current: ask for the value, propose it, and commit it on a quorum. A refusal by so many
 replicas that no quorum is left is contention: back off for a random while and retry with a
-ballot above every one seen. A round that does not complete within ``round_timeout_us`` is
+ballot above every one seen. A round that does not complete within ``Timing.round_timeout`` is
 retried the same way (lost messages, a crashed acceptor).
 
 Our own proposal may be accepted somewhere without our knowing whether it was chosen (some
-accepted and too many refused, or a replica did not answer). Re-evaluating the condition then
-would be wrong (a later round could repair our value and find the condition false), so the
-next round only looks for it: our value as the newest in-progress proposal is repaired and
-reported applied, as the latest commit it is reported applied, and otherwise the result is
-``UNKNOWN`` (the shell answers WriteTimeout, write type CAS, as Cassandra does). A proposal
-every replica refused was accepted nowhere and is retried from scratch.
+accepted and too many refused, or a replica did not answer). Re-evaluating the condition while
+it could still be chosen would be wrong (a later round could repair our value and find the
+condition false), so the next round first settles its fate (`_find_ours`): still the newest
+in-progress proposal -> we finish it, applied; in the latest commit or an acceptor's commit
+history -> applied; provably never chosen -> carry on as usual; otherwise ``UNKNOWN`` (the shell
+answers WriteTimeout, write type CAS, as Cassandra does). So is running out of time once our
+value may have been accepted. A proposal every replica refused was accepted nowhere.
 """
 
 from __future__ import annotations
