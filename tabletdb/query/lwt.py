@@ -27,6 +27,7 @@ from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.paxos_messages import Ballot
 from tabletdb.query.paxos_values import Reconciler, encode_mutations
+from tabletdb.query.read_restrictions import analyze
 from tabletdb.query.read_rows import partition_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
@@ -277,6 +278,24 @@ async def execute_conditional_batch(
         return mutations, _result(table, True, [], None)
 
     return await _transact(writer, table, key, token, write, paxos, serial, decide)
+
+
+async def serial_read_barrier(
+    paxos: PaxosRounds, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, serial: int
+) -> None:
+    """A SELECT at SERIAL/LOCAL_SERIAL: first a Paxos round that proposes nothing.
+
+    It finishes a transaction left accepted but uncommitted and brings the latest commit to a
+    quorum, so the QUORUM read that follows sees every value Paxos may have chosen (Cassandra's
+    read with Paxos does the same).
+    """
+    r = analyze(stmt.where, table, bindings, lambda rel, t, b: lambda row: True)
+    if r.partition_keys is None or len(r.partition_keys) != 1:
+        raise InvalidRequest(
+            "SERIAL/LOCAL_SERIAL consistency may only be requested for one partition at a time"
+        )
+    key, token = partition_key(table, r.partition_keys[0])
+    await paxos.transact(table, token, key, lambda ballot, reads: None, serial)
 
 
 async def _transact(

@@ -16,9 +16,15 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.protocol.wire import Unset
-from tabletdb.query.coordinator_cl import ONE
+from tabletdb.query.coordinator_cl import LOCAL_SERIAL, ONE, SERIAL
 from tabletdb.query.coordinator_read import ConsistentReads
-from tabletdb.query.lwt import PaxosRounds, execute_conditional, execute_conditional_batch, is_conditional
+from tabletdb.query.lwt import (
+    PaxosRounds,
+    execute_conditional,
+    execute_conditional_batch,
+    is_conditional,
+    serial_read_barrier,
+)
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
@@ -171,6 +177,8 @@ class DataPath:
         paging_state: bytes | None,
         cl: int = ONE,
     ) -> RowsResult:
+        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
+            await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
         source = ConsistentReads(self.writer.reads, cl)
         now = self.writer.now_seconds()
         return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)

@@ -222,3 +222,7 @@ def test_paxos_across_three_replicas(node_factory: NodeFactory) -> None:
         assert row.applied, row
         at_all = SimpleStatement("SELECT v FROM once WHERE k = 100", consistency_level=ConsistencyLevel.ALL)
         assert s.execute(at_all).one().v == 4
+        serial = SimpleStatement(
+            "SELECT v FROM once WHERE k = 100", consistency_level=ConsistencyLevel.SERIAL
+        )
+        assert s.execute(serial).one().v == 4

@@ -184,3 +184,31 @@ def test_a_dropped_tables_paxos_state_is_forgotten(
     dropped = apply_mutations(cluster.catalog, [DropTable("ks", "t")], uuid.uuid1())
     services[0].follow_schema(dropped)
     assert store.count() == 0
+
+
+def test_a_round_that_proposes_nothing_finishes_an_interrupted_transaction(
+    setup: tuple[Cluster, Network, list[PaxosService]],
+) -> None:
+    """What a SERIAL read relies on: an accepted, never committed value is committed first."""
+    from tabletdb.query.paxos_messages import Accept, Prepare, Proposal
+
+    cluster, _, services = setup
+    ballot = Ballot(1_000, 99, 1)
+    row = RowWrite(b"", marker=RowMarker(1_000), cells=(Cell("v", b"half-done", 1_000),))
+    value = encode_mutations([Mutation(KEY, TOKEN, rows=(row,))])
+    key = cluster.table.id.bytes + KEY
+
+    async def interrupted() -> None:  # a coordinator got two acceptances, then died
+        for s in services[:2]:
+            await s.handle(cluster.table, TOKEN, Prepare(key, ballot))
+            await s.handle(cluster.table, TOKEN, Accept(key, Proposal(ballot, value)))
+
+    async def serial_read() -> bool:
+        done = await services[2].transact(cluster.table, TOKEN, KEY, lambda b, reads: None)
+        await asyncio.sleep(0.05)
+        return done
+
+    asyncio.run(interrupted())
+    assert [stored(cluster, i) for i in range(3)] == [None, None, None]
+    assert asyncio.run(serial_read()) is False
+    assert [stored(cluster, i) for i in range(3)] == [b"half-done"] * 3
