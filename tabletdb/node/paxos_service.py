@@ -2,9 +2,10 @@
 
 Acceptor side (every node): the verbs ``paxos.prepare``, ``paxos.accept`` and ``paxos.commit``
 carry a table id, a token and the message. A request for one partition is handled under that
-partition's lock in the order decide -> apply a commit to the base table (the replica's normal
-apply path, ``LocalReplica.apply``) -> persist the acceptor state (fsynced) -> attach the
-partition's data to a promise -> reply, so nothing a reply announces can be lost to a kill -9.
+partition's lock in the order decide -> apply a commit to the base table (``apply``: the
+replica's normal local apply path, views and indexes included) -> persist the acceptor state
+(fsynced) -> attach the partition's data to a promise -> reply, so nothing a reply announces
+can be lost to a kill -9.
 
 Proposer side (the coordinator; implements ``query.lwt.PaxosRounds``): the replicas of the
 partition come from the data path's placement (``Replicas``, the same answer writes and reads
@@ -30,7 +31,7 @@ from tabletdb.cql.errors import InvalidRequest, Unavailable, WriteTimeout
 from tabletdb.net.rpc import Handler, RpcError
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.query.coordinator_context import Replicas
-from tabletdb.query.lwt import OnRead
+from tabletdb.query.lwt import OnRead, Write
 from tabletdb.query.paxos_acceptor import DurableAcceptor
 from tabletdb.query.paxos_messages import (
     Accept,
@@ -78,6 +79,7 @@ class PaxosService:
         state_path: str,
         tables: Callable[[uuid.UUID], TableDef | None],
         replicas: Replicas,
+        apply: Write,
         timeouts: PaxosTimeouts = PaxosTimeouts(),
     ) -> None:
         self._rpc = rpc
@@ -85,6 +87,7 @@ class PaxosService:
         self._saves = PaxosStateCommitter(self._acceptor.store)
         self._tables = tables
         self._replicas = replicas
+        self._apply = apply
         self._timeouts = timeouts
         self._locks: dict[bytes, tuple[asyncio.Lock, list[int]]] = {}
         """Per partition key: the lock and how many requests hold or wait for it."""
@@ -128,7 +131,7 @@ class PaxosService:
             async with lock:
                 before, step = self._acceptor.decide(request)
                 if step.apply is not None:
-                    await self._replicas.local.apply(table, decode_mutations(step.apply.value))
+                    await self._apply(table, decode_mutations(step.apply.value))
                 record = self._acceptor.changed(before, step)
                 if record is not None:
                     await self._saves.save(request.key, record)

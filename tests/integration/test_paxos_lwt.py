@@ -226,3 +226,22 @@ def test_paxos_across_three_replicas(node_factory: NodeFactory) -> None:
             "SELECT v FROM once WHERE k = 100", consistency_level=ConsistencyLevel.SERIAL
         )
         assert s.execute(serial).one().v == 4
+
+
+def test_conditional_writes_keep_indexes_and_views_on_a_single_node(session: Any) -> None:
+    """A node of one is a cluster too: Paxos with one acceptor, whose commits update derived data."""
+    session.execute(
+        "CREATE KEYSPACE solo WITH replication = "
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+    )
+    session.execute("CREATE TABLE solo.t (k int PRIMARY KEY, v int)")
+    session.execute("CREATE INDEX ON solo.t (v)")
+    session.execute(
+        "CREATE MATERIALIZED VIEW solo.by_v AS SELECT * FROM solo.t "
+        "WHERE v IS NOT NULL AND k IS NOT NULL PRIMARY KEY (v, k)"
+    )
+    assert session.execute("INSERT INTO solo.t (k, v) VALUES (1, 10) IF NOT EXISTS").one().applied
+    assert session.execute("UPDATE solo.t SET v = 11 WHERE k = 1 IF v = 10").one().applied
+    assert [r.k for r in session.execute("SELECT k FROM solo.t WHERE v = 11")] == [1]
+    assert list(session.execute("SELECT k FROM solo.t WHERE v = 10")) == []
+    assert [(r.v, r.k) for r in session.execute("SELECT v, k FROM solo.by_v")] == [(11, 1)]

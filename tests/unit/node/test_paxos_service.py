@@ -74,6 +74,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[Cluster, Network, list[PaxosService]
             str(tmp_path / f"paxos-{i}.db"),
             cluster.catalog.by_id,
             replicas,
+            replicas.local.apply,
             PaxosTimeouts(cas_contention=0.5, write=0.3),
         )
         service.register()
