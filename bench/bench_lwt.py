@@ -6,6 +6,8 @@ Figures, all in one run, scylla-driver in separate processes at `--concurrency`,
   (RF=1: Paxos with a single acceptor — three fsynced acceptor-state writes and one data write).
 - `3 nodes insert` / `3 nodes lwt`: the same against the first node of a 3-node cluster, RF=3
   (the coordinator is always a replica). CPU µs/op is summed over the three server processes.
+- `3 nodes lwt one key`: every request on one partition (after the first, none applies: each is a
+  full prepare round that reads and proposes nothing) — contention, backoff and retries.
 
 Reproduce: `.venv/bin/python -m bench.bench_lwt [--duration S] [--concurrency N]`.
 """
@@ -67,7 +69,9 @@ def _schema(node: ServerHandle, rf: int) -> None:
         c.shutdown()
 
 
-def _load(nodes: list[ServerHandle], statement: str, args: argparse.Namespace) -> dict[str, Any]:
+def _load(
+    nodes: list[ServerHandle], statement: str, args: argparse.Namespace, keys: int = KEYS
+) -> dict[str, Any]:
     spec = LoadSpec(
         nodes[0].host,
         nodes[0].port,
@@ -77,7 +81,7 @@ def _load(nodes: list[ServerHandle], statement: str, args: argparse.Namespace) -
         processes=args.processes,
         warmup_s=args.warmup,
         duration_s=args.duration,
-        key_space=KEYS,
+        key_space=keys,
     )
     others = nodes[1:]
     before = [proc_cpu_seconds(n.pid) for n in others]
@@ -103,6 +107,8 @@ def main() -> None:
             _schema(nodes[0], size)
             figures[f"{size} node insert"] = _load(nodes, INSERT, args)
             figures[f"{size} node lwt"] = _load(nodes, LWT, args)
+            if size > 1:
+                figures[f"{size} node lwt one key"] = _load(nodes, LWT, args, keys=1)
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
 
 
