@@ -217,7 +217,7 @@ class QueryProcessor:
         if isinstance(stmt, ast.SelectStatement):
             return await self._select_from(stmt, table, Bindings(values), params)
         return await self._data_path().modify(
-            stmt, table, Bindings(values), params.timestamp, params.consistency
+            stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
         )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
@@ -241,7 +241,9 @@ class QueryProcessor:
             client,
             "BATCH",
             batch.consistency,
-            lambda: self._data_path().batch(kind, items, batch.timestamp, batch.consistency),
+            lambda: self._data_path().batch(
+                kind, items, batch.timestamp, batch.consistency, batch.serial_consistency
+            ),
         )
 
     def _data_path(self) -> DataPath:

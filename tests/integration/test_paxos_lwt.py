@@ -195,7 +195,9 @@ def test_paxos_across_three_replicas(node_factory: NodeFactory) -> None:
         row = s.execute("INSERT INTO once (k, v) VALUES (100, 2) IF NOT EXISTS").one()
         assert not row.applied and row.v == 1
     with pinned(nodes[1]) as s:
-        assert s.execute("UPDATE once SET v = 3 WHERE k = 100 IF v = 1").one().applied
+        update = s.prepare("UPDATE once SET v = ? WHERE k = 100 IF v = ?")
+        update.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
+        assert s.execute(update, (3, 1)).one().applied
 
     # A second one down: fewer than a serial quorum alive -> Unavailable.
     nodes[1].kill()

@@ -21,6 +21,7 @@ from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
 from tabletdb.net.rpc import Handler
 from tabletdb.node.paxos_service import PaxosService, PaxosTimeouts
+from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.query.coordinator_context import Timeouts
 from tabletdb.query.paxos_messages import Ballot
 from tabletdb.query.paxos_values import Reconciler, encode_mutations
@@ -150,7 +151,10 @@ def test_two_replicas_down_is_unavailable(setup: tuple[Cluster, Network, list[Pa
     net.down |= {raft_id_of(host(1)), raft_id_of(host(2))}
     with pytest.raises(Unavailable) as info:
         asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"x", [])))
-    assert (info.value.required, info.value.alive) == (2, 1)
+    assert (info.value.consistency, info.value.required, info.value.alive) == (SERIAL, 2, 1)
+    with pytest.raises(Unavailable) as info:  # one DC: its replicas are all the replicas
+        asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"x", []), LOCAL_SERIAL))
+    assert (info.value.consistency, info.value.required, info.value.alive) == (LOCAL_SERIAL, 2, 1)
 
 
 def test_one_replica_down_still_commits(setup: tuple[Cluster, Network, list[PaxosService]]) -> None:
