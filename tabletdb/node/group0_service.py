@@ -50,6 +50,7 @@ from tabletdb.node.features import BATCH_FEATURE
 from tabletdb.node.group0_batch import DdlBatcher, TabletPlanner
 from tabletdb.node.group0_guard import DdlTurns
 from tabletdb.node.group0_raft import RaftDriver
+from tabletdb.node.group0_versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
 from tabletdb.query.node_info import RaftInfo, RaftMember
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
@@ -67,6 +68,8 @@ JOIN_VERB = "g0.join"
 COMMAND_TIMEOUT = 30.0
 JOIN_TIMEOUT = 120.0
 RESTART_BARRIER_TIMEOUT = 15.0
+AGREEMENT_WAIT = 1.0
+"""How long a DDL waits for live peers to report that they applied it before answering."""
 
 SchemaListener = Callable[[tuple[SchemaChangeEvent, ...]], None]
 MemberListener = Callable[[NodeRecord], None]
@@ -111,6 +114,11 @@ class Group0Service:
         self._member_listeners: list[MemberListener] = []
         self._join_lock = asyncio.Lock()
         self.turns = DdlTurns(self.driver, self.rpc)
+        self._state_index = self.store.snapshot_meta.index
+        """Raft index of the entry that made the current schema version (for peer versions)."""
+        self.versions = PeerVersions(
+            self.rpc, lambda: (self._state.state_id, self.driver.raft.applied), self._peer_ids
+        )
         self._ddl = DdlBatcher(
             lambda: self._state, self.turns, self.driver.wait_applied, self._submit_schema, tablet_planner
         )
@@ -138,7 +146,10 @@ class Group0Service:
         Changes waiting on this node share one cluster-wide DDL turn and one Raft entry
         (`group0_batch`); a change that lost a race is re-decided on the newer state.
         """
-        return await self._ddl.change(decide, COMMAND_TIMEOUT)
+        outcome = await self._ddl.change(decide, COMMAND_TIMEOUT)
+        if not outcome.is_noop:
+            await self.versions.wait_reported(self._state_index, AGREEMENT_WAIT)
+        return outcome
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -150,7 +161,9 @@ class Group0Service:
         await self.rpc.start()
         self.rpc.register(JOIN_VERB, self._on_join)
         self.turns.register()
+        self.versions.register()
         await self.driver.start()
+        self.versions.start()
         if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
             self.driver.campaign()  # a lone voter need not wait out an election timeout
         if self.record.host_id in self._state.topology.members:
@@ -163,6 +176,7 @@ class Group0Service:
 
     async def stop(self) -> None:
         await self._ddl.stop()
+        await self.versions.stop()
         await self.driver.stop()
         await self.rpc.stop()
 
@@ -325,7 +339,11 @@ class Group0Service:
             except (ValueError, KeyError, TypeError) as exc:  # same bytes everywhere: all skip it
                 log.error("group0 entry %d undecodable, skipped: %s", entry.index, exc)
                 continue
+            before = self._state.state_id
             self._state, outcomes = apply_entry(self._state, decoded)
+            if self._state.state_id != before:
+                self._state_index = entry.index
+                self.versions.changed()
             for applied in outcomes:
                 self._announce(applied)
 
@@ -345,6 +363,8 @@ class Group0Service:
     def _install(self, snapshot: Snapshot) -> None:
         before = self._state.metadata.catalog
         self._state = decode_snapshot(snapshot.data)
+        self._state_index = snapshot.meta.index
+        self.versions.changed()
         self._learn_peers()
         # The commands the snapshot stands for never pass through _apply here: announce what
         # changed, or drivers connected to this node keep stale metadata.
@@ -356,6 +376,13 @@ class Group0Service:
 
     def _snapshot_bytes(self) -> bytes:
         return encode_snapshot(self._state)
+
+    def peer_schema_version(self, raft_id: int) -> uuid.UUID | None:
+        """The schema version `system.peers` shows for a member (None until it reported one)."""
+        return self.versions.version_of(raft_id, self._state.state_id, self._state_index)
+
+    def _peer_ids(self) -> list[int]:
+        return [m.raft_id for m in self._state.topology.members.values() if m.raft_id != self.record.raft_id]
 
     def _learn_peers(self) -> None:
         for member in self._state.topology.members.values():
