@@ -62,8 +62,6 @@ from tabletdb.schema.model import Catalog
 
 log = logging.getLogger(__name__)
 
-INTERNODE_PORT = 7000
-"""Scylla's storage_port: group0 traffic. Every node has its own address, so one port serves."""
 JOIN_VERB = "g0.join"
 COMMAND_TIMEOUT = 30.0
 JOIN_TIMEOUT = 120.0
@@ -105,7 +103,7 @@ class Group0Service:
         if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
             self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
         self._state = decode_snapshot(self.store.snapshot().data)
-        self.rpc = RpcNode(record.raft_id, record.address, INTERNODE_PORT)
+        self.rpc = RpcNode(record.raft_id, record.address, record.storage_port)
         self.driver = RaftDriver(
             record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_bytes
         )
@@ -237,7 +235,7 @@ class Group0Service:
     async def _join_via_seeds(self) -> None:
         seeds = [s for s in self.seeds if s != self.record.address]
         for i, seed in enumerate(seeds):
-            self.rpc.add_peer(-(i + 1), seed, INTERNODE_PORT)
+            self.rpc.add_peer(-(i + 1), seed, self.record.storage_port)  # seeds share our port
         payload = {"cluster_name": self.cluster_name, "record": record_to_plain(self.record)}
         deadline = time.monotonic() + JOIN_TIMEOUT
         attempt = 0
@@ -248,8 +246,8 @@ class Group0Service:
                 reply = await self.rpc.call(peer, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
                 # Our log is empty until the leader's first snapshot arrives: learn the members'
                 # addresses from the reply so our answers reach the leader before that.
-                for raft_id, address in reply["members"]:
-                    self.driver.add_peer(raft_id, address, INTERNODE_PORT)
+                for raft_id, address, *port in reply["members"]:  # no port: a seed of an older build
+                    self.driver.add_peer(raft_id, address, port[0] if port else self.record.storage_port)
                 break
             except RemoteError as exc:
                 if "JoinRefused" in str(exc):
@@ -281,7 +279,7 @@ class Group0Service:
                     raise JoinRefused(f"node {record.host_id}: refused when its join was applied")
             await self._add_voter(record.raft_id)
         log.info("group0 admitted host_id=%s address=%s", record.host_id, record.address)
-        members = [[r.raft_id, r.address] for r in self._state.topology.members.values()]
+        members = [[r.raft_id, r.address, r.storage_port] for r in self._state.topology.members.values()]
         return {"leader": self.record.raft_id, "members": members}
 
     async def _add_voter(self, raft_id: int) -> None:
@@ -386,4 +384,4 @@ class Group0Service:
 
     def _learn_peers(self) -> None:
         for member in self._state.topology.members.values():
-            self.driver.add_peer(member.raft_id, member.address, INTERNODE_PORT)
+            self.driver.add_peer(member.raft_id, member.address, member.storage_port)

@@ -159,6 +159,7 @@ class Node:
             tokens=self.identity.tokens,
             supported_features=self.features,
             shard_count=c.smp,
+            storage_port=c.storage_port,
         )
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import threading
 import time
 import urllib.request
@@ -291,3 +292,21 @@ def test_peers_show_the_schema_version_each_peer_applied(node_factory: NodeFacto
     finally:
         os.kill(pid, signal.SIGCONT)
     _wait(agreed, "the resumed peer to report the new version")
+
+
+def _listens(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def test_storage_port_moves_group0_traffic(node_factory: NodeFactory) -> None:
+    """Every node takes internode traffic on the configured port, found through group0."""
+    nodes = node_factory.start_cluster(3, options={"storage_port": 7321})
+    for node in nodes:
+        assert _listens(node.host, 7321) and not _listens(node.host, 7000)
+    _pinned_rows(nodes[2], KEYSPACE)
+    _pinned_rows(nodes[1], "CREATE TABLE g0.moved (k int PRIMARY KEY)")
+    assert "moved" in _settled(nodes, {"moved"})[0][0]
