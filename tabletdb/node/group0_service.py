@@ -65,6 +65,8 @@ log = logging.getLogger(__name__)
 JOIN_VERB = "g0.join"
 COMMAND_TIMEOUT = 30.0
 JOIN_TIMEOUT = 120.0
+JOIN_RETRY_PAUSE = 0.1
+"""Seeds that are still starting refuse connections at once; asking again costs little."""
 RESTART_BARRIER_TIMEOUT = 15.0
 AGREEMENT_WAIT = 1.0
 """How long a DDL waits for live peers to report that they applied it before answering."""
@@ -258,7 +260,7 @@ class Group0Service:
             if time.monotonic() > deadline:
                 raise JoinRefused(f"could not join through seeds {', '.join(seeds)}: {last_error}")
             log.info("group0 join attempt failed (%s); retrying", last_error)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(JOIN_RETRY_PAUSE)
         async with asyncio.timeout(JOIN_TIMEOUT):
             await self.driver.read_barrier()
 
