@@ -240,8 +240,13 @@ def test_nodes_sharing_one_seed_list_form_one_cluster(node_factory: NodeFactory)
         node.start(wait=False)
     for node in nodes:
         node.wait_ready()
+    # Serving CQL means a node has joined, not that it has applied the joins after its own:
+    # nodes[2] may learn of a later joiner a moment after that one starts serving.
+    _wait(
+        lambda: sorted(n["address"] for n in _api(nodes[2], "/cluster/status")["nodes"]) == sorted(seeds),
+        "node 2 to list every member",
+    )
     status = _api(nodes[2], "/cluster/status")
-    assert sorted(n["address"] for n in status["nodes"]) == sorted(seeds)
     assert status["local"]["group0_id"] == _api(nodes[0], "/storage_service/hostid/local")
     # A driver whose control connection is on node 2 hears of DDL executed on node 0 (the
     # SCHEMA_CHANGE event comes from node 2 applying it; drivers never poll for schema).
