@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.schema.index_table import index_tables
 from tabletdb.schema.model import Catalog, KeyspaceDef, TableDef
 from tabletdb.tablets.allocation import NodeCapacity, allocate_replicas
 from tabletdb.tablets.count import ClusterShape, DcReplication, SizingConfig, TableSizing, tablet_count
@@ -113,30 +114,80 @@ def plan_tablet_changes(
     nodes: Sequence[NodeCapacity],
     sizing: SizingConfig,
 ) -> tuple[TabletChange, ...]:
-    """Maps for tables (and views) that exist in ``after`` in tablets keyspaces but have none,
-    and removals for mapped tables that ``after`` no longer has.
+    """Maps for tables (views, index entries tables) that exist in ``after`` in tablets keyspaces
+    but have none, and removals for mapped tables that ``after`` no longer has.
 
-    ``after`` is normally ``before`` with one command applied, so the table ids that came and
-    went are found by comparing the two catalogs' id maps (shared structure: the cost follows
-    the change, not the schema). If the result would not leave exactly one map per tablets
-    table (a change missed earlier, a keyspace that switched to tablets), every table is
-    checked instead, which repairs it.
+    ``after`` is normally ``before`` with one command applied, so only the keyspaces and tables
+    whose objects changed are looked at (shared structure: the cost follows the change, not the
+    schema). A change to a keyspace itself (created, dropped, altered, e.g. switched to tablets)
+    checks every table instead, and so does a result that would not leave exactly one map per
+    table (a table left without a map earlier is repaired by the next change).
     """
     if isinstance(maps, FrozenMap):
-        added = [after.by_id(t) for t in after.ids.keys_missing_from(before.ids)]
-        created = sorted(
-            (t for t in added if t is not None and t.id not in maps and _uses_tablets(after, t.keyspace)),
-            key=lambda t: (t.keyspace, t.name),
-        )
-        removed = sorted(
-            (t for t in before.ids.keys_missing_from(after.ids) if t in maps), key=lambda t: t.bytes
-        )
-        if len(maps) + len(created) - len(removed) == _tablet_table_count(after):
-            return tuple(
-                [TabletChange(t.id, _new_map(after, t, nodes, sizing)) for t in created]
-                + [TabletChange(t, None) for t in removed]
-            )
+        changed = _changed_tables(before, after)
+        if changed is not None:
+            changes = _plan_for_changed(changed, after, maps, nodes, sizing)
+            created = sum(1 for c in changes if c.tablet_map is not None)
+            if len(maps) + 2 * created - len(changes) == _tablet_table_count(after):
+                return changes
     return _plan_by_scan(after, maps, nodes, sizing)
+
+
+def _tablet_table_count(catalog: Catalog) -> int:
+    """Tables, views and index entries tables in tablets keyspaces: how many maps there should be.
+
+    Sizes of the per-keyspace maps, plus one attribute test per table for indexes: a guard that
+    catches a table left without a map (repaired by the full scan) at a small per-table cost."""
+    count = 0
+    for ks in catalog.keyspaces.values():
+        if ks.definition.uses_tablets:
+            count += len(ks.tables) + len(ks.views)
+            count += sum(len(index_tables(t)) for t in ks.tables.values() if t.indexes)
+    return count
+
+
+_ChangedTables = tuple[list[TableDef], list[TableDef]]
+
+
+def _changed_tables(before: Catalog, after: Catalog) -> _ChangedTables | None:
+    """(tables as ``after`` has them, tables as ``before`` had them) for every table or view
+    that was added, removed or redefined; None when a keyspace definition changed."""
+    new: list[TableDef] = []
+    old: list[TableDef] = []
+    for name, ks_after in after.keyspaces.items_missing_from(before.keyspaces):
+        ks_before = before.keyspaces.get(name)
+        if ks_before is None or ks_before.definition != ks_after.definition:
+            return None
+        new += [t for _, t in ks_after.tables.items_missing_from(ks_before.tables)]
+        new += [v.table for _, v in ks_after.views.items_missing_from(ks_before.views)]
+        old += [t for _, t in ks_before.tables.items_missing_from(ks_after.tables)]
+        old += [v.table for _, v in ks_before.views.items_missing_from(ks_after.views)]
+    if any(name not in after.keyspaces for name in before.keyspaces.keys_missing_from(after.keyspaces)):
+        return None
+    return new, old
+
+
+def _with_index_tables(table: TableDef) -> list[TableDef]:
+    return [table] + [entries for _, entries in index_tables(table)]
+
+
+def _plan_for_changed(
+    changed: _ChangedTables,
+    after: Catalog,
+    maps: Mapping[uuid.UUID, TabletMap],
+    nodes: Sequence[NodeCapacity],
+    sizing: SizingConfig,
+) -> tuple[TabletChange, ...]:
+    new, old = changed
+    wanted = [t for table in new if _uses_tablets(after, table.keyspace) for t in _with_index_tables(table)]
+    wanted_ids = {t.id for t in wanted}
+    created = sorted((t for t in wanted if t.id not in maps), key=lambda t: (t.keyspace, t.name))
+    gone = {t.id for table in old for t in _with_index_tables(table)} - wanted_ids
+    removed = sorted((t for t in gone if t in maps), key=lambda t: t.bytes)
+    return tuple(
+        [TabletChange(t.id, _new_map(after, t, nodes, sizing)) for t in created]
+        + [TabletChange(t, None) for t in removed]
+    )
 
 
 def _uses_tablets(catalog: Catalog, keyspace: str) -> bool:
@@ -151,13 +202,6 @@ def _new_map(
     return new_table_map(ks.definition, table, nodes, sizing)
 
 
-def _tablet_table_count(catalog: Catalog) -> int:
-    """Tables and views in tablets keyspaces: how many maps the state should hold."""
-    return sum(
-        len(ks.tables) + len(ks.views) for ks in catalog.keyspaces.values() if ks.definition.uses_tablets
-    )
-
-
 def _plan_by_scan(
     after: Catalog, maps: Mapping[uuid.UUID, TabletMap], nodes: Sequence[NodeCapacity], sizing: SizingConfig
 ) -> tuple[TabletChange, ...]:
@@ -168,6 +212,7 @@ def _plan_by_scan(
         if not ks.definition.uses_tablets:
             continue
         tables = [ks.tables[n] for n in sorted(ks.tables)] + [ks.views[n].table for n in sorted(ks.views)]
+        tables += [entries for t in list(tables) for _, entries in index_tables(t)]
         for table in tables:
             live.add(table.id)
             if table.id not in maps:

@@ -8,7 +8,7 @@ so concurrent writes never make a page repeat or skip rows outside what they cha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +20,11 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
+from tabletdb.query.read_index import choose_index, element_filter, index_rows, unindexed_filtering
 from tabletdb.query.read_restrictions import Restrictions, analyze
-from tabletdb.query.read_rows import OutRow, Position, lookup_rows, scan_rows
+from tabletdb.query.read_rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
-from tabletdb.query.write_stores import DataStores
 from tabletdb.schema.model import ClusteringOrder, TableDef
 
 PAGING_VERSION = 1
@@ -90,6 +90,8 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
 
 
 def _filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[dict[str, Any]], bool]:
+    if isinstance(rel.lhs, ast.ElementRef):
+        return element_filter(rel, table, bindings)
     if not isinstance(rel.lhs, ast.ColumnRef):
         raise InvalidRequest("Only restrictions on plain columns can be filtered")
     col = _col(table, rel.lhs.name)
@@ -139,21 +141,23 @@ def _decode_state(state: bytes | None) -> tuple[Position | None, int | None, int
     return Position(token, pk, ck), left, part_left
 
 
-def execute_select(
+async def execute_select(
     stmt: ast.SelectStatement,
     table: TableDef,
-    stores: DataStores,
+    source: PartitionSource,
     bindings: Bindings,
     page_size: int | None,
     paging_state: bytes | None,
     now: int,
 ) -> RowsResult:
     r = analyze(stmt.where, table, bindings, _filter)
-    if r.filters and not stmt.allow_filtering and not set(r.filtered_columns) <= indexed_columns(table):
+    lookup = choose_index(stmt.where, table, bindings)
+    filtered = unindexed_filtering(r, table, lookup)
+    if filtered and not stmt.allow_filtering:
         raise InvalidRequest(
             "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
             "performance. If you want to execute this query despite the performance unpredictability, "
-            f"use ALLOW FILTERING (restricted: {', '.join(r.filtered_columns)})"
+            f"use ALLOW FILTERING (restricted: {', '.join(filtered)})"
         )
     outputs = outputs_of(stmt, table)
     aggregate = any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by)
@@ -165,11 +169,13 @@ def execute_select(
     after, left, part_left = _decode_state(paging_state)
     if left is not None:
         limit = left
-    rows: Iterator[OutRow]
+    rows: AsyncGenerator[OutRow, None]
     if r.partition_keys is not None:
-        rows = lookup_rows(table, stores, r, now, after, reverse)
+        rows = lookup_rows(table, source, r, now, after, reverse)
+    elif lookup is not None:
+        rows = index_rows(table, lookup, source, r, now, after)
     else:
-        rows = scan_rows(table, stores, r, now, after)
+        rows = scan_rows(table, source, r, now, after)
     page = page_size if page_size and page_size > 0 and not aggregate else None
     taken: list[OutRow] = []
     current_key = (after.token, after.partition_key) if after is not None else None
@@ -177,7 +183,7 @@ def execute_select(
     more = False
     last: OutRow | None = None
     last_count = 0
-    for row in rows:
+    async for row in rows:
         key = (row.token, row.partition_key)
         if key != current_key:
             current_key, in_partition = key, 0
@@ -194,6 +200,7 @@ def execute_select(
         last = row
         in_partition += 1
         last_count = in_partition
+    await rows.aclose()
     next_state = None
     if more and last is not None:
         left_after = None if limit is None else limit - len(taken)
@@ -217,11 +224,6 @@ def execute_select(
         [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
     ]
     return RowsResult(RowsMetadata(columns, next_state), encoded)
-
-
-def indexed_columns(table: TableDef) -> set[str]:
-    """Columns a secondary index covers by value: restricting them needs no ALLOW FILTERING."""
-    return {i.target for i in table.indexes if "(" not in i.target}
 
 
 def _group_key(stmt: ast.SelectStatement, table: TableDef) -> list[str] | None:
