@@ -107,7 +107,7 @@ class Group0Service:
         self._state = decode_snapshot(self.store.snapshot().data)
         self.rpc = RpcNode(record.raft_id, record.address, record.storage_port)
         self.driver = RaftDriver(
-            record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_bytes
+            record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_capture
         )
         self._waiting: dict[uuid.UUID, asyncio.Future[Applied]] = {}
         self._schema_listeners: list[SchemaListener] = []
@@ -374,8 +374,9 @@ class Group0Service:
                 listener(events)
         log.info("group0 snapshot installed from the leader index=%d", snapshot.meta.index)
 
-    def _snapshot_bytes(self) -> bytes:
-        return encode_snapshot(self._state)
+    def _snapshot_capture(self) -> Callable[[], bytes]:
+        state = self._state  # immutable: encoding it later, in another thread, is safe
+        return lambda: encode_snapshot(state)
 
     def peer_schema_version(self, raft_id: int) -> uuid.UUID | None:
         """The schema version `system.peers` shows for a member (None until it reported one)."""
