@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Coroutine
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
@@ -192,6 +193,7 @@ class Node:
             tokens=self.identity.tokens,
             supported_features=self.features,
             shard_count=c.smp,
+            storage_port=c.storage_port,
         )
 
     @property
@@ -199,7 +201,8 @@ class Node:
         """This node, its peers and its Raft view from group0 (rebuilt only when they change)."""
         state = self.metadata.state
         raft = self.metadata.raft_info() if isinstance(self.metadata, Group0Service) else None
-        key = (state.topology, state.state_id, raft)
+        versions = self.metadata.versions.view_key() if isinstance(self.metadata, Group0Service) else None
+        key = (state.topology, state.state_id, raft, versions)
         if self._info_cache is not None and self._info_cache[0] == key:
             return self._info_cache[1]
         me = self.identity.host_id
@@ -211,7 +214,7 @@ class Node:
                 rack=r.rack,
                 rpc_address=ipaddress.ip_address(r.rpc_address),
                 tokens=r.tokens,
-                schema_version=state.state_id,
+                schema_version=self._peer_schema_version(r.raft_id, state.state_id),
                 supported_features=",".join(sorted(r.supported_features)),
             )
             for r in state.topology.members.values()
@@ -220,6 +223,13 @@ class Node:
         info = replace(self._base_info, peers=peers, raft=raft)
         self._info_cache = (key, info)
         return info
+
+    def _peer_schema_version(self, raft_id: int, local: uuid.UUID) -> uuid.UUID | None:
+        """What the peer last told us it applied (group0_versions); a maintenance-mode node has
+        no peers to ask and shows its own log's version."""
+        if isinstance(self.metadata, Group0Service):
+            return self.metadata.peer_schema_version(raft_id)
+        return local
 
     def _node_info(self) -> NodeInfo:
         c = self.config
