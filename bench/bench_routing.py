@@ -98,7 +98,7 @@ def _run(
         token_aware=aware,
     )
     before = routed(nodes)
-    result = run_load(spec, [n.pid for n in nodes]).as_dict()
+    result = run_load(spec, nodes[0].pid, [n.pid for n in nodes[1:]]).as_dict()
     after = routed(nodes)
     counts = {k: after[k] - before[k] for k in after}
     total = sum(counts.values())
