@@ -53,6 +53,7 @@ from tabletdb.query.system_tables import (
 from tabletdb.query.terms import Bindings, bind_by_name
 from tabletdb.query.virtual_select import output_columns, select_virtual
 from tabletdb.query.write_dispatch import DataPath, batch_receivers, batch_timestamp
+from tabletdb.query.write_index import build_new_index
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
@@ -306,6 +307,8 @@ class QueryProcessor:
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
             return VoidResult()
+        if isinstance(stmt, ast.CreateIndex) and self._data is not None:
+            await build_new_index(self._data.writer, self._metadata.catalog, outcome.events[0])
         first = outcome.events[0]
         return SchemaChangeResult(
             change=first.change.value,
