@@ -226,7 +226,9 @@ class QueryProcessor:
         """A SELECT or a modification on its resolved table: shared by QUERY and EXECUTE."""
         if isinstance(stmt, ast.SelectStatement):
             return await self._select_from(stmt, table, bindings, params)
-        return await self._data_path().modify(stmt, table, bindings, params.timestamp, params.consistency)
+        return await self._data_path().modify(
+            stmt, table, bindings, params.timestamp, params.consistency, params.serial_consistency
+        )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
         items = []
@@ -249,7 +251,9 @@ class QueryProcessor:
             client,
             "BATCH",
             batch.consistency,
-            lambda: self._data_path().batch(kind, items, batch.timestamp, batch.consistency),
+            lambda: self._data_path().batch(
+                kind, items, batch.timestamp, batch.consistency, batch.serial_consistency
+            ),
         )
 
     def _data_path(self) -> DataPath:
@@ -291,7 +295,9 @@ class QueryProcessor:
         if isinstance(stmt, ast.BatchStatement):
             items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
             timestamp = batch_timestamp(stmt, Bindings(values), params.timestamp)
-            return await self._data_path().batch(stmt.kind.upper(), items, timestamp, params.consistency)
+            return await self._data_path().batch(
+                stmt.kind.upper(), items, timestamp, params.consistency, params.serial_consistency
+            )
         if isinstance(stmt, ast.TruncateStatement):
             return await self._data_path().truncate(self._user_table(stmt.table, keyspace))
         if isinstance(stmt, ast.UseStatement):
