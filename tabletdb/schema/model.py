@@ -157,34 +157,34 @@ class TableDef:
     def is_cdc_log(self) -> bool:
         return self.partitioner == CDC_PARTITIONER
 
-    @cached_property
+    @cached_property  # cached ones: a frozen table never changes, and the data path asks per request
     def _by_name(self) -> dict[str, ColumnDef]:
         return {c.name: c for c in self.columns}
 
     def column(self, name: str) -> ColumnDef | None:
         return self._by_name.get(name)
 
-    @property
+    @cached_property
     def partition_key(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.PARTITION_KEY)
 
-    @property
+    @cached_property
     def clustering_key(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.CLUSTERING)
 
-    @property
+    @cached_property
     def primary_key(self) -> tuple[ColumnDef, ...]:
         return self.partition_key + self.clustering_key
 
-    @property
+    @cached_property
     def static_columns(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.STATIC)
 
-    @property
+    @cached_property
     def regular_columns(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.REGULAR)
 
-    @property
+    @cached_property
     def is_counter(self) -> bool:
         return any(c.type.is_counter for c in self.columns if not c.is_primary_key)
 
