@@ -120,13 +120,30 @@ def plan_tablet_changes(
     ``after`` is normally ``before`` with one command applied, so only the keyspaces and tables
     whose objects changed are looked at (shared structure: the cost follows the change, not the
     schema). A change to a keyspace itself (created, dropped, altered, e.g. switched to tablets)
-    checks every table instead, which also repairs anything missed earlier.
+    checks every table instead, and so does a result that would not leave exactly one map per
+    table (a table left without a map earlier is repaired by the next change).
     """
     if isinstance(maps, FrozenMap):
         changed = _changed_tables(before, after)
         if changed is not None:
-            return _plan_for_changed(changed, after, maps, nodes, sizing)
+            changes = _plan_for_changed(changed, after, maps, nodes, sizing)
+            created = sum(1 for c in changes if c.tablet_map is not None)
+            if len(maps) + 2 * created - len(changes) == _tablet_table_count(after):
+                return changes
     return _plan_by_scan(after, maps, nodes, sizing)
+
+
+def _tablet_table_count(catalog: Catalog) -> int:
+    """Tables, views and index entries tables in tablets keyspaces: how many maps there should be.
+
+    Sizes of the per-keyspace maps, plus one attribute test per table for indexes: a guard that
+    catches a table left without a map (repaired by the full scan) at a small per-table cost."""
+    count = 0
+    for ks in catalog.keyspaces.values():
+        if ks.definition.uses_tablets:
+            count += len(ks.tables) + len(ks.views)
+            count += sum(len(index_tables(t)) for t in ks.tables.values() if t.indexes)
+    return count
 
 
 _ChangedTables = tuple[list[TableDef], list[TableDef]]
