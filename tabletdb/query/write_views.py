@@ -4,7 +4,8 @@ write, and turn the difference of the rows' view keys and values into view mutat
 Reading the whole partition around the write is what makes every kind of base change (row and
 range deletions, updates of view-key columns) come out right without per-statement rules;
 writes to tables with views or indexes therefore hold their partitions' locks. View rows carry
-the base write's timestamp: a view row whose key moved away (or that stopped matching the
+the base write's timestamp (or one past the previous derivation's, if a client timestamp is
+older: ``DerivedLocks.stamp``): a view row whose key moved away (or that stopped matching the
 view's WHERE clause) is deleted at that timestamp, and a new or changed one is written at it.
 A base row belongs in the view when every view key column is non-null and every other WHERE
 restriction holds. TTLs carry over: each view cell expires with its base cell, the view row
@@ -182,11 +183,12 @@ async def write_with_derived(
     """
     stores = writer.stores
     keys = sorted({(m.partition_key, m.token) for m in mutations})
-    async with derived_locks(writer).writing(table.id, [key for key, _ in keys]):
+    locks = derived_locks(writer)
+    async with locks.writing(table.id, [key for key, _ in keys]):
         now = writer.now_seconds()
         before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
         await writer.write(table, mutations, cl, write_type)
-        timestamp = write_timestamp(mutations)
+        timestamp = locks.stamp(write_timestamp(mutations))
         derived: dict[uuid.UUID, tuple[TableDef, list[Mutation]]] = {}
         for key, token in keys:
             after = partition_snapshot(table, stores, key, token, now)
