@@ -71,7 +71,8 @@ def _view_key(view: TableDef, values: dict[str, Any]) -> tuple[bytes, ...] | Non
 def _view_values(view: TableDef, row: BaseRow) -> tuple[Any, ...]:
     """What a view row shows and how long it lives: compared to skip rewriting unchanged rows."""
     names = [c.name for c in view.columns if not c.is_primary_key]
-    ttls = tuple(None if n not in row.cells else row.cells[n].ttl_remaining for n in names)
+    # key columns' TTLs too: a view key cell rewritten with a new TTL changes when the row expires
+    ttls = tuple(None if c.name not in row.cells else row.cells[c.name].ttl_remaining for c in view.columns)
     return tuple(row.values.get(n) for n in names), ttls, row.marker_ttl
 
 
