@@ -9,8 +9,9 @@ older: ``DerivedLocks.stamp``): a view row whose key moved away (or that stopped
 view's WHERE clause) is deleted at that timestamp, and a new or changed one is written at it.
 A base row belongs in the view when every view key column is non-null and every other WHERE
 restriction holds. TTLs carry over: each view cell expires with its base cell, the view row
-marker with the base row marker, and when a view key column comes from a TTL'd base cell the
-whole view row expires with that cell, as Cassandra's view rows do.
+marker with the base row (when its marker and every cell have expired), and when a view key
+column comes from a TTL'd base cell the whole view row expires with that cell, as Cassandra's
+view rows do.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def _view_values(view: TableDef, row: BaseRow) -> tuple[Any, ...]:
     names = [c.name for c in view.columns if not c.is_primary_key]
     # key columns' TTLs too: a view key cell rewritten with a new TTL changes when the row expires
     ttls = tuple(None if c.name not in row.cells else row.cells[c.name].ttl_remaining for c in view.columns)
-    return tuple(row.values.get(n) for n in names), ttls, row.marker_ttl
+    return tuple(row.values.get(n) for n in names), ttls, row.liveness_ttl
 
 
 def _selected(view: ViewDef, base: TableDef, row: BaseRow | None) -> tuple[bytes, ...] | None:
@@ -137,7 +138,7 @@ def _view_row(
             whole_value(
                 col, row.values.get(col.name), WriteTime(timestamp, min(ttls, default=0), now), changes
             )
-    marker_ttls = [t for t in (key_ttl, row.marker_ttl) if t is not None]
+    marker_ttls = [t for t in (key_ttl, row.liveness_ttl) if t is not None]
     marker_ttl = min(marker_ttls, default=0)
     marker = RowMarker(timestamp, marker_ttl, now + marker_ttl if marker_ttl else 0)
     pk, token = partition_key(vt, list(key[:n_pk]))
