@@ -29,6 +29,7 @@ from typing import Any
 
 from tabletdb.cql.errors import ServerError
 from tabletdb.group0.auth_state import with_auth
+from tabletdb.group0.balancing import BalancingCommand
 from tabletdb.group0.cluster_state import (
     Applied,
     ClusterState,
@@ -185,6 +186,11 @@ class Group0Service:
         raise ConcurrentModification(
             f"schema change lost to concurrent schema changes {MAX_DDL_ATTEMPTS} times in a row; retry it"
         )
+
+    async def set_balancing(self, enabled: bool) -> None:
+        """Set group0's tablet-balancing flag; returns once this node applied it."""
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            await self._submit(BalancingCommand(uuid.uuid4(), enabled))
 
     # --- lifecycle -------------------------------------------------------------------------------
 
