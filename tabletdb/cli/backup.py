@@ -136,6 +136,9 @@ def backup_command(to_dir: str, keyspaces: tuple[str, ...], **connection: Any) -
     except (BackupError, RestError) as exc:
         click.echo(f"tabletdb backup: failed: {exc}", err=True)
         raise SystemExit(1) from None
+    except Exception as exc:  # driver and OS errors: one line, not a traceback
+        click.echo(f"tabletdb backup: failed: {type(exc).__name__}: {exc}", err=True)
+        raise SystemExit(1) from None
     mb = summary.bytes / 1e6
     click.echo(
         f"backed up {summary.tables} table(s), {summary.files} file(s), {summary.rows} rows, {mb:.1f} MB "
@@ -169,7 +172,10 @@ def restore_command(from_dir: str, progress_file: str | None, **connection: Any)
         click.echo(f"tabletdb restore: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     except (RestoreError, RestError) as exc:
-        click.echo(f"tabletdb restore: failed: {exc}", err=True)
+        click.echo(f"tabletdb restore: failed: {exc}; run it again to resume", err=True)
+        raise SystemExit(1) from None
+    except Exception as exc:  # driver and OS errors: one line, not a traceback
+        click.echo(f"tabletdb restore: failed: {type(exc).__name__}: {exc}; run it again to resume", err=True)
         raise SystemExit(1) from None
     mb = summary.bytes / 1e6
     click.echo(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,6 +22,7 @@ from typing import Any
 
 DEFAULT_API_PORT = 10000
 TIMEOUT = 600.0
+CONNECT_PATIENCE = 15.0
 _CHUNK = 1 << 20
 
 Advance = Callable[[int], None]
@@ -140,16 +142,23 @@ class Cluster:
     def __init__(self, hosts: Sequence[str], api_port: int, endpoints: Mapping[str, int]) -> None:
         self._port = api_port
         self._endpoints = dict(endpoints)
-        errors: list[str] = []
-        for host in hosts:
-            try:
-                by_address = self.api(host).host_ids()
-                break
-            except RestError as exc:
-                errors.append(str(exc))
-        else:
-            raise RestError("no node's REST API answered: " + "; ".join(errors))
+        by_address = self._members(hosts)
         self.nodes: dict[uuid.UUID, NodeApi] = {hid: self.api(addr) for addr, hid in by_address.items()}
+
+    def _members(self, hosts: Sequence[str]) -> dict[str, uuid.UUID]:
+        """Ask the hosts in turn; a node starts its REST API just after CQL, so a freshly
+        started cluster gets a few seconds before we give up."""
+        deadline = time.monotonic() + CONNECT_PATIENCE
+        while True:
+            errors: list[str] = []
+            for host in hosts:
+                try:
+                    return self.api(host).host_ids()
+                except RestError as exc:
+                    errors.append(str(exc))
+            if time.monotonic() > deadline:
+                raise RestError("no node's REST API answered: " + "; ".join(errors))
+            time.sleep(0.2)
 
     def api(self, address: str) -> NodeApi:
         return NodeApi(address, self._endpoints.get(address, self._port))

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tabletdb.spark.backup_rest import RestError
 from tests.harness.clients import scylla_session
 from tests.harness.node import NodeFactory, TestNode
 
@@ -225,3 +226,37 @@ def test_restore_killed_midway_resumes_to_identical_data(
     done = _run(args)
     assert "(resumed)" in done.stdout and f"{loaded} already done" in done.stdout
     assert _snapshot(target) == _snapshot(source)
+
+
+def test_balancing_flag_is_replicated_state_that_survives_a_restart(node_factory: NodeFactory) -> None:
+    from tabletdb.spark.backup_rest import NodeApi
+
+    node = node_factory.start_node()
+    api = NodeApi(node.host, node.endpoints.api_port)
+    assert api.balancing_enabled()
+    api.set_balancing(False)
+    node.restart()
+    api = NodeApi(node.host, node.endpoints.api_port)
+    for _ in range(100):  # the REST API comes up just after CQL
+        try:
+            assert not api.balancing_enabled()
+            break
+        except RestError:
+            time.sleep(0.1)
+    else:
+        raise AssertionError("REST API did not come up after the restart")
+
+
+def test_failed_backup_resumes_balancing_and_drops_its_snapshots(source: TestNode, tmp_path: Path) -> None:
+    from tabletdb.spark.backup_rest import NodeApi
+
+    out = tmp_path / "broken"
+    out.mkdir()
+    (out / "data").write_text("a file where the data directory must go")
+    done = subprocess.run(
+        _cli("backup", *_endpoint_args(source), "--to", str(out)), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1 and "failed" in done.stderr
+    assert NodeApi(source.host, source.endpoints.api_port).balancing_enabled()
+    assert not list((source.workdir / "snapshots").glob("*/*"))
+    assert not (out / "manifest.json").exists()
