@@ -10,6 +10,7 @@ last. The snapshots are removed and balancing is put back as it was whether or n
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from tabletdb.cql.identifiers import quote_identifier
 from tabletdb.spark.backup_manifest import (
     MANIFEST,
     SCHEMA,
@@ -28,6 +30,8 @@ from tabletdb.spark.backup_manifest import (
     write_manifest,
 )
 from tabletdb.spark.backup_rest import DEFAULT_API_PORT, Cluster, RestError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PARALLEL = 4
 DDL_TIMEOUT = 120.0
@@ -197,8 +201,10 @@ def run_backup(
             manifest = _copy(
                 session, cluster, options, out_dir, tag, chosen_keyspaces, cluster_name, reporter
             )
-        finally:
-            _clean_up(cluster, tag, was_enabled, reporter)
+        except BaseException:
+            _clean_up(cluster, tag, was_enabled, reporter, failing=True)  # the first error is the news
+            raise
+        _clean_up(cluster, tag, was_enabled, reporter)
     return BackupSummary(
         out_dir,
         len(manifest.tables),
@@ -265,7 +271,7 @@ def _copy(
                 uses_tablets=layout is not None,
                 tablet_count=0 if layout is None else len(layout.last_tokens),
                 last_tokens=[] if layout is None else layout.last_tokens,
-                row_count=sum(f.rows for f in files),
+                row_count=_row_count(session, table, files, layout, len(cluster.nodes)),
                 files=files,
                 is_view=table[3],
             )
@@ -282,8 +288,26 @@ def _copy(
     return manifest
 
 
-def _clean_up(cluster: Cluster, tag: str, was_enabled: bool, reporter: Reporter) -> None:
-    """Drop the snapshots and put balancing back; every step is tried even if one fails."""
+def _row_count(
+    session: Any,
+    table: tuple[str, str, str, bool],
+    files: list[BackupFile],
+    layout: TabletLayout | None,
+    nodes: int,
+) -> int:
+    """Live rows at snapshot time: the sum over tablet files. A vnode table's files overlap
+    (every node holds RF copies of each range), so on several nodes it is counted through CQL."""
+    if layout is not None or nodes == 1:
+        return sum(f.rows for f in files)
+    name = f"{quote_identifier(table[0])}.{quote_identifier(table[1])}"
+    return int(session.execute(f"SELECT COUNT(*) FROM {name}").one()[0])
+
+
+def _clean_up(
+    cluster: Cluster, tag: str, was_enabled: bool, reporter: Reporter, failing: bool = False
+) -> None:
+    """Drop the snapshots and put balancing back; every step is tried even if one fails. While
+    another error is propagating, problems here are logged instead of replacing it."""
     reporter.step("removing snapshots, resuming balancing", None)
     problems: list[str] = []
     for node in cluster.nodes.values():
@@ -296,5 +320,7 @@ def _clean_up(cluster: Cluster, tag: str, was_enabled: bool, reporter: Reporter)
             cluster.any_node.set_balancing(True)
         except RestError as exc:
             problems.append(f"could not resume tablet balancing: {exc}")
-    if problems:
+    if problems and failing:
+        log.error("backup clean-up after a failure: %s", "; ".join(problems))
+    elif problems:
         raise BackupError("; ".join(problems))
