@@ -260,3 +260,35 @@ def test_failed_backup_resumes_balancing_and_drops_its_snapshots(source: TestNod
     assert NodeApi(source.host, source.endpoints.api_port).balancing_enabled()
     assert not list((source.workdir / "snapshots").glob("*/*"))
     assert not (out / "manifest.json").exists()
+
+
+def test_tablet_files_load_as_rows_where_boundaries_differ(
+    source: TestNode, backup_dir: Path, node_factory_module: NodeFactory
+) -> None:
+    from tabletdb.spark.backup_rest import NodeApi
+
+    manifest = json.loads((backup_dir / "manifest.json").read_text())
+    kv = next(t for t in manifest["tables"] if t["table"] == "kv")
+    target = node_factory_module.start_node(options=AUTH)
+    with scylla_session(target, auth_provider=_cassandra()) as s:
+        s.execute(f"CREATE KEYSPACE bk WITH replication = {NTS}")
+        s.execute(
+            f"CREATE TABLE bk.kv (k int PRIMARY KEY, v text, n int) WITH ID = {kv['id']}"
+            " AND tablets = {'min_tablet_count': 2, 'max_tablet_count': 2}"
+        )
+    assert kv["tablet_count"] != 2
+    api = NodeApi(target.host, target.endpoints.api_port)
+    for f in kv["files"]:
+        result = api.load_tablet(
+            kv["id"], f["first_token"], f["last_token"], backup_dir / f["path"], f["sha256"]
+        )
+        assert result["mode"] == "rows" and result["partitions"] > 0
+    query = "SELECT k, v, n, writetime(v) FROM bk.kv"
+    with (
+        scylla_session(target, auth_provider=_cassandra()) as t,
+        scylla_session(source, auth_provider=_cassandra()) as s,
+    ):
+        assert sorted(map(tuple, t.execute(query))) == sorted(map(tuple, s.execute(query)))
+    with pytest.raises(RestError, match=r"HTTP 400.*checksum"):
+        f = kv["files"][0]
+        api.load_tablet(kv["id"], f["first_token"], f["last_token"], backup_dir / f["path"], "0" * 64)
