@@ -8,6 +8,7 @@ backup (listed).
 from __future__ import annotations
 
 import configparser
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,13 +121,19 @@ def _connection_options(command: Any) -> Any:
 @click.option(
     "--keyspace", "keyspaces", multiple=True, help="Keyspace to back up (default: all); repeatable."
 )
-def backup_command(to_dir: str, keyspaces: tuple[str, ...], **connection: Any) -> None:
+@click.option(
+    "--all-replicas",
+    is_flag=True,
+    help="Copy every replica of each tablet (safe when replicas may differ; restore merges them).",
+)
+def backup_command(to_dir: str, keyspaces: tuple[str, ...], all_replicas: bool, **connection: Any) -> None:
     """Back up schema, roles and data: per-tablet files, schema.cql and manifest.json."""
+
     from tabletdb.spark.backup import BackupError, run_backup
     from tabletdb.spark.backup_rest import RestError
 
     try:
-        options = _cluster_options(**connection)
+        options = dataclasses.replace(_cluster_options(**connection), all_replicas=all_replicas)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     console = Console(stderr=True)

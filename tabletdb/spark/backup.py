@@ -68,6 +68,8 @@ class ClusterOptions:
     api_port: int = DEFAULT_API_PORT
     api_endpoints: dict[str, int] = field(default_factory=dict)
     parallel: int = DEFAULT_PARALLEL
+    all_replicas: bool = False
+    """Backup: copy every replica of each tablet, not one (restore merges them, last write wins)."""
 
 
 @contextmanager
@@ -147,8 +149,10 @@ def _choose_files(
     table: tuple[str, str, str, bool],
     layout: TabletLayout | None,
     snapshots: dict[uuid.UUID, dict[str, Any]],
+    all_replicas: bool,
 ) -> list[tuple[uuid.UUID, dict[str, Any]]]:
-    """The snapshot entries to copy: one replica's file per tablet, or every node's vnode files."""
+    """The snapshot entries to copy: one replica's file per tablet (every replica's with
+    ``all_replicas``), or every node's vnode files."""
     _, _, table_id, _ = table
     entries = {
         host: [f for f in snap["files"] if f["table_id"] == table_id and f["path"] is not None]
@@ -167,14 +171,16 @@ def _choose_files(
                         f"(snapshot ends at {found[0]['last_token']}, map at {layout.last_tokens[tablet_id]})"
                     )
                 chosen.append((host, found[0]))
-                break
+                if not all_replicas:
+                    break
     return chosen
 
 
-def _file_name(host: uuid.UUID, entry: dict[str, Any]) -> str:
+def _file_name(host: uuid.UUID, entry: dict[str, Any], all_replicas: bool) -> str:
     directory = f"data/{entry['keyspace']}/{entry['table']}-{uuid.UUID(entry['table_id']).hex}"
     if entry["tablet_id"] is not None:
-        return f"{directory}/tablet-{entry['tablet_id']}.db"
+        replica = f"-{host}" if all_replicas else ""
+        return f"{directory}/tablet-{entry['tablet_id']}{replica}.db"
     return f"{directory}/{host}-shard-{entry['shard']}.db"
 
 
@@ -238,12 +244,16 @@ def _copy(
         return result
 
     snapshots = dict(zip(hosts, parallel_map(options.parallel, snapshot, hosts)))
-    plan = [(t, host, entry) for t in tables for host, entry in _choose_files(t, layouts[t[2]], snapshots)]
+    plan = [
+        (t, host, entry)
+        for t in tables
+        for host, entry in _choose_files(t, layouts[t[2]], snapshots, options.all_replicas)
+    ]
     reporter.step("copying tablet files", sum(entry["size"] for _, _, entry in plan))
 
     def download(item: tuple[tuple[str, str, str, bool], uuid.UUID, dict[str, Any]]) -> BackupFile:
         _, host, entry = item
-        name = _file_name(host, entry)
+        name = _file_name(host, entry, options.all_replicas)
         digest = cluster.node(host).download(tag, entry["path"], out_dir / name, reporter.advance)
         if digest != entry["sha256"]:
             raise BackupError(f"{name}: downloaded sha256 {digest} != the node's {entry['sha256']}")
@@ -283,6 +293,7 @@ def _copy(
         tag=tag,
         keyspaces=keyspaces,
         tables=entries,
+        replicas="all" if options.all_replicas else "one",
     )
     write_manifest(out_dir, manifest)
     return manifest
@@ -295,9 +306,15 @@ def _row_count(
     layout: TabletLayout | None,
     nodes: int,
 ) -> int:
-    """Live rows at snapshot time: the sum over tablet files. A vnode table's files overlap
+    """Live rows at snapshot time: the sum over tablets (of the fullest replica's file when
+    several replicas were copied: a lower bound if they diverged). A vnode table's files overlap
     (every node holds RF copies of each range), so on several nodes it is counted through CQL."""
-    if layout is not None or nodes == 1:
+    if layout is not None:
+        per_tablet: dict[int | None, int] = {}
+        for f in files:
+            per_tablet[f.tablet_id] = max(per_tablet.get(f.tablet_id, 0), f.rows)
+        return sum(per_tablet.values())
+    if nodes == 1:
         return sum(f.rows for f in files)
     name = f"{quote_identifier(table[0])}.{quote_identifier(table[1])}"
     return int(session.execute(f"SELECT COUNT(*) FROM {name}").one()[0])

@@ -67,6 +67,9 @@ class Manifest:
     keyspaces: list[str]
     tables: list[TableEntry]
     format: int = FORMAT
+    replicas: str = "one"
+    """"one": one replica's file per tablet, row counts exact; "all": every replica's file,
+    row counts of the fullest replica (a lower bound when replicas diverged)."""
 
     @property
     def total_bytes(self) -> int:

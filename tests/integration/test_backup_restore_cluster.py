@@ -7,6 +7,7 @@ schema. Needs the replicated data path (coordinators forward to replicas); skipp
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -41,7 +42,16 @@ def _state(nodes: list[TestNode]) -> Any:
     return desc, rows
 
 
-def test_backup_and_restore_three_node_clusters(node_factory: NodeFactory, tmp_path: Any) -> None:
+@pytest.mark.parametrize(
+    "replicas",
+    [
+        pytest.param([], id="one-replica"),
+        pytest.param(["--all-replicas"], id="all-replicas", marks=pytest.mark.slow),
+    ],
+)
+def test_backup_and_restore_three_node_clusters(
+    node_factory: NodeFactory, tmp_path: Any, replicas: list[str]
+) -> None:
     src = node_factory.start_cluster(3, options={"num_tokens": 16})
     with scylla_session(src[0]) as s:
         s.execute(f"CREATE KEYSPACE r3 WITH replication = {NTS % 3}")
@@ -55,12 +65,19 @@ def test_backup_and_restore_three_node_clusters(node_factory: NodeFactory, tmp_p
     before = _state(src)
     out = tmp_path / "b"
     cli = [sys.executable, "-m", "tabletdb.cli.main"]
-    done = subprocess.run([*cli, "backup", *_args(src), "--to", str(out)], capture_output=True, text=True)
+    done = subprocess.run(
+        [*cli, "backup", *_args(src), "--to", str(out), *replicas], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     dst = node_factory.start_cluster(3, options={"num_tokens": 16})
     done = subprocess.run([*cli, "restore", *_args(dst), "--from", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "whole-file installs" in done.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    r3 = next(t for t in manifest["tables"] if t["keyspace"] == "r3")
+    per_tablet = 3 if replicas else 1
+    assert len(r3["files"]) == per_tablet * r3["tablet_count"] and r3["row_count"] == 200
+    assert manifest["replicas"] == ("all" if replicas else "one")
     after = _state(dst)
     assert after[1] == before[1]
     assert after[0] == before[0]
