@@ -9,6 +9,7 @@ Transfers stream through fixed-size buffers: a tablet file is never held in memo
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import time
 import urllib.error
@@ -43,18 +44,11 @@ class NodeApi:
     def base(self) -> str:
         return f"http://{self.address}:{self.port}"
 
-    def _call(
-        self,
-        method: str,
-        path: str,
-        query: Mapping[str, object] | None = None,
-        body: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
+    def _call(self, method: str, path: str, query: Mapping[str, object] | None = None) -> Any:
         url = f"{self.base}{path}"
         if query:
             url += "?" + urllib.parse.urlencode({k: str(v) for k, v in query.items()})
-        request = urllib.request.Request(url, data=body, method=method, headers=dict(headers or {}))
+        request = urllib.request.Request(url, method=method)
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
                 return json.loads(response.read() or b"null")
@@ -111,9 +105,26 @@ class NodeApi:
     ) -> dict[str, Any]:
         """Send a tablet image for the node to install whole or apply as rows."""
         query = {"table_id": table_id, "first_token": first_token, "last_token": last_token, "sha256": sha256}
+        path = "/storage_service/tablets/load?" + urllib.parse.urlencode(
+            {k: str(v) for k, v in query.items()}
+        )
         headers = {"Content-Length": str(source.stat().st_size), "Content-Type": "application/octet-stream"}
-        with open(source, "rb") as body:
-            result: dict[str, Any] = self._call("POST", "/storage_service/tablets/load", query, body, headers)
+        # http.client sends a file body in `blocksize` pieces: 8 KiB by default, a syscall each
+        connection = http.client.HTTPConnection(self.address, self.port, timeout=TIMEOUT, blocksize=_CHUNK)
+        try:
+            with open(source, "rb") as body:
+                connection.request("POST", path, body=body, headers=headers)
+            response = connection.getresponse()
+            text = response.read()
+        except OSError as exc:
+            raise RestError(f"POST {self.base}{path}: {exc}") from None
+        finally:
+            connection.close()
+        if response.status != 200:
+            raise RestError(
+                f"POST {self.base}{path}: HTTP {response.status}: {text.decode(errors='replace')}"
+            )
+        result: dict[str, Any] = json.loads(text)
         return result
 
 
