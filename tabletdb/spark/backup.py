@@ -27,6 +27,7 @@ from tabletdb.spark.backup_manifest import (
     BackupFile,
     Manifest,
     TableEntry,
+    granted_keyspace,
     write_manifest,
 )
 from tabletdb.spark.backup_rest import DEFAULT_API_PORT, Cluster, RestError
@@ -126,8 +127,16 @@ def _schema_rows(session: Any, keyspaces: Sequence[str]) -> list[Any]:
     rows = list(session.execute("DESC SCHEMA WITH INTERNALS AND PASSWORDS"))
     if not keyspaces:
         return rows
-    # Roles, grants and service levels have no keyspace; they go with any partial backup.
-    return [r for r in rows if r.keyspace_name is None or r.keyspace_name in keyspaces]
+
+    # Roles, grants and service levels have no keyspace; they go with any partial backup, except
+    # grants on objects of keyspaces left out (restore could not replay them).
+    def kept(row: Any) -> bool:
+        if row.keyspace_name is not None:
+            return bool(row.keyspace_name in keyspaces)
+        granted = granted_keyspace(row.create_statement) if row.type == "grant_permission" else None
+        return granted is None or granted in keyspaces
+
+    return [r for r in rows if kept(r)]
 
 
 def _tables(session: Any, keyspaces: Sequence[str]) -> list[tuple[str, str, str, bool]]:

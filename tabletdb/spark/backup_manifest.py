@@ -188,3 +188,18 @@ def pin_tablet_count(statement: str, count: int) -> str:
     if found is not None:
         return statement[: found.start()] + pinned + statement[found.end() :]
     return f"{statement}\n    AND {pinned}"
+
+
+_NAME = r'("(?:[^"]|"")+"|\w+)'
+_GRANT_ON_KEYSPACE = re.compile(r"\bON\s+(?:ALL\s+FUNCTIONS\s+IN\s+)?KEYSPACE\s+" + _NAME, re.IGNORECASE)
+_GRANT_ON_OBJECT = re.compile(r"\bON\s+(?:TABLE\s+|FUNCTION\s+)?" + _NAME + r"\.", re.IGNORECASE)
+
+
+def granted_keyspace(statement: str) -> str | None:
+    """The keyspace a GRANT's resource lives in (None for roles, ALL KEYSPACES, ...), so a
+    partial backup can leave out grants on keyspaces it does not hold."""
+    found = _GRANT_ON_KEYSPACE.search(statement) or _GRANT_ON_OBJECT.search(statement)
+    if found is None:
+        return None
+    name = found.group(1)
+    return name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()

@@ -292,3 +292,21 @@ def test_tablet_files_load_as_rows_where_boundaries_differ(
     with pytest.raises(RestError, match=r"HTTP 400.*checksum"):
         f = kv["files"][0]
         api.load_tablet(kv["id"], f["first_token"], f["last_token"], backup_dir / f["path"], "0" * 64)
+
+
+def test_backup_of_some_keyspaces_with_a_credentials_file(source: TestNode, tmp_path: Path) -> None:
+    credentials = tmp_path / "cqlshrc"
+    credentials.write_text("[authentication]\nusername = cassandra\npassword = cassandra\n")
+    endpoint = f"{source.host}:{source.endpoints.api_port}"
+    out = tmp_path / "vn-only"
+    args = ["--hosts", source.host, "--credentials-file", str(credentials), "--api-endpoint", endpoint]
+    _run(_cli("backup", *args, "--to", str(out), "--keyspace", "vn"))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [(t["keyspace"], t["table"]) for t in manifest["tables"]] == [("vn", "t")]
+    schema = (out / "schema.cql").read_text()
+    assert "CREATE KEYSPACE vn" in schema and "GRANT reader TO writer" in schema
+    assert "KEYSPACE bk" not in schema and " bk." not in schema  # nor grants on what is left out
+    done = subprocess.run(
+        _cli("backup", *args, "--to", str(out)), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1 and "already holds a backup" in done.stderr

@@ -12,6 +12,7 @@ from tabletdb.spark.backup_manifest import (
     ManifestError,
     TableEntry,
     created_table_id,
+    granted_keyspace,
     pin_tablet_count,
     read_manifest,
     split_statements,
@@ -80,3 +81,21 @@ def test_a_directory_without_a_manifest_is_not_a_backup(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text('{"format": 99}')
     with pytest.raises(ManifestError, match="format 99"):
         read_manifest(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("grant", "keyspace"),
+    [
+        ("GRANT SELECT ON KEYSPACE bk TO reader;", "bk"),
+        ("GRANT MODIFY ON bk.kv TO writer;", "bk"),
+        ("GRANT SELECT ON TABLE Bk.kv TO w;", "bk"),
+        ('GRANT ALTER ON KEYSPACE "My""Ks" TO w;', 'My"Ks'),
+        ("GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE fx TO w;", "fx"),
+        ("GRANT EXECUTE ON FUNCTION fx.f(int) TO w;", "fx"),
+        ("GRANT SELECT ON ALL KEYSPACES TO w;", None),
+        ("GRANT AUTHORIZE ON ROLE reader TO w;", None),
+        ("GRANT reader TO writer;", None),
+    ],
+)
+def test_granted_keyspace(grant: str, keyspace: str | None) -> None:
+    assert granted_keyspace(grant) == keyspace
