@@ -124,6 +124,7 @@ def _cluster_status(ctx: ApiContext, request: web.Request) -> dict[str, Any]:
         "cluster_name": state.topology.cluster_name,
         "schema_version": str(state.state_id),
         "enabled_features": sorted(state.topology.enabled_features),
+        "tablet_balancing": state.balancing_enabled,
         "local": {"address": ctx.address, "host_id": str(ctx.host_id), **status},
         "nodes": nodes,
     }
