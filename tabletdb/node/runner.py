@@ -32,6 +32,7 @@ from tabletdb.node.features import supported_features
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
+from tabletdb.node.replica_service import build_replicas, register_coordinator_verbs
 from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
@@ -100,6 +101,17 @@ class Node:
             lambda: self.metadata.state.metadata.tablets,
         )
         self.storage.follow_schema(self.metadata.catalog)
+        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
+        self.replicas = build_replicas(
+            config,
+            self.storage,
+            lambda: self.metadata.state,
+            group0.rpc if group0 is not None else None,
+            self.failure_detector,
+        )
+        self.writer = WriteExecutor(self.storage, replicas=self.replicas)
+        if group0 is not None:
+            register_coordinator_verbs(group0.rpc, self.writer.counters, lambda: self.metadata.state)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         self.processor = QueryProcessor(
             lambda: self.info,
@@ -111,7 +123,7 @@ class Node:
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
-            data=DataPath(WriteExecutor(self.storage), catalog_views(lambda: self.metadata.catalog)),
+            data=DataPath(self.writer, catalog_views(lambda: self.metadata.catalog)),
             auth=AuthService(
                 AuthConfig(config.authenticator, config.authorizer),
                 lambda: self.metadata.state.metadata,

@@ -195,7 +195,10 @@ class QueryProcessor:
             items.append((stmt, self._user_table(stmt.table, keyspace), Bindings(entry.values)))
         kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
         return await self._auth.run_limited(
-            client, "BATCH", batch.consistency, lambda: self._data_path().batch(kind, items, batch.timestamp)
+            client,
+            "BATCH",
+            batch.consistency,
+            lambda: self._data_path().batch(kind, items, batch.timestamp, batch.consistency),
         )
 
     def _data_path(self) -> DataPath:
@@ -231,16 +234,18 @@ class QueryProcessor:
         if isinstance(stmt, AUTH_STATEMENTS):
             return await self._auth_exec.execute(stmt, client.user, keyspace)
         if isinstance(stmt, ast.SelectStatement):
-            return self._select(stmt, keyspace, Bindings(values), params)
+            return await self._select(stmt, keyspace, Bindings(values), params)
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
             table = self._user_table(stmt.table, keyspace)
-            return await self._data_path().modify(stmt, table, Bindings(values), params.timestamp)
+            return await self._data_path().modify(
+                stmt, table, Bindings(values), params.timestamp, params.consistency
+            )
         if isinstance(stmt, ast.BatchStatement):
             items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
             timestamp = batch_timestamp(stmt, Bindings(values), params.timestamp)
-            return await self._data_path().batch(stmt.kind.upper(), items, timestamp)
+            return await self._data_path().batch(stmt.kind.upper(), items, timestamp, params.consistency)
         if isinstance(stmt, ast.TruncateStatement):
-            return self._data_path().truncate(self._user_table(stmt.table, keyspace))
+            return await self._data_path().truncate(self._user_table(stmt.table, keyspace))
         if isinstance(stmt, ast.UseStatement):
             if self._catalog_with_system().keyspace(stmt.keyspace) is None:
                 raise InvalidRequest(f"Keyspace '{stmt.keyspace}' does not exist")
@@ -270,7 +275,7 @@ class QueryProcessor:
 
     # -- SELECT ---------------------------------------------------------------------------
 
-    def _select(
+    async def _select(
         self, stmt: ast.SelectStatement, keyspace: str | None, bindings: Bindings, params: QueryParameters
     ) -> Result:
         table = self._resolve_table(stmt.table, keyspace)
@@ -294,7 +299,9 @@ class QueryProcessor:
                 )
 
             return select_virtual(stmt, table, source, bindings, page_size, paging_state)
-        return self._data_path().select(stmt, table, bindings, page_size, paging_state)
+        return await self._data_path().select(
+            stmt, table, bindings, page_size, paging_state, params.consistency
+        )
 
     def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
         """The table a DML statement reads or writes (for bind metadata); None for other kinds."""

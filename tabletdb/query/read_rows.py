@@ -2,28 +2,27 @@
 
 Paging resumes from a position, never an offset: the token, partition key and last clustering key
 returned, so rows written or deleted between pages neither repeat nor go missing elsewhere.
-Vnode tables keep one store per shard; their partitions interleave in token order, so the
-stores are merged.
+Partitions come from a ``PartitionSource`` (the read coordinator at the request's consistency
+level), which asks the replicas of each token range and merges a replica's local stores.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tabletdb.cql import codec
 from tabletdb.cql.types import ListType, MapType, SetType
 from tabletdb.dht.token import MIN_TOKEN, TokenRange
 from tabletdb.query.read_restrictions import Restrictions
+from tabletdb.query.replica_placement import ReplicatedRange
 from tabletdb.query.write_cells import is_multi_cell
 from tabletdb.query.write_keys import decode_clustering, element_of_path, partition_key, split_key
-from tabletdb.query.write_stores import DataStores, Segment
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 from tabletdb.storage.reconcile import LiveCell, LiveRow, PartitionData
-from tabletdb.storage.tablet_store import ScanPosition, TabletStore
+from tabletdb.storage.tablet_store import ScanPage, ScanPosition
 
 SCAN_BATCH = 512
 STATIC_ONLY = b""
@@ -119,14 +118,34 @@ def _resume_slice(base: ClusteringSlice, after: bytes | None, reverse: bool) -> 
     return base
 
 
-def lookup_rows(
+class PartitionSource(Protocol):
+    """Where a SELECT gets partitions: the read coordinator at the request's consistency level."""
+
+    async def read_partition(
+        self, table: TableDef, key: bytes, token: int, now: int, clustering: ClusteringSlice, reverse: bool
+    ) -> PartitionData | None: ...
+
+    def ranges(self, table: TableDef) -> Sequence[ReplicatedRange]: ...
+
+    async def scan(
+        self,
+        table: TableDef,
+        where: ReplicatedRange,
+        piece: TokenRange,
+        now: int,
+        limit: int,
+        after: ScanPosition | None,
+    ) -> ScanPage: ...
+
+
+async def lookup_rows(
     table: TableDef,
-    stores: DataStores,
+    source: PartitionSource,
     r: Restrictions,
     now: int,
     after: Position | None,
     reverse: bool,
-) -> Iterator[OutRow]:
+) -> AsyncGenerator[OutRow, None]:
     """Rows of the named partitions, in (token, key) order, resuming after ``after``."""
     assert r.partition_keys is not None
     keys = sorted({partition_key(table, pk) for pk in r.partition_keys}, key=lambda kt: (kt[1], kt[0]))
@@ -142,17 +161,18 @@ def lookup_rows(
             if after.clustering is None or after.clustering == STATIC_ONLY:
                 continue
             resume = after.clustering
-        store = stores.store(table, token)
         first = True
         for slice_ in slices:
             if resume is not None and _slice_done(slice_, resume, reverse):
                 continue
-            data = store.read_partition(key, now, _resume_slice(slice_, resume, reverse), reverse=reverse)
+            wanted = _resume_slice(slice_, resume, reverse)
+            data = await source.read_partition(table, key, token, now, wanted, reverse)
             if data is None:
                 continue
-            yield from partition_rows(
+            for row in partition_rows(
                 table, data, None, static_only_row=unrestricted and first and resume is None
-            )
+            ):
+                yield row
             first = False
 
 
@@ -162,45 +182,45 @@ def _slice_done(slice_: ClusteringSlice, resume: bytes, reverse: bool) -> bool:
     return slice_.end is not None and resume >= slice_.end.key
 
 
-def scan_rows(
+async def scan_rows(
     table: TableDef,
-    stores: DataStores,
+    source: PartitionSource,
     r: Restrictions,
     now: int,
     after: Position | None,
-) -> Iterator[OutRow]:
-    """Rows of every partition in the token restriction, resuming after ``after``."""
+) -> AsyncGenerator[OutRow, None]:
+    """Rows of every partition in the token restriction, resuming after ``after``.
+
+    The ring is walked in token order, one replicated range at a time (each asked of its own
+    replicas), so paging crosses nodes without the client noticing.
+    """
     wanted = TokenRange(r.token_start, r.token_end) if r.token_start != r.token_end else None
     slices = r.slices(table) if table.clustering_key else []
     keep = slices if (r.lower or r.upper or r.full_clustering) else None
     unrestricted = keep is None
-    for segment in stores.segments(table):
-        pieces = segment.token_range.intersect(wanted) if wanted is not None else segment.token_range.unwrap()
+    for where in source.ranges(table):
+        pieces = where.token_range.intersect(wanted) if wanted is not None else where.token_range.unwrap()
         for piece in pieces:
-            for data, first in _merged(segment, piece, now, after):
-                yield from partition_rows(table, data, keep, static_only_row=unrestricted and first)
+            if after is not None and piece.end < after.token:
+                continue
+            async for data, first in _stream(source, table, where, piece, now, after):
+                for row in partition_rows(table, data, keep, static_only_row=unrestricted and first):
+                    yield row
 
 
-def _merged(
-    segment: Segment, piece: TokenRange, now: int, after: Position | None
-) -> Iterator[tuple[PartitionData, bool]]:
-    streams = [_store_stream(s, piece, now, after) for s in segment.stores]
-    if len(streams) == 1:
-        yield from streams[0]
-        return
-    yield from heapq.merge(*streams, key=lambda item: (item[0].token, item[0].partition_key))
-
-
-def _store_stream(
-    store: TabletStore, piece: TokenRange, now: int, after: Position | None
-) -> Iterator[tuple[PartitionData, bool]]:
-    """Partitions of one store, fetched in batches; ``first`` is False for a partition's later pieces."""
+async def _stream(
+    source: PartitionSource,
+    table: TableDef,
+    where: ReplicatedRange,
+    piece: TokenRange,
+    now: int,
+    after: Position | None,
+) -> AsyncGenerator[tuple[PartitionData, bool], None]:
+    """Partitions of a range, fetched in batches; ``first`` is False for a partition's later pieces."""
     position = None
     if after is not None:
-        if after.clustering == STATIC_ONLY:
-            position = ScanPosition(after.token, after.partition_key, None)
-        else:
-            position = ScanPosition(after.token, after.partition_key, after.clustering)
+        clustering = None if after.clustering == STATIC_ONLY else after.clustering
+        position = ScanPosition(after.token, after.partition_key, clustering)
     previous: tuple[int, bytes] | None = (
         (after.token, after.partition_key)
         if after is not None and after.clustering not in (None, STATIC_ONLY)
@@ -209,7 +229,7 @@ def _store_stream(
     if piece.start == MIN_TOKEN and piece.end == MIN_TOKEN:
         return
     while True:
-        page = store.scan(piece, now, limit=SCAN_BATCH, after=position)
+        page = await source.scan(table, where, piece, now, SCAN_BATCH, position)
         for data in page.partitions:
             key = (data.token, data.partition_key)
             yield data, key != previous
@@ -223,4 +243,4 @@ def positions_compare(a: Position, token: int, key: bytes) -> bool:
     return (a.token, a.partition_key) < (token, key)
 
 
-__all__: Sequence[str] = ["OutRow", "Position", "lookup_rows", "scan_rows"]
+__all__: Sequence[str] = ["OutRow", "PartitionSource", "Position", "lookup_rows", "scan_rows"]

@@ -8,7 +8,7 @@ so concurrent writes never make a page repeat or skip rows outside what they cha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +21,9 @@ from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.read_restrictions import Restrictions, analyze
-from tabletdb.query.read_rows import OutRow, Position, lookup_rows, scan_rows
+from tabletdb.query.read_rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
-from tabletdb.query.write_stores import DataStores
 from tabletdb.schema.model import ClusteringOrder, TableDef
 
 PAGING_VERSION = 1
@@ -139,10 +138,10 @@ def _decode_state(state: bytes | None) -> tuple[Position | None, int | None, int
     return Position(token, pk, ck), left, part_left
 
 
-def execute_select(
+async def execute_select(
     stmt: ast.SelectStatement,
     table: TableDef,
-    stores: DataStores,
+    source: PartitionSource,
     bindings: Bindings,
     page_size: int | None,
     paging_state: bytes | None,
@@ -165,11 +164,11 @@ def execute_select(
     after, left, part_left = _decode_state(paging_state)
     if left is not None:
         limit = left
-    rows: Iterator[OutRow]
+    rows: AsyncGenerator[OutRow, None]
     if r.partition_keys is not None:
-        rows = lookup_rows(table, stores, r, now, after, reverse)
+        rows = lookup_rows(table, source, r, now, after, reverse)
     else:
-        rows = scan_rows(table, stores, r, now, after)
+        rows = scan_rows(table, source, r, now, after)
     page = page_size if page_size and page_size > 0 and not aggregate else None
     taken: list[OutRow] = []
     current_key = (after.token, after.partition_key) if after is not None else None
@@ -177,7 +176,7 @@ def execute_select(
     more = False
     last: OutRow | None = None
     last_count = 0
-    for row in rows:
+    async for row in rows:
         key = (row.token, row.partition_key)
         if key != current_key:
             current_key, in_partition = key, 0
@@ -194,6 +193,7 @@ def execute_select(
         last = row
         in_partition += 1
         last_count = in_partition
+    await rows.aclose()
     next_state = None
     if more and last is not None:
         left_after = None if limit is None else limit - len(taken)

@@ -1,8 +1,9 @@
 """The data path's entry points for the processor: DML, BATCH, TRUNCATE and SELECT on user tables.
 
 Kept apart from ``processor`` so the protocol handler only resolves tables and dispatches.
-Statements that read before they write (counters, list element operations) run under the
-table's lock from the read to the durable write, so concurrent increments are not lost.
+List element operations read before they write, under the table's lock, and only where this
+node is the only replica. Counter updates are built as deltas and go through the partition's
+leader replica (``coordinator_counter``), which adds them to the total under its lock.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.protocol.wire import Unset
+from tabletdb.query.coordinator_cl import ONE
+from tabletdb.query.coordinator_read import ConsistentReads
 from tabletdb.query.lwt import execute_conditional, is_conditional
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
@@ -51,29 +54,58 @@ class DataPath:
         self.writer = writer
 
     async def modify(
-        self, stmt: Modification, table: TableDef, bindings: Bindings, timestamp: int | None
+        self,
+        stmt: Modification,
+        table: TableDef,
+        bindings: Bindings,
+        timestamp: int | None,
+        cl: int = ONE,
     ) -> Result:
         if is_conditional(stmt):
+            self._require_local(table, "Conditional statements (LWT)")
             return await execute_conditional(self.writer, stmt, table, bindings, timestamp, self.write)
-        if _reads_before_write(stmt, table):
+        if table.is_counter:
+            deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
+            await self.writer.counters.update(table, deltas, cl)
+        elif _reads_before_write(stmt, table):
+            self._require_local(table, "List element updates and removals")
             async with self.writer.lock(table, b""):
-                await self._build_and_write(stmt, table, bindings, timestamp)
+                await self._build_and_write(stmt, table, bindings, timestamp, cl)
         else:
-            await self._build_and_write(stmt, table, bindings, timestamp)
+            await self._build_and_write(stmt, table, bindings, timestamp, cl)
         return VoidResult()
 
+    def _require_local(self, table: TableDef, what: str) -> None:
+        """Read-before-write work reads this node's stores: refuse it where they are not the only replica.
+
+        Doing it anyway would read one replica's (possibly stale) data and write the result to
+        all, silently losing updates; until a distributed design exists the client is told.
+        """
+        placement = self.writer.replicas.placement
+        tables = [table, *(v.table for v in (self._views_of(table) if self._views_of else []))]
+        for t in tables:
+            if not placement.local_only(t):
+                raise InvalidRequest(
+                    f"{what} on {t.keyspace}.{t.name} are not supported yet when its data is replicated "
+                    "to other nodes (replication factor > 1, or a replica on another node); "
+                    "use a keyspace with replication factor 1 on a single node"
+                )
+
     async def _build_and_write(
-        self, stmt: ast.Statement, table: TableDef, bindings: Bindings, timestamp: int | None
+        self, stmt: ast.Statement, table: TableDef, bindings: Bindings, timestamp: int | None, cl: int
     ) -> None:
         mutations = self.writer.mutations_for(stmt, table, bindings, timestamp)
-        await self.write(table, mutations)
+        await self.write(table, mutations, cl)
 
-    async def write(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """Write durably; tables with materialized views also get their view rows updated."""
+    async def write(
+        self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
+    ) -> None:
+        """Write at ``cl``; tables with materialized views also get their view rows updated."""
         views = self._views_of(table) if self._views_of is not None else []
         if not views:
-            await self.writer.write(table, mutations)
+            await self.writer.write(table, mutations, cl, write_type)
             return
+        self._require_local(table, "Writes to tables with materialized views")
         stores = self.writer.stores
         async with self.writer.lock(table, b"\x00views"):
             now = self.writer.now_seconds()
@@ -93,6 +125,7 @@ class DataPath:
         kind: str,
         statements: Sequence[tuple[Modification, TableDef, Bindings]],
         timestamp: int | None,
+        cl: int = ONE,
     ) -> Result:
         """All statements share one timestamp; all are validated before any is written."""
         ts = timestamp if timestamp is not None else self.writer.timestamps.next()
@@ -106,30 +139,37 @@ class DataPath:
             raise InvalidRequest("Cannot include a counter statement in a logged batch")
         for stmt, table, bindings in statements:
             _check_not_conditional(stmt)
+            if _reads_before_write(stmt, table) and not table.is_counter:
+                self._require_local(table, "List element updates")
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
-                self.writer.mutations_for(stmt, table, bindings, ts)
+                self.writer.mutations_for(stmt, table, bindings, ts, deltas=table.is_counter)
             )
+        write_type = {"LOGGED": "BATCH", "UNLOGGED": "UNLOGGED_BATCH"}.get(kind, "COUNTER")
         for table, mutations in per_table.values():
-            await self.write(table, mutations)
+            if table.is_counter:
+                await self.writer.counters.update(table, mutations, cl)
+            else:
+                await self.write(table, mutations, cl, write_type)
         return VoidResult()
 
-    def select(
+    async def select(
         self,
         stmt: ast.SelectStatement,
         table: TableDef,
         bindings: Bindings,
         page_size: int | None,
         paging_state: bytes | None,
+        cl: int = ONE,
     ) -> RowsResult:
-        return execute_select(
-            stmt, table, self.writer.stores, bindings, page_size, paging_state, self.writer.now_seconds()
-        )
+        source = ConsistentReads(self.writer.reads, cl)
+        now = self.writer.now_seconds()
+        return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)
 
     def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
         return self.writer.stores.tablet_maps()
 
-    def truncate(self, table: TableDef) -> Result:
-        self.writer.stores.truncate(table)
+    async def truncate(self, table: TableDef) -> Result:
+        await self.writer.coordinator.truncate(table)
         return VoidResult()
 
 

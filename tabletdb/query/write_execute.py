@@ -2,26 +2,41 @@
 
 Server timestamps are wall-clock microseconds made strictly increasing per node, so two writes
 from one client never tie. Statements that read before writing (list index, counters, LWT) hold
-the partition's lock from the read to the durable write; plain writes skip it. The client is
-answered only after the group commit's fsync (``GroupCommitter.apply`` returns then).
+the partition's lock from the read to the durable write; plain writes skip it. Mutations go to
+their replicas through ``coordinator_write`` (the local one through its group committer); the
+client is answered once enough replicas have synced them for the consistency level.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+import weakref
 from collections.abc import Callable, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.group0.topology import Topology
+from tabletdb.query.coordinator_cl import ONE
+from tabletdb.query.coordinator_context import Replicas
+from tabletdb.query.coordinator_counter import CounterCoordinator
+from tabletdb.query.coordinator_read import ReadCoordinator
+from tabletdb.query.coordinator_write import WriteCoordinator
+from tabletdb.query.replica_local import LocalReplica
+from tabletdb.query.replica_placement import ReplicaPlacement
 from tabletdb.query.terms import Bindings
 from tabletdb.query.write_statements import build_delete, build_insert, build_update, time_of
 from tabletdb.query.write_stores import DataStores
-from tabletdb.schema.model import TableDef
+from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.reconcile import LiveCell
 
 Clock = Callable[[], float]
+
+
+def _no_cells(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
+    return ()
 
 
 class TimestampSource:
@@ -37,12 +52,30 @@ class TimestampSource:
         return self._last
 
 
+def single_node_replicas(stores: DataStores) -> Replicas:
+    """A cluster of one: every token is on this node (in-process tests, tools)."""
+    placement = ReplicaPlacement(uuid.UUID(int=0), "", Topology, Catalog, stores.tablet_maps)
+    return Replicas(placement, LocalReplica(stores))
+
+
 class WriteExecutor:
-    def __init__(self, stores: DataStores, clock: Clock = time.time) -> None:
+    """Builds mutations (timestamps, read-before-write) and hands them to the write coordinator."""
+
+    def __init__(
+        self, stores: DataStores, clock: Clock = time.time, replicas: Replicas | None = None
+    ) -> None:
         self.stores = stores
         self.clock = clock
         self.timestamps = TimestampSource(clock)
-        self._locks: dict[tuple[str, bytes], asyncio.Lock] = {}
+        self.replicas = replicas if replicas is not None else single_node_replicas(stores)
+        self.coordinator = WriteCoordinator(self.replicas)
+        self.reads = ReadCoordinator(self.replicas)
+        self.counters = CounterCoordinator(
+            self.replicas, self.coordinator, self.reads, self.lock, self.timestamps.next, self.now_seconds
+        )
+        self._locks: weakref.WeakValueDictionary[tuple[str, bytes], asyncio.Lock]
+        self._locks = weakref.WeakValueDictionary()
+        """Held locks stay alive through their holders and waiters; idle ones are dropped."""
 
     def now_seconds(self) -> int:
         return int(self.clock())
@@ -63,26 +96,38 @@ class WriteExecutor:
         return read
 
     def mutations_for(
-        self, stmt: ast.Statement, table: TableDef, bindings: Bindings, default_ts: int | None
+        self,
+        stmt: ast.Statement,
+        table: TableDef,
+        bindings: Bindings,
+        default_ts: int | None,
+        *,
+        deltas: bool = False,
     ) -> list[Mutation]:
-        """Validate and build; raises before anything is written."""
+        """Validate and build; raises before anything is written.
+
+        ``deltas``: build counter updates against an empty current value, so each counter cell
+        carries its increment (the counter leader adds it to the total).
+        """
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
             ts = default_ts if default_ts is not None else self.timestamps.next()
             when = time_of(stmt.attributes, table, bindings, ts, self.now_seconds())
+            current = _no_cells if deltas else self.current_cells(table)
             if isinstance(stmt, ast.InsertStatement):
                 return build_insert(stmt, table, bindings, when)
             if isinstance(stmt, ast.UpdateStatement):
-                return build_update(stmt, table, bindings, when, self.current_cells(table))
-            return build_delete(stmt, table, bindings, when, self.current_cells(table))
+                return build_update(stmt, table, bindings, when, current)
+            return build_delete(stmt, table, bindings, when, current)
         raise InvalidRequest(f"{type(stmt).__name__} is not a data modification statement")
 
-    async def write(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """Apply mutations durably, grouped by store (one group-commit entry per store)."""
-        by_store: dict[int, tuple[object, list[Mutation]]] = {}
-        for m in mutations:
-            committer = self.stores.committer(table, m.token)
-            by_store.setdefault(id(committer), (committer, []))[1].append(m)
-        await asyncio.gather(*(c.apply(ms) for c, ms in by_store.values()))  # type: ignore[attr-defined]
+    async def write(
+        self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
+    ) -> None:
+        """Write to the replicas at consistency ``cl`` (durable on each before it counts)."""
+        await self.coordinator.write(table, mutations, cl, write_type)
 
     def lock(self, table: TableDef, key: bytes) -> asyncio.Lock:
-        return self._locks.setdefault((table.id.hex, key), asyncio.Lock())
+        found = self._locks.get((table.id.hex, key))
+        if found is None:
+            found = self._locks[(table.id.hex, key)] = asyncio.Lock()
+        return found

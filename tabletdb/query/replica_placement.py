@@ -1,0 +1,224 @@
+"""Which nodes hold a token of a table: the one answer every coordinator (writes, reads, Paxos) uses.
+
+Tablet tables take their replicas from the group0 tablet map (host and shard, in the map's
+order, which is the allocator's placement order). Vnode tables walk the token ring of every
+group0 member with the keyspace's strategy (SimpleStrategy, NetworkTopologyStrategy,
+EverywhereStrategy). The ring walk is precomputed once per (topology, replication) in a
+``dht.ring.ReplicaTable`` so a lookup is a binary search.
+
+A node with no topology yet (in-process tests, a founder before its own join record) is a
+cluster of one: every token is local.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.dht.ring import Location, ReplicaTable, TokenRing
+from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
+from tabletdb.group0.topology import Topology, raft_id_of
+from tabletdb.schema.model import EVERYWHERE, LOCAL, SIMPLE, Catalog, Replication, TableDef
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One replica of a token: the host, its shard (tablets; None for vnode tables, where the
+    shard follows from the token) and its datacenter (for LOCAL_* consistency levels)."""
+
+    host_id: uuid.UUID
+    shard: int | None
+    dc: str
+
+    @property
+    def raft_id(self) -> int:
+        """The host's internode RPC id."""
+        return raft_id_of(self.host_id)
+
+
+ReplicaSet = tuple[Replica, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedRange:
+    """A non-wrapping token range whose tokens all share one replica set."""
+
+    token_range: TokenRange
+    replicas: ReplicaSet
+
+
+class ReplicaPlacement:
+    """Replicas of (table, token) from the current group0 state, in placement order."""
+
+    def __init__(
+        self,
+        local_host: uuid.UUID,
+        local_dc: str,
+        topology: Callable[[], Topology],
+        catalog: Callable[[], Catalog],
+        tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
+    ) -> None:
+        self.local_host = local_host
+        self.local_dc = local_dc
+        self._topology = topology
+        self._catalog = catalog
+        self._tablet_maps = tablet_maps
+        self._vnode_cache: dict[Replication, tuple[Topology, ReplicaTable[uuid.UUID], dict[uuid.UUID, str]]]
+        self._vnode_cache = {}
+        self._ranges_cache: dict[uuid.UUID, tuple[object, list[ReplicatedRange]]] = {}
+        self._local = (Replica(local_host, None, local_dc),)
+        self._dcs_of: tuple[Topology, dict[uuid.UUID, str]] | None = None
+        self._tablet_sets: dict[int, tuple[TabletInfo, Topology, ReplicaSet]] = {}
+        """id(tablet info) -> (that info, the topology used, its replicas): hot-path cache."""
+
+    def is_local(self, replica: Replica) -> bool:
+        return replica.host_id == self.local_host
+
+    def members(self) -> ReplicaSet:
+        """Every node of the cluster (this one alone when there is no topology yet)."""
+        members = self._topology().members
+        if not members:
+            return (Replica(self.local_host, None, self.local_dc),)
+        return tuple(Replica(h, None, r.datacenter) for h, r in sorted(members.items()))
+
+    def local_only(self, table: TableDef) -> bool:
+        """True if this node is the only replica of every token of ``table`` (RF=1 here, one node)."""
+        return all(len(rr.replicas) == 1 and self.is_local(rr.replicas[0]) for rr in self.ranges(table))
+
+    def replicas(self, table: TableDef, token: int) -> ReplicaSet:
+        """The replicas of ``token`` of ``table``, in placement order (primary first)."""
+        topology = self._topology()
+        if not topology.members:
+            return self._local
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is not None:
+            info = tablet_map.tablet_for(token)
+            cached = self._tablet_sets.get(id(info))
+            if cached is not None and cached[0] is info and cached[1] is topology:
+                return cached[2]
+            dcs = self._dcs()
+            replicas = tuple(Replica(r.host, r.shard, dcs.get(r.host, self.local_dc)) for r in info.replicas)
+            if len(self._tablet_sets) > 65536:
+                self._tablet_sets.clear()
+            self._tablet_sets[id(info)] = (info, topology, replicas)
+            return replicas
+        found = self._vnode_table(table)
+        if found is None:
+            return self._local
+        ring_table, dcs = found
+        return tuple(Replica(h, None, dcs[h]) for h in ring_table.for_token(token))
+
+    def ranges(self, table: TableDef) -> list[ReplicatedRange]:
+        """The whole ring in token order as non-wrapping ranges, each with its replicas.
+
+        Adjacent ranges whose replica *sets* are equal are merged (RF=3 on three nodes is one
+        range), so a scan asks each replica once per merged range instead of once per vnode.
+        """
+        tablet_map = self._tablet_maps().get(table.id)
+        topology = self._topology()
+        ks = self._catalog().keyspace(table.keyspace)
+        version = (tablet_map, topology, None if ks is None else ks.definition.replication)
+        cached = self._ranges_cache.get(table.id)
+        if cached is not None and _same_version(cached[0], version):
+            return cached[1]
+        computed = self._compute_ranges(table, tablet_map)
+        if len(self._ranges_cache) > 1024:
+            self._ranges_cache.clear()
+        self._ranges_cache[table.id] = (version, computed)
+        return computed
+
+    def _compute_ranges(self, table: TableDef, tablet_map: TabletMap | None) -> list[ReplicatedRange]:
+        if not self._topology().members:
+            return [ReplicatedRange(TokenRange(MIN_TOKEN, MAX_TOKEN), self._local)]
+        pieces: list[ReplicatedRange] = []
+        if tablet_map is not None:
+            for tablet_id in range(tablet_map.tablet_count):
+                token_range = tablet_map.range_of(tablet_id)
+                pieces.append(ReplicatedRange(token_range, self.replicas(table, token_range.end)))
+        else:
+            found = self._vnode_table(table)
+            if found is None:
+                local = (Replica(self.local_host, None, self.local_dc),)
+                return [ReplicatedRange(TokenRange(MIN_TOKEN, MAX_TOKEN), local)]
+            ring_table, dcs = found
+            tokens = ring_table.ring.tokens
+            for i, end in enumerate(tokens):
+                start = MIN_TOKEN if i == 0 else tokens[i - 1]
+                if start < end:
+                    replicas = tuple(Replica(h, None, dcs[h]) for h in ring_table.replicas[i])
+                    pieces.append(ReplicatedRange(TokenRange(start, end), replicas))
+            if tokens[-1] < MAX_TOKEN:
+                wrap = tuple(Replica(h, None, dcs[h]) for h in ring_table.replicas[0])
+                pieces.append(ReplicatedRange(TokenRange(tokens[-1], MAX_TOKEN), wrap))
+        return _merge_adjacent(pieces)
+
+    def _dcs(self) -> dict[uuid.UUID, str]:
+        topology = self._topology()
+        if self._dcs_of is None or self._dcs_of[0] is not topology:
+            self._dcs_of = (topology, {h: r.datacenter for h, r in topology.members.items()})
+        return self._dcs_of[1]
+
+    def _vnode_table(self, table: TableDef) -> tuple[ReplicaTable[uuid.UUID], dict[uuid.UUID, str]] | None:
+        topology = self._topology()
+        ks = self._catalog().keyspace(table.keyspace)
+        if ks is None:
+            raise InvalidRequest(f"Keyspace {table.keyspace} does not exist")
+        replication = ks.definition.replication
+        if replication.strategy_class == LOCAL:
+            return None
+        cached = self._vnode_cache.get(replication)
+        if cached is not None and cached[0] is topology:
+            return cached[1], cached[2]
+        members = {h: r for h, r in topology.members.items() if r.tokens}
+        if not members:
+            return None
+        ring = TokenRing.from_assignments({h: r.tokens for h, r in members.items()})
+        dcs = {h: r.datacenter for h, r in members.items()}
+        ring_table = _strategy_table(ring, replication, members_locations(topology))
+        if len(self._vnode_cache) > 64:
+            self._vnode_cache.clear()
+        self._vnode_cache[replication] = (topology, ring_table, dcs)
+        return ring_table, dcs
+
+
+def _same_version(a: object, b: tuple[object, ...]) -> bool:
+    """Same tablet map and topology objects (identity: group0 replaces them on change), same replication."""
+    assert isinstance(a, tuple)
+    return a[0] is b[0] and a[1] is b[1] and a[2] == b[2]
+
+
+def members_locations(topology: Topology) -> dict[uuid.UUID, Location]:
+    return {h: Location(r.datacenter, r.rack) for h, r in topology.members.items()}
+
+
+def _strategy_table(
+    ring: TokenRing[uuid.UUID], replication: Replication, locations: Mapping[uuid.UUID, Location]
+) -> ReplicaTable[uuid.UUID]:
+    options = dict(replication.options)
+    if replication.strategy_class == SIMPLE:
+        return ReplicaTable.simple(ring, int(str(options.get("replication_factor", "1"))))
+    if replication.strategy_class == EVERYWHERE:
+        return ReplicaTable.simple(ring, len(ring.hosts()))
+    rf_by_dc = {dc: replication.factor(dc) for dc in options if dc not in ("class", "replication_factor")}
+    return ReplicaTable.network_topology(ring, rf_by_dc, locations)
+
+
+def _merge_adjacent(pieces: list[ReplicatedRange]) -> list[ReplicatedRange]:
+    out: list[ReplicatedRange] = []
+    for piece in pieces:
+        if out and _same_set(out[-1].replicas, piece.replicas):
+            last = out[-1]
+            out[-1] = ReplicatedRange(
+                TokenRange(last.token_range.start, piece.token_range.end), last.replicas
+            )
+        else:
+            out.append(piece)
+    return out
+
+
+def _same_set(a: ReplicaSet, b: ReplicaSet) -> bool:
+    """Same hosts: each host answers a range from all its local stores, whatever their shards."""
+    return {r.host_id for r in a} == {r.host_id for r in b}

@@ -1,0 +1,106 @@
+"""The replica side of the data RPC verbs: what a node answers when another node coordinates.
+
+Payloads are plain lists (``replica_wire``) that name the table by id; a replica whose schema
+has not caught up with the coordinator's fails the request, and the coordinator counts that as
+one replica failing. Handlers run the same ``LocalReplica`` code the coordinator uses for its
+own replica, so local and remote answers (and digests) are computed identically.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.dht.token import TokenRange
+from tabletdb.query.coordinator_context import (
+    VERB_APPLY,
+    VERB_MUTATIONS,
+    VERB_READ,
+    VERB_SCAN,
+    VERB_TRUNCATE,
+)
+from tabletdb.query.replica_local import LocalReplica
+from tabletdb.query.replica_wire import (
+    digest_of,
+    mutations_from_plain,
+    mutations_to_plain,
+    partition_to_plain,
+    position_from_plain,
+    position_to_plain,
+    slice_from_plain,
+)
+from tabletdb.schema.model import TableDef
+
+Handler = Callable[[int, Any], Awaitable[Any]]
+TableOf = Callable[[uuid.UUID], TableDef | None]
+
+
+def read_answer(local: LocalReplica, table: TableDef, request: list[Any]) -> tuple[list[Any], bytes]:
+    """(answer, digest) of a partition read ``[key, token, slice, now, reverse]``."""
+    key, token, slice_plain, now, reverse = request
+    data = local.read_partition(table, key, token, now, slice_from_plain(slice_plain), reverse)
+    parts = [] if data is None else [partition_to_plain(data)]
+    return parts, digest_of(parts, None)
+
+
+def scan_answer(local: LocalReplica, table: TableDef, request: list[Any]) -> tuple[list[Any], bytes]:
+    """(answer, digest) of a range scan ``[start, end, now, limit, after]``: ``[partitions, next]``."""
+    start, end, now, limit, after = request
+    page = local.scan(table, TokenRange(start, end), now, limit, position_from_plain(after))
+    parts = [partition_to_plain(d) for d in page.partitions]
+    nxt = position_to_plain(page.next_position)
+    return [parts, nxt], digest_of(parts, nxt)
+
+
+def export_mutations(local: LocalReplica, table: TableDef, request: list[Any]) -> list[Any]:
+    """Full-fidelity data for read repair: ``["p", key, token]`` or ``["r", start, end]``."""
+    if request[0] == "p":
+        return mutations_to_plain(local.partition_mutations(table, request[1], request[2]))
+    return mutations_to_plain(local.range_mutations(table, TokenRange(request[1], request[2])))
+
+
+class ReplicaVerbs:
+    """Handlers for the data verbs, to register on the node's RPC endpoint."""
+
+    def __init__(self, local: LocalReplica, table_of: TableOf) -> None:
+        self.local = local
+        self.table_of = table_of
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            VERB_APPLY: self._apply,
+            VERB_READ: self._read,
+            VERB_SCAN: self._scan,
+            VERB_MUTATIONS: self._mutations,
+            VERB_TRUNCATE: self._truncate,
+        }
+
+    def _table(self, raw_id: bytes) -> TableDef:
+        table_id = uuid.UUID(bytes=raw_id)
+        table = self.table_of(table_id)
+        if table is None:
+            raise InvalidRequest(f"unknown table id {table_id} on this replica (schema not caught up yet)")
+        return table
+
+    async def _apply(self, src: int, payload: list[Any]) -> None:
+        table_id, mutations = payload
+        await self.local.apply(self._table(table_id), mutations_from_plain(mutations))
+
+    async def _read(self, src: int, payload: list[Any]) -> Any:
+        table_id, digest_only, request = payload
+        answer, digest = read_answer(self.local, self._table(table_id), request)
+        return digest if digest_only else answer
+
+    async def _scan(self, src: int, payload: list[Any]) -> Any:
+        table_id, digest_only, request = payload
+        answer, digest = scan_answer(self.local, self._table(table_id), request)
+        return digest if digest_only else answer
+
+    async def _mutations(self, src: int, payload: list[Any]) -> list[Any]:
+        table_id, request = payload
+        return export_mutations(self.local, self._table(table_id), request)
+
+    async def _truncate(self, src: int, payload: list[Any]) -> None:
+        self.local.stores.truncate(self._table(payload[0]))

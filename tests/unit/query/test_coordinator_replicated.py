@@ -1,0 +1,214 @@
+"""Coordinators over three in-process replicas: levels, Unavailable, timeouts, read repair, scans."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tabletdb.cql import codec
+from tabletdb.cql.errors import ReadTimeout, Unavailable, WriteTimeout
+from tabletdb.cql.types import BIGINT
+from tabletdb.dht.murmur3 import token_of
+from tabletdb.group0.topology import raft_id_of
+from tabletdb.query.coordinator_cl import ALL, ONE, QUORUM
+from tabletdb.query.coordinator_context import Timeouts
+from tabletdb.storage.mutation import Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
+from tabletdb.storage.tablet_store import ScanPosition
+from tests.unit.query.replica_cluster import Cluster, host
+
+NOW = 1_700_000_000
+
+
+def run_async(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an async test body on a fresh event loop (fixtures pass through by name)."""
+
+    @functools.wraps(test)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return wrapper
+
+
+FAST = Timeouts(write=0.3, read=0.3, range=0.3, truncate=0.3)
+
+
+def row(key: bytes, c: bytes, value: bytes, ts: int) -> Mutation:
+    cell = Cell("v", value, ts)
+    return Mutation(key, token_of(key), rows=(RowWrite(c, marker=RowMarker(ts), cells=(cell,)),))
+
+
+def delete(key: bytes, ts: int) -> Mutation:
+    return Mutation(key, token_of(key), partition_tombstone=ts)
+
+
+def values_on(cluster: Cluster, i: int, key: bytes) -> list[bytes]:
+    data = cluster.local(i).read_partition(cluster.table, key, token_of(key), NOW)
+    return [] if data is None else [c.value for r in data.rows for c in r.cells]
+
+
+@pytest.fixture(params=[False, True], ids=["vnodes", "tablets"])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path, 3, 3, tablets=request.param, timeouts=FAST)
+    yield c
+    c.close()
+
+
+@run_async
+async def test_quorum_write_reaches_every_live_replica(cluster: Cluster) -> None:
+    await cluster.writer(0).write(cluster.table, [row(b"k1", b"c", b"v1", 10)], QUORUM)
+    await asyncio.sleep(0)  # the third replica may finish after the level is met
+    for _ in range(20):
+        if all(values_on(cluster, i, b"k1") == [b"v1"] for i in range(3)):
+            break
+        await asyncio.sleep(0.01)
+    assert [values_on(cluster, i, b"k1") for i in range(3)] == [[b"v1"]] * 3
+
+
+@run_async
+async def test_unavailable_is_raised_before_anything_is_sent(cluster: Cluster) -> None:
+    cluster.down.add(raft_id_of(host(2)))
+    with pytest.raises(Unavailable) as info:
+        await cluster.writer(0).write(cluster.table, [row(b"k1", b"c", b"v1", 10)], ALL)
+    assert (info.value.required, info.value.alive) == (3, 2)
+    assert cluster.net.calls == []
+    assert [values_on(cluster, i, b"k1") for i in range(3)] == [[], [], []]
+    await cluster.writer(0).write(cluster.table, [row(b"k1", b"c", b"v1", 10)], QUORUM)
+    with pytest.raises(Unavailable):
+        await cluster.reader(0).read_partition(
+            cluster.table, b"k1", token_of(b"k1"), NOW, ClusteringSlice(), False, ALL
+        )
+
+
+@run_async
+async def test_write_timeout_counts_the_acks_that_arrived(cluster: Cluster) -> None:
+    cluster.net.hang.add(raft_id_of(host(2)))
+    await cluster.writer(0).write(cluster.table, [row(b"k1", b"c", b"v1", 10)], QUORUM)
+    with pytest.raises(WriteTimeout) as info:
+        await cluster.writer(0).write(cluster.table, [row(b"k2", b"c", b"v2", 10)], ALL, "BATCH")
+    assert (info.value.received, info.value.block_for, info.value.write_type) == (2, 3, "BATCH")
+
+
+@run_async
+async def test_read_timeout_when_a_contacted_replica_never_answers(cluster: Cluster) -> None:
+    cluster.net.hang.add(raft_id_of(host(1)))
+    cluster.net.hang.add(raft_id_of(host(2)))
+    with pytest.raises(ReadTimeout) as info:
+        await cluster.reader(0).read_partition(
+            cluster.table, b"k", token_of(b"k"), NOW, ClusteringSlice(), False, QUORUM
+        )
+    assert info.value.block_for == 2 and info.value.data_present
+
+
+@run_async
+async def test_a_refusing_replica_is_replaced_by_another_live_one(cluster: Cluster) -> None:
+    await cluster.writer(0).write(cluster.table, [row(b"k", b"c", b"v", 10)], ALL)
+    cluster.net.refuse.add(raft_id_of(host(1)))
+    data = await cluster.reader(0).read_partition(
+        cluster.table, b"k", token_of(b"k"), NOW, ClusteringSlice(), False, QUORUM
+    )
+    assert data is not None and data.rows[0].cells[0].value == b"v"
+
+
+@run_async
+async def test_digest_mismatch_repairs_every_contacted_replica(cluster: Cluster) -> None:
+    table = cluster.table
+    await cluster.local(0).apply(table, [row(b"k", b"c", b"old", 10)])
+    await cluster.local(1).apply(table, [row(b"k", b"c", b"old", 10), row(b"k", b"c", b"new", 20)])
+    await cluster.local(2).apply(table, [delete(b"k", 15), row(b"k", b"d", b"late", 30)])
+    data = await cluster.reader(0).read_partition(
+        table, b"k", token_of(b"k"), NOW, ClusteringSlice(), False, ALL
+    )
+    assert data is not None
+    assert [(r.clustering, r.cells[0].value) for r in data.rows] == [(b"c", b"new"), (b"d", b"late")]
+    for i in range(3):
+        assert values_on(cluster, i, b"k") == [b"new", b"late"]
+
+
+@run_async
+async def test_one_reads_only_the_local_replica(cluster: Cluster) -> None:
+    await cluster.local(0).apply(cluster.table, [row(b"k", b"c", b"mine", 10)])
+    data = await cluster.reader(0).read_partition(
+        cluster.table, b"k", token_of(b"k"), NOW, ClusteringSlice(), False, ONE
+    )
+    assert data is not None and cluster.net.calls == []
+
+
+@run_async
+async def test_paged_quorum_scan_repairs_and_returns_everything(cluster: Cluster) -> None:
+    table = cluster.table
+    keys = [f"key{i}".encode() for i in range(40)]
+    for n, key in enumerate(keys):
+        missing = n % 3  # every replica misses a third of the rows
+        for i in range(3):
+            if i != missing:
+                await cluster.local(i).apply(table, [row(key, b"a", key, 5), row(key, b"b", key, 5)])
+    got: list[tuple[bytes, bytes]] = []
+    placement = cluster.replicas[1].placement
+    for where in placement.ranges(table):
+        after: ScanPosition | None = None
+        while True:
+            page = await cluster.reader(1).scan(table, where, where.token_range, NOW, 5, after, QUORUM)
+            got.extend((d.partition_key, r.clustering) for d in page.partitions for r in d.rows)
+            if page.next_position is None:
+                break
+            after = page.next_position
+    assert sorted(got) == sorted((k, c) for k in keys for c in (b"a", b"b"))
+    assert len(got) == len(set(got))
+
+
+@run_async
+async def test_truncate_needs_every_node(cluster: Cluster) -> None:
+    await cluster.writer(0).write(cluster.table, [row(b"k", b"c", b"v", 10)], ALL)
+    cluster.down.add(raft_id_of(host(1)))
+    with pytest.raises(Unavailable):
+        await cluster.writer(0).truncate(cluster.table)
+    cluster.down.clear()
+    await cluster.writer(0).truncate(cluster.table)
+    assert [values_on(cluster, i, b"k") for i in range(3)] == [[], [], []]
+
+
+def counter_delta(key: bytes, delta: int, ts: int) -> Mutation:
+    cell = Cell("v", codec.serialize(BIGINT, delta), ts)
+    return Mutation(key, token_of(key), rows=(RowWrite(b"c", cells=(cell,)),))
+
+
+async def counter_value(cluster: Cluster, i: int, key: bytes, cl: int) -> int | None:
+    data = await cluster.reader(i).read_partition(
+        cluster.counter_table, key, token_of(key), NOW, ClusteringSlice(), False, cl
+    )
+    if data is None:
+        return None
+    return int(codec.deserialize(BIGINT, data.rows[0].cells[0].value))
+
+
+@run_async
+async def test_concurrent_counter_updates_from_every_coordinator_are_all_counted(cluster: Cluster) -> None:
+    table = cluster.counter_table
+    updates = [
+        cluster.executors[n % 3].counters.update(table, [counter_delta(b"k", n, 1)], QUORUM)
+        for n in range(1, 31)
+    ]
+    await asyncio.gather(*updates)
+    assert [await counter_value(cluster, i, b"k", QUORUM) for i in range(3)] == [465] * 3
+
+
+@run_async
+async def test_counter_leader_reads_the_quorum_total_after_missing_updates(cluster: Cluster) -> None:
+    table = cluster.counter_table
+    await cluster.executors[0].counters.update(table, [counter_delta(b"k", 5, 1)], ALL)
+    leader = cluster.replicas[0].placement.replicas(table, token_of(b"k"))[0]
+    leader_index = [host(i) for i in range(3)].index(leader.host_id)
+    cluster.down.add(raft_id_of(leader.host_id))
+    cluster.net.refuse.add(raft_id_of(leader.host_id))
+    other = (leader_index + 1) % 3
+    await cluster.executors[other].counters.update(table, [counter_delta(b"k", 7, 1)], QUORUM)
+    cluster.down.clear()
+    cluster.net.refuse.clear()
+    # the leader missed +7; its QUORUM read of the total repairs that before adding +1
+    await cluster.executors[other].counters.update(table, [counter_delta(b"k", 1, 1)], QUORUM)
+    assert await counter_value(cluster, leader_index, b"k", ALL) == 13
