@@ -35,6 +35,7 @@ from aiohttp import web
 
 from tabletdb.dht.token import TokenRange
 from tabletdb.node.storage_service import LocalFile, StorageService
+from tabletdb.query.replica_placement import ReplicaPlacement
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.mutation import Mutation
@@ -59,6 +60,8 @@ _UPLOAD_CHUNK = 1 << 20
 
 
 def add_routes(app: web.Application, ctx: ApiContext) -> None:
+    placement = _placement(ctx)
+
     def bind(route: Callable[[ApiContext, web.Request], Awaitable[Any]]) -> Any:
         async def handle(request: web.Request) -> web.Response:
             return web.json_response(await route(ctx, request))
@@ -72,7 +75,7 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
             web.post("/storage_service/snapshots", bind(_take_snapshot)),
             web.delete("/storage_service/snapshots", bind(_delete_snapshot)),
             web.get("/storage_service/snapshots/file", lambda request: _download(ctx, request)),
-            web.post("/storage_service/tablets/load", bind(_load_tablet)),
+            web.post("/storage_service/tablets/load", lambda r: _load_tablet(ctx, placement, r)),
         ]
     )
 
@@ -203,7 +206,18 @@ async def _receive(request: web.Request, staging: Path) -> str:
     return digest.hexdigest()
 
 
-async def _load_tablet(ctx: ApiContext, request: web.Request) -> dict[str, Any]:
+def _placement(ctx: ApiContext) -> ReplicaPlacement:
+    me = ctx.state().topology.members.get(ctx.host_id)
+    return ReplicaPlacement(
+        ctx.host_id,
+        me.datacenter if me is not None else "",  # only labels replicas; ownership is by host
+        lambda: ctx.state().topology,
+        lambda: ctx.state().metadata.catalog,
+        lambda: ctx.state().metadata.tablets,
+    )
+
+
+async def _load_tablet(ctx: ApiContext, placement: ReplicaPlacement, request: web.Request) -> web.Response:
     storage, _ = _storage(ctx)
     try:
         table_id = uuid.UUID(request.query.get("table_id", ""))
@@ -222,13 +236,17 @@ async def _load_tablet(ctx: ApiContext, request: web.Request) -> dict[str, Any]:
         if expected is not None and expected != received:
             raise web.HTTPBadRequest(text=f"tablet image checksum {received} != {expected}: transfer damaged")
         await asyncio.to_thread(check_image, staging)
-        return await _install_or_apply(storage, table, image_range, staging)
+        return web.json_response(await _install_or_apply(storage, placement, table, image_range, staging))
     finally:
         staging.unlink(missing_ok=True)
 
 
 async def _install_or_apply(
-    storage: StorageService, table: TableDef, image_range: TokenRange, staging: Path
+    storage: StorageService,
+    placement: ReplicaPlacement,
+    table: TableDef,
+    image_range: TokenRange,
+    staging: Path,
 ) -> dict[str, Any]:
     local = storage.local_files(table)
     same = [f for f in local if f.tablet_id is not None and f.token_range == image_range]
@@ -244,6 +262,10 @@ async def _install_or_apply(
     for mutation in image_mutations(staging, image_range):
         if tablet_map is not None and tablet_map.tablet_id_of(mutation.token) not in mine:
             continue
+        if tablet_map is None and not any(
+            placement.is_local(r) for r in placement.replicas(table, mutation.token)
+        ):
+            continue  # a vnode range this node does not replicate
         committer = storage.committer(table, mutation.token)
         pending = batches.setdefault(id(committer), (committer, []))[1]
         pending.append(mutation)

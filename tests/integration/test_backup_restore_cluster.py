@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
 
+from tabletdb.storage.snapshot_files import live_row_count
 from tests.harness.clients import scylla_session
 from tests.harness.node import NodeFactory, TestNode
 
@@ -36,7 +38,7 @@ def _state(nodes: list[TestNode]) -> Any:
     with scylla_session(nodes[0]) as s:
         desc = [r.create_statement for r in s.execute("DESC SCHEMA WITH INTERNALS AND PASSWORDS")]
         rows = {}
-        for t in ("r3.t", "r1.t", "v3.t"):
+        for t in ("r3.t", "r1.t", "v3.t", "v1.t"):
             st = SimpleStatement(f"SELECT * FROM {t}", consistency_level=ConsistencyLevel.ALL)
             rows[t] = sorted(tuple(r) for r in s.execute(st))
     return desc, rows
@@ -57,7 +59,8 @@ def test_backup_and_restore_three_node_clusters(
         s.execute(f"CREATE KEYSPACE r3 WITH replication = {NTS % 3}")
         s.execute(f"CREATE KEYSPACE r1 WITH replication = {NTS % 1}")
         s.execute(f"CREATE KEYSPACE v3 WITH replication = {NTS % 3} AND tablets = {{'enabled': false}}")
-        for ks in ("r3", "r1", "v3"):
+        s.execute(f"CREATE KEYSPACE v1 WITH replication = {NTS % 1} AND tablets = {{'enabled': false}}")
+        for ks in ("r3", "r1", "v3", "v1"):
             s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
             p = s.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, ?)")
             for n in range(200):
@@ -81,3 +84,6 @@ def test_backup_and_restore_three_node_clusters(
     after = _state(dst)
     assert after[1] == before[1]
     assert after[0] == before[0]
+    # every vnode file went to every node, but each kept only the ranges it replicates
+    files = [f for node in dst for f in (node.workdir / "data" / "v1").glob("t-*/shard-*/vnode.db")]
+    assert sum(live_row_count(f, int(time.time())) for f in files) == 200
