@@ -154,6 +154,13 @@ _TABLETS_OPTION = re.compile(r"\btablets\s*=\s*\{[^}]*\}", re.IGNORECASE)
 _OPTIONS_START = re.compile(r"\)\s*WITH\s", re.IGNORECASE)
 
 
+_CREATE_INDEX = re.compile(r"^\s*CREATE\s+(?:CUSTOM\s+)?INDEX\b", re.IGNORECASE)
+
+
+def creates_index(statement: str) -> bool:
+    return _CREATE_INDEX.match(statement) is not None
+
+
 def created_table_id(statement: str) -> str | None:
     """The `WITH ID = ...` of a CREATE TABLE statement (DESC ... WITH INTERNALS writes it)."""
     if not _CREATE_TABLE.match(statement):

@@ -3,13 +3,15 @@
 1. Replay schema.cql in order. CREATE TABLE carries the original table id (WITH ID) and gets its
    tablet count pinned (`tablets = {min_tablet_count = max_tablet_count = N}`), so the new table
    is cut along the backed-up boundaries.
+   CREATE INDEX waits until after the data (step 4).
 2. Send each backed-up tablet file to every replica of the target tablets it overlaps. A node
    installs the file whole when its tablet has exactly the file's range and is still empty, and
    otherwise applies the file's partitions as mutations (rows: write times, TTLs and tombstones
    kept; last write wins, so a repeated load is harmless). Each file's sha256 is checked against
    the manifest before it leaves and by the node on arrival.
 3. Put every table's own `tablets` option back, so DESCRIBE shows the backed-up schema exactly.
-4. Verify: each table's row count against the manifest.
+4. Create the secondary indexes, which the nodes build from the restored data.
+5. Verify: each table's row count against the manifest.
 
 Progress is an append-only file (one JSON line per finished statement or tablet, synced), kept
 next to the backup by default; a rerun skips what it lists, so a restore killed at any point
@@ -42,6 +44,7 @@ from tabletdb.spark.backup_manifest import (
     Manifest,
     TableEntry,
     created_table_id,
+    creates_index,
     pin_tablet_count,
     read_manifest,
     split_statements,
@@ -134,10 +137,11 @@ def run_restore(
     with cql_session(options) as session:
         if not progress.resumed:
             _check_empty(cluster, manifest)
-        _replay_schema(session, statements, manifest, progress, reporter)
+        _replay_schema(session, statements, manifest, progress, reporter, indexes=False)
         layouts = {t.id: tablet_layout(session, t.id) for t in manifest.tables}
         _load_files(cluster, options, backup_dir, manifest, layouts, progress, reporter, summary)
         _unpin(session, statements, manifest, reporter)
+        _replay_schema(session, statements, manifest, progress, reporter, indexes=True)
         _verify(session, manifest, reporter, summary)
     summary.seconds = time.monotonic() - started
     return summary
@@ -162,12 +166,25 @@ def _pinned(statement: str, manifest: Manifest) -> str:
 
 
 def _replay_schema(
-    session: Any, statements: Sequence[str], manifest: Manifest, progress: RestoreProgress, reporter: Reporter
+    session: Any,
+    statements: Sequence[str],
+    manifest: Manifest,
+    progress: RestoreProgress,
+    reporter: Reporter,
+    indexes: bool,
 ) -> None:
+    """Replay schema.cql in order, all but CREATE INDEX (``indexes`` False) or only those.
+
+    Secondary indexes come last: the node builds an index from the base table's data when it is
+    created, and whole-file loads bypass the write path that keeps indexes up to date later.
+    """
     from cassandra import AlreadyExists, InvalidRequest
 
-    reporter.step("replaying schema.cql", len(statements))
-    for index, statement in enumerate(statements):
+    chosen = [(i, s) for i, s in enumerate(statements) if creates_index(s) == indexes]
+    reporter.step(
+        "creating indexes from the restored data" if indexes else "replaying schema.cql", len(chosen)
+    )
+    for index, statement in chosen:
         if index not in progress.statements:
             try:
                 session.execute(_pinned(statement, manifest))

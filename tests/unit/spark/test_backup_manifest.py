@@ -12,6 +12,7 @@ from tabletdb.spark.backup_manifest import (
     ManifestError,
     TableEntry,
     created_table_id,
+    creates_index,
     granted_keyspace,
     pin_tablet_count,
     read_manifest,
@@ -99,3 +100,10 @@ def test_a_directory_without_a_manifest_is_not_a_backup(tmp_path: Path) -> None:
 )
 def test_granted_keyspace(grant: str, keyspace: str | None) -> None:
     assert granted_keyspace(grant) == keyspace
+
+
+def test_creates_index_picks_out_secondary_indexes() -> None:
+    assert creates_index("CREATE INDEX kv_by_n ON ks.kv (n)")
+    assert creates_index("  create custom index i ON ks.kv (n) USING 'x'")
+    assert not creates_index(TABLE)
+    assert not creates_index("CREATE MATERIALIZED VIEW ks.v AS SELECT * FROM ks.t")
