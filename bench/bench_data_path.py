@@ -2,21 +2,28 @@
 
 Figures (data path issue 3), all in one run:
 - `tabletdb insert` / `tabletdb select`: scylla-driver in separate processes, concurrency 64,
-  against one fresh node (`--smp` shards, default tablets: the count algorithm's 10 per shard);
-  ops/s, p50/p99, server CPU µs per op and RSS.
+  against one fresh node (`--smp` shards, default tablets: the count algorithm's 10 per shard)
+  holding `--populate` keys (SELECT reads only those, so every read finds its row; INSERT writes
+  random keys of 100,000); ops/s, p50/p99, server CPU µs per op and RSS.
 - `floor`: the floor server answering the same SELECT with no database (bench/floor_server.py).
 - `sqlite upsert` / `sqlite select`: the same rows through raw sqlite3 in this process (WAL,
   synchronous=FULL, one transaction per 64 upserts as group commit would give): the storage
   engine's ceiling without CQL, asyncio or the wire.
 
 Reproduce: `.venv/bin/python -m bench.bench_data_path [--duration S] [--concurrency N] [--smp N]`.
+`--profile DIR` runs the node under cProfile (bench/profiled.py) and writes `DIR/insert.prof` and
+`DIR/select.prof` (the event-loop thread during each load) and prints their top entries; the
+profiler roughly doubles the CPU per op, so figures from such a run are not comparable.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import pstats
 import random
+import signal
 import sqlite3
 import tempfile
 import time
@@ -31,8 +38,10 @@ SELECT = "SELECT k, v FROM bench.kv WHERE k = ?"
 FLOOR_SELECT = "SELECT k, v FROM floor.t WHERE k = ?"
 
 
-def _create_schema(host: str, port: int) -> None:
+def _create_schema(host: str, port: int, populate: int) -> None:
+    """The table, with keys 0..populate-1 written so that the SELECT load finds rows."""
     from cassandra.cluster import Cluster
+    from cassandra.concurrent import execute_concurrent_with_args
 
     cluster = Cluster([host], port=port, protocol_version=4)
     try:
@@ -42,12 +51,15 @@ def _create_schema(host: str, port: int) -> None:
             "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
         )
         session.execute("CREATE TABLE bench.kv (k int PRIMARY KEY, v text)")
+        insert = session.prepare(INSERT)
+        rows = [(k, f"{k:016x}") for k in range(populate)]
+        execute_concurrent_with_args(session, insert, rows, concurrency=64, raise_on_first_error=True)
     finally:
         cluster.shutdown()
 
 
 def _spec(
-    host: str, port: int, statement: str, values: tuple[str, ...], args: argparse.Namespace
+    host: str, port: int, statement: str, values: tuple[str, ...], args: argparse.Namespace, keys: int = KEYS
 ) -> LoadSpec:
     return LoadSpec(
         host,
@@ -58,7 +70,7 @@ def _spec(
         processes=args.processes,
         warmup_s=args.warmup,
         duration_s=args.duration,
-        key_space=KEYS,
+        key_space=keys,
     )
 
 
@@ -99,6 +111,26 @@ def sqlite_baseline(seconds: float, batch: int) -> dict[str, Any]:
     return {"sqlite upsert": upserts, "sqlite select": selects}
 
 
+def _take_profile(server_pid: int, profile: str, target: Path) -> None:
+    """Ask the profiled server to write what it gathered since the last request, then move it."""
+    before = {p.name for p in Path(profile).parent.iterdir()}
+    os.kill(server_pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        new = [p for p in Path(profile).parent.iterdir() if p.name not in before]
+        if new and new[0].stat().st_size > 0:
+            time.sleep(0.5)  # the dump is written in one go; let it finish
+            new[0].replace(target)
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the profiled server (pid {server_pid}) wrote no profile within 30 s")
+
+
+def _print_profile(path: Path, top: int = 30) -> None:
+    print(f"=== {path} (top {top} by own time)")
+    pstats.Stats(str(path)).sort_stats("tottime").print_stats(top)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--duration", type=float, default=5.0)
@@ -106,14 +138,41 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--smp", type=int, default=2)
+    parser.add_argument(
+        "--populate", type=int, default=10_000, help="keys written before the loads; SELECT reads these"
+    )
+    parser.add_argument(
+        "--host-octet", type=int, default=2, help="serve on 127.0.99.N (runs side by side need their own N)"
+    )
+    parser.add_argument("--profile", type=Path, help="directory for cProfile output of the node")
+    parser.add_argument("--only-tabletdb", action="store_true", help="skip the floor and sqlite runs")
     args = parser.parse_args()
     figures: dict[str, Any] = {"benchmark": "data_path", "concurrency": args.concurrency, "smp": args.smp}
-    with tabletdb_server(smp=args.smp) as server:
-        _create_schema(server.host, server.port)
+    figures["load average before"] = os.getloadavg()
+    profile = None
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        profile = str(args.profile.resolve() / "node.prof")
+    with tabletdb_server(smp=args.smp, host_octet=args.host_octet, profile=profile) as server:
+        _create_schema(server.host, server.port, args.populate)
+        if profile:
+            _take_profile(server.pid, profile, args.profile / "setup.prof")
         insert = run_load(_spec(server.host, server.port, INSERT, ("int_rand", "text16"), args), server.pid)
-        select = run_load(_spec(server.host, server.port, SELECT, ("int_rand",), args), server.pid)
+        if profile:
+            _take_profile(server.pid, profile, args.profile / "insert.prof")
+        select_spec = _spec(server.host, server.port, SELECT, ("int_rand",), args, keys=args.populate)
+        select = run_load(select_spec, server.pid)
+        if profile:
+            _take_profile(server.pid, profile, args.profile / "select.prof")
         figures["tabletdb insert"], figures["tabletdb select"] = insert.as_dict(), select.as_dict()
-    with floor_server(("int_rand",)) as floor:
+    if args.profile is not None:
+        _print_profile(args.profile / "insert.prof")
+        _print_profile(args.profile / "select.prof")
+    figures["load average after tabletdb"] = os.getloadavg()
+    if args.only_tabletdb:
+        print(RESULT_PREFIX + json.dumps(figures), flush=True)
+        return
+    with floor_server(("int_rand",), host_octet=args.host_octet + 100) as floor:
         figures["floor"] = run_load(
             _spec(floor.host, floor.port, FLOOR_SELECT, ("int_rand",), args), floor.pid
         ).as_dict()

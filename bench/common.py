@@ -263,11 +263,18 @@ def floor_server(values: Sequence[str] = (), host_octet: int = 1) -> Iterator[Se
 
 
 @contextlib.contextmanager
-def tabletdb_server(smp: int = 1, host_octet: int = 2, options: Sequence[str] = ()) -> Iterator[ServerHandle]:
-    """One fresh tabletdb node (empty workdir) on its own loopback address; `options` are -o KEY=VALUE."""
+def tabletdb_server(
+    smp: int = 1, host_octet: int = 2, options: Sequence[str] = (), profile: str | None = None
+) -> Iterator[ServerHandle]:
+    """One fresh tabletdb node (empty workdir) on its own loopback address; `options` are -o KEY=VALUE.
+
+    With `profile` (a file path) the server runs under cProfile (bench/profiled.py) and writes
+    its profile there when it stops.
+    """
     host = f"127.0.{BENCH_SUBNET}.{host_octet}"
     with tempfile.TemporaryDirectory(prefix="bench-tabletdb-") as tmp:
-        argv = [sys.executable, "-m", "tabletdb.cli.main", "server", "--workdir", f"{tmp}/node"]
+        entry = ["bench.profiled", profile, "--"] if profile else ["tabletdb.cli.main"]
+        argv = [sys.executable, "-m", *entry, "server", "--workdir", f"{tmp}/node"]
         argv += ["--listen-address", host, "--smp", str(smp), "--api-port", "20999"]
         for option in options:
             argv += ["-o", option]

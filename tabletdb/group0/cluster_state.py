@@ -56,7 +56,20 @@ class SchemaEntry:
         return self.command.new_state_id
 
 
-GroupEntry = SchemaEntry | JoinCommand | BalancingCommand
+@dataclass(frozen=True)
+class BatchEntry:
+    """Schema commands one node decided in one turn, each on the state the previous one makes
+    (chained state ids), committed as one Raft entry: one append, fsync and round trip for
+    all. If one goes stale the ones after it do too, and their node re-decides them."""
+
+    entries: tuple[SchemaEntry, ...]
+
+    @property
+    def command_id(self) -> uuid.UUID:
+        return self.entries[0].command_id
+
+
+GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand
 
 
 @dataclass(frozen=True)
@@ -69,8 +82,22 @@ class Applied:
     joined: NodeRecord | None = None
 
 
-def apply_entry(state: ClusterState, entry: GroupEntry) -> tuple[ClusterState, Applied]:
-    """Deterministic on every node: the same log yields the same state and outcomes."""
+def apply_entry(state: ClusterState, entry: GroupEntry) -> tuple[ClusterState, tuple[Applied, ...]]:
+    """Deterministic on every node: the same log yields the same state and outcomes (one per
+    command; a batch has several)."""
+    if isinstance(entry, BatchEntry):
+        outcomes = []
+        for item in entry.entries:
+            state, applied = _apply_one(state, item)
+            outcomes.append(applied)
+        return state, tuple(outcomes)
+    state, applied = _apply_one(state, entry)
+    return state, (applied,)
+
+
+def _apply_one(
+    state: ClusterState, entry: SchemaEntry | JoinCommand | BalancingCommand
+) -> tuple[ClusterState, Applied]:
     if isinstance(entry, SchemaEntry):
         metadata, ok = g0.apply(state.metadata, entry.command)
         return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
@@ -91,15 +118,25 @@ def _event_from_plain(d: list[Any]) -> SchemaChangeEvent:
     return SchemaChangeEvent(Change(change), Target(target), keyspace, name, tuple(arg_types))
 
 
+def _schema_to_plain(entry: SchemaEntry) -> dict[str, Any]:
+    return {
+        "f": ENTRY_FORMAT,
+        "k": "schema",
+        "c": g0.encode_command(entry.command),
+        "ev": [_event_to_plain(e) for e in entry.events],
+    }
+
+
+def _schema_from_plain(body: dict[str, Any]) -> SchemaEntry:
+    return SchemaEntry(g0.decode_command(body["c"]), tuple(_event_from_plain(e) for e in body["ev"]))
+
+
 def encode_entry(entry: GroupEntry) -> bytes:
     body: dict[str, Any]
     if isinstance(entry, SchemaEntry):
-        body = {
-            "f": ENTRY_FORMAT,
-            "k": "schema",
-            "c": g0.encode_command(entry.command),
-            "ev": [_event_to_plain(e) for e in entry.events],
-        }
+        body = _schema_to_plain(entry)
+    elif isinstance(entry, BatchEntry):
+        body = {"f": ENTRY_FORMAT, "k": "batch", "es": [_schema_to_plain(e) for e in entry.entries]}
     elif isinstance(entry, BalancingCommand):
         body = {"f": ENTRY_FORMAT, "k": "balancing", "c": balancing_to_plain(entry)}
     else:
@@ -112,7 +149,9 @@ def decode_entry(data: bytes) -> GroupEntry:
     if not isinstance(body, dict) or body.get("f") != ENTRY_FORMAT:
         raise ValueError(f"unknown group0 entry encoding: {str(body)[:80]}")
     if body["k"] == "schema":
-        return SchemaEntry(g0.decode_command(body["c"]), tuple(_event_from_plain(e) for e in body["ev"]))
+        return _schema_from_plain(body)
+    if body["k"] == "batch":
+        return BatchEntry(tuple(_schema_from_plain(e) for e in body["es"]))
     if body["k"] == "join":
         return join_from_plain(body["c"])
     if body["k"] == "balancing":

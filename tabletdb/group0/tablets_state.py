@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.schema.index_table import index_tables
 from tabletdb.schema.model import Catalog, KeyspaceDef, TableDef
 from tabletdb.tablets.allocation import NodeCapacity, allocate_replicas
 from tabletdb.tablets.count import ClusterShape, DcReplication, SizingConfig, TableSizing, tablet_count
@@ -113,9 +114,97 @@ def plan_tablet_changes(
     nodes: Sequence[NodeCapacity],
     sizing: SizingConfig,
 ) -> tuple[TabletChange, ...]:
-    """Maps for tables (and views) that exist in ``after`` in tablets keyspaces but have none,
-    and removals for mapped tables that ``after`` no longer has."""
-    del before  # the diff is against the maps themselves, so a missed change is repaired later
+    """Maps for tables (views, index entries tables) that exist in ``after`` in tablets keyspaces
+    but have none, and removals for mapped tables that ``after`` no longer has.
+
+    ``after`` is normally ``before`` with one command applied, so only the keyspaces and tables
+    whose objects changed are looked at (shared structure: the cost follows the change, not the
+    schema). A change to a keyspace itself (created, dropped, altered, e.g. switched to tablets)
+    checks every table instead, and so does a result that would not leave exactly one map per
+    table (a table left without a map earlier is repaired by the next change).
+    """
+    if isinstance(maps, FrozenMap):
+        changed = _changed_tables(before, after)
+        if changed is not None:
+            changes = _plan_for_changed(changed, after, maps, nodes, sizing)
+            created = sum(1 for c in changes if c.tablet_map is not None)
+            if len(maps) + 2 * created - len(changes) == _tablet_table_count(after):
+                return changes
+    return _plan_by_scan(after, maps, nodes, sizing)
+
+
+def _tablet_table_count(catalog: Catalog) -> int:
+    """Tables, views and index entries tables in tablets keyspaces: how many maps there should be.
+
+    Sizes of the per-keyspace maps, plus one attribute test per table for indexes: a guard that
+    catches a table left without a map (repaired by the full scan) at a small per-table cost."""
+    count = 0
+    for ks in catalog.keyspaces.values():
+        if ks.definition.uses_tablets:
+            count += len(ks.tables) + len(ks.views)
+            count += sum(len(index_tables(t)) for t in ks.tables.values() if t.indexes)
+    return count
+
+
+_ChangedTables = tuple[list[TableDef], list[TableDef]]
+
+
+def _changed_tables(before: Catalog, after: Catalog) -> _ChangedTables | None:
+    """(tables as ``after`` has them, tables as ``before`` had them) for every table or view
+    that was added, removed or redefined; None when a keyspace definition changed."""
+    new: list[TableDef] = []
+    old: list[TableDef] = []
+    for name, ks_after in after.keyspaces.items_missing_from(before.keyspaces):
+        ks_before = before.keyspaces.get(name)
+        if ks_before is None or ks_before.definition != ks_after.definition:
+            return None
+        new += [t for _, t in ks_after.tables.items_missing_from(ks_before.tables)]
+        new += [v.table for _, v in ks_after.views.items_missing_from(ks_before.views)]
+        old += [t for _, t in ks_before.tables.items_missing_from(ks_after.tables)]
+        old += [v.table for _, v in ks_before.views.items_missing_from(ks_after.views)]
+    if any(name not in after.keyspaces for name in before.keyspaces.keys_missing_from(after.keyspaces)):
+        return None
+    return new, old
+
+
+def _with_index_tables(table: TableDef) -> list[TableDef]:
+    return [table] + [entries for _, entries in index_tables(table)]
+
+
+def _plan_for_changed(
+    changed: _ChangedTables,
+    after: Catalog,
+    maps: Mapping[uuid.UUID, TabletMap],
+    nodes: Sequence[NodeCapacity],
+    sizing: SizingConfig,
+) -> tuple[TabletChange, ...]:
+    new, old = changed
+    wanted = [t for table in new if _uses_tablets(after, table.keyspace) for t in _with_index_tables(table)]
+    wanted_ids = {t.id for t in wanted}
+    created = sorted((t for t in wanted if t.id not in maps), key=lambda t: (t.keyspace, t.name))
+    gone = {t.id for table in old for t in _with_index_tables(table)} - wanted_ids
+    removed = sorted((t for t in gone if t in maps), key=lambda t: t.bytes)
+    return tuple(
+        [TabletChange(t.id, _new_map(after, t, nodes, sizing)) for t in created]
+        + [TabletChange(t, None) for t in removed]
+    )
+
+
+def _uses_tablets(catalog: Catalog, keyspace: str) -> bool:
+    ks = catalog.keyspace(keyspace)
+    return ks is not None and ks.definition.uses_tablets
+
+
+def _new_map(
+    catalog: Catalog, table: TableDef, nodes: Sequence[NodeCapacity], sizing: SizingConfig
+) -> TabletMap:
+    ks = catalog.keyspaces[table.keyspace]
+    return new_table_map(ks.definition, table, nodes, sizing)
+
+
+def _plan_by_scan(
+    after: Catalog, maps: Mapping[uuid.UUID, TabletMap], nodes: Sequence[NodeCapacity], sizing: SizingConfig
+) -> tuple[TabletChange, ...]:
     changes: list[TabletChange] = []
     live: set[uuid.UUID] = set()
     for ks_name in sorted(after.keyspaces):
@@ -123,6 +212,7 @@ def plan_tablet_changes(
         if not ks.definition.uses_tablets:
             continue
         tables = [ks.tables[n] for n in sorted(ks.tables)] + [ks.views[n].table for n in sorted(ks.views)]
+        tables += [entries for t in list(tables) for _, entries in index_tables(t)]
         for table in tables:
             live.add(table.id)
             if table.id not in maps:
@@ -133,16 +223,44 @@ def plan_tablet_changes(
     return tuple(changes)
 
 
+class ReplicaLoad:
+    """Tablet replicas per (host, shard) over all maps, kept up to date by comparing each new
+    ``TabletMaps`` with the last one seen (shared structure: the cost follows the change), so
+    placing a new table does not walk every tablet of the cluster."""
+
+    def __init__(self) -> None:
+        self._maps: TabletMaps = EMPTY_TABLET_MAPS
+        self._load: dict[tuple[uuid.UUID, int], int] = {}
+
+    def of(self, maps: TabletMaps) -> dict[tuple[uuid.UUID, int], int]:
+        for sign, changed in (
+            (-1, self._maps.items_missing_from(maps)),
+            (1, maps.items_missing_from(self._maps)),
+        ):
+            for _, tablet_map in changed:
+                for replica, count in tablet_map.replica_load().items():
+                    total = self._load.get(replica, 0) + sign * count
+                    if total:
+                        self._load[replica] = total
+                    else:
+                        self._load.pop(replica, None)
+        self._maps = maps
+        return self._load
+
+    def cluster_capacity(
+        self, members: Sequence[tuple[uuid.UUID, str, str, int]], maps: TabletMaps
+    ) -> list[NodeCapacity]:
+        """(host, dc, rack, shards) of every member, with the tablet replicas each shard holds
+        now, so new tables fill the shards earlier tables left light."""
+        load = self.of(maps)
+        return [
+            NodeCapacity(host, dc, rack, shards, tuple(load.get((host, s), 0) for s in range(shards)))
+            for host, dc, rack, shards in sorted(members, key=lambda m: m[0].bytes)
+        ]
+
+
 def cluster_capacity(
     members: Sequence[tuple[uuid.UUID, str, str, int]], maps: Mapping[uuid.UUID, TabletMap]
 ) -> list[NodeCapacity]:
-    """(host, dc, rack, shards) of every member, with the tablet replicas each shard holds now,
-    so new tables fill the shards earlier tables left light."""
-    load: dict[tuple[uuid.UUID, int], int] = {}
-    for tablet_map in maps.values():
-        for (host, shard), count in tablet_map.replica_load().items():
-            load[(host, shard)] = load.get((host, shard), 0) + count
-    return [
-        NodeCapacity(host, dc, rack, shards, tuple(load.get((host, s), 0) for s in range(shards)))
-        for host, dc, rack, shards in sorted(members, key=lambda m: m[0].bytes)
-    ]
+    """`ReplicaLoad.cluster_capacity` from scratch, for one-off callers."""
+    return ReplicaLoad().cluster_capacity(members, maps if isinstance(maps, FrozenMap) else FrozenMap(maps))

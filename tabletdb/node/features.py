@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import os
 
+BATCH_FEATURE = "TABLETDB_GROUP0_SCHEMA_BATCHES"
+"""group0 entries may carry several schema commands (`group0.cluster_state.BatchEntry`)."""
+
 SUPPORTED_FEATURES: tuple[str, ...] = (
+    BATCH_FEATURE,
     "GROUP0_SCHEMA_VERSIONING",
     "SUPPORTS_RAFT_CLUSTER_MANAGEMENT",
     "TABLETS",

@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import ipaddress
 import logging
-import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tabletdb.cql.errors import ServerError
-from tabletdb.group0.auth_state import with_auth
 from tabletdb.group0.balancing import BalancingCommand
 from tabletdb.group0.cluster_state import (
     Applied,
+    BatchEntry,
     ClusterState,
     GroupEntry,
     SchemaEntry,
@@ -41,10 +38,6 @@ from tabletdb.group0.cluster_state import (
     encode_entry,
     encode_snapshot,
 )
-from tabletdb.group0.state import SchemaCommand
-from tabletdb.group0.state import apply as apply_group0
-from tabletdb.group0.state_id import timeuuid_after
-from tabletdb.group0.tablets_state import TabletChange
 from tabletdb.group0.topology import (
     JoinCommand,
     JoinRefused,
@@ -54,6 +47,8 @@ from tabletdb.group0.topology import (
     record_to_plain,
 )
 from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
+from tabletdb.node.features import BATCH_FEATURE
+from tabletdb.node.group0_batch import DdlBatcher, TabletPlanner
 from tabletdb.node.group0_guard import DdlTurns
 from tabletdb.node.group0_raft import RaftDriver
 from tabletdb.query.metadata_store import Decision
@@ -70,8 +65,6 @@ log = logging.getLogger(__name__)
 INTERNODE_PORT = 7000
 """Scylla's storage_port: group0 traffic. Every node has its own address, so one port serves."""
 JOIN_VERB = "g0.join"
-MAX_DDL_ATTEMPTS = 30
-RETRY_PAUSE = 0.005
 COMMAND_TIMEOUT = 30.0
 JOIN_TIMEOUT = 120.0
 RESTART_BARRIER_TIMEOUT = 15.0
@@ -92,14 +85,6 @@ def founds_cluster(address: str, seeds: tuple[str, ...]) -> bool:
     return address in seeds and address == min(seeds, key=lambda s: ipaddress.ip_address(s).packed)
 
 
-class ConcurrentModification(ServerError):
-    """A DDL lost the race against other schema changes every time it was retried."""
-
-
-TabletPlanner = Callable[[ClusterState, Catalog], tuple[TabletChange, ...]]
-"""(state before, catalog after a schema change) -> tablet maps to create/remove with it."""
-
-
 class Group0Service:
     def __init__(
         self,
@@ -110,7 +95,6 @@ class Group0Service:
         tablet_planner: TabletPlanner | None = None,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self._tablet_planner = tablet_planner
         self.record = record
         self.cluster_name = cluster_name
         self.seeds = seeds
@@ -127,9 +111,10 @@ class Group0Service:
         self._schema_listeners: list[SchemaListener] = []
         self._member_listeners: list[MemberListener] = []
         self._join_lock = asyncio.Lock()
-        self._ddl_lock = asyncio.Lock()
         self.turns = DdlTurns(self.driver, self.rpc)
-        self._rng = random.Random()
+        self._ddl = DdlBatcher(
+            lambda: self._state, self.turns, self.driver.wait_applied, self._submit_schema, tablet_planner
+        )
         self._learn_peers()
 
     # --- MetadataStore ---------------------------------------------------------------------------
@@ -149,43 +134,12 @@ class Group0Service:
         self._member_listeners.append(listener)
 
     async def change_schema(self, decide: Decision) -> DdlOutcome:
-        """Decide, propose, wait for our own apply; re-decide when another node's change won.
+        """Decide on the latest state and commit; the outcome once this node applied it.
 
-        One change at a time per node, and each takes a turn from the leader first
-        (`group0_guard`), so commands rarely race. When one does lose (a leader change), the
-        losing entry's apply already showed us the winner; a short random pause
-        de-synchronises nodes that keep colliding.
+        Changes waiting on this node share one cluster-wide DDL turn and one Raft entry
+        (`group0_batch`); a change that lost a race is re-decided on the newer state.
         """
-        async with self._ddl_lock, asyncio.timeout(COMMAND_TIMEOUT):
-            token, leader, granted_at = await self.turns.acquire()
-            try:
-                await self.driver.wait_applied(granted_at)
-                return await self._decide_and_commit(decide)
-            finally:
-                await self.turns.release(token, leader)
-
-    async def _decide_and_commit(self, decide: Decision) -> DdlOutcome:
-        # No read barrier: the turn came with the leader's commit index, which covers every
-        # change made in earlier turns, and change_schema waited to apply up to it. If the
-        # leader was deposed unawares, the state-id guard turns a stale command into a no-op.
-        for attempt in range(MAX_DDL_ATTEMPTS):
-            state = self._state.metadata
-            outcome = decide(state.catalog)
-            if outcome.is_noop:
-                return outcome
-            new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
-            command = with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
-            if self._tablet_planner is not None:  # tablet maps move with the schema, atomically
-                preview, _ = apply_group0(state, command)
-                changes = self._tablet_planner(self._state, preview.catalog)
-                command = dataclasses.replace(command, tablet_changes=changes)
-            applied = await self._submit(SchemaEntry(command, outcome.events))
-            if applied.took_effect:
-                return outcome
-            await asyncio.sleep(self._rng.uniform(0, RETRY_PAUSE * (attempt + 1)))
-        raise ConcurrentModification(
-            f"schema change lost to concurrent schema changes {MAX_DDL_ATTEMPTS} times in a row; retry it"
-        )
+        return await self._ddl.change(decide, COMMAND_TIMEOUT)
 
     async def set_balancing(self, enabled: bool) -> None:
         """Set group0's tablet-balancing flag; returns once this node applied it."""
@@ -214,6 +168,7 @@ class Group0Service:
         log.info("group0 member host_id=%s raft_id=%d", self.record.host_id, self.record.raft_id)
 
     async def stop(self) -> None:
+        await self._ddl.stop()
         await self.driver.stop()
         await self.rpc.stop()
 
@@ -267,7 +222,7 @@ class Group0Service:
         async with asyncio.timeout(JOIN_TIMEOUT):
             await self.driver.read_barrier()
             check_join(self._state.topology, self.cluster_name, self.record)
-            applied = await self._submit(JoinCommand(uuid.uuid4(), self.cluster_name, self.record))
+            (applied,) = await self._submit(JoinCommand(uuid.uuid4(), self.cluster_name, self.record))
         if not applied.took_effect:
             raise JoinRefused(f"node {self.record.host_id}: refused when its registration was applied")
 
@@ -313,7 +268,7 @@ class Group0Service:
             await self.driver.read_barrier()
             check_join(self._state.topology, payload["cluster_name"], record)
             if self._state.topology.members.get(record.host_id) != record:
-                applied = await self._submit(JoinCommand(uuid.uuid4(), payload["cluster_name"], record))
+                (applied,) = await self._submit(JoinCommand(uuid.uuid4(), payload["cluster_name"], record))
                 if not applied.took_effect:
                     raise JoinRefused(f"node {record.host_id}: refused when its join was applied")
             await self._add_voter(record.raft_id)
@@ -339,12 +294,20 @@ class Group0Service:
 
     # --- proposing and applying ------------------------------------------------------------------
 
-    async def _submit(self, entry: GroupEntry) -> Applied:
-        """Propose `entry` until this node applied it; proposals may repeat (apply is idempotent
-        for joins and a no-op for a schema command whose state moved on)."""
-        cid = entry.command_id
+    async def _submit_schema(self, entries: Sequence[SchemaEntry]) -> list[Applied]:
+        """One Raft entry for all of `entries` once every member can read batches; before
+        that, one entry each (all proposed at once, so they still share the leader's round)."""
+        if len(entries) == 1 or BATCH_FEATURE in self._state.topology.enabled_features:
+            return await self._submit(entries[0] if len(entries) == 1 else BatchEntry(tuple(entries)))
+        return [a for e in entries for a in await self._submit(e)]
+
+    async def _submit(self, entry: GroupEntry) -> list[Applied]:
+        """Propose `entry` until this node applied it; its commands' outcomes. Proposals may
+        repeat (apply is idempotent for joins and a no-op for a schema command whose state
+        moved on)."""
+        ids = [e.command_id for e in entry.entries] if isinstance(entry, BatchEntry) else [entry.command_id]
         loop = asyncio.get_running_loop()
-        fut = self._waiting.setdefault(cid, loop.create_future())
+        futures = [self._waiting.setdefault(cid, loop.create_future()) for cid in ids]
         data = encode_entry(entry)
         try:
             while True:
@@ -354,11 +317,12 @@ class Group0Service:
                     await asyncio.sleep(0.05)
                     continue
                 try:
-                    return await asyncio.wait_for(asyncio.shield(fut), timeout=2.0)
+                    return list(await asyncio.wait_for(asyncio.shield(asyncio.gather(*futures)), timeout=2.0))
                 except TimeoutError:
-                    log.info("group0 command %s not applied yet; proposing again", cid)
+                    log.info("group0 command %s not applied yet; proposing again", ids[0])
         finally:
-            self._waiting.pop(cid, None)
+            for cid in ids:
+                self._waiting.pop(cid, None)
 
     def _apply(self, entries: list[Entry]) -> None:
         for entry in entries:
@@ -367,17 +331,22 @@ class Group0Service:
             except (ValueError, KeyError, TypeError) as exc:  # same bytes everywhere: all skip it
                 log.error("group0 entry %d undecodable, skipped: %s", entry.index, exc)
                 continue
-            self._state, applied = apply_entry(self._state, decoded)
-            fut = self._waiting.get(applied.command_id)
-            if fut is not None and not fut.done():
-                fut.set_result(applied)
-            if applied.events:
-                for listener in self._schema_listeners:
-                    listener(applied.events)
-            if applied.joined is not None:
-                self._learn_peers()
-                for member_listener in self._member_listeners:
-                    member_listener(applied.joined)
+            self._state, outcomes = apply_entry(self._state, decoded)
+            for applied in outcomes:
+                self._announce(applied)
+
+    def _announce(self, applied: Applied) -> None:
+        """Wake the command's proposer (if it is ours) and tell listeners what changed."""
+        fut = self._waiting.get(applied.command_id)
+        if fut is not None and not fut.done():
+            fut.set_result(applied)
+        if applied.events:
+            for listener in self._schema_listeners:
+                listener(applied.events)
+        if applied.joined is not None:
+            self._learn_peers()
+            for member_listener in self._member_listeners:
+                member_listener(applied.joined)
 
     def _install(self, snapshot: Snapshot) -> None:
         before = self._state.metadata.catalog

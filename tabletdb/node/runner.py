@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from tabletdb.auth.model import AuthConfig
 from tabletdb.cql.parser import parse_statement
 from tabletdb.group0.cluster_state import ClusterState
-from tabletdb.group0.tablets_state import TabletChange, cluster_capacity, plan_tablet_changes
+from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, plan_tablet_changes
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.failure_detector import FailureDetector
@@ -74,6 +74,7 @@ class Node:
         parse_statement("SELECT key FROM system.local")
         self.features = supported_features()
         group0_dir = workdir.joinpath(*GROUP0_DIR)
+        self._replica_load = ReplicaLoad()
         self.metadata: Group0Service | MaintenanceStore
         self.failure_detector: FailureDetector | None = None
         if config.maintenance_mode:
@@ -148,7 +149,7 @@ class Node:
         members = [(r.host_id, r.datacenter, r.rack, r.shard_count) for r in state.topology.members.values()]
         if not members:  # the founder's first DDL can precede its own join record
             members = [(self.identity.host_id, c.dc, c.rack, c.smp)]
-        nodes = cluster_capacity(members, state.metadata.tablets)
+        nodes = self._replica_load.cluster_capacity(members, state.metadata.tablets)
         sizing = SizingConfig(
             c.target_tablet_size_in_bytes, c.tablets_initial_scale_factor, float(c.tablets_per_shard_goal)
         )

@@ -19,6 +19,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.sharding import shard_of
 from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.query.write_stores import Segment
+from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.tablet_store import TabletStore
@@ -69,7 +70,7 @@ class StorageService:
         self.ignore_msb = ignore_msb
         self._tablet_maps = tablet_maps
         self._open: dict[Path, GroupCommitter] = {}
-        self._known_tables: set[uuid.UUID] | None = None
+        self._known_tables: FrozenMap[uuid.UUID, tuple[str, str]] | None = None
         self._by_key: dict[tuple[uuid.UUID, int], tuple[TabletMap | None, GroupCommitter]] = {}
         """(table, tablet id or -1 - shard) -> (the map it was computed from, committer)."""
 
@@ -174,12 +175,13 @@ class StorageService:
         metadata log replays at start-up the catalog is behind the data on disk, and a directory
         it does not list yet is a table that will reappear, not garbage.
         """
-        current = set(catalog.ids)
+        # catalog.ids shares structure with the previous catalog's map, so the difference costs
+        # what the change touched, not the size of the schema.
         if self._known_tables is not None:
-            for table_id in self._known_tables - current:
+            for table_id in self._known_tables.keys_missing_from(catalog.ids):
                 for directory in self.data_dir.glob(f"*/*-{table_id.hex}"):
                     self._remove_directory(directory)
-        self._known_tables = current
+        self._known_tables = catalog.ids
 
     def _remove_directory(self, directory: Path) -> None:
         self._by_key.clear()

@@ -31,14 +31,27 @@ class ColumnSpec:
     type: CqlType
 
 
+_ID_CACHE: dict[tuple[ColumnSpec, ...], bytes] = {}
+_ID_CACHE_LIMIT = 4096
+
+
 def result_metadata_id(columns: list[ColumnSpec]) -> bytes:
-    h = hashlib.sha256()
+    """The id of a column list; remembered, since every page of a statement asks again (a SELECT
+    builds fresh metadata per request, and hashing a tuple of specs is far cheaper than
+    rendering their CQL types)."""
+    key = tuple(columns)
+    found = _ID_CACHE.get(key)
+    if found is not None:
+        return found
     buf = bytearray()
     for col in columns:
         write_string(buf, col.name)
         write_string(buf, col.type.cql())
-    h.update(buf)
-    return h.digest()[:16]
+    digest = hashlib.sha256(buf).digest()[:16]
+    if len(_ID_CACHE) >= _ID_CACHE_LIMIT:
+        _ID_CACHE.pop(next(iter(_ID_CACHE)))
+    _ID_CACHE[key] = digest
+    return digest
 
 
 def prepared_statement_id(keyspace: str | None, query: str) -> bytes:

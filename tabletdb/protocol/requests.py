@@ -7,6 +7,7 @@ stream and keeps going, since the frame boundary is intact.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -128,7 +129,72 @@ class DecodeContext:
     version: int = 4
 
 
+_CONSISTENCY_AND_FLAGS = struct.Struct(">HB")
+_COUNT = struct.Struct(">H")
+_LENGTH = struct.Struct(">i")
+_TIMESTAMP = struct.Struct(">q")
+_FAST_FLAGS = QF_VALUES | QF_SKIP_METADATA | QF_PAGE_SIZE | QF_DEFAULT_TIMESTAMP
+
+
+class _Unusual(Exception):
+    """The fast decoder met something it leaves to the checked one (which names the problem)."""
+
+
 def read_query_parameters(r: Reader, version: int = 4) -> QueryParameters:
+    """`<query_parameters>`: the common shape (positional values, page size, client timestamp)
+    is read in one pass; anything else, and every malformed body, goes through the checked
+    reader below, so errors read the same either way."""
+    buf, start = r.position()
+    try:
+        params, end = _common_query_parameters(buf, start, version)
+    except (_Unusual, struct.error):
+        return _checked_query_parameters(r, version)
+    r.seek(end)
+    return params
+
+
+def _common_query_parameters(buf: bytes, pos: int, version: int) -> tuple[QueryParameters, int]:
+    consistency, flags = _CONSISTENCY_AND_FLAGS.unpack_from(buf, pos)
+    pos += 3
+    if flags & ~_FAST_FLAGS or consistency not in CONSISTENCY_NAMES:
+        raise _Unusual
+    params = QueryParameters(consistency)
+    if flags & QF_VALUES:
+        (count,) = _COUNT.unpack_from(buf, pos)
+        pos += 2
+        values: list[Value] = []
+        size = len(buf)
+        for _ in range(count):
+            (n,) = _LENGTH.unpack_from(buf, pos)
+            pos += 4
+            if n >= 0:
+                end = pos + n
+                if end > size:
+                    raise _Unusual
+                values.append(buf[pos:end])
+                pos = end
+            elif n == -1:
+                values.append(None)
+            elif n == -2 and version >= 4:
+                values.append(UNSET)
+            else:
+                raise _Unusual
+        params.values = values
+    params.skip_metadata = bool(flags & QF_SKIP_METADATA)
+    if flags & QF_PAGE_SIZE:
+        (page_size,) = _LENGTH.unpack_from(buf, pos)
+        pos += 4
+        params.page_size = page_size if page_size > 0 else None
+    if flags & QF_DEFAULT_TIMESTAMP:
+        (timestamp,) = _TIMESTAMP.unpack_from(buf, pos)
+        pos += 8
+        if timestamp < _MIN_TIMESTAMP:
+            raise _Unusual
+        params.timestamp = timestamp
+    return params, pos
+
+
+def _checked_query_parameters(r: Reader, version: int) -> QueryParameters:
     consistency = _consistency(r, "consistency")
     flags = r.byte()
     params = QueryParameters(consistency)

@@ -252,26 +252,27 @@ class _ClientProtocol(asyncio.Protocol):
         return AuthSuccess(token=b"")
 
     def _spawn(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
-        task = asyncio.ensure_future(self._run(stream, request, work))
-        self.tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
-        if self._reading_paused:
-            self._update_reading()
+        # A task per request, never run eagerly: handlers may rely on running inside a task
+        # (asyncio.timeout does). The task forgets itself when it ends (see ``_run``).
+        self.tasks.add(asyncio.get_running_loop().create_task(self._run(stream, request, work)))
 
     async def _run(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
         try:
-            response = await work
-        except CqlError as exc:
-            response = ErrorResponse(error=exc)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            response = ErrorResponse(
-                error=ServerError(f"Internal error processing {type(request).__name__}: {exc!r}")
-            )
+            try:
+                response = await work
+            except CqlError as exc:
+                response = ErrorResponse(error=exc)
+            except Exception as exc:
+                response = ErrorResponse(
+                    error=ServerError(f"Internal error processing {type(request).__name__}: {exc!r}")
+                )
+            self._respond(stream, request, response)
+        finally:
+            self.tasks.discard(asyncio.current_task())
+            if self._reading_paused:
+                self._update_reading()
+
+    def _respond(self, stream: int, request: Request, response: Response) -> None:
         if isinstance(response, SetKeyspaceResult):
             self.client.keyspace = response.keyspace
         if self._transport is None:

@@ -53,6 +53,16 @@ class Reader:
     def remaining(self) -> int:
         return len(self._buf) - self._pos
 
+    def position(self) -> tuple[bytes, int]:
+        """The body and the offset of the next unread byte, for a decoder that reads in bulk."""
+        return self._buf, self._pos
+
+    def seek(self, pos: int) -> None:
+        """Continue at ``pos`` (after a bulk read of the body from ``position``)."""
+        if not 0 <= pos <= len(self._buf):
+            raise ProtocolError(f"Offset {pos} outside a body of {len(self._buf)} bytes")
+        self._pos = pos
+
     def _take(self, n: int, what: str) -> bytes:
         pos = self._pos
         end = pos + n

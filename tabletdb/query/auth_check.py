@@ -129,6 +129,8 @@ class AuthService:
         if kind is None:
             return await run()
         limit = self.timeout_ms(client.user)
+        if limit is None and not self._delay:  # no timer to arm: skip the timeout context
+            return await run()
         try:
             async with asyncio.timeout(None if limit is None else limit / 1000):
                 if self._delay:

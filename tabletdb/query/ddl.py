@@ -78,7 +78,7 @@ def decision_for(
     if isinstance(stmt, ast.CreateType | ast.AlterType | ast.DropType):
         return _type_decision(stmt, session_keyspace)
     if isinstance(stmt, ast.CreateIndex | ast.DropIndex):
-        return _index_decision(stmt, session_keyspace)
+        return _index_decision(stmt, session_keyspace, new_id)
     if isinstance(stmt, ast.CreateMaterializedView | ast.AlterMaterializedView | ast.DropMaterializedView):
         return _view_decision(stmt, session_keyspace, new_id)
     if isinstance(stmt, ast.CreateFunction | ast.DropFunction | ast.CreateAggregate | ast.DropAggregate):
@@ -183,7 +183,9 @@ def _type_decision(
     raise InvalidRequest(f"Altering the type of field {action.field} of a user type is not supported")
 
 
-def _index_decision(stmt: ast.CreateIndex | ast.DropIndex, session_keyspace: str | None) -> Decision:
+def _index_decision(
+    stmt: ast.CreateIndex | ast.DropIndex, session_keyspace: str | None, new_id: Callable[[], uuid.UUID]
+) -> Decision:
     if isinstance(stmt, ast.DropIndex):
         ks = keyspace_of(stmt.name, session_keyspace)
         return lambda c: indexes.drop_index(c, ks, stmt.name.name, stmt.if_exists)
@@ -198,6 +200,7 @@ def _index_decision(stmt: ast.CreateIndex | ast.DropIndex, session_keyspace: str
     str_options = {str(k): str(v) for k, v in index_options.items()}
     local_pk = stmt.partition_columns or None
     custom_class = stmt.custom_class if stmt.custom else None
+    entries_id = new_id()
     return lambda c: indexes.create_index(
         c,
         ks,
@@ -209,6 +212,7 @@ def _index_decision(stmt: ast.CreateIndex | ast.DropIndex, session_keyspace: str
         custom_class=custom_class,
         options=str_options,
         if_not_exists=stmt.if_not_exists,
+        table_id=entries_id,
     )
 
 

@@ -53,19 +53,26 @@ from tabletdb.query.system_tables import (
 from tabletdb.query.terms import Bindings, bind_by_name
 from tabletdb.query.virtual_select import output_columns, select_virtual
 from tabletdb.query.write_dispatch import DataPath, batch_receivers, batch_timestamp
+from tabletdb.query.write_index import build_new_index
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
 
 PREPARED_CACHE_LIMIT = 10_000
+_DML = (ast.SelectStatement, ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Prepared:
     statement: ast.Statement
     keyspace: str | None
     binds: list[Receiver]
     result: PreparedResult
+    kind: str | None
+    """The service-level operation kind (``operation_kind``): a function of the statement alone."""
+    table: tuple[Catalog, TableDef] | None = None
+    """The table a DML statement resolved to, and the catalog it was resolved in: reused for as
+    long as the catalog is the same object (catalogs are immutable; a schema change replaces it)."""
 
 
 class QueryProcessor:
@@ -157,7 +164,7 @@ class QueryProcessor:
         )
         if len(self._prepared) >= PREPARED_CACHE_LIMIT:
             self._prepared.pop(next(iter(self._prepared)))
-        self._prepared[qid] = Prepared(stmt, keyspace, binds, result)
+        self._prepared[qid] = Prepared(stmt, keyspace, binds, result, operation_kind(stmt, keyspace))
         return result
 
     async def execute(
@@ -170,11 +177,47 @@ class QueryProcessor:
         if params.names is not None:
             names = [b.name for b in prepared.binds]
             values = bind_by_name(prepared.statement.bind_markers, names, values, params.names)
+        stmt = prepared.statement
+        if isinstance(stmt, _DML):
+            dml = stmt
+            return await self._auth.run_limited(
+                client,
+                prepared.kind,
+                params.consistency,
+                lambda: self._execute_dml(client, prepared, dml, values, params),
+            )
         return await self._auth.run_limited(
             client,
-            operation_kind(prepared.statement, prepared.keyspace),
+            prepared.kind,
             params.consistency,
-            lambda: self._execute(client, prepared.statement, prepared.keyspace, values, params),
+            lambda: self._execute(client, stmt, prepared.keyspace, values, params),
+        )
+
+    async def _execute_dml(
+        self,
+        client: ClientState,
+        prepared: Prepared,
+        stmt: ast.SelectStatement | ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement,
+        values: list[Value],
+        params: QueryParameters,
+    ) -> Result:
+        """``_execute`` for a prepared SELECT/INSERT/UPDATE/DELETE, with its table resolved once
+        per catalog instead of per request (the EXECUTE hot path)."""
+        catalog = self._metadata.catalog
+        self._auth.check(client, stmt, prepared.keyspace, catalog)
+        cached = prepared.table
+        if cached is not None and cached[0] is catalog:
+            table = cached[1]
+        elif isinstance(stmt, ast.SelectStatement):
+            table = self._resolve_table(stmt.table, prepared.keyspace)
+            prepared.table = (catalog, table)
+        else:
+            table = self._user_table(stmt.table, prepared.keyspace)
+            prepared.table = (catalog, table)
+        if isinstance(stmt, ast.SelectStatement):
+            return await self._select_from(stmt, table, Bindings(values), params)
+        return await self._data_path().modify(
+            stmt, table, Bindings(values), params.timestamp, params.consistency
         )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
@@ -264,6 +307,8 @@ class QueryProcessor:
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
             return VoidResult()
+        if isinstance(stmt, ast.CreateIndex) and self._data is not None:
+            await build_new_index(self._data.writer, self._metadata.catalog, outcome.events[0])
         first = outcome.events[0]
         return SchemaChangeResult(
             change=first.change.value,
@@ -278,7 +323,11 @@ class QueryProcessor:
     async def _select(
         self, stmt: ast.SelectStatement, keyspace: str | None, bindings: Bindings, params: QueryParameters
     ) -> Result:
-        table = self._resolve_table(stmt.table, keyspace)
+        return await self._select_from(stmt, self._resolve_table(stmt.table, keyspace), bindings, params)
+
+    async def _select_from(
+        self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, params: QueryParameters
+    ) -> Result:
         page_size, paging_state = params.page_size, params.paging_state
         if table.keyspace == SYSTEM:
             render = RENDERERS[table.name][1]

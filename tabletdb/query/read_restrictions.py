@@ -16,8 +16,9 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, ListType, TupleType
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN
 from tabletdb.protocol.wire import Unset
+from tabletdb.query.read_slices import is_mixed, mixed_order_slices
 from tabletdb.query.terms import Bindings, term_bytes, term_value
-from tabletdb.query.write_keys import clustering_bound, encode_clustering
+from tabletdb.query.write_keys import clustering_bound, encode_clustering, partition_key
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 
@@ -52,6 +53,9 @@ class Restrictions:
         """
         out = []
         for prefix in sorted(self.clustering_prefixes, key=lambda p: encode_clustering(table, p)):
+            if is_mixed(table, len(prefix), (self.lower, self.upper)):
+                out.extend(mixed_order_slices(table, prefix, self.lower, self.upper))
+                continue
             lower, upper = self.lower, self.upper
             if self._range_descending(table, len(prefix)):
                 lower, upper = upper, lower
@@ -77,10 +81,6 @@ class Restrictions:
             c.clustering_order is ClusteringOrder.DESC
             for c in table.clustering_key[position : position + width]
         }
-        if len(orders) > 1:
-            raise InvalidRequest(
-                "Multi-column slices over columns of mixed clustering order are not supported yet"
-            )
         return orders == {True}
 
     def clustering_keys(self, table: TableDef) -> list[bytes]:
@@ -262,7 +262,7 @@ def _token_restriction(r: Restrictions, rel: ast.Relation, table: TableDef, bind
         )
     if isinstance(rel.rhs, ast.InValues):
         raise InvalidRequest("IN is not supported on token()")
-    value = term_value(rel.rhs, BIGINT, "partition key token", bindings)
+    value = _token_term(rel.rhs, table, bindings)
     if value is None or isinstance(value, Unset):
         raise InvalidRequest("Invalid null value for partition key token")
     token = int(value)
@@ -277,3 +277,34 @@ def _token_restriction(r: Restrictions, rel: ast.Relation, table: TableDef, bind
         r.token_start, r.token_end = token - 1, token
     else:
         raise InvalidRequest(f"Unsupported restriction {rel.op} on token()")
+
+
+def _token_term(term: ast.Term, table: TableDef, bindings: Bindings) -> Any:
+    """A token bound: a bigint, or ``token(v1, ...)`` of partition key values (Cassandra accepts both)."""
+    is_token = isinstance(term, ast.FunctionCall) and term.name.lower() == "token"
+    if isinstance(term, ast.FunctionCall) and is_token and term.keyspace in (None, "system"):
+        columns = table.partition_key
+        if len(term.args) != len(columns):
+            raise InvalidRequest(
+                f"Invalid number of arguments in call to function token: {len(columns)} required "
+                f"but {len(term.args)} provided"
+            )
+        args = [a for a in term.args if not isinstance(a, ast.ColumnRef | ast.ElementRef | ast.FieldRef)]
+        if len(args) != len(term.args) or any(isinstance(a, ast.Cast | ast.CountRows) for a in args):
+            raise InvalidRequest("The arguments of token() in a restriction must be values")
+        raw = [_bytes(arg, c.type, c.name, bindings) for arg, c in zip(args, columns)]  # type: ignore[arg-type]
+        if any(v is None for v in raw):
+            raise InvalidRequest("Invalid null value for partition key token")
+        return partition_key(table, [v for v in raw if v is not None])[1]
+    return term_value(term, BIGINT, "partition key token", bindings)
+
+
+def filtering_columns(r: Restrictions, table: TableDef) -> list[str]:
+    """Columns whose restriction makes a SELECT filter (needing ALLOW FILTERING unless indexed):
+    the filters, plus clustering restrictions when the partitions are not pinned."""
+    out = list(r.filtered_columns)
+    if r.partition_keys is None:
+        widths = [r.full_clustering]
+        widths += [r.full_clustering + len(b[0]) for b in (r.lower, r.upper) if b is not None]
+        out += [c.name for c in table.clustering_key[: max(widths)]]
+    return out

@@ -68,12 +68,12 @@ def tablets_rows(catalog: Catalog, maps: Mapping[uuid.UUID, TabletMap]) -> list[
     rows: list[dict[str, Any]] = []
     for table_id in sorted(maps, key=lambda t: t.bytes):
         tablet_map = maps[table_id]
-        table = catalog.by_id(table_id)
+        where = catalog.ids.get(table_id)  # tables, views and index entries tables (`<index>_index`)
         static = {
             "table_id": table_id,
             "base_table": None,
-            "keyspace_name": None if table is None else table.keyspace,
-            "table_name": None if table is None else table.name,
+            "keyspace_name": None if where is None else where[0],
+            "table_name": None if where is None else where[1],
             "resize_seq_number": tablet_map.resize_seq_number,
             "resize_type": tablet_map.resize.value,
             "tablet_count": tablet_map.tablet_count,

@@ -176,7 +176,15 @@ def _relations(where: tuple[ast.Relation, ...], table: TableDef | None, found: d
             elif isinstance(rel.rhs, ast.Term):
                 _term(rel.rhs, col, found)
         elif isinstance(lhs, ast.TokenOf):
-            if isinstance(rel.rhs, ast.Term):
+            if (
+                isinstance(rel.rhs, ast.FunctionCall)
+                and rel.rhs.name.lower() == "token"
+                and table is not None
+            ):
+                for arg, key_col in zip(rel.rhs.args, table.partition_key):  # token(?, ?) takes key values
+                    if isinstance(arg, ast.BindMarker):
+                        _term(arg, Receiver(key_col.name, key_col.type), found)
+            elif isinstance(rel.rhs, ast.Term):
                 _term(rel.rhs, Receiver("partition key token", BIGINT), found)
         elif isinstance(lhs, ast.ColumnTuple):
             cols = [_column(table, c) for c in lhs.columns]

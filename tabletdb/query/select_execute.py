@@ -20,6 +20,7 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
+from tabletdb.query.read_index import choose_index, element_filter, index_rows, unindexed_filtering
 from tabletdb.query.read_restrictions import Restrictions, analyze
 from tabletdb.query.read_rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
@@ -89,6 +90,8 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
 
 
 def _filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[dict[str, Any]], bool]:
+    if isinstance(rel.lhs, ast.ElementRef):
+        return element_filter(rel, table, bindings)
     if not isinstance(rel.lhs, ast.ColumnRef):
         raise InvalidRequest("Only restrictions on plain columns can be filtered")
     col = _col(table, rel.lhs.name)
@@ -148,11 +151,13 @@ async def execute_select(
     now: int,
 ) -> RowsResult:
     r = analyze(stmt.where, table, bindings, _filter)
-    if r.filters and not stmt.allow_filtering and not set(r.filtered_columns) <= indexed_columns(table):
+    lookup = choose_index(stmt.where, table, bindings)
+    filtered = unindexed_filtering(r, table, lookup)
+    if filtered and not stmt.allow_filtering:
         raise InvalidRequest(
             "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
             "performance. If you want to execute this query despite the performance unpredictability, "
-            f"use ALLOW FILTERING (restricted: {', '.join(r.filtered_columns)})"
+            f"use ALLOW FILTERING (restricted: {', '.join(filtered)})"
         )
     outputs = outputs_of(stmt, table)
     aggregate = any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by)
@@ -167,6 +172,8 @@ async def execute_select(
     rows: AsyncGenerator[OutRow, None]
     if r.partition_keys is not None:
         rows = lookup_rows(table, source, r, now, after, reverse)
+    elif lookup is not None:
+        rows = index_rows(table, lookup, source, r, now, after)
     else:
         rows = scan_rows(table, source, r, now, after)
     page = page_size if page_size and page_size > 0 and not aggregate else None
@@ -217,11 +224,6 @@ async def execute_select(
         [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
     ]
     return RowsResult(RowsMetadata(columns, next_state), encoded)
-
-
-def indexed_columns(table: TableDef) -> set[str]:
-    """Columns a secondary index covers by value: restricting them needs no ALLOW FILTERING."""
-    return {i.target for i in table.indexes if "(" not in i.target}
 
 
 def _group_key(stmt: ast.SelectStatement, table: TableDef) -> list[str] | None:

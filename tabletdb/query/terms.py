@@ -54,15 +54,15 @@ def bind_by_name(
 
 def term_value(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: Bindings) -> Any:
     """The value of `term` assigned to `receiver`; None for null, UNSET for an unset marker."""
-    if isinstance(term, ast.Literal):
-        return literal_value(receiver_type, term.kind, term.text, receiver)
-    if isinstance(term, ast.Null):
-        return None
-    if isinstance(term, ast.BindMarker):
+    if isinstance(term, ast.BindMarker):  # first: every value of a prepared statement is one
         raw = bindings.get(term)
         if raw is None or isinstance(raw, Unset):
             return raw
         return codec.deserialize(receiver_type, raw)
+    if isinstance(term, ast.Literal):
+        return literal_value(receiver_type, term.kind, term.text, receiver)
+    if isinstance(term, ast.Null):
+        return None
     if isinstance(term, ast.TypeCast):
         return term_value(term.term, term.type, receiver, bindings)
     if isinstance(term, ast.FunctionCall):

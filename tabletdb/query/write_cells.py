@@ -8,13 +8,13 @@ Cassandra. Every other type (frozen collections, tuples, UDTs, scalars) is one c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.types import BIGINT, CqlType, ListType, MapType, SetType
+from tabletdb.cql.types import BIGINT, CqlType, ListType, MapType, SetType, UserType
 from tabletdb.query.write_keys import element_path, list_paths
 from tabletdb.schema.model import ColumnDef
 from tabletdb.storage.mutation import Cell, RowMarker, RowWrite
@@ -64,11 +64,18 @@ def whole_value(col: ColumnDef, value: Any, when: WriteTime, out: CellChanges) -
     """``col = value`` (value a Python value; None deletes)."""
     t = col.type
     if not is_multi_cell(t):
+        if isinstance(t, UserType) and t.is_multi_cell and value is not None and _no_fields(value):
+            value = None  # a non-frozen UDT is its fields: with none set it is null, as in Cassandra
         out.cells.append(when.cell(col.name, None if value is None else codec.serialize(t, value)))
         return
     out.collection_tombstones.append((col.name, when.timestamp - 1))
     if value is not None:
         add_elements(col, value, when, out)
+
+
+def _no_fields(value: Any) -> bool:
+    fields = value.values() if isinstance(value, Mapping) else value
+    return all(f is None for f in fields)
 
 
 def add_elements(

@@ -23,7 +23,7 @@ from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.write_execute import WriteExecutor
-from tabletdb.query.write_views import partition_snapshot, view_mutations, write_timestamp
+from tabletdb.query.write_views import derived_tables, has_derived, write_with_derived
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
@@ -37,9 +37,11 @@ def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
     if table.is_counter:
         return True
     if isinstance(stmt, ast.UpdateStatement):
-        return any(isinstance(a, ast.SetElement | ast.SubtractFromColumn) for a in stmt.assignments)
+        return any(
+            isinstance(a, ast.SetElement | ast.SubtractFromColumn | ast.SetField) for a in stmt.assignments
+        )
     if isinstance(stmt, ast.DeleteStatement):
-        return any(isinstance(t, ast.ElementRef) for t in stmt.targets)
+        return any(isinstance(t, ast.ElementRef | ast.FieldRef) for t in stmt.targets)
     return False
 
 
@@ -68,7 +70,7 @@ class DataPath:
             deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
             await self.writer.counters.update(table, deltas, cl)
         elif _reads_before_write(stmt, table):
-            self._require_local(table, "List element updates and removals")
+            self._require_local(table, "List element and UDT field updates and removals")
             async with self.writer.lock(table, b""):
                 await self._build_and_write(stmt, table, bindings, timestamp, cl)
         else:
@@ -82,7 +84,7 @@ class DataPath:
         all, silently losing updates; until a distributed design exists the client is told.
         """
         placement = self.writer.replicas.placement
-        tables = [table, *(v.table for v in (self._views_of(table) if self._views_of else []))]
+        tables = [table, *derived_tables(table, self._views_of(table) if self._views_of else [])]
         for t in tables:
             if not placement.local_only(t):
                 raise InvalidRequest(
@@ -100,25 +102,13 @@ class DataPath:
     async def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
     ) -> None:
-        """Write at ``cl``; tables with materialized views also get their view rows updated."""
+        """Write at ``cl``; tables with materialized views or indexes also get those updated."""
         views = self._views_of(table) if self._views_of is not None else []
-        if not views:
+        if not has_derived(table, views):
             await self.writer.write(table, mutations, cl, write_type)
             return
-        self._require_local(table, "Writes to tables with materialized views")
-        stores = self.writer.stores
-        async with self.writer.lock(table, b"\x00views"):
-            now = self.writer.now_seconds()
-            keys = sorted({(m.partition_key, m.token) for m in mutations})
-            before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
-            await self.writer.write(table, mutations)
-            timestamp = write_timestamp(mutations)
-            for key in keys:
-                after = partition_snapshot(table, stores, key[0], key[1], now)
-                for view in views:
-                    changes = view_mutations(view, before[key], after, timestamp, now)
-                    if changes:
-                        await self.writer.write(view.table, changes)
+        self._require_local(table, "Writes to tables with materialized views or secondary indexes")
+        await write_with_derived(self.writer, table, views, mutations, cl, write_type)
 
     async def batch(
         self,
@@ -169,6 +159,9 @@ class DataPath:
         return self.writer.stores.tablet_maps()
 
     async def truncate(self, table: TableDef) -> Result:
+        views = self._views_of(table) if self._views_of is not None else []
+        for derived in derived_tables(table, views):  # views and index entries go with the data
+            await self.writer.coordinator.truncate(derived)
         await self.writer.coordinator.truncate(table)
         return VoidResult()
 

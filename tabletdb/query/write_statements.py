@@ -30,6 +30,7 @@ from tabletdb.query.write_cells import (
     whole_value,
 )
 from tabletdb.query.write_keys import encode_clustering, partition_key
+from tabletdb.query.write_udt import check_deletable, check_settable, set_field
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.storage.mutation import (
     ClusteringSlice,
@@ -120,7 +121,8 @@ def build_insert(
 ) -> list[Mutation]:
     values = _insert_values(stmt, table, bindings)
     pk = [_key_value(table, c, values) for c in table.partition_key]
-    ck = [_key_value(table, c, values) for c in table.clustering_key]
+    static_only = static_only_insert(table, values)
+    ck = [] if static_only else [_key_value(table, c, values) for c in table.clustering_key]
     key, token = partition_key(table, pk)
     clustering = encode_clustering(table, ck)
     regular = CellChanges([], [])
@@ -135,11 +137,22 @@ def build_insert(
         whole_value(col, value, when, static if col.kind is ColumnKind.STATIC else regular)
     marker = RowMarker(when.timestamp, when.ttl, when.now + when.ttl if when.ttl else 0)
     rows = []
-    if table.clustering_key or not static.cells:
+    if not static_only and (table.clustering_key or not static.cells):
         rows.append(regular.row_write(clustering, marker=marker))
     if static:
         rows.append(static.row_write(static=True))
     return [Mutation(key, token, rows=tuple(rows))]
+
+
+def static_only_insert(table: TableDef, values: dict[str, Any]) -> bool:
+    """An INSERT naming the partition key and static columns only writes just the static row
+    (Cassandra accepts it without clustering columns)."""
+    if not table.clustering_key or any(c.name in values for c in table.clustering_key):
+        return False
+    kinds = {
+        col.kind for name in values if (col := table.column(name)) is not None and not col.is_primary_key
+    }
+    return kinds == {ColumnKind.STATIC}
 
 
 def _insert_values(stmt: ast.InsertStatement, table: TableDef, bindings: Bindings) -> dict[str, Any]:
@@ -290,8 +303,12 @@ def _assign(
         value = term_value(a.value, value_type, col.name, bindings)
         if not isinstance(value, Unset):
             set_element(col, key, value, when, out, current)
+    elif isinstance(a, ast.SetField):
+        value = term_value(a.value, check_settable(col, a.field), f"{col.name}.{a.field}", bindings)
+        if not isinstance(value, Unset):
+            set_field(col, a.field, value, when, out, current)
     else:
-        raise InvalidRequest(f"Setting a field of user type column {col.name} is not supported yet")
+        raise InvalidRequest(f"Unsupported assignment to column {col.name}")
 
 
 def _removal_keys(col: ColumnDef, value: Any) -> Any:
@@ -351,6 +368,9 @@ def build_delete(
                     set_element(col, element_key, None, when, dest, cells) if not isinstance(
                         col.type, SetType
                     ) else remove_elements(col, [element_key], when, dest, cells)
+                elif isinstance(target, ast.FieldRef):
+                    check_deletable(col, target.field)
+                    set_field(col, target.field, None, when, dest, cells)
                 elif is_multi_cell(col.type):
                     dest.collection_tombstones.append((col.name, when.timestamp))
                 else:

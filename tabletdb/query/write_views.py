@@ -2,36 +2,59 @@
 write, and turn the difference of the rows' view keys and values into view mutations.
 
 Reading the whole partition around the write is what makes every kind of base change (row and
-range deletions, TTL-less updates of key columns) come out right without per-statement rules;
-writes to tables with views therefore run under the table's lock. View rows carry the base
-write's timestamp: a view row whose key moved away is deleted at that timestamp, and a new or
-changed one is written at it. A base row with null in any view key column has no view row
-(the ``IS NOT NULL`` every view's WHERE clause must hold); other WHERE restrictions and TTLs on
-view rows are not applied yet.
+range deletions, updates of view-key columns) come out right without per-statement rules;
+writes to tables with views or indexes therefore hold their partitions' locks. View rows carry
+the base write's timestamp: a view row whose key moved away (or that stopped matching the
+view's WHERE clause) is deleted at that timestamp, and a new or changed one is written at it.
+A base row belongs in the view when every view key column is non-null and every other WHERE
+restriction holds. TTLs carry over: each view cell expires with its base cell, the view row
+marker with the base row marker, and when a view key column comes from a TTL'd base cell the
+whole view row expires with that cell, as Cassandra's view rows do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from tabletdb.cql import codec
-from tabletdb.query.read_rows import partition_rows
+from tabletdb.cql import ast, codec
+from tabletdb.cql.parser import parse_statement
+from tabletdb.query.base_snapshot import BaseRow, Rows, partition_snapshot
+from tabletdb.query.coordinator_cl import ONE
+from tabletdb.query.derived_locks import derived_locks
+from tabletdb.query.terms import Bindings
+from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_cells import CellChanges, WriteTime, whole_value
+from tabletdb.query.write_execute import WriteExecutor
+from tabletdb.query.write_index import entries_tables, index_mutations
 from tabletdb.query.write_keys import encode_clustering, partition_key
-from tabletdb.query.write_stores import DataStores
 from tabletdb.schema.model import ColumnKind, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation, RowMarker, RowWrite
 
-Rows = dict[bytes, dict[str, Any]]
-"""Base rows of one partition: clustering key -> column values."""
+Predicate = Callable[[dict[str, Any]], bool]
+_where_cache: dict[tuple[str, str], list[Predicate]] = {}
 
 
-def partition_snapshot(table: TableDef, stores: DataStores, key: bytes, token: int, now: int) -> Rows:
-    data = stores.store(table, token).read_partition(key, now)
-    if data is None:
-        return {}
-    return {r.clustering or b"": r.values for r in partition_rows(table, data, None, static_only_row=False)}
+def view_filter(view: ViewDef, base: TableDef) -> list[Predicate]:
+    """The view's WHERE restrictions other than ``IS NOT NULL``, as predicates on base rows."""
+    key = (view.table.id.hex, view.where_clause)
+    cached = _where_cache.get(key)
+    if cached is not None:
+        return cached
+    predicates: list[Predicate] = []
+    if view.where_clause.strip():
+        stmt = parse_statement(f"SELECT * FROM x WHERE {view.where_clause}")
+        assert isinstance(stmt, ast.SelectStatement)
+        for rel in stmt.where:
+            if rel.op == "IS NOT" or not isinstance(rel.lhs, ast.ColumnRef):
+                continue
+            col = base.column(rel.lhs.name)
+            if col is not None:
+                predicates.append(_predicate(col.name, col.type, rel, Bindings([])))
+    _where_cache[key] = predicates
+    return predicates
 
 
 def _view_key(view: TableDef, values: dict[str, Any]) -> tuple[bytes, ...] | None:
@@ -44,19 +67,33 @@ def _view_key(view: TableDef, values: dict[str, Any]) -> tuple[bytes, ...] | Non
     return tuple(out)
 
 
-def _view_values(view: TableDef, values: dict[str, Any]) -> dict[str, Any]:
-    return {c.name: values.get(c.name) for c in view.columns if not c.is_primary_key}
+def _view_values(view: TableDef, row: BaseRow) -> tuple[Any, ...]:
+    """What a view row shows and how long it lives: compared to skip rewriting unchanged rows."""
+    names = [c.name for c in view.columns if not c.is_primary_key]
+    ttls = tuple(None if n not in row.cells else row.cells[n].ttl_remaining for n in names)
+    return tuple(row.values.get(n) for n in names), ttls, row.marker_ttl
 
 
-def view_mutations(view: ViewDef, before: Rows, after: Rows, timestamp: int, now: int) -> list[Mutation]:
+def _selected(view: ViewDef, base: TableDef, row: BaseRow | None) -> tuple[bytes, ...] | None:
+    if row is None:
+        return None
+    key = _view_key(view.table, row.values)
+    if key is None or not all(p(row.values) for p in view_filter(view, base)):
+        return None
+    return key
+
+
+def view_mutations(
+    view: ViewDef, base: TableDef, before: Rows, after: Rows, timestamp: int, now: int
+) -> list[Mutation]:
     """The view changes that turn ``before``'s view rows into ``after``'s."""
     vt = view.table
     n_pk = len(vt.partition_key)
     out: list[Mutation] = []
     for ck in sorted(set(before) | set(after)):
         old_row, new_row = before.get(ck), after.get(ck)
-        old_key = None if old_row is None else _view_key(vt, old_row)
-        new_key = None if new_row is None else _view_key(vt, new_row)
+        old_key = _selected(view, base, old_row)
+        new_key = _selected(view, base, new_row)
         if old_key is not None and old_key != new_key:
             pk, token = partition_key(vt, list(old_key[:n_pk]))
             row = RowWrite(encode_clustering(vt, list(old_key[n_pk:])), tombstone=timestamp)
@@ -69,20 +106,42 @@ def view_mutations(view: ViewDef, before: Rows, after: Rows, timestamp: int, now
             and _view_values(vt, old_row) == _view_values(vt, new_row)
         ):
             continue
-        out.append(_view_row(vt, new_key, new_row, n_pk, WriteTime(timestamp, 0, now)))
+        out.append(_view_row(vt, base, new_key, new_row, n_pk, timestamp, now))
     return out
 
 
+def _key_expiry(vt: TableDef, base: TableDef, row: BaseRow) -> int | None:
+    """TTL left on the earliest-expiring base cell that is part of the view's key."""
+    ttls = [
+        row.cells[c.name].ttl_remaining
+        for c in vt.primary_key
+        if c.name in row.cells
+        and (base_col := base.column(c.name)) is not None
+        and not base_col.is_primary_key
+    ]
+    present = [t for t in ttls if t is not None]
+    return min(present) if present else None
+
+
 def _view_row(
-    vt: TableDef, key: tuple[bytes, ...], values: dict[str, Any], n_pk: int, when: WriteTime
+    vt: TableDef, base: TableDef, key: tuple[bytes, ...], row: BaseRow, n_pk: int, timestamp: int, now: int
 ) -> Mutation:
+    key_ttl = _key_expiry(vt, base, row)
     changes = CellChanges([], [])
     for col in vt.columns:
         if col.kind in (ColumnKind.REGULAR, ColumnKind.STATIC):
-            whole_value(col, values.get(col.name), when, changes)
+            cell = row.cells.get(col.name)
+            ttls = [t for t in (key_ttl, None if cell is None else cell.ttl_remaining) if t is not None]
+            whole_value(
+                col, row.values.get(col.name), WriteTime(timestamp, min(ttls, default=0), now), changes
+            )
+    marker_ttls = [t for t in (key_ttl, row.marker_ttl) if t is not None]
+    marker_ttl = min(marker_ttls, default=0)
+    marker = RowMarker(timestamp, marker_ttl, now + marker_ttl if marker_ttl else 0)
     pk, token = partition_key(vt, list(key[:n_pk]))
-    row = changes.row_write(encode_clustering(vt, list(key[n_pk:])), marker=RowMarker(when.timestamp))
-    return Mutation(pk, token, rows=(row,))
+    return Mutation(
+        pk, token, rows=(changes.row_write(encode_clustering(vt, list(key[n_pk:])), marker=marker),)
+    )
 
 
 def write_timestamp(mutations: Sequence[Mutation]) -> int:
@@ -95,3 +154,47 @@ def write_timestamp(mutations: Sequence[Mutation]) -> int:
             stamps += [row.marker.timestamp] if row.marker is not None else []
             stamps += [row.tombstone] if row.tombstone is not None else []
     return max(stamps, default=0)
+
+
+def has_derived(table: TableDef, views: Sequence[ViewDef]) -> bool:
+    """Whether writes to ``table`` must also update views or index tables."""
+    return bool(views) or bool(table.indexes and entries_tables(table))
+
+
+def derived_tables(table: TableDef, views: Sequence[ViewDef]) -> list[TableDef]:
+    """The view tables and index entries tables whose rows derive from ``table``'s."""
+    return [v.table for v in views] + [entries for _, entries in entries_tables(table)]
+
+
+async def write_with_derived(
+    writer: WriteExecutor,
+    table: TableDef,
+    views: Sequence[ViewDef],
+    mutations: Sequence[Mutation],
+    cl: int = ONE,
+    write_type: str = "SIMPLE",
+) -> None:
+    """Write base mutations durably, then the view and index changes they cause.
+
+    The written partitions' locks span read-before, write and read-after, so two writes to one
+    partition cannot both derive from the same "before"; the derived writes of all partitions
+    go out together (one group-commit round).
+    """
+    stores = writer.stores
+    keys = sorted({(m.partition_key, m.token) for m in mutations})
+    async with derived_locks(writer).writing(table.id, [key for key, _ in keys]):
+        now = writer.now_seconds()
+        before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
+        await writer.write(table, mutations, cl, write_type)
+        timestamp = write_timestamp(mutations)
+        derived: dict[uuid.UUID, tuple[TableDef, list[Mutation]]] = {}
+        for key, token in keys:
+            after = partition_snapshot(table, stores, key, token, now)
+            for view in views:
+                changes = view_mutations(view, table, before[(key, token)], after, timestamp, now)
+                derived.setdefault(view.table.id, (view.table, []))[1].extend(changes)
+            for entries, index_changes in index_mutations(
+                table, token, key, before[(key, token)], after, timestamp, now
+            ):
+                derived.setdefault(entries.id, (entries, []))[1].extend(index_changes)
+        await asyncio.gather(*(writer.write(t, ms, cl) for t, ms in derived.values() if ms))

@@ -139,6 +139,29 @@ def _walk(node: tuple[_Slot, ...]) -> Iterator[_Leaf]:
             yield from _walk(slot)
 
 
+def _missing(
+    node: tuple[_Slot, ...], other: tuple[_Slot, ...], other_root: tuple[_Slot, ...], by_value: bool
+) -> Iterator[_Leaf]:
+    """Leaves under `node` that the map rooted at `other_root` lacks (by key, or with
+    `by_value` by key and value object); `other` is the node at the same position there.
+
+    Slots both maps share (the same object) are skipped, so two versions of a map where one
+    was derived from the other by a few updates compare in O(updates * depth)."""
+    for slot, other_slot in zip(node, other, strict=True):
+        if slot is other_slot or slot is None:
+            continue
+        if isinstance(slot, tuple) and isinstance(other_slot, tuple):
+            yield from _missing(slot, other_slot, other_root, by_value)
+            continue
+        leaves = (
+            [slot] if isinstance(slot, _Leaf) else slot.entries if isinstance(slot, _Bucket) else _walk(slot)
+        )
+        for leaf in leaves:
+            found = _lookup(other_root, leaf.key, _hash(leaf.key), 0)
+            if found is None or (by_value and found.value is not leaf.value):
+                yield leaf
+
+
 class FrozenMap(Mapping[K, V], Generic[K, V]):
     """Read-only mapping with structure-sharing updates; hashable and comparable by content."""
 
@@ -188,6 +211,16 @@ class FrozenMap(Mapping[K, V], Generic[K, V]):
 
     def __repr__(self) -> str:
         return f"FrozenMap({dict(self.items())!r})"
+
+    def keys_missing_from(self, other: FrozenMap[K, V]) -> list[K]:
+        """Keys of this map that `other` lacks, in time proportional to how much the two differ
+        when one was derived from the other (untouched structure is shared, so skipped)."""
+        return [leaf.key for leaf in _missing(self._root, other._root, other._root, False)]
+
+    def items_missing_from(self, other: FrozenMap[K, V]) -> list[tuple[K, V]]:
+        """Items of this map that `other` lacks or holds with another value object: what a
+        change from this map to `other` removed or replaced (cheap like keys_missing_from)."""
+        return [(leaf.key, leaf.value) for leaf in _missing(self._root, other._root, other._root, True)]
 
     def set(self, key: K, value: V) -> FrozenMap[K, V]:
         root, added = _insert(self._root, _Leaf(key, value), _hash(key), 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -27,7 +28,7 @@ from tabletdb.schema.ddl_common import (
     ensure_user_modifiable,
     require_keyspace,
 )
-from tabletdb.schema.model import Catalog, IndexDef, IndexKind, TableDef
+from tabletdb.schema.model import Catalog, ColumnKind, IndexDef, IndexKind, TableDef
 from tabletdb.schema.mutations import PutTable
 
 TARGET_KINDS = ("simple", "values", "keys", "entries", "full")
@@ -123,9 +124,11 @@ def create_index(
     options: Mapping[str, str] | None = None,
     if_not_exists: bool = False,
     config: SchemaConfig | None = None,
+    table_id: uuid.UUID | None = None,
 ) -> DdlOutcome:
     """CREATE [CUSTOM] INDEX. `kind` is simple/values/keys/entries/full; a plain collection
-    column (kind simple) indexes its values, as in CQL."""
+    column (kind simple) indexes its values, as in CQL. `table_id` (a fresh id from the caller)
+    becomes the id of the index's entries table; custom, local and static-column indexes get none."""
     ks = require_keyspace(catalog, keyspace)
     ensure_user_modifiable(keyspace)
     if table_name in ks.views:
@@ -165,7 +168,10 @@ def create_index(
         stored["class_name"] = custom_class
     stored["target"] = target
     index_kind = IndexKind.CUSTOM if custom_class is not None else IndexKind.COMPOSITES
-    index = IndexDef(index_name, table_name, index_kind, tuple(sorted(stored.items())))
+    has_table = custom_class is None and local_partition_key is None
+    has_table = has_table and col is not None and col.kind is not ColumnKind.STATIC
+    entries_id = table_id if has_table else None
+    index = IndexDef(index_name, table_name, index_kind, tuple(sorted(stored.items())), entries_id)
     indexes = tuple(sorted((*table.indexes, index), key=lambda i: i.name))
     new_table = replace(table, indexes=indexes)
     event = SchemaChangeEvent(Change.UPDATED, Target.TABLE, keyspace, table_name)

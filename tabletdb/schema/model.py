@@ -103,12 +103,18 @@ class DroppedColumn:
 
 @dataclass(frozen=True)
 class IndexDef:
-    """A secondary index. `options` holds `target` (and `class_name` for custom indexes)."""
+    """A secondary index. `options` holds `target` (and `class_name` for custom indexes).
+
+    `table_id` names the hidden table holding the index's entries (`schema.index_table`); None
+    for indexes that have none (custom and local indexes, and ones created before index tables
+    existed), which queries then answer by scanning and filtering.
+    """
 
     name: str
     table: str
     kind: IndexKind
     options: Pairs
+    table_id: uuid.UUID | None = None
 
     @property
     def target(self) -> str:
@@ -151,34 +157,34 @@ class TableDef:
     def is_cdc_log(self) -> bool:
         return self.partitioner == CDC_PARTITIONER
 
-    @cached_property
+    @cached_property  # cached ones: a frozen table never changes, and the data path asks per request
     def _by_name(self) -> dict[str, ColumnDef]:
         return {c.name: c for c in self.columns}
 
     def column(self, name: str) -> ColumnDef | None:
         return self._by_name.get(name)
 
-    @property
+    @cached_property
     def partition_key(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.PARTITION_KEY)
 
-    @property
+    @cached_property
     def clustering_key(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.CLUSTERING)
 
-    @property
+    @cached_property
     def primary_key(self) -> tuple[ColumnDef, ...]:
         return self.partition_key + self.clustering_key
 
-    @property
+    @cached_property
     def static_columns(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.STATIC)
 
-    @property
+    @cached_property
     def regular_columns(self) -> tuple[ColumnDef, ...]:
         return tuple(c for c in self.columns if c.kind is ColumnKind.REGULAR)
 
-    @property
+    @cached_property
     def is_counter(self) -> bool:
         return any(c.type.is_counter for c in self.columns if not c.is_primary_key)
 
@@ -333,8 +339,22 @@ class Catalog:
         return None if ks is None else ks.types.get(name)
 
     def by_id(self, table_id: uuid.UUID) -> TableDef | None:
+        """A table, view or index entries table by id (replicas resolve requests by id)."""
         where = self.ids.get(table_id)
-        return None if where is None else self.table_or_view(*where)
+        if where is None:
+            return None
+        found = self.table_or_view(*where)
+        return found if found is not None else self._index_table(where[0], table_id)
+
+    def _index_table(self, keyspace: str, table_id: uuid.UUID) -> TableDef | None:
+        from tabletdb.schema.index_table import index_table  # it builds on this module
+
+        ks = self.keyspaces.get(keyspace)
+        for table in ks.tables.values() if ks is not None else ():
+            for index in table.indexes:
+                if index.table_id == table_id:
+                    return index_table(table, index)
+        return None
 
     def find_index(self, keyspace: str, name: str) -> tuple[TableDef, IndexDef] | None:
         ks = self.keyspaces.get(keyspace)

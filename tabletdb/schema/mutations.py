@@ -145,7 +145,7 @@ def _apply_one(catalog: Catalog, m: Mutation) -> Catalog:
         if old is None:
             return catalog
         for table in old.tables.values():
-            ids = ids.remove(table.id)
+            ids = _without_index_ids(ids.remove(table.id), table)
         for view in old.views.values():
             ids = ids.remove(view.table.id)
         return replace(catalog, keyspaces=catalog.keyspaces.remove(m.name), ids=ids)
@@ -154,14 +154,17 @@ def _apply_one(catalog: Catalog, m: Mutation) -> Catalog:
         previous = ks.tables.get(m.table.name)
         if previous is not None and previous.id != m.table.id:
             ids = ids.remove(previous.id)
-        ids = ids.set(m.table.id, (m.table.keyspace, m.table.name))
+        if previous is not None:
+            ids = _without_index_ids(ids, previous)
+        ids = _with_index_ids(ids.set(m.table.id, (m.table.keyspace, m.table.name)), m.table)
         return _with_keyspace(catalog, replace(ks, tables=ks.tables.set(m.table.name, m.table)), ids)
     if isinstance(m, DropTable):
         ks = _keyspace(catalog, m.keyspace, m)
         dropped = ks.tables.get(m.name)
         if dropped is None:
             return catalog
-        return _with_keyspace(catalog, replace(ks, tables=ks.tables.remove(m.name)), ids.remove(dropped.id))
+        ids = _without_index_ids(ids.remove(dropped.id), dropped)
+        return _with_keyspace(catalog, replace(ks, tables=ks.tables.remove(m.name)), ids)
     if isinstance(m, PutView):
         ks = _keyspace(catalog, m.view.keyspace, m)
         previous_view = ks.views.get(m.view.name)
@@ -199,3 +202,26 @@ def _apply_one(catalog: Catalog, m: Mutation) -> Catalog:
         aggregates = ks.aggregates.remove((m.name, m.argument_types))
         return _with_keyspace(catalog, replace(ks, aggregates=aggregates), ids)
     raise CatalogApplyError(f"unknown catalog mutation {m!r}")
+
+
+def _index_ids(table: TableDef) -> list[tuple[uuid.UUID, str]]:
+    return [(i.table_id, f"{i.name}_index") for i in table.indexes if i.table_id is not None]
+
+
+def _with_index_ids(
+    ids: FrozenMap[uuid.UUID, tuple[str, str]], table: TableDef
+) -> FrozenMap[uuid.UUID, tuple[str, str]]:
+    """Index entries tables are stored like tables, so their ids are taken (and their files
+    removed when the id goes) like a table's."""
+    for table_id, name in _index_ids(table):
+        ids = ids.set(table_id, (table.keyspace, name))
+    return ids
+
+
+def _without_index_ids(
+    ids: FrozenMap[uuid.UUID, tuple[str, str]], table: TableDef
+) -> FrozenMap[uuid.UUID, tuple[str, str]]:
+    for table_id, _ in _index_ids(table):
+        if table_id in ids:
+            ids = ids.remove(table_id)
+    return ids

@@ -1,16 +1,23 @@
 """One SQLite file holding one tablet replica (or one shard of a vnode table): DESIGN.md decision 5.
 
-``apply`` writes a batch of mutations in one transaction with ``synchronous=FULL``, so a batch is
-durable once ``apply`` returns and costs one fsync however many writes it holds (the group commit
-in ``group_commit`` feeds it one batch per event-loop tick). Reads return only live data, with
-write timestamps and remaining TTLs. Files are self-contained, so migration streams them whole
-(``snapshot_bytes`` / ``install``) and split/merge copy mutations by token range.
+``apply`` writes a batch of mutations in one transaction in WAL mode with ``synchronous=FULL``:
+the commit fsyncs the write-ahead log, so a batch is durable (power loss included) once ``apply``
+returns and costs one fsync however many writes it holds (``group_commit`` feeds it batches).
+Reads return only live data, with write timestamps and remaining TTLs. Files are self-contained,
+so migration streams them whole (``snapshot_bytes`` / ``install``) and split/merge copy mutations
+by token range.
+
+A file store has two connections: writes go through one, on whichever thread holds the write
+lock (the group commit runs them on worker threads), and reads use the other on the caller's
+thread. WAL lets a reader work beside a commit in progress and shows it only committed (hence
+durable) data, so a read never waits for an fsync and never sees a write that was not acked.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,38 +127,51 @@ class StorageError(Exception):
 class TabletStore:
     """The data of one tablet replica in one SQLite file.
 
-    Not thread-safe: use a store from one thread at a time (the node's event loop, or one
-    executor thread per store).
+    Writes (``apply``, ``delete_token_range``, ``compact``) may come from any thread; they are
+    serialized by a lock. Reads use the reading connection from one thread at a time (the
+    node's event loop).
     """
 
     def __init__(self, path: str | Path) -> None:
         """Open (creating if needed) the file at ``path``; ``":memory:"`` gives a private in-memory store."""
         self.path = Path(path)
-        try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
+        self.in_memory = str(path) == ":memory:"
+        """An in-memory store has one connection (a second would open another database)."""
+        self._write_lock = threading.Lock()
+        self._writer = self._connect()
         try:
             self._prepare()
+            self._conn = self._writer if self.in_memory else self._connect()
         except BaseException:
-            self._conn.close()
+            self._writer.close()
             raise
 
-    def _prepare(self) -> None:
+    def _connect(self) -> sqlite3.Connection:
         try:
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = FULL")
-            self._transaction(lambda: [self._conn.execute(stmt) for stmt in DDL])
-            version = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
+
+    def _prepare(self) -> None:
+        conn = self._writer
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            self._transaction(lambda: [conn.execute(stmt) for stmt in DDL])
+            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if version is None:
-                self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
         if version is not None and version[0] != SCHEMA_VERSION:
             raise StorageError(f"{self.path}: storage schema version {version[0]}, expected {SCHEMA_VERSION}")
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the file; waits for a write in progress on another thread to finish."""
+        with self._write_lock:
+            if self._conn is not self._writer:
+                self._conn.close()
+            self._writer.close()
 
     def __enter__(self) -> TabletStore:
         return self
@@ -165,21 +185,27 @@ class TabletStore:
         """Apply a batch atomically and durably (one transaction, one sync).
 
         Parameters are gathered per statement and sent with ``executemany``; the order of
-        upserts does not matter because last-write-wins is commutative.
+        upserts does not matter because last-write-wins is commutative. Statements with no
+        parameters are skipped (a plain INSERT touches only partitions, rows and cells).
         """
         params = _BatchParams()
         for mutation in mutations:
             params.add(mutation)
         if not params.partitions:
             return
+        statements = (
+            (UPSERT_PARTITION, params.partitions),
+            (UPSERT_ROW, params.rows),
+            (UPSERT_CELL, params.cells),
+            (UPSERT_COLLECTION_TOMBSTONE, params.collection_tombstones),
+            (UPSERT_RANGE_TOMBSTONE, params.range_tombstones),
+        )
 
         def write_all() -> None:
-            executemany = self._conn.executemany
-            executemany(UPSERT_PARTITION, params.partitions)
-            executemany(UPSERT_ROW, params.rows)
-            executemany(UPSERT_CELL, params.cells)
-            executemany(UPSERT_COLLECTION_TOMBSTONE, params.collection_tombstones)
-            executemany(UPSERT_RANGE_TOMBSTONE, params.range_tombstones)
+            executemany = self._writer.executemany
+            for sql, rows in statements:
+                if rows:
+                    executemany(sql, rows)
 
         self._transaction(write_all)
 
@@ -192,8 +218,8 @@ class TabletStore:
                 selector = "SELECT pk FROM partitions WHERE token > ? AND token <= ?"
                 bounds = (piece.start, piece.end)
                 for table in ("cells", "rows", "collection_tombstones", "range_tombstones"):
-                    self._conn.execute(f"DELETE FROM {table} WHERE pk IN ({selector})", bounds)
-                removed += self._conn.execute(
+                    self._writer.execute(f"DELETE FROM {table} WHERE pk IN ({selector})", bounds)
+                removed += self._writer.execute(
                     "DELETE FROM partitions WHERE token > ? AND token <= ?", bounds
                 ).rowcount
             return removed
@@ -202,7 +228,7 @@ class TabletStore:
 
     def compact(self, now: int, gc_before_ts: int | None = None) -> None:
         """Drop shadowed versions; with ``gc_before_ts`` also older tombstones and expired data."""
-        self._transaction(lambda: compact(self._conn, now, gc_before_ts))
+        self._transaction(lambda: compact(self._writer, now, gc_before_ts))
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -340,11 +366,14 @@ class TabletStore:
         return int(page_count) * int(page_size)
 
     def _transaction(self, work: Callable[[], T]) -> T:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = work()
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
-        return result
+        """Run ``work`` in one write transaction on the writing connection, under the write lock."""
+        conn = self._writer
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result

@@ -43,6 +43,7 @@ SCHEMA = [
     "CREATE TABLE bk.kv (k int PRIMARY KEY, v text, n int) WITH tablets = {'min_tablet_count': 4}",
     "CREATE MATERIALIZED VIEW bk.by_v AS SELECT * FROM bk.kv WHERE v IS NOT NULL AND k IS NOT NULL"
     " PRIMARY KEY (v, k)",
+    "CREATE INDEX kv_by_n ON bk.kv (n)",
     "CREATE TABLE bk.hits (k int PRIMARY KEY, c counter)",
     f"CREATE KEYSPACE vn WITH replication = {NTS} AND tablets = {{'enabled': false}}",
     "CREATE TABLE vn.t (k int, c int, v text, PRIMARY KEY (k, c))",
@@ -105,6 +106,8 @@ def _snapshot(node: TestNode) -> tuple[list[str], dict[str, list[tuple[Any, ...]
         desc = [r.create_statement for r in s.execute("DESC SCHEMA WITH INTERNALS AND PASSWORDS")]
         rows = {t: sorted((tuple(r) for r in s.execute(f"SELECT * FROM {t}")), key=repr) for t in TABLES}
         writetimes = sorted(tuple(r) for r in s.execute("SELECT k, writetime(v) FROM bk.kv"))
+        by_index = sorted(r.k for r in s.execute("SELECT k FROM bk.kv WHERE n = 42"))
+        assert by_index == [42]  # the restored index was built from the restored rows
     return desc, rows, writetimes
 
 

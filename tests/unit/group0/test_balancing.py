@@ -20,7 +20,7 @@ from tabletdb.group0.cluster_state import (
 def test_balancing_is_enabled_until_a_command_pauses_it() -> None:
     state = ClusterState()
     assert state.balancing_enabled
-    paused, applied = apply_entry(state, BalancingCommand(uuid.uuid4(), False))
+    paused, (applied,) = apply_entry(state, BalancingCommand(uuid.uuid4(), False))
     assert not paused.balancing_enabled and applied.took_effect
     again, _ = apply_entry(paused, BalancingCommand(uuid.uuid4(), False))  # a repeated proposal
     assert not again.balancing_enabled

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from tabletdb.group0.cluster_state import (
+    BatchEntry,
     ClusterState,
     SchemaEntry,
     apply_entry,
@@ -42,18 +43,18 @@ def test_join_entry_round_trips() -> None:
 def test_schema_command_on_a_stale_state_is_a_noop_without_events() -> None:
     state = ClusterState()
     first, second = schema_entry(state), schema_entry(state)
-    state, applied = apply_entry(state, first)
+    state, (applied,) = apply_entry(state, first)
     assert applied.took_effect and applied.events == (EVENT,)
     assert state.state_id == first.command_id
-    after, applied = apply_entry(state, second)
+    after, (applied,) = apply_entry(state, second)
     assert after == state
     assert not applied.took_effect and applied.events == ()
 
 
 def test_join_reports_a_new_member_once() -> None:
-    state, applied = apply_entry(ClusterState(), join_entry(1))
+    state, (applied,) = apply_entry(ClusterState(), join_entry(1))
     assert applied.joined is not None
-    state, again = apply_entry(state, join_entry(1))
+    state, (again,) = apply_entry(state, join_entry(1))
     assert again.took_effect and again.joined is None
 
 
@@ -62,3 +63,27 @@ def test_snapshot_round_trips_the_whole_state() -> None:
     state, _ = apply_entry(state, schema_entry(state))
     assert decode_snapshot(encode_snapshot(state)) == state
     assert decode_snapshot(b"") == ClusterState()
+
+
+def test_batch_applies_chained_commands_in_order_and_round_trips() -> None:
+    state = ClusterState()
+    first = schema_entry(state)
+    second = SchemaEntry(SchemaCommand(first.command_id, uuid.uuid1(), ()), (EVENT,))
+    batch = BatchEntry((first, second))
+    assert decode_entry(encode_entry(batch)) == batch
+    after, outcomes = apply_entry(state, batch)
+    assert [a.took_effect for a in outcomes] == [True, True]
+    assert after.state_id == second.command_id
+
+
+def test_batch_built_on_a_stale_state_takes_no_effect_from_the_stale_command_on() -> None:
+    state = ClusterState()
+    winner = schema_entry(state)
+    state, _ = apply_entry(state, winner)
+    fresh = schema_entry(state)
+    stale = SchemaEntry(SchemaCommand(uuid.uuid1(), uuid.uuid1(), ()), (EVENT,))
+    chained = SchemaEntry(SchemaCommand(stale.command_id, uuid.uuid1(), ()), (EVENT,))
+    after, outcomes = apply_entry(state, BatchEntry((fresh, stale, chained)))
+    assert [a.took_effect for a in outcomes] == [True, False, False]
+    assert after.state_id == fresh.command_id
+    assert outcomes[2].events == ()

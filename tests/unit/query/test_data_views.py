@@ -39,3 +39,84 @@ def test_view_tracks_base(node: DataNode) -> None:
         assert await node.rows("SELECT * FROM ks.by_email") == []
 
     asyncio.run(go())
+
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"
+
+
+def test_view_where_restrictions_select_base_rows(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.b (p int, c int, v int, w text, PRIMARY KEY (p, c))")
+        await node.run(
+            "CREATE MATERIALIZED VIEW ks.ones AS SELECT * FROM ks.b "
+            "WHERE p IS NOT NULL AND c IS NOT NULL AND v = 1 PRIMARY KEY (c, p)"
+        )
+        await node.run(
+            "CREATE MATERIALIZED VIEW ks.high AS SELECT p, c, w FROM ks.b "
+            "WHERE p IS NOT NULL AND c >= 2 AND c < 4 PRIMARY KEY (c, p)"
+        )
+        for p in range(2):
+            for c in range(5):
+                await node.run(f"INSERT INTO ks.b (p, c, v, w) VALUES ({p}, {c}, {c % 2}, 'w{c}')")
+        assert sorted(await node.rows("SELECT c, p, v FROM ks.ones")) == [
+            (c, p, 1) for c in (1, 3) for p in range(2)
+        ]
+        assert sorted(await node.rows("SELECT c, p, w FROM ks.high")) == [
+            (c, p, f"w{c}") for c in (2, 3) for p in range(2)
+        ]
+        # an update that makes a row stop (and start) matching the view's WHERE removes (adds) it
+        await node.run("UPDATE ks.b SET v = 0 WHERE p = 0 AND c = 1")
+        await node.run("UPDATE ks.b SET v = 1 WHERE p = 0 AND c = 2")
+        assert sorted(await node.rows("SELECT c, p FROM ks.ones")) == [(1, 1), (2, 0), (3, 0), (3, 1)]
+        await node.run("DELETE FROM ks.b WHERE p = 1 AND c >= 3")
+        assert sorted(await node.rows("SELECT c, p FROM ks.ones")) == [(1, 1), (2, 0), (3, 0)]
+        assert sorted(await node.rows("SELECT c, p FROM ks.high")) == [(2, 0), (2, 1), (3, 0)]
+
+    asyncio.run(go())
+
+
+def test_view_rows_expire_with_base_ttls(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.b (p int PRIMARY KEY, k int, v int)")
+        await node.run(
+            "CREATE MATERIALIZED VIEW ks.by_k AS SELECT * FROM ks.b "
+            "WHERE k IS NOT NULL AND p IS NOT NULL PRIMARY KEY (k, p)"
+        )
+        await node.run("INSERT INTO ks.b (p, k, v) VALUES (1, 10, 100) USING TTL 100")
+        await node.run("INSERT INTO ks.b (p, k, v) VALUES (2, 20, 200)")
+        await node.run("UPDATE ks.b USING TTL 10 SET k = 30 WHERE p = 2")  # the view key itself expires
+        await node.run("UPDATE ks.b USING TTL 50 SET v = 201 WHERE p = 2")
+        assert await node.rows("SELECT k, p, v, ttl(v) FROM ks.by_k WHERE k = 10") == [(10, 1, 100, 100)]
+        node.clock.now += 11
+        # base row 2 lives on without k, so it has no view row any more
+        assert await node.rows("SELECT p, k, v FROM ks.b WHERE p = 2") == [(2, None, 201)]
+        assert sorted(await node.rows("SELECT k, p, v FROM ks.by_k")) == [(10, 1, 100)]
+        node.clock.now += 90
+        assert await node.rows("SELECT * FROM ks.b WHERE p = 1") == []
+        assert await node.rows("SELECT * FROM ks.by_k") == []
+
+    asyncio.run(go())
+
+
+def test_view_row_moves_when_its_key_changes(node: DataNode) -> None:
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.b (p int, c int, k int, v int, PRIMARY KEY (p, c))")
+        await node.run(
+            "CREATE MATERIALIZED VIEW ks.by_k AS SELECT * FROM ks.b "
+            "WHERE k IS NOT NULL AND p IS NOT NULL AND c IS NOT NULL PRIMARY KEY (k, p, c)"
+        )
+        await node.run("INSERT INTO ks.b (p, c, k, v) VALUES (1, 1, 5, 50)")
+        await node.run("UPDATE ks.b SET k = 6 WHERE p = 1 AND c = 1")
+        assert await node.rows("SELECT k, p, c, v FROM ks.by_k") == [(6, 1, 1, 50)]
+        # a write with an older timestamp loses in the base, so the view must not move back
+        await node.run("UPDATE ks.b USING TIMESTAMP 1 SET k = 5 WHERE p = 1 AND c = 1")
+        assert await node.rows("SELECT k, p, c, v FROM ks.by_k") == [(6, 1, 1, 50)]
+        await node.run("DELETE k FROM ks.b WHERE p = 1 AND c = 1")
+        assert await node.rows("SELECT * FROM ks.by_k") == []
+        await node.run("UPDATE ks.b SET k = 7 WHERE p = 1 AND c = 1")
+        assert await node.rows("SELECT k, p, c, v FROM ks.by_k") == [(7, 1, 1, 50)]
+
+    asyncio.run(go())

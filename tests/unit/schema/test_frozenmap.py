@@ -62,3 +62,36 @@ def test_large_map_updates_share_structure() -> None:
     bigger = big.set("new", -1)
     assert len(big) == 5000 and len(bigger) == 5001 and "new" not in big
     assert sum(1 for a, b in zip(big._root, bigger._root) if a is b) >= 31
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-300, 300), max_size=60), ops)
+def test_keys_missing_from_matches_a_set_difference(
+    base_keys: list[int], operations: list[tuple[bool, int, int]]
+) -> None:
+    """Between a map and one derived from it (shared structure) and between unrelated maps."""
+    old: FrozenMap[object, int] = FrozenMap((k if k % 3 else Collide(k % 7), k) for k in base_keys)
+    new = old
+    for is_set, raw_key, value in operations:
+        key: object = Collide(raw_key % 7) if raw_key % 3 == 0 else raw_key
+        new = new.set(key, value) if is_set else new.remove(key)
+    assert set(old.keys_missing_from(new)) == set(old) - set(new)
+    assert set(new.keys_missing_from(old)) == set(new) - set(old)
+    rebuilt: FrozenMap[object, int] = FrozenMap(dict(new.items()))
+    assert set(old.keys_missing_from(rebuilt)) == set(old) - set(new)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-300, 300), max_size=60), ops)
+def test_items_missing_from_names_removed_and_replaced_values(
+    base_keys: list[int], operations: list[tuple[bool, int, int]]
+) -> None:
+    old: FrozenMap[object, object] = FrozenMap((k if k % 3 else Collide(k % 7), [k]) for k in base_keys)
+    new = old
+    for is_set, raw_key, value in operations:
+        key: object = Collide(raw_key % 7) if raw_key % 3 == 0 else raw_key
+        new = new.set(key, [value]) if is_set else new.remove(key)
+    gone = old.items_missing_from(new)
+    expected = [(k, v) for k, v in old.items() if k not in new or new[k] is not v]
+    assert sorted(map(repr, gone)) == sorted(map(repr, expected))
+    assert all(v is old[k] for k, v in gone)

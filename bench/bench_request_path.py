@@ -1,0 +1,178 @@
+"""Benchmark: server CPU per prepared INSERT and SELECT, in one process, with no sockets or driver.
+
+The end-to-end benchmark (bench_data_path) shares two cores with the driver and, on this box,
+with other people's work, so its CPU per op moves by tens of percent from run to run. This one
+drives the real server stack - `_ClientProtocol` (frame decode, dispatch, write coalescing),
+`QueryProcessor`, the data path and tablet stores on disk with the group commit's worker
+threads - with EXECUTE frames handed to `data_received` in pipelined bursts of `--concurrency`,
+as a driver's connection delivers them, and collects the response frames from a fake transport.
+CPU is the process's own (`time.process_time`, all threads), so other processes' load barely
+moves it. Without sockets and epoll it is a lower bound of the served figure.
+
+Reproduce: `.venv/bin/python -m bench.bench_request_path [--requests N] [--concurrency N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import struct
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, cast
+
+from bench.common import RESULT_PREFIX
+from tabletdb.protocol.frames import HEADER, OpCode
+from tabletdb.protocol.requests import QF_DEFAULT_TIMESTAMP, QF_PAGE_SIZE, QF_SKIP_METADATA, QF_VALUES
+from tabletdb.protocol.responses import PreparedResult
+from tabletdb.protocol.server import CqlServer, _ClientProtocol
+from tests.unit.query.data_harness import DataNode
+
+INSERT = "INSERT INTO bench.kv (k, v) VALUES (?, ?)"
+SELECT = "SELECT k, v FROM bench.kv WHERE k = ?"
+LOCAL_ONE = 0x000A
+
+
+class _Transport:
+    """Collects what the server writes; counts response frames."""
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        pos = 0
+        while pos < len(data):
+            length = HEADER.unpack_from(data, pos)[4]
+            if data[pos + 4] == OpCode.ERROR:
+                raise RuntimeError(f"the server answered an error: {data[pos + 9 : pos + 9 + length]!r}")
+            pos += HEADER.size + length
+            self.frames += 1
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 40000) if name in ("peername", "sockname") else default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _frame(stream: int, opcode: int, body: bytes) -> bytes:
+    return HEADER.pack(4, 0, stream, opcode, len(body)) + body
+
+
+def _execute_body(query_id: bytes, values: list[bytes], timestamp: int) -> bytes:
+    """EXECUTE as scylla-driver sends it: values, skip metadata, page size, client timestamp."""
+    flags = QF_VALUES | QF_SKIP_METADATA | QF_PAGE_SIZE | QF_DEFAULT_TIMESTAMP
+    out = bytearray(struct.pack(">H", len(query_id)) + query_id)
+    out += struct.pack(">HBH", LOCAL_ONE, flags, len(values))
+    for value in values:
+        out += struct.pack(">i", len(value)) + value
+    out += struct.pack(">iq", 5000, timestamp)
+    return bytes(out)
+
+
+async def _setup(node: DataNode, keys: int) -> None:
+    await node.run(
+        "CREATE KEYSPACE bench WITH replication = "
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+    )
+    await node.run("CREATE TABLE bench.kv (k int PRIMARY KEY, v text)")
+    for start in range(0, keys, 500):
+        batch = "".join(
+            f"INSERT INTO bench.kv (k, v) VALUES ({k}, '{k:016x}');"
+            for k in range(start, min(keys, start + 500))
+        )
+        await node.run(f"BEGIN UNLOGGED BATCH {batch} APPLY BATCH")
+
+
+async def _drive(
+    node: DataNode, statement: str, requests: int, concurrency: int, keys: int
+) -> dict[str, Any]:
+    server = CqlServer(node.processor, nr_shards=2)
+    protocol = _ClientProtocol(server, shard_aware=False)
+    transport = _Transport()
+    protocol.connection_made(cast(asyncio.BaseTransport, transport))
+    protocol.data_received(
+        _frame(0, OpCode.STARTUP, struct.pack(">H", 1) + _string("CQL_VERSION") + _string("3.0.0"))
+    )
+    prepared = await node.processor.prepare(node.client, statement)
+    assert isinstance(prepared, PreparedResult)
+    rng = random.Random(7)
+    bursts = []
+    for burst in range(requests // concurrency):
+        frames = []
+        for stream in range(concurrency):
+            k = rng.randrange(keys)
+            values = [struct.pack(">i", k)] + (
+                [f"{rng.getrandbits(64):016x}".encode()] if "INSERT" in statement else []
+            )
+            frames.append(
+                _frame(stream, OpCode.EXECUTE, _execute_body(prepared.id, values, burst * 1000 + stream))
+            )
+        bursts.append(b"".join(frames))
+    await asyncio.sleep(0.05)
+    expected = transport.frames
+    cpu, wall = time.process_time(), time.perf_counter()
+    for data in bursts:
+        protocol.data_received(data)
+        expected += concurrency
+        while transport.frames < expected:
+            await asyncio.sleep(0)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    done = len(bursts) * concurrency
+    return {
+        "requests": done,
+        "cpu_us_per_op": cpu / done * 1e6,
+        "ops_per_cpu_s": done / cpu,
+        "ops_per_s": done / wall,
+    }
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">H", len(raw)) + raw
+
+
+async def _main(args: argparse.Namespace) -> dict[str, Any]:
+    figures: dict[str, Any] = {"benchmark": "request_path", "concurrency": args.concurrency}
+    with tempfile.TemporaryDirectory(prefix="bench-request-path-") as tmp:
+        node = DataNode(Path(tmp))
+        try:
+            await _setup(node, args.keys)
+            for name, statement in (("insert", INSERT), ("select", SELECT)):
+                runs = [
+                    await _drive(node, statement, args.requests, args.concurrency, args.keys)
+                    for _ in range(args.repeat)
+                ]
+                figures[name] = min(runs, key=lambda r: r["cpu_us_per_op"])
+                figures[name]["runs_cpu_us_per_op"] = [round(r["cpu_us_per_op"], 1) for r in runs]
+        finally:
+            node.close()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per statement; the lowest CPU is kept")
+    args = parser.parse_args()
+    import uvloop
+
+    uvloop.install()  # as the node runs
+    figures = asyncio.run(_main(args))
+    print(RESULT_PREFIX + json.dumps(figures), flush=True)
+
+
+if __name__ == "__main__":
+    main()
