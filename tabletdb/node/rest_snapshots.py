@@ -250,9 +250,9 @@ async def _install_or_apply(
 ) -> dict[str, Any]:
     local = storage.local_files(table)
     same = [f for f in local if f.tablet_id is not None and f.token_range == image_range]
-    # No await between the emptiness check and the rename: no write can slip in between.
-    if same and not has_partitions(same[0].path):
-        storage.release(same[0].path)
+    # No await between the checks and the rename, so no write slips in; a store with writes
+    # queued or committing (on a worker thread) is not released, and its image goes in as rows.
+    if same and not has_partitions(same[0].path) and storage.release(same[0].path):
         place_image(staging, same[0].path)
         return {"mode": "file", "tablet_id": same[0].tablet_id, "partitions": None}
     tablet_map = storage.tablet_maps().get(table.id)

@@ -127,12 +127,18 @@ class StorageService:
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
         return out
 
-    def release(self, path: Path) -> None:
-        """Close the store at ``path`` if it is open, so its file can be replaced (restore)."""
+    def release(self, path: Path) -> bool:
+        """Close the store at ``path`` if it is open, so its file can be replaced (restore).
+        False, and nothing closed, while it has writes queued or committing."""
+        committer = self._open.get(path)
+        if committer is None:
+            return True
+        if not committer.idle:
+            return False
         self._by_key.clear()
-        committer = self._open.pop(path, None)
-        if committer is not None:
-            committer.store.close()
+        del self._open[path]
+        committer.store.close()
+        return True
 
     def _path_for(self, table: TableDef, token: int) -> Path:
         tablet_map = self._tablet_maps().get(table.id)

@@ -78,3 +78,20 @@ def test_staged_image_replaces_an_empty_target(tmp_path: Path) -> None:
     (tmp_path / "junk.db").write_bytes(b"not sqlite" * 100)
     with pytest.raises(StorageError):
         check_image(tmp_path / "junk.db")
+
+
+def test_a_group_committer_is_idle_only_with_nothing_queued_or_committing(tmp_path: Path) -> None:
+    import asyncio
+
+    from tabletdb.storage.group_commit import GroupCommitter
+
+    async def scenario() -> None:
+        committer = GroupCommitter(TabletStore(tmp_path / "t.db"))
+        assert committer.idle
+        pending = committer.apply([row(b"a", b"1")])
+        assert not committer.idle  # restore must not close this store now
+        await pending
+        assert committer.idle
+        committer.store.close()
+
+    asyncio.run(scenario())
