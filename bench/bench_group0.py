@@ -2,7 +2,10 @@
 
 Figures (group0 issue): CREATE TABLE rate with one client and with 8 clients (goal 100 DDL/s),
 flatness = mean CREATE TABLE latency with 5,000 existing tables / with 10 (goal <= 1.25), and
-the seconds `tabletdb cluster up --nodes 3` needs until every node serves CQL.
+the seconds `tabletdb cluster up --nodes 3` needs until every node serves CQL. Each figure carries
+the CPU the three node processes spent per DDL. The 8-client rate is measured twice: with the
+driver's default wait for schema agreement after each DDL (what applications see) and without it
+(what the cluster can commit; the agreement check sleeps 200 ms whenever a peer lags).
 
 Reproduce: `.venv/bin/python -m bench.bench_group0 [--tables 5000] [--samples 100]`. Nodes run on
 127.0.97.1-3 (outside the test harness's address blocks); logs stay in a temporary directory.
@@ -26,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULT_PREFIX, latency_summary_ms
+from bench.common import RESULT_PREFIX, latency_summary_ms, proc_cpu_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 PREFIX = "127.0.97"
@@ -44,6 +47,27 @@ def _start_cluster(workdir: Path) -> tuple[subprocess.Popen[str], float]:
         if found:
             return proc, float(found.group(1))
     raise RuntimeError(f"cluster up exited with {proc.wait()} before serving CQL; logs in {workdir}")
+
+
+def _node_pids(cluster_up: subprocess.Popen[str]) -> list[int]:
+    children = Path(f"/proc/{cluster_up.pid}/task/{cluster_up.pid}/children").read_text().split()
+    return [int(pid) for pid in children]
+
+
+class _Cpu:
+    """CPU seconds the node processes spent since the last reading."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self._pids = pids
+        self._last = self._total()
+
+    def _total(self) -> float:
+        return sum(proc_cpu_seconds(pid) for pid in self._pids)
+
+    def us_per_op(self, ops: int) -> float:
+        now = self._total()
+        spent, self._last = now - self._last, now
+        return spent / max(ops, 1) * 1e6
 
 
 def _session(host: str) -> Any:
@@ -101,11 +125,11 @@ def _result(workload: str, ops: float | None, latencies: list[int], **extra: Any
 
 
 @contextlib.contextmanager
-def _cluster(workdir: Path) -> Iterator[float]:
-    """A running 3-node cluster; yields the seconds `cluster up` took to serve CQL."""
+def _cluster(workdir: Path) -> Iterator[tuple[float, _Cpu]]:
+    """A running 3-node cluster; yields the seconds `cluster up` took to serve CQL and a CPU meter."""
     proc, seconds = _start_cluster(workdir)
     try:
-        yield seconds
+        yield seconds, _Cpu(_node_pids(proc))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
@@ -121,7 +145,7 @@ def main() -> None:
         help="keyspace without tablets: group0's own cost, without tablet planning per CREATE TABLE",
     )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-group0-") as tmp, _cluster(Path(tmp)) as up_seconds:
+    with tempfile.TemporaryDirectory(prefix="bench-group0-") as tmp, _cluster(Path(tmp)) as (up_seconds, cpu):
         _result("cluster up --nodes 3 to CQL", None, [], seconds=up_seconds)
         sessions = [_session(NODES[i % 3]) for i in range(8)]
         sessions[0].execute(
@@ -130,17 +154,30 @@ def main() -> None:
             + (" AND tablets = {'enabled': false}" if args.vnodes else "")
         )
         _create_tables(sessions[0], 10)
+        cpu.us_per_op(1)
         small = _create_tables(sessions[0], args.samples)
-        _result("CREATE TABLE, 1 client, ~10 tables", 1e6 * len(small) / sum(small), small)
+        us = cpu.us_per_op(len(small))
+        _result("CREATE TABLE, 1 client, ~10 tables", 1e6 * len(small) / sum(small), small, cpu_us_per_op=us)
         rate, latencies = _parallel(sessions, max(1, args.samples // 8))
-        _result("CREATE TABLE, 8 clients over 3 nodes", rate, latencies)
-        existing = 10 + args.samples + len(latencies)
+        us = cpu.us_per_op(len(latencies))
+        _result("CREATE TABLE, 8 clients over 3 nodes", rate, latencies, cpu_us_per_op=us)
+        for session in sessions:
+            session.cluster.max_schema_agreement_wait = 0
+        rate, latencies = _parallel(sessions, max(1, args.samples // 8))
+        us = cpu.us_per_op(len(latencies))
+        _result("CREATE TABLE, 8 clients, no agreement wait", rate, latencies, cpu_us_per_op=us)
+        for session in sessions:
+            session.cluster.max_schema_agreement_wait = 10
+        existing = 10 + args.samples + 2 * len(latencies)
         fill = max(0, args.tables - existing)
         rate, _ = _parallel(sessions, fill // 8 + 1)
         print(f"filled to ~{args.tables} tables at {rate:.0f} DDL/s", flush=True)
+        cpu.us_per_op(1)
         large = _create_tables(sessions[0], args.samples)
+        us = cpu.us_per_op(len(large))
         ratio = statistics.fmean(large) / statistics.fmean(small)
-        _result(f"CREATE TABLE, 1 client, ~{args.tables} tables", 1e6 * len(large) / sum(large), large)
+        label = f"CREATE TABLE, 1 client, ~{args.tables} tables"
+        _result(label, 1e6 * len(large) / sum(large), large, cpu_us_per_op=us)
         _result("flatness: mean latency large/small schema", None, [], ratio=ratio)
         for session in sessions:
             session.cluster.shutdown()

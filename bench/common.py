@@ -103,6 +103,7 @@ class LoadSpec:
     duration_s: float = 5.0
     key_space: int = 100_000  # int_rand draws from 0..key_space-1
     protocol_version: int = 4
+    consistency: str | None = None  # a ConsistencyLevel name; None: the driver's default
 
     def __post_init__(self) -> None:
         unknown = [v for v in self.values if v not in VALUE_KINDS]
@@ -152,8 +153,9 @@ def _sleep_until(deadline: float) -> None:
         time.sleep(remaining)
 
 
-def run_load(spec: LoadSpec, server_pid: int | None = None) -> LoadResult:
-    """Run the load in `spec.processes` worker processes; sample `server_pid`'s CPU over the window."""
+def run_load(spec: LoadSpec, server_pid: int | None = None, more_pids: Sequence[int] = ()) -> LoadResult:
+    """Run the load in `spec.processes` worker processes; sample `server_pid`'s CPU over the window
+    (plus `more_pids`', summed: the other nodes of a cluster)."""
     argv = [sys.executable, "-m", "bench.common", "worker", json.dumps(asdict(spec))]
     workers = [
         subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
@@ -170,9 +172,10 @@ def run_load(spec: LoadSpec, server_pid: int | None = None) -> LoadResult:
             worker.stdin.write(f"GO {run_start} {measure_start} {measure_end}\n")
             worker.stdin.flush()
         _sleep_until(measure_start)
-        cpu_start = proc_cpu_seconds(server_pid) if server_pid else None
+        pids = [server_pid, *more_pids] if server_pid else []
+        cpu_start = sum(proc_cpu_seconds(p) for p in pids) if pids else None
         _sleep_until(measure_end)
-        cpu_end = proc_cpu_seconds(server_pid) if server_pid else None
+        cpu_end = sum(proc_cpu_seconds(p) for p in pids) if pids else None
         rss = proc_rss_bytes(server_pid) if server_pid else None
         reports = [json.loads(_readline(worker, RESULT_PREFIX)) for worker in workers]
     finally:
@@ -373,6 +376,10 @@ def worker_main(spec: LoadSpec) -> None:
     )
     session = cluster.connect()
     prepared = session.prepare(spec.statement)
+    if spec.consistency is not None:
+        from cassandra import ConsistencyLevel
+
+        prepared.consistency_level = getattr(ConsistencyLevel, spec.consistency)
     print("READY", flush=True)
     _go, run_start, measure_start, measure_end = sys.stdin.readline().split()
     _sleep_until(float(run_start))

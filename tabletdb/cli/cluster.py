@@ -1,8 +1,9 @@
 """``tabletdb cluster up``: a local N-node cluster on 127.0.0.1 .. 127.0.0.N for development.
 
 Every node gets its own loopback address, so all use Scylla's default ports (CQL 9042, REST API
-10000, internode 7000). Node 1 founds the cluster; the others join through it. The command waits
-until every node serves CQL, prints how to connect, and stops all nodes on Ctrl-C or SIGTERM.
+10000, internode 7000). All start at once; node 1 founds the cluster and the others join through
+it as soon as it answers. The command waits until every node serves CQL, prints how to connect,
+and stops all nodes on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -130,17 +131,12 @@ def up(nodes: int, workdir: str, log_level: str, address_prefix: str) -> None:
     signal.signal(signal.SIGTERM, on_signal)
     cluster = LocalCluster(nodes, Path(workdir), log_level, address_prefix)
     started = time.monotonic()
-    # A new cluster needs its founder serving before others join; a restarted one needs a
-    # majority back before any node can confirm it is up to date, so then all start at once.
-    restart = (Path(workdir) / "node1").is_dir()
-    first = nodes if restart else 1
+    # All at once: process start-up (imports) dominates, and a joiner keeps asking its seed
+    # until the founder answers; a restarted cluster needs a majority back anyway.
     try:
-        for index in range(1, first + 1):
+        for index in range(1, nodes + 1):
             cluster.start_node(index)
-        cluster.wait_ready(range(1, first + 1), stop)
-        for index in range(first + 1, nodes + 1):
-            cluster.start_node(index)
-        cluster.wait_ready(range(first + 1, nodes + 1), stop)
+        cluster.wait_ready(range(1, nodes + 1), stop)
         if not stop.is_set():
             _print_ready(nodes, time.monotonic() - started, Path(workdir), address_prefix)
             stop.wait()

@@ -10,7 +10,7 @@ keeps apply deterministic on every node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,14 +136,42 @@ def plan_tablet_changes(
 def _tablet_table_count(catalog: Catalog) -> int:
     """Tables, views and index entries tables in tablets keyspaces: how many maps there should be.
 
-    Sizes of the per-keyspace maps, plus one attribute test per table for indexes: a guard that
-    catches a table left without a map (repaired by the full scan) at a small per-table cost."""
+    Sizes of the per-keyspace maps plus each keyspace's index entries tables, which
+    `_INDEX_TABLES` keeps by diffing table maps, so the guard costs per keyspace, not per table."""
     count = 0
-    for ks in catalog.keyspaces.values():
+    for name, ks in catalog.keyspaces.items():
         if ks.definition.uses_tablets:
-            count += len(ks.tables) + len(ks.views)
-            count += sum(len(index_tables(t)) for t in ks.tables.values() if t.indexes)
+            count += len(ks.tables) + len(ks.views) + _INDEX_TABLES.count(name, ks.tables)
     return count
+
+
+class _IndexTableCounts:
+    """Index entries tables of each keyspace's tables, updated from the last table map seen for
+    the keyspace by a shared-structure diff (exact for any two maps; cheap when one was derived
+    from the other). A per-process cache: planning never depends on which maps it saw before."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[FrozenMap[str, TableDef], int]] = {}
+
+    def count(self, keyspace: str, tables: FrozenMap[str, TableDef]) -> int:
+        last = self._last.get(keyspace)
+        if last is None:
+            count = _index_tables_in(tables.values())
+        elif last[0] is tables:
+            return last[1]
+        else:
+            previous, count = last
+            count -= _index_tables_in(t for _, t in previous.items_missing_from(tables))
+            count += _index_tables_in(t for _, t in tables.items_missing_from(previous))
+        self._last[keyspace] = (tables, count)
+        return count
+
+
+def _index_tables_in(tables: Iterable[TableDef]) -> int:
+    return sum(len(index_tables(t)) for t in tables if t.indexes)
+
+
+_INDEX_TABLES = _IndexTableCounts()
 
 
 _ChangedTables = tuple[list[TableDef], list[TableDef]]

@@ -21,6 +21,9 @@ RAFT_ID_BITS = 63
 msgpack's signed 64-bit integers, so no id allocation round trip is needed at join time."""
 
 
+DEFAULT_STORAGE_PORT = 7000
+
+
 def raft_id_of(host_id: uuid.UUID) -> int:
     """The group0 Raft server id of the node with `host_id` (never 0: Raft reserves 'nobody')."""
     return (host_id.int >> (128 - RAFT_ID_BITS)) or 1
@@ -44,6 +47,8 @@ class NodeRecord:
     supported_features: frozenset[str]
     shard_count: int = 2
     state: NodeState = NodeState.NORMAL
+    storage_port: int = DEFAULT_STORAGE_PORT
+    """Where the member takes group0/internode traffic (Scylla's storage_port)."""
 
     @property
     def raft_id(self) -> int:
@@ -136,6 +141,7 @@ def record_to_plain(r: NodeRecord) -> dict[str, Any]:
         "features": sorted(r.supported_features),
         "shards": r.shard_count,
         "state": r.state.value,
+        "storage_port": r.storage_port,
     }
 
 
@@ -150,6 +156,7 @@ def record_from_plain(d: dict[str, Any]) -> NodeRecord:
         supported_features=frozenset(d["features"]),
         shard_count=int(d["shards"]),
         state=NodeState(d["state"]),
+        storage_port=int(d.get("storage_port", DEFAULT_STORAGE_PORT)),  # records from before the key
     )
 
 

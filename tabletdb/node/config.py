@@ -75,6 +75,9 @@ class NodeConfig:
     authorizer: str = "AllowAllAuthorizer"
     api_address: str = ""
     api_port: int = 10000
+    storage_port: int = 7000
+    """Internode (group0 Raft and RPC) port on the listen address; every node of a cluster
+    uses the same one to reach its seeds, as in Scylla."""
     num_tokens: int = 256
     tablets_mode_for_new_keyspaces: str = "enabled"
     tablets_initial_scale_factor: float = 10.0
@@ -130,6 +133,8 @@ class NodeConfig:
         ports = {"native_transport_port": self.native_transport_port, "api_port": self.api_port}
         if self.native_shard_aware_transport_port is not None:
             ports["native_shard_aware_transport_port"] = self.native_shard_aware_transport_port
+        if self.listen_address == self.rpc_address:
+            ports["storage_port"] = self.storage_port
         _check_distinct_ports(ports, same_host=self.api_address == self.rpc_address)
 
     def to_dict(self) -> dict[str, Any]:
@@ -317,6 +322,7 @@ _PARSERS: dict[str, Parser] = {
     "authorizer": _choice_parser(AUTHORIZERS, class_names=True),
     "api_address": _parse_address,
     "api_port": _parse_port,
+    "storage_port": _parse_port,
     "num_tokens": _int_parser(1, 1536),
     "tablets_mode_for_new_keyspaces": _choice_parser(TABLETS_MODES),
     "tablets_initial_scale_factor": _parse_positive_float,

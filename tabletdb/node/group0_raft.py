@@ -8,7 +8,9 @@ Each Ready is handled in the order `raft.types` requires: persist (snapshot, ent
 state, one fsync), send, apply, advance. Messages to each peer leave through a queue and a
 sender task of their own, so a dead peer never delays the others; a failed send is reported to
 the core so flow control recovers. When the applied index is `snapshot_every` past the last
-snapshot, the applied state is snapshotted and the log before it is dropped.
+snapshot, the applied state is snapshotted and the log before it is dropped. The state is an
+immutable value, so it is captured at once and encoded in a worker thread: a snapshot costs
+what the whole state costs, and encoding it on the event loop stalled every request for it.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ RETRY_SECONDS = 0.05
 
 Applier = Callable[[list[Entry]], None]
 Installer = Callable[[Snapshot], None]
+Capture = Callable[[], Callable[[], bytes]]
+"""Capture the applied state now; the returned function encodes it (safe in another thread)."""
 
 
 class RaftDriver:
@@ -60,7 +64,7 @@ class RaftDriver:
         store: DurableLog,
         apply: Applier,
         install: Installer,
-        snapshot_data: Callable[[], bytes],
+        snapshot_capture: Capture,
         snapshot_every: int = SNAPSHOT_EVERY,
     ) -> None:
         self.id = raft_id
@@ -68,7 +72,8 @@ class RaftDriver:
         self.store = store
         self._apply = apply
         self._install = install
-        self._snapshot_data = snapshot_data
+        self._snapshot_capture = snapshot_capture
+        self._snapshotting: asyncio.Task[None] | None = None
         self.snapshot_every = snapshot_every
         config = Config(id=raft_id, election_tick=ELECTION_TICKS, heartbeat_tick=2, seed=raft_id & 0xFFFFFFFF)
         self.raft = RaftNode(config, store)
@@ -88,6 +93,8 @@ class RaftDriver:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
+        if self._snapshotting is not None:  # let it finish: the store must not change under it
+            await asyncio.gather(self._snapshotting, return_exceptions=True)
         self.store.sync()
 
     def add_peer(self, peer: NodeId, host: str, port: int) -> None:
@@ -178,9 +185,24 @@ class RaftDriver:
         if applied <= self.store.snapshot_meta.index:
             return 0
         meta = self.raft.snapshot_meta()
-        self.store.apply_snapshot(Snapshot(meta, self._snapshot_data()))
+        self.store.apply_snapshot(Snapshot(meta, self._snapshot_capture()()))
         log.info("group0 snapshot index=%d", meta.index)
         return meta.index
+
+    def _snapshot_in_background(self) -> None:
+        """Start a snapshot of the applied state unless one is being encoded already."""
+        if self._snapshotting is not None and not self._snapshotting.done():
+            return
+        meta = self.raft.snapshot_meta()
+        encode = self._snapshot_capture()
+
+        async def finish() -> None:
+            data = await asyncio.to_thread(encode)
+            if meta.index > self.store.snapshot_meta.index:  # not overtaken by an installed one
+                self.store.apply_snapshot(Snapshot(meta, data))
+                log.info("group0 snapshot index=%d", meta.index)
+
+        self._snapshotting = asyncio.create_task(finish())
 
     # --- driving the core ------------------------------------------------------------------------
 
@@ -211,7 +233,7 @@ class RaftDriver:
             raft.advance(rd)
         self._wake_applied()
         if raft.applied - self.store.snapshot_meta.index >= self.snapshot_every:
-            self.trigger_snapshot()
+            self._snapshot_in_background()
         self._changed.set()
 
     def _persist(self, rd: Ready) -> None:

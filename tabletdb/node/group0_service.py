@@ -51,6 +51,7 @@ from tabletdb.node.features import BATCH_FEATURE
 from tabletdb.node.group0_batch import DdlBatcher, TabletPlanner
 from tabletdb.node.group0_guard import DdlTurns
 from tabletdb.node.group0_raft import RaftDriver
+from tabletdb.node.group0_versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
 from tabletdb.query.node_info import RaftInfo, RaftMember
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
@@ -62,12 +63,14 @@ from tabletdb.schema.model import Catalog
 
 log = logging.getLogger(__name__)
 
-INTERNODE_PORT = 7000
-"""Scylla's storage_port: group0 traffic. Every node has its own address, so one port serves."""
 JOIN_VERB = "g0.join"
 COMMAND_TIMEOUT = 30.0
 JOIN_TIMEOUT = 120.0
+JOIN_RETRY_PAUSE = 0.1
+"""Seeds that are still starting refuse connections at once; asking again costs little."""
 RESTART_BARRIER_TIMEOUT = 15.0
+AGREEMENT_WAIT = 1.0
+"""How long a DDL waits for live peers to report that they applied it before answering."""
 
 SchemaListener = Callable[[tuple[SchemaChangeEvent, ...]], None]
 MemberListener = Callable[[NodeRecord], None]
@@ -103,15 +106,20 @@ class Group0Service:
         if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
             self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
         self._state = decode_snapshot(self.store.snapshot().data)
-        self.rpc = RpcNode(record.raft_id, record.address, INTERNODE_PORT)
+        self.rpc = RpcNode(record.raft_id, record.address, record.storage_port)
         self.driver = RaftDriver(
-            record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_bytes
+            record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_capture
         )
         self._waiting: dict[uuid.UUID, asyncio.Future[Applied]] = {}
         self._schema_listeners: list[SchemaListener] = []
         self._member_listeners: list[MemberListener] = []
         self._join_lock = asyncio.Lock()
         self.turns = DdlTurns(self.driver, self.rpc)
+        self._state_index = self.store.snapshot_meta.index
+        """Raft index of the entry that made the current schema version (for peer versions)."""
+        self.versions = PeerVersions(
+            self.rpc, lambda: (self._state.state_id, self.driver.raft.applied), self._peer_ids
+        )
         self._ddl = DdlBatcher(
             lambda: self._state, self.turns, self.driver.wait_applied, self._submit_schema, tablet_planner
         )
@@ -139,7 +147,10 @@ class Group0Service:
         Changes waiting on this node share one cluster-wide DDL turn and one Raft entry
         (`group0_batch`); a change that lost a race is re-decided on the newer state.
         """
-        return await self._ddl.change(decide, COMMAND_TIMEOUT)
+        outcome = await self._ddl.change(decide, COMMAND_TIMEOUT)
+        if not outcome.is_noop:
+            await self.versions.wait_reported(self._state_index, AGREEMENT_WAIT)
+        return outcome
 
     async def set_balancing(self, enabled: bool) -> None:
         """Set group0's tablet-balancing flag; returns once this node applied it."""
@@ -156,7 +167,9 @@ class Group0Service:
         await self.rpc.start()
         self.rpc.register(JOIN_VERB, self._on_join)
         self.turns.register()
+        self.versions.register()
         await self.driver.start()
+        self.versions.start()
         if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
             self.driver.campaign()  # a lone voter need not wait out an election timeout
         if self.record.host_id in self._state.topology.members:
@@ -169,6 +182,7 @@ class Group0Service:
 
     async def stop(self) -> None:
         await self._ddl.stop()
+        await self.versions.stop()
         await self.driver.stop()
         await self.rpc.stop()
 
@@ -229,7 +243,7 @@ class Group0Service:
     async def _join_via_seeds(self) -> None:
         seeds = [s for s in self.seeds if s != self.record.address]
         for i, seed in enumerate(seeds):
-            self.rpc.add_peer(-(i + 1), seed, INTERNODE_PORT)
+            self.rpc.add_peer(-(i + 1), seed, self.record.storage_port)  # seeds share our port
         payload = {"cluster_name": self.cluster_name, "record": record_to_plain(self.record)}
         deadline = time.monotonic() + JOIN_TIMEOUT
         attempt = 0
@@ -240,8 +254,8 @@ class Group0Service:
                 reply = await self.rpc.call(peer, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
                 # Our log is empty until the leader's first snapshot arrives: learn the members'
                 # addresses from the reply so our answers reach the leader before that.
-                for raft_id, address in reply["members"]:
-                    self.driver.add_peer(raft_id, address, INTERNODE_PORT)
+                for raft_id, address, *port in reply["members"]:  # no port: a seed of an older build
+                    self.driver.add_peer(raft_id, address, port[0] if port else self.record.storage_port)
                 break
             except RemoteError as exc:
                 if "JoinRefused" in str(exc):
@@ -252,7 +266,7 @@ class Group0Service:
             if time.monotonic() > deadline:
                 raise JoinRefused(f"could not join through seeds {', '.join(seeds)}: {last_error}")
             log.info("group0 join attempt failed (%s); retrying", last_error)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(JOIN_RETRY_PAUSE)
         async with asyncio.timeout(JOIN_TIMEOUT):
             await self.driver.read_barrier()
 
@@ -273,7 +287,7 @@ class Group0Service:
                     raise JoinRefused(f"node {record.host_id}: refused when its join was applied")
             await self._add_voter(record.raft_id)
         log.info("group0 admitted host_id=%s address=%s", record.host_id, record.address)
-        members = [[r.raft_id, r.address] for r in self._state.topology.members.values()]
+        members = [[r.raft_id, r.address, r.storage_port] for r in self._state.topology.members.values()]
         return {"leader": self.record.raft_id, "members": members}
 
     async def _add_voter(self, raft_id: int) -> None:
@@ -331,7 +345,11 @@ class Group0Service:
             except (ValueError, KeyError, TypeError) as exc:  # same bytes everywhere: all skip it
                 log.error("group0 entry %d undecodable, skipped: %s", entry.index, exc)
                 continue
+            before = self._state.state_id
             self._state, outcomes = apply_entry(self._state, decoded)
+            if self._state.state_id != before:
+                self._state_index = entry.index
+                self.versions.changed()
             for applied in outcomes:
                 self._announce(applied)
 
@@ -351,6 +369,8 @@ class Group0Service:
     def _install(self, snapshot: Snapshot) -> None:
         before = self._state.metadata.catalog
         self._state = decode_snapshot(snapshot.data)
+        self._state_index = snapshot.meta.index
+        self.versions.changed()
         self._learn_peers()
         # The commands the snapshot stands for never pass through _apply here: announce what
         # changed, or drivers connected to this node keep stale metadata.
@@ -360,9 +380,17 @@ class Group0Service:
                 listener(events)
         log.info("group0 snapshot installed from the leader index=%d", snapshot.meta.index)
 
-    def _snapshot_bytes(self) -> bytes:
-        return encode_snapshot(self._state)
+    def _snapshot_capture(self) -> Callable[[], bytes]:
+        state = self._state  # immutable: encoding it later, in another thread, is safe
+        return lambda: encode_snapshot(state)
+
+    def peer_schema_version(self, raft_id: int) -> uuid.UUID | None:
+        """The schema version `system.peers` shows for a member (None until it reported one)."""
+        return self.versions.version_of(raft_id, self._state.state_id, self._state_index)
+
+    def _peer_ids(self) -> list[int]:
+        return [m.raft_id for m in self._state.topology.members.values() if m.raft_id != self.record.raft_id]
 
     def _learn_peers(self) -> None:
         for member in self._state.topology.members.values():
-            self.driver.add_peer(member.raft_id, member.address, INTERNODE_PORT)
+            self.driver.add_peer(member.raft_id, member.address, member.storage_port)

@@ -8,11 +8,9 @@ replica verbs on that endpoint so other nodes can coordinate through this one.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tabletdb.cql.errors import InvalidRequest
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.net.rpc import RpcNode
 from tabletdb.node.config import NodeConfig
@@ -22,7 +20,7 @@ from tabletdb.query.coordinator_context import VERB_COUNTER, Replicas, Timeouts
 from tabletdb.query.coordinator_counter import CounterCoordinator
 from tabletdb.query.replica_local import LocalReplica
 from tabletdb.query.replica_placement import ReplicaPlacement
-from tabletdb.query.replica_verbs import ReplicaVerbs
+from tabletdb.query.replica_verbs import ReplicaVerbs, wait_for_table
 
 
 def timeouts_of(config: NodeConfig) -> Timeouts:
@@ -65,10 +63,7 @@ def register_coordinator_verbs(
     """Verbs a node answers as a coordinator for others (the counter leader's)."""
 
     async def counter(src: int, payload: list[Any]) -> None:
-        table_id = uuid.UUID(bytes=payload[0])
-        table = state().metadata.catalog.by_id(table_id)
-        if table is None:
-            raise InvalidRequest(f"unknown table id {table_id} on the counter leader (schema not caught up)")
+        table = await wait_for_table(lambda table_id: state().metadata.catalog.by_id(table_id), payload[0])
         await counters.handle(table, payload)
 
     rpc.register(VERB_COUNTER, counter)

@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Coroutine
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
@@ -32,6 +33,7 @@ from tabletdb.node.features import supported_features
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
+from tabletdb.node.paxos_service import PaxosService, PaxosTimeouts
 from tabletdb.node.replica_service import build_replicas, register_coordinator_verbs
 from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
@@ -114,6 +116,8 @@ class Node:
         if group0 is not None:
             register_coordinator_verbs(group0.rpc, self.writer.counters, lambda: self.metadata.state)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
+        data = DataPath(self.writer, catalog_views(lambda: self.metadata.catalog))
+        self.paxos = self._paxos(data)
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
@@ -124,7 +128,7 @@ class Node:
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
-            data=DataPath(self.writer, catalog_views(lambda: self.metadata.catalog)),
+            data=data,
             auth=AuthService(
                 AuthConfig(config.authenticator, config.authorizer),
                 lambda: self.metadata.state.metadata,
@@ -142,6 +146,25 @@ class Node:
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
+
+    def _paxos(self, data: DataPath) -> PaxosService | None:
+        """Conditional statements run Paxos across replicas in a cluster (a maintenance node: a lock)."""
+        if not isinstance(self.metadata, Group0Service):
+            return None
+        c, group0 = self.config, self.metadata
+        paxos = PaxosService(
+            group0.rpc,
+            str(c.workdir / "paxos" / "paxos.db"),
+            lambda table_id: group0.catalog.by_id(table_id),
+            self.replicas,
+            data.apply_committed,
+            PaxosTimeouts(c.cas_contention_timeout_in_ms / 1000, c.write_request_timeout_in_ms / 1000),
+        )
+        paxos.register()
+        paxos.follow_schema(group0.catalog)
+        group0.add_listener(lambda _events: paxos.follow_schema(group0.catalog))
+        data.paxos = paxos
+        return paxos
 
     def _plan_tablets(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
         """Tablet maps for tables a schema change creates, placed over every member's shards."""
@@ -170,6 +193,7 @@ class Node:
             tokens=self.identity.tokens,
             supported_features=self.features,
             shard_count=c.smp,
+            storage_port=c.storage_port,
         )
 
     @property
@@ -177,7 +201,8 @@ class Node:
         """This node, its peers and its Raft view from group0 (rebuilt only when they change)."""
         state = self.metadata.state
         raft = self.metadata.raft_info() if isinstance(self.metadata, Group0Service) else None
-        key = (state.topology, state.state_id, raft)
+        versions = self.metadata.versions.view_key() if isinstance(self.metadata, Group0Service) else None
+        key = (state.topology, state.state_id, raft, versions)
         if self._info_cache is not None and self._info_cache[0] == key:
             return self._info_cache[1]
         me = self.identity.host_id
@@ -189,7 +214,7 @@ class Node:
                 rack=r.rack,
                 rpc_address=ipaddress.ip_address(r.rpc_address),
                 tokens=r.tokens,
-                schema_version=state.state_id,
+                schema_version=self._peer_schema_version(r.raft_id, state.state_id),
                 supported_features=",".join(sorted(r.supported_features)),
             )
             for r in state.topology.members.values()
@@ -198,6 +223,13 @@ class Node:
         info = replace(self._base_info, peers=peers, raft=raft)
         self._info_cache = (key, info)
         return info
+
+    def _peer_schema_version(self, raft_id: int, local: uuid.UUID) -> uuid.UUID | None:
+        """What the peer last told us it applied (group0_versions); a maintenance-mode node has
+        no peers to ask and shows its own log's version."""
+        if isinstance(self.metadata, Group0Service):
+            return self.metadata.peer_schema_version(raft_id)
+        return local
 
     def _node_info(self) -> NodeInfo:
         c = self.config
@@ -296,6 +328,8 @@ class Node:
             if self.rest_api is not None:
                 await self.rest_api.stop()
             self.storage.close()
+            if self.paxos is not None:
+                self.paxos.close()
             if self.failure_detector is not None:
                 await self.failure_detector.stop()
             if isinstance(self.metadata, Group0Service):

@@ -14,7 +14,7 @@ SERIAL/LOCAL_SERIAL as a read level mean QUORUM/LOCAL_QUORUM here; Paxos owns th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from tabletdb.cql.errors import InvalidRequest, Unavailable
 from tabletdb.query.replica_placement import Replica, ReplicaSet
@@ -49,6 +49,8 @@ def requirement(cl: int, replicas: ReplicaSet, local_dc: str, *, write: bool) ->
         if write:
             raise InvalidRequest("You must use conditional updates for serializable writes")
         cl = QUORUM if cl == SERIAL else LOCAL_QUORUM
+    if cl == ANY and not write:
+        raise InvalidRequest("ANY ConsistencyLevel is only supported for writes")
     if cl in (ANY, ONE):
         return ((None, 1),)
     if cl == TWO:
@@ -72,14 +74,20 @@ def requirement(cl: int, replicas: ReplicaSet, local_dc: str, *, write: bool) ->
 
 
 class ResponseTracker:
-    """Counts replica answers against a consistency level; fed by the coordinator, no I/O."""
+    """Counts replica answers against a consistency level; fed by the coordinator, no I/O.
+
+    Counts are kept per requirement scope as integers, so feeding an answer and asking whether
+    the level is met cost a few additions whatever the replica count.
+    """
 
     def __init__(self, cl: int, replicas: ReplicaSet, local_dc: str, *, write: bool) -> None:
         self.cl = cl
         self.replicas = replicas
         self.need = requirement(cl, replicas, local_dc, write=write)
-        self._acked: set[Replica] = set()
-        self._failed: set[Replica] = set()
+        self._members = set(replicas)
+        self._answered: set[Replica] = set()
+        self._acked = [0] * len(self.need)
+        self._hopeful = [sum(1 for r in replicas if scope is None or r.dc == scope) for scope, _ in self.need]
 
     @property
     def block_for(self) -> int:
@@ -88,40 +96,41 @@ class ResponseTracker:
     @property
     def received(self) -> int:
         """Answers that count toward the level (capped per scope), for timeout errors."""
-        return sum(min(n, self._count(scope, self._acked)) for scope, n in self.need)
+        return sum(min(n, got) for (_, n), got in zip(self.need, self._acked))
 
     @property
     def satisfied(self) -> bool:
-        return all(self._count(scope, self._acked) >= n for scope, n in self.need)
+        return all(got >= n for (_, n), got in zip(self.need, self._acked))
 
     @property
     def impossible(self) -> bool:
         """True once the replicas not yet failed cannot meet the level any more."""
-        hopeful = set(self.replicas) - self._failed
-        return not all(self._count(scope, hopeful) >= n for scope, n in self.need)
+        return any(left < n for (_, n), left in zip(self.need, self._hopeful))
 
     def ack(self, replica: Replica) -> bool:
         """Record a success; True if the level is now met."""
-        if replica in self.replicas:
-            self._acked.add(replica)
+        if replica in self._members and replica not in self._answered:
+            self._answered.add(replica)
+            for i, (scope, _) in enumerate(self.need):
+                if scope is None or replica.dc == scope:
+                    self._acked[i] += 1
         return self.satisfied
 
     def fail(self, replica: Replica) -> bool:
         """Record a failure; True if the level can no longer be met."""
-        if replica in self.replicas and replica not in self._acked:
-            self._failed.add(replica)
+        if replica in self._members and replica not in self._answered:
+            self._answered.add(replica)
+            for i, (scope, _) in enumerate(self.need):
+                if scope is None or replica.dc == scope:
+                    self._hopeful[i] -= 1
         return self.impossible
 
     def counts(self, replica: Replica) -> bool:
         """Whether an answer from ``replica`` would move some unmet requirement forward."""
         return any(
-            (scope is None or replica.dc == scope) and self._count(scope, self._acked) < n
-            for scope, n in self.need
+            (scope is None or replica.dc == scope) and got < n
+            for (scope, n), got in zip(self.need, self._acked)
         )
-
-    @staticmethod
-    def _count(scope: str | None, replicas: Iterable[Replica]) -> int:
-        return sum(1 for r in replicas if scope is None or r.dc == scope)
 
 
 def check_available(

@@ -42,6 +42,11 @@ class Timeouts:
     truncate: float = 60.0
 
 
+RPC_GRACE = 0.5
+"""Seconds an RPC may outlive the coordinator's own deadline, so that a replica which never
+answers is reported by the coordinator's timer (a timeout), not by the RPC's (a failure)."""
+
+
 class ReplicaUnreachable(Exception):
     """A remote replica was needed but this node has no transport (a node without internode RPC)."""
 
@@ -83,7 +88,7 @@ class Replicas:
     async def call(self, replica: Replica, verb: str, payload: Any, timeout: float) -> Any:
         if self.transport is None:
             raise ReplicaUnreachable(f"no internode transport to reach replica {replica.host_id}")
-        return await self.transport.call(replica.raft_id, verb, payload, timeout)
+        return await self.transport.call(replica.raft_id, verb, payload, timeout + RPC_GRACE)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run work that must finish even though nobody awaits it (late replica writes)."""

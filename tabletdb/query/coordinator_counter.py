@@ -21,12 +21,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tabletdb.cql import codec
-from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.errors import InvalidRequest, WriteFailure, WriteTimeout
 from tabletdb.cql.types import BIGINT
-from tabletdb.query.coordinator_cl import QUORUM, check_available
+from tabletdb.query.coordinator_cl import QUORUM, ResponseTracker, check_available
 from tabletdb.query.coordinator_context import VERB_COUNTER, Replicas
 from tabletdb.query.coordinator_read import ReadCoordinator
 from tabletdb.query.coordinator_write import WriteCoordinator
+from tabletdb.query.replica_placement import Replica, ReplicaSet
 from tabletdb.query.replica_wire import mutations_from_plain, mutations_to_plain
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Bound, Cell, ClusteringSlice, Mutation, RowWrite
@@ -64,9 +65,23 @@ class CounterCoordinator:
             if ctx.is_local(leader):
                 jobs.append(self.lead(table, group, cl))
             else:
-                payload = [table.id.bytes, cl, mutations_to_plain(group)]
-                jobs.append(ctx.call(leader, VERB_COUNTER, payload, ctx.timeouts.counter_write))
+                jobs.append(self._forward(table, leader, replicas, group, cl))
         await asyncio.gather(*jobs)
+
+    async def _forward(
+        self, table: TableDef, leader: Replica, replicas: ReplicaSet, deltas: list[Mutation], cl: int
+    ) -> None:
+        """Hand deltas to a remote leader; its failure becomes the client's WriteTimeout/Failure."""
+        ctx = self.replicas
+        payload = [table.id.bytes, cl, mutations_to_plain(deltas)]
+        block_for = ResponseTracker(cl, replicas, ctx.local_dc, write=True).block_for
+        what = f"counter update of {table.keyspace}.{table.name} through leader {leader.host_id}"
+        try:
+            await ctx.call(leader, VERB_COUNTER, payload, ctx.timeouts.counter_write)
+        except TimeoutError:
+            raise WriteTimeout(f"Timed out: {what}", cl, 0, block_for, "COUNTER") from None
+        except Exception as exc:
+            raise WriteFailure(f"Failed: {what}: {exc}", cl, 0, block_for, 1, "COUNTER") from exc
 
     async def lead(self, table: TableDef, deltas: Sequence[Mutation], cl: int) -> None:
         """As the leader: read the totals, add the deltas, write the new totals at ``cl``."""

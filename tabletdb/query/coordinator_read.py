@@ -21,9 +21,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tabletdb.cql.errors import ReadFailure, ReadTimeout
+from tabletdb.cql.errors import InvalidRequest, ReadFailure, ReadTimeout
 from tabletdb.dht.token import TokenRange
-from tabletdb.query.coordinator_cl import NAMES, ResponseTracker, check_available, read_targets
+from tabletdb.query.coordinator_cl import (
+    ANY,
+    LOCAL_ONE,
+    NAMES,
+    ONE,
+    ResponseTracker,
+    check_available,
+    read_targets,
+)
 from tabletdb.query.coordinator_context import VERB_APPLY, VERB_MUTATIONS, VERB_READ, VERB_SCAN, Replicas
 from tabletdb.query.replica_placement import Replica, ReplicaSet, ReplicatedRange
 from tabletdb.query.replica_verbs import export_mutations, read_answer, scan_answer
@@ -81,7 +89,7 @@ class ReadCoordinator:
         cl: int,
     ) -> PartitionData | None:
         replicas = self.replicas.placement.replicas(table, token)
-        if self._only_local(replicas):
+        if self._only_local(replicas) or self._local_suffices(replicas, cl):
             return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
         local = self.replicas.local
         request = [key, token, slice_to_plain(clustering), now, reverse]
@@ -108,7 +116,7 @@ class ReadCoordinator:
         cl: int,
     ) -> ScanPage:
         """Up to ``limit`` rows of ``piece`` (inside ``where``) after ``after``, at ``cl``."""
-        if self._only_local(where.replicas):
+        if self._only_local(where.replicas) or self._local_suffices(where.replicas, cl):
             return self.replicas.local.scan(table, piece, now, limit, after)
         local = self.replicas.local
         request = [piece.start, piece.end, now, limit, position_to_plain(after)]
@@ -133,18 +141,28 @@ class ReadCoordinator:
     def _only_local(self, replicas: ReplicaSet) -> bool:
         return len(replicas) == 1 and self.replicas.is_local(replicas[0])
 
+    def _local_suffices(self, replicas: ReplicaSet, cl: int) -> bool:
+        """This node is a replica and its answer alone meets ``cl`` (ONE, LOCAL_ONE here): no
+        digest, no RPC, the same cost as an unreplicated read."""
+        if cl not in (ONE, LOCAL_ONE):
+            return False
+        ctx = self.replicas
+        return any(ctx.is_local(r) and (cl != LOCAL_ONE or r.dc == ctx.local_dc) for r in replicas)
+
     async def _digest_read(self, spec: ReadSpec, replicas: ReplicaSet, cl: int) -> Any:
         excluded: set[Replica] = set()
         answer: Any = None
+        targets = self._targets(replicas, cl, excluded)
         for _ in range(REPAIR_ROUNDS + 1):
-            targets = self._targets(replicas, cl, excluded)
             try:
                 answer, digests = await self._ask(spec, targets, cl, replicas)
             except _Failed as failure:
                 excluded.update(failure.failed)
-                if self._can_retry(replicas, cl, excluded):
-                    continue
-                raise self._failure(spec, replicas, cl, failure) from None
+                retry = self._retry_targets(replicas, cl, excluded)
+                if retry is None:
+                    raise self._failure(spec, replicas, cl, failure) from None
+                targets = retry
+                continue
             if len(set(digests)) <= 1:
                 return answer
             await self._repair(spec, targets, spec.repair(answer), cl, replicas)
@@ -157,12 +175,19 @@ class ReadCoordinator:
         )
         return read_targets(cl, replicas, ctx.local_dc, alive, ctx.prefer)
 
-    def _can_retry(self, replicas: ReplicaSet, cl: int, excluded: set[Replica]) -> bool:
-        tracker = ResponseTracker(cl, replicas, self.replicas.local_dc, write=False)
-        for r in replicas:
-            if r not in excluded and self.replicas.is_up(r):
-                tracker.ack(r)
-        return tracker.satisfied
+    def _retry_targets(self, replicas: ReplicaSet, cl: int, excluded: set[Replica]) -> list[Replica] | None:
+        """Targets after failures: every replica not failed yet, those the failure detector calls
+        up first (it lags a restart by a ping); None if they cannot meet ``cl``."""
+        ctx = self.replicas
+        left = [r for r in replicas if r not in excluded]
+        tracker = ResponseTracker(cl, replicas, ctx.local_dc, write=False)
+        for r in left:
+            tracker.ack(r)
+        if not tracker.satisfied:
+            return None
+        return read_targets(
+            cl, replicas, ctx.local_dc, left, lambda r: (0 if ctx.is_up(r) else 3) + ctx.prefer(r)
+        )
 
     def _failure(self, spec: ReadSpec, replicas: ReplicaSet, cl: int, failure: _Failed) -> ReadFailure:
         block_for = ResponseTracker(cl, replicas, self.replicas.local_dc, write=False).block_for
@@ -258,6 +283,8 @@ class ConsistentReads:
     """A ``read_rows.PartitionSource`` reading through the coordinator at one consistency level."""
 
     def __init__(self, reads: ReadCoordinator, cl: int) -> None:
+        if cl == ANY:
+            raise InvalidRequest("ANY ConsistencyLevel is only supported for writes")
         self._reads = reads
         self._cl = cl
 

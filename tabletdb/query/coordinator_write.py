@@ -5,7 +5,8 @@ checked for availability before anything is sent: if the failure detector says t
 replicas are up the client gets Unavailable and no replica sees the write. Otherwise every live
 replica gets it concurrently (the local one through its group committer, the others over RPC);
 the client is answered as soon as the consistency level is met, while the slower replicas keep
-going in the background. A replica that misses a write (down, or too slow) just misses it:
+going in the background; if a live replica fails, the ones marked down are tried too (the failure
+detector lags a restart by a ping). A replica that misses a write (down, or too slow) just misses it:
 there are no hints; reads at a level that overlaps the write's repair the difference.
 
 The local-only case (RF=1 on this node, or a single node) goes straight to the committer.
@@ -50,12 +51,13 @@ class WriteCoordinator:
     ) -> None:
         """Write ``mutations`` at consistency ``cl``; raises Unavailable, WriteTimeout or WriteFailure."""
         groups = self.groups(table, mutations)
-        for replicas, _ in groups:  # every group is checked before any is sent
-            self._check(replicas, cl)
+        alive = [self._check(replicas, cl) for replicas, _ in groups]  # all checked before any is sent
         if len(groups) == 1:
-            await self._write_group(table, groups[0][0], groups[0][1], cl, write_type)
+            await self._write_group(table, groups[0][0], alive[0], groups[0][1], cl, write_type)
             return
-        await asyncio.gather(*(self._write_group(table, r, ms, cl, write_type) for r, ms in groups))
+        await asyncio.gather(
+            *(self._write_group(table, r, live, ms, cl, write_type) for (r, ms), live in zip(groups, alive))
+        )
 
     async def truncate(self, table: TableDef) -> None:
         """Remove ``table``'s data on every node; all nodes must be up (as in Cassandra)."""
@@ -87,28 +89,28 @@ class WriteCoordinator:
         return check_available(cl, replicas, self.replicas.local_dc, self.replicas.is_up, write=True)
 
     async def _write_group(
-        self, table: TableDef, replicas: ReplicaSet, mutations: list[Mutation], cl: int, write_type: str
+        self,
+        table: TableDef,
+        replicas: ReplicaSet,
+        alive: list[Replica],
+        mutations: list[Mutation],
+        cl: int,
+        write_type: str,
     ) -> None:
         ctx = self.replicas
         if len(replicas) == 1 and ctx.is_local(replicas[0]):
             await ctx.local.apply(table, mutations)
             return
-        alive = self._check(replicas, cl)
         tracker = ResponseTracker(cl, replicas, ctx.local_dc, write=True)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         errors: list[str] = []
         payload: list[Any] | None = None
 
-        def settle(replica: Replica, error: BaseException | None) -> None:
-            if error is None:
-                finished = tracker.ack(replica)
-            else:
-                errors.append(f"{replica.host_id}: {error}")
-                finished = tracker.fail(replica)
-            if finished and not done.done():
-                done.set_result(None)
+        standby = [r for r in replicas if r not in alive]
+        """Replicas the failure detector calls down: tried once a live one fails (it may be stale)."""
 
-        for replica in alive:
+        def send(replica: Replica) -> None:
+            nonlocal payload
             coro: Awaitable[Any]
             if ctx.is_local(replica):
                 coro = ctx.local.apply(table, mutations)
@@ -117,6 +119,20 @@ class WriteCoordinator:
                     payload = [table.id.bytes, mutations_to_plain(mutations)]
                 coro = ctx.call(replica, VERB_APPLY, payload, ctx.timeouts.write)
             ctx.spawn(_report(replica, coro, settle))
+
+        def settle(replica: Replica, error: BaseException | None) -> None:
+            if error is None:
+                finished = tracker.ack(replica)
+            else:
+                errors.append(f"{replica.host_id}: {error}")
+                finished = tracker.fail(replica)
+                while standby and not finished:
+                    send(standby.pop(0))
+            if finished and not done.done():
+                done.set_result(None)
+
+        for replica in alive:
+            send(replica)
         try:
             async with asyncio.timeout(ctx.timeouts.write):
                 await done

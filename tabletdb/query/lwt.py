@@ -1,21 +1,33 @@
-"""Lightweight transactions on one node: read, check the IF clause, write — under the partition's lock.
+"""Lightweight transactions: read the partition, check the IF clauses, write — atomically.
 
-On a single node, holding the partition's lock from the read until the write is durable gives the
-same linearizable outcome Paxos gives a cluster. The result follows Cassandra: ``[applied]``, and
-when not applied the current values (the whole row for IF NOT EXISTS, the columns the conditions
-name otherwise; nothing when IF EXISTS finds no row).
+Two ways to make that atomic. With a `PaxosRounds` (a node in a cluster), one Paxos round
+across the partition's replicas: the promise quorum's reads are reconciled, the conditions are
+checked against them, and the mutations (stamped with the ballot's time, as Cassandra does) are
+the proposed value. Without one (a lone node, unit tests), the partition's lock is held from
+the read until the write is durable, which is the same linearizable outcome on one node.
+
+A conditional BATCH is one such transaction: every statement on one partition of one table,
+all conditions checked against the same read, all mutations in one value.
+
+The result follows Cassandra: ``[applied]``, and when not applied the current values (the whole
+row for IF NOT EXISTS, the columns the conditions name otherwise; nothing when IF EXISTS finds
+no row; for a batch the primary key and condition columns of each row the conditions read).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BOOLEAN, CqlType, ListType, MapType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
+from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
+from tabletdb.query.paxos_messages import Ballot
+from tabletdb.query.paxos_values import Reconciler, encode_mutations
+from tabletdb.query.read_restrictions import analyze
 from tabletdb.query.read_rows import partition_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
@@ -24,9 +36,33 @@ from tabletdb.query.write_keys import partition_key
 from tabletdb.query.write_statements import where_of
 from tabletdb.schema.model import ColumnDef, TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
+from tabletdb.storage.tablet_store import TabletStore
 
 Row = dict[str, Any]
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
+Write = Callable[[TableDef, Sequence[Mutation]], Awaitable[None]]
+OnRead = Callable[[Ballot, Sequence[bytes | None]], bytes | None]
+"""Given the ballot and the promise quorum's reads, the value to propose (None: do not write)."""
+RowAt = Callable[[bytes | None], Row | None]
+"""The current row at a clustering key (None: the partition's first row or its static row)."""
+Decision = tuple[list[Mutation] | None, RowsResult]
+_RECONCILER = Reconciler()
+
+
+class PaxosRounds(Protocol):
+    """The cluster side of a transaction (``node.paxos_service`` implements it over the network)."""
+
+    async def transact(
+        self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead, serial: int = SERIAL
+    ) -> bool:
+        """Run Paxos for the partition; True if our value was committed, False if none was proposed.
+
+        ``serial`` is SERIAL (all replicas) or LOCAL_SERIAL (those in the coordinator's DC).
+
+        Raises Unavailable when fewer than a quorum of replicas are alive, and WriteTimeout (write
+        type CAS) when time ran out, including when our value may or may not have been chosen.
+        """
+        ...
 
 
 def is_conditional(stmt: ast.Statement) -> bool:
@@ -74,14 +110,11 @@ def _key(table: TableDef, col: ColumnDef, values: dict[str, ast.Term], bindings:
     return codec.serialize(col.type, value)
 
 
-def _current_row(
-    writer: WriteExecutor, table: TableDef, key: bytes, token: int, ck: bytes | None
-) -> Row | None:
-    store = writer.stores.store(table, token)
+def _row_in(store: TabletStore, table: TableDef, key: bytes, ck: bytes | None, now: int) -> Row | None:
     slice_ = (
         ClusteringSlice() if ck is None or not table.clustering_key else ClusteringSlice(Bound(ck), Bound(ck))
     )
-    data = store.read_partition(key, writer.now_seconds(), slice_, limit=1)
+    data = store.read_partition(key, now, slice_, limit=1)
     if data is None:
         return None
     for row in partition_rows(table, data, None, static_only_row=True):
@@ -126,33 +159,6 @@ def codec_int() -> CqlType:
     return INT
 
 
-async def execute_conditional(
-    writer: WriteExecutor,
-    stmt: Modification,
-    table: TableDef,
-    bindings: Bindings,
-    timestamp: int | None,
-    write: Callable[[TableDef, Sequence[Mutation]], Awaitable[None]],
-) -> RowsResult:
-    """``write`` applies the mutations durably (and keeps views up to date).
-
-    Only USING TIMESTAMP is refused: drivers send a protocol-level default timestamp with every
-    request, and Cassandra and ScyllaDB ignore it for conditional statements (their write time
-    comes from the Paxos ballot), so ``timestamp`` is deliberately unused here.
-    """
-    del timestamp
-    if stmt.attributes.timestamp is not None:
-        raise InvalidRequest("Cannot provide custom timestamp for conditional updates")
-    key, token, ck = _target(stmt, table, bindings)
-    async with writer.lock(table, key):
-        current = _current_row(writer, table, key, token, ck)
-        applied, shown = _evaluate(stmt, table, bindings, current)
-        if applied:
-            mutations = writer.mutations_for(stmt, table, bindings, None)
-            await write(table, mutations)
-    return _result(table, applied, shown, current)
-
-
 def _evaluate(
     stmt: Modification, table: TableDef, bindings: Bindings, current: Row | None
 ) -> tuple[bool, list[ColumnDef]]:
@@ -191,3 +197,154 @@ def _result(table: TableDef, applied: bool, shown: list[ColumnDef], current: Row
             value = current.get(col.name)
             values.append(None if value is None else codec.serialize(col.type, value))
     return RowsResult(RowsMetadata(columns), [values])
+
+
+def _refuse_timestamp(stmt: Modification) -> None:
+    if stmt.attributes.timestamp is not None:
+        raise InvalidRequest("Cannot provide custom timestamp for conditional updates")
+
+
+async def execute_conditional(
+    writer: WriteExecutor,
+    stmt: Modification,
+    table: TableDef,
+    bindings: Bindings,
+    timestamp: int | None,
+    write: Write,
+    paxos: PaxosRounds | None = None,
+    serial: int | None = None,
+) -> RowsResult:
+    """``write`` applies the mutations durably (and keeps views up to date) on a lone node.
+
+    Only USING TIMESTAMP is refused: drivers send a protocol-level default timestamp with every
+    request, and Cassandra and ScyllaDB ignore it for conditional statements (their write time
+    comes from the Paxos ballot), so ``timestamp`` is deliberately unused here.
+    """
+    del timestamp
+    _refuse_timestamp(stmt)
+    key, token, ck = _target(stmt, table, bindings)
+    _evaluate(stmt, table, bindings, None)  # invalid conditions fail before any round starts
+
+    def decide(row_at: RowAt, ts: int | None) -> Decision:
+        current = row_at(ck)
+        applied, shown = _evaluate(stmt, table, bindings, current)
+        mutations = writer.mutations_for(stmt, table, bindings, ts) if applied else None
+        return mutations, _result(table, applied, shown, current)
+
+    return await _transact(writer, table, key, token, write, paxos, serial, decide)
+
+
+async def execute_conditional_batch(
+    writer: WriteExecutor,
+    statements: Sequence[tuple[Modification, TableDef, Bindings]],
+    write: Write,
+    paxos: PaxosRounds | None = None,
+    serial: int | None = None,
+) -> RowsResult:
+    table = statements[0][1]
+    if any(t.id != table.id for _, t, _ in statements):
+        raise InvalidRequest("Batch with conditions cannot span multiple tables")
+    if table.is_counter:
+        raise InvalidRequest("Cannot include a counter statement in a conditional batch")
+    keys: set[tuple[bytes, int]] = set()
+    checks: list[tuple[Modification, Bindings, bytes | None]] = []
+    for stmt, _, bindings in statements:
+        _refuse_timestamp(stmt)
+        if is_conditional(stmt):
+            key, token, ck = _target(stmt, table, bindings)
+            _evaluate(stmt, table, bindings, None)
+            checks.append((stmt, bindings, ck))
+            keys.add((key, token))
+        else:
+            keys.update((m.partition_key, m.token) for m in writer.mutations_for(stmt, table, bindings, 0))
+    if len(keys) != 1:
+        raise InvalidRequest("Batch with conditions cannot span multiple partitions")
+    key, token = keys.pop()
+
+    def decide(row_at: RowAt, ts: int | None) -> Decision:
+        at = ts if ts is not None else writer.timestamps.next()
+        seen: list[tuple[Row | None, list[ColumnDef]]] = []
+        holds = True
+        for stmt, bindings, ck in checks:
+            current = row_at(ck)
+            ok, shown = _evaluate(stmt, table, bindings, current)
+            seen.append((current, shown))
+            holds = holds and ok
+        if not holds:
+            return None, _batch_result(table, seen)
+        mutations = [
+            m for stmt, _, bindings in statements for m in writer.mutations_for(stmt, table, bindings, at)
+        ]
+        return mutations, _result(table, True, [], None)
+
+    return await _transact(writer, table, key, token, write, paxos, serial, decide)
+
+
+async def serial_read_barrier(
+    paxos: PaxosRounds, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, serial: int
+) -> None:
+    """A SELECT at SERIAL/LOCAL_SERIAL: first a Paxos round that proposes nothing.
+
+    It finishes a transaction left accepted but uncommitted and brings the latest commit to a
+    quorum, so the QUORUM read that follows sees every value Paxos may have chosen (Cassandra's
+    read with Paxos does the same).
+    """
+    r = analyze(stmt.where, table, bindings, lambda rel, t, b: lambda row: True)
+    if r.partition_keys is None or len(r.partition_keys) != 1:
+        raise InvalidRequest(
+            "SERIAL/LOCAL_SERIAL consistency may only be requested for one partition at a time"
+        )
+    key, token = partition_key(table, r.partition_keys[0])
+    await paxos.transact(table, token, key, lambda ballot, reads: None, serial)
+
+
+async def _transact(
+    writer: WriteExecutor,
+    table: TableDef,
+    key: bytes,
+    token: int,
+    write: Write,
+    paxos: PaxosRounds | None,
+    serial: int | None,
+    decide: Callable[[RowAt, int | None], Decision],
+) -> RowsResult:
+    if paxos is None:
+        async with writer.lock(table, key):
+            store, now = writer.stores.store(table, token), writer.now_seconds()
+            mutations, result = decide(lambda ck: _row_in(store, table, key, ck, now), None)
+            if mutations is not None:
+                await write(table, mutations)
+        return result
+    results: list[RowsResult] = []
+
+    def on_read(ballot: Ballot, reads: Sequence[bytes | None]) -> bytes | None:
+        now = writer.now_seconds()
+        with _RECONCILER.reconciled(reads) as merged:
+            row_at: RowAt = (
+                (lambda ck: None) if merged is None else (lambda ck: _row_in(merged, table, key, ck, now))
+            )
+            mutations, result = decide(row_at, ballot.micros)
+        results.append(result)
+        return None if mutations is None else encode_mutations(mutations)
+
+    await paxos.transact(table, token, key, on_read, LOCAL_SERIAL if serial == LOCAL_SERIAL else SERIAL)
+    return results[-1]
+
+
+def _batch_result(table: TableDef, seen: list[tuple[Row | None, list[ColumnDef]]]) -> RowsResult:
+    """Not applied: [applied], the primary key and the conditions' columns of each row read."""
+    columns = list(table.partition_key) + list(table.clustering_key)
+    for _, shown in seen:
+        columns += [c for c in shown if c not in columns]
+    specs = [ColumnSpec(table.keyspace, table.name, "[applied]", BOOLEAN)]
+    specs += [ColumnSpec(table.keyspace, table.name, c.name, c.type) for c in columns]
+    false = codec.serialize(BOOLEAN, False)
+    rows: list[list[bytes | None]] = []
+    for current, _ in seen:
+        if current is not None:
+            row: list[bytes | None] = [false]
+            for c in columns:
+                v = current.get(c.name)
+                row.append(None if v is None else codec.serialize(c.type, v))
+            rows.append(row)
+    return RowsResult(RowsMetadata(specs), rows or [[false] + [None] * len(columns)])

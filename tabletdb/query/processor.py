@@ -217,7 +217,7 @@ class QueryProcessor:
         if isinstance(stmt, ast.SelectStatement):
             return await self._select_from(stmt, table, Bindings(values), params)
         return await self._data_path().modify(
-            stmt, table, Bindings(values), params.timestamp, params.consistency
+            stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
         )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
@@ -241,7 +241,9 @@ class QueryProcessor:
             client,
             "BATCH",
             batch.consistency,
-            lambda: self._data_path().batch(kind, items, batch.timestamp, batch.consistency),
+            lambda: self._data_path().batch(
+                kind, items, batch.timestamp, batch.consistency, batch.serial_consistency
+            ),
         )
 
     def _data_path(self) -> DataPath:
@@ -281,12 +283,14 @@ class QueryProcessor:
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
             table = self._user_table(stmt.table, keyspace)
             return await self._data_path().modify(
-                stmt, table, Bindings(values), params.timestamp, params.consistency
+                stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
             )
         if isinstance(stmt, ast.BatchStatement):
             items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
             timestamp = batch_timestamp(stmt, Bindings(values), params.timestamp)
-            return await self._data_path().batch(stmt.kind.upper(), items, timestamp, params.consistency)
+            return await self._data_path().batch(
+                stmt.kind.upper(), items, timestamp, params.consistency, params.serial_consistency
+            )
         if isinstance(stmt, ast.TruncateStatement):
             return await self._data_path().truncate(self._user_table(stmt.table, keyspace))
         if isinstance(stmt, ast.UseStatement):

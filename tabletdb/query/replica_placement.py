@@ -24,14 +24,47 @@ from tabletdb.schema.model import EVERYWHERE, LOCAL, SIMPLE, Catalog, Replicatio
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
 
 
-@dataclass(frozen=True, slots=True)
 class Replica:
     """One replica of a token: the host, its shard (tablets; None for vnode tables, where the
-    shard follows from the token) and its datacenter (for LOCAL_* consistency levels)."""
+    shard follows from the token) and its datacenter (for LOCAL_* consistency levels).
+
+    Immutable, and hashed once: coordinators put replicas in sets and dicts on every request,
+    and hashing a UUID each time showed up in profiles.
+    """
+
+    __slots__ = ("_hash", "dc", "host_id", "shard")
+
+    def __init__(self, host_id: uuid.UUID, shard: int | None, dc: str) -> None:
+        object.__setattr__(self, "host_id", host_id)
+        object.__setattr__(self, "shard", shard)
+        object.__setattr__(self, "dc", dc)
+        object.__setattr__(self, "_hash", hash((host_id.int, shard, dc)))
 
     host_id: uuid.UUID
     shard: int | None
     dc: str
+    _hash: int
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Replica is immutable (tried to set {name})")
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Replica):
+            return NotImplemented
+        return (
+            self._hash == other._hash
+            and self.host_id == other.host_id
+            and self.shard == other.shard
+            and self.dc == other.dc
+        )
+
+    def __repr__(self) -> str:
+        return f"Replica({self.host_id}, shard={self.shard}, dc={self.dc!r})"
 
     @property
     def raft_id(self) -> int:

@@ -1,13 +1,16 @@
 """The replica side of the data RPC verbs: what a node answers when another node coordinates.
 
-Payloads are plain lists (``replica_wire``) that name the table by id; a replica whose schema
-has not caught up with the coordinator's fails the request, and the coordinator counts that as
-one replica failing. Handlers run the same ``LocalReplica`` code the coordinator uses for its
-own replica, so local and remote answers (and digests) are computed identically.
+Payloads are plain lists (``replica_wire``) that name the table by id. A replica whose schema
+has not caught up with the coordinator's yet (a write right after CREATE TABLE: the coordinator
+answered DDL once *it* applied it) waits a little for its group0 to deliver the table, then
+fails the request, and the coordinator counts that as one replica failing. Handlers run the
+same ``LocalReplica`` code the coordinator uses for its own replica, so local and remote
+answers (and digests) are computed identically.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -35,6 +38,26 @@ from tabletdb.schema.model import TableDef
 
 Handler = Callable[[int, Any], Awaitable[Any]]
 TableOf = Callable[[uuid.UUID], TableDef | None]
+
+SCHEMA_WAIT = 2.0
+"""Seconds a replica waits for an unknown table to arrive through group0."""
+SCHEMA_POLL = 0.01
+
+
+async def wait_for_table(table_of: TableOf, raw_id: bytes, wait: float = SCHEMA_WAIT) -> TableDef:
+    """The table with id ``raw_id``, waiting up to ``wait`` seconds for the schema to catch up."""
+    table_id = uuid.UUID(bytes=raw_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while True:
+        table = table_of(table_id)
+        if table is not None:
+            return table
+        if loop.time() >= deadline:
+            raise InvalidRequest(
+                f"unknown table id {table_id} on this replica (schema not caught up in {wait}s)"
+            )
+        await asyncio.sleep(SCHEMA_POLL)
 
 
 def read_answer(local: LocalReplica, table: TableDef, request: list[Any]) -> tuple[list[Any], bytes]:
@@ -77,30 +100,26 @@ class ReplicaVerbs:
             VERB_TRUNCATE: self._truncate,
         }
 
-    def _table(self, raw_id: bytes) -> TableDef:
-        table_id = uuid.UUID(bytes=raw_id)
-        table = self.table_of(table_id)
-        if table is None:
-            raise InvalidRequest(f"unknown table id {table_id} on this replica (schema not caught up yet)")
-        return table
+    async def _table(self, raw_id: bytes) -> TableDef:
+        return await wait_for_table(self.table_of, raw_id)
 
     async def _apply(self, src: int, payload: list[Any]) -> None:
         table_id, mutations = payload
-        await self.local.apply(self._table(table_id), mutations_from_plain(mutations))
+        await self.local.apply(await self._table(table_id), mutations_from_plain(mutations))
 
     async def _read(self, src: int, payload: list[Any]) -> Any:
         table_id, digest_only, request = payload
-        answer, digest = read_answer(self.local, self._table(table_id), request)
+        answer, digest = read_answer(self.local, await self._table(table_id), request)
         return digest if digest_only else answer
 
     async def _scan(self, src: int, payload: list[Any]) -> Any:
         table_id, digest_only, request = payload
-        answer, digest = scan_answer(self.local, self._table(table_id), request)
+        answer, digest = scan_answer(self.local, await self._table(table_id), request)
         return digest if digest_only else answer
 
     async def _mutations(self, src: int, payload: list[Any]) -> list[Any]:
         table_id, request = payload
-        return export_mutations(self.local, self._table(table_id), request)
+        return export_mutations(self.local, await self._table(table_id), request)
 
     async def _truncate(self, src: int, payload: list[Any]) -> None:
-        self.local.stores.truncate(self._table(payload[0]))
+        self.local.stores.truncate(await self._table(payload[0]))

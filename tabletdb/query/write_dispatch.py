@@ -16,9 +16,15 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.protocol.wire import Unset
-from tabletdb.query.coordinator_cl import ONE
+from tabletdb.query.coordinator_cl import LOCAL_SERIAL, ONE, SERIAL
 from tabletdb.query.coordinator_read import ConsistentReads
-from tabletdb.query.lwt import execute_conditional, is_conditional
+from tabletdb.query.lwt import (
+    PaxosRounds,
+    execute_conditional,
+    execute_conditional_batch,
+    is_conditional,
+    serial_read_barrier,
+)
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
@@ -45,15 +51,14 @@ def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
     return False
 
 
-def _check_not_conditional(stmt: ast.Statement) -> None:
-    if is_conditional(stmt):
-        raise InvalidRequest("Conditional statements in a BATCH are not supported by this node yet")
-
-
 class DataPath:
-    def __init__(self, writer: WriteExecutor, views_of: ViewsOf | None = None) -> None:
+    def __init__(
+        self, writer: WriteExecutor, views_of: ViewsOf | None = None, paxos: PaxosRounds | None = None
+    ) -> None:
         self._views_of = views_of
         self.writer = writer
+        self.paxos = paxos
+        """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
 
     async def modify(
         self,
@@ -62,10 +67,15 @@ class DataPath:
         bindings: Bindings,
         timestamp: int | None,
         cl: int = ONE,
+        serial: int | None = None,
     ) -> Result:
         if is_conditional(stmt):
-            self._require_local(table, "Conditional statements (LWT)")
-            return await execute_conditional(self.writer, stmt, table, bindings, timestamp, self.write)
+            self._refuse_replicated_derived(table)
+            if self.paxos is None:
+                self._require_local(table, "Conditional statements (LWT)")
+            return await execute_conditional(
+                self.writer, stmt, table, bindings, timestamp, self.write, self.paxos, serial
+            )
         if table.is_counter:
             deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
             await self.writer.counters.update(table, deltas, cl)
@@ -93,6 +103,22 @@ class DataPath:
                     "use a keyspace with replication factor 1 on a single node"
                 )
 
+    def _refuse_replicated_derived(self, table: TableDef) -> None:
+        views = self._views_of(table) if self._views_of is not None else []
+        if has_derived(table, views):
+            self._require_local(
+                table, "Conditional writes to tables with materialized views or secondary indexes"
+            )
+
+    async def apply_committed(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
+        """A Paxos commit this replica learnt: applied here only, views and indexes kept up to date
+        (conditional writes to such tables are refused unless this node is their only replica)."""
+        views = self._views_of(table) if self._views_of is not None else []
+        if has_derived(table, views):
+            await write_with_derived(self.writer, table, views, mutations)
+        else:
+            await self.writer.replicas.local.apply(table, mutations)
+
     async def _build_and_write(
         self, stmt: ast.Statement, table: TableDef, bindings: Bindings, timestamp: int | None, cl: int
     ) -> None:
@@ -116,8 +142,17 @@ class DataPath:
         statements: Sequence[tuple[Modification, TableDef, Bindings]],
         timestamp: int | None,
         cl: int = ONE,
+        serial: int | None = None,
     ) -> Result:
-        """All statements share one timestamp; all are validated before any is written."""
+        """All statements share one timestamp; all are validated before any is written.
+
+        A batch with conditions is one lightweight transaction (``lwt``) on one partition.
+        """
+        if any(is_conditional(stmt) for stmt, _, _ in statements):
+            self._refuse_replicated_derived(statements[0][1])
+            if self.paxos is None:
+                self._require_local(statements[0][1], "Conditional batches (LWT)")
+            return await execute_conditional_batch(self.writer, statements, self.write, self.paxos, serial)
         ts = timestamp if timestamp is not None else self.writer.timestamps.next()
         per_table: dict[str, tuple[TableDef, list[Mutation]]] = {}
         counters = {t.is_counter for _, t, _ in statements}
@@ -128,7 +163,6 @@ class DataPath:
         if kind != "COUNTER" and counters == {True}:
             raise InvalidRequest("Cannot include a counter statement in a logged batch")
         for stmt, table, bindings in statements:
-            _check_not_conditional(stmt)
             if _reads_before_write(stmt, table) and not table.is_counter:
                 self._require_local(table, "List element updates")
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
@@ -151,6 +185,8 @@ class DataPath:
         paging_state: bytes | None,
         cl: int = ONE,
     ) -> RowsResult:
+        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
+            await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
         source = ConsistentReads(self.writer.reads, cl)
         now = self.writer.now_seconds()
         return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)

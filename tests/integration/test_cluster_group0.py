@@ -8,6 +8,9 @@ DDL, the restarted node catches up (from a snapshot: the log is truncated every 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import threading
 import time
 import urllib.request
@@ -237,8 +240,13 @@ def test_nodes_sharing_one_seed_list_form_one_cluster(node_factory: NodeFactory)
         node.start(wait=False)
     for node in nodes:
         node.wait_ready()
+    # Serving CQL means a node has joined, not that it has applied the joins after its own:
+    # nodes[2] may learn of a later joiner a moment after that one starts serving.
+    _wait(
+        lambda: sorted(n["address"] for n in _api(nodes[2], "/cluster/status")["nodes"]) == sorted(seeds),
+        "node 2 to list every member",
+    )
     status = _api(nodes[2], "/cluster/status")
-    assert sorted(n["address"] for n in status["nodes"]) == sorted(seeds)
     assert status["local"]["group0_id"] == _api(nodes[0], "/storage_service/hostid/local")
     # A driver whose control connection is on node 2 hears of DDL executed on node 0 (the
     # SCHEMA_CHANGE event comes from node 2 applying it; drivers never poll for schema).
@@ -250,3 +258,60 @@ def test_nodes_sharing_one_seed_list_form_one_cluster(node_factory: NodeFactory)
             lambda: "g0" in watcher.metadata.keyspaces and "seen" in watcher.metadata.keyspaces["g0"].tables,
             "the event-driven schema refresh on node 2's driver",
         )
+
+
+def _versions(node: TestNode) -> tuple[Any, dict[str, Any]]:
+    """(system.local schema version, peer address -> system.peers schema version) on `node`."""
+    local = _pinned_rows(node, "SELECT schema_version FROM system.local")[0].schema_version
+    peers = _pinned_rows(node, "SELECT peer, schema_version FROM system.peers")
+    return local, {str(r.peer): r.schema_version for r in peers}
+
+
+def test_peers_show_the_schema_version_each_peer_applied(node_factory: NodeFactory) -> None:
+    """A peer that has not applied a change shows its older version (or, once silent for a few
+    seconds, none), never the new one, so a driver waiting for schema agreement does not
+    conclude too early; once it catches up every row agrees again."""
+    nodes = node_factory.start_cluster(3)
+    _pinned_rows(nodes[0], KEYSPACE)
+    leader = _leader(nodes)
+    lagging = next(n for n in nodes if n is not leader)
+    coordinator = next(n for n in nodes if n is not leader and n is not lagging)
+
+    def agreed() -> bool:
+        local, peers = _versions(coordinator)
+        return len(peers) == 2 and set(peers.values()) == {local}
+
+    _wait(agreed, "every peer to report the keyspace's version")
+    _, before = _versions(coordinator)
+    pid = lagging.process.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # it keeps its place in the group but applies nothing
+    try:
+        _pinned_rows(coordinator, "CREATE TABLE g0.while_paused (k int PRIMARY KEY)")
+        _wait(
+            lambda: _versions(coordinator)[1][leader.host] == _versions(coordinator)[0], "the leader's report"
+        )
+        local, peers = _versions(coordinator)
+        assert peers[lagging.host] != local
+        assert peers[lagging.host] in (before[lagging.host], None)  # None: silent too long, unknown
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _wait(agreed, "the resumed peer to report the new version")
+
+
+def _listens(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def test_storage_port_moves_group0_traffic(node_factory: NodeFactory) -> None:
+    """Every node takes internode traffic on the configured port, found through group0."""
+    nodes = node_factory.start_cluster(3, options={"storage_port": 7321})
+    for node in nodes:
+        assert _listens(node.host, 7321) and not _listens(node.host, 7000)
+    _pinned_rows(nodes[2], KEYSPACE)
+    _pinned_rows(nodes[1], "CREATE TABLE g0.moved (k int PRIMARY KEY)")
+    assert "moved" in _settled(nodes, {"moved"})[0][0]

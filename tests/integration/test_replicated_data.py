@@ -114,9 +114,10 @@ def unavailable_at_all(session: Any, ks: str) -> bool:
     return False
 
 
-def available_at_all(session: Any, ks: str) -> bool:
+def available_at_all(session: Any, table: str) -> bool:
+    """Whether ``table`` (``ks`` alone means ``ks.t``) answers a read at ALL."""
     try:
-        run(session, f"SELECT * FROM {ks}.t WHERE k = 0", "ALL")
+        run(session, f"SELECT * FROM {table if '.' in table else table + '.t'} WHERE k = 0", "ALL")
     except Exception:
         return False
     return True

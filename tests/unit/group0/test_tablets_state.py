@@ -102,3 +102,22 @@ def test_new_tables_go_to_the_shards_with_the_fewest_replicas() -> None:
     counts = _brute_load(maps)
     assert load.of(maps) == counts
     assert max(counts.values()) - min(counts.values()) <= 2, counts
+
+
+def test_index_entries_tables_are_counted_incrementally_and_exactly() -> None:
+    from tabletdb.group0.tablets_state import _tablet_table_count
+    from tabletdb.schema.index_table import index_tables
+    from tabletdb.schema.indexes import create_index
+
+    def brute(catalog: Catalog) -> int:
+        ks = catalog.keyspaces["tk"]
+        return len(ks.tables) + len(ks.views) + sum(len(index_tables(t)) for t in ks.tables.values())
+
+    catalog = with_keyspace(None, "tk", **TABLETS_KS)
+    for n in range(4):
+        catalog = with_table(catalog, f"t{n}", keyspace="tk")
+        assert _tablet_table_count(catalog) == brute(catalog)
+    catalog = apply(catalog, create_index(catalog, "tk", "t1", "i1", "v", table_id=uuid.uuid4()))
+    assert _tablet_table_count(catalog) == brute(catalog) == 5
+    catalog = apply(catalog, drop_table(catalog, "tk", "t1"))
+    assert _tablet_table_count(catalog) == brute(catalog) == 3

@@ -269,3 +269,12 @@ def test_to_dict_round_trips_through_yaml(
     )
     again = NodeConfig(**yaml.safe_load(yaml.safe_dump(c.to_dict())))
     assert again == c
+
+
+def test_storage_port_defaults_to_7000_and_may_not_clash_with_cql_on_one_address() -> None:
+    assert load_config(None, {"workdir": "w"}).storage_port == 7000
+    assert load_config(None, {"workdir": "w", "storage_port": "7100"}).storage_port == 7100
+    with pytest.raises(ConfigError, match="storage_port"):
+        load_config(None, {"workdir": "w", "storage_port": 9042})
+    c = load_config(None, {"workdir": "w", "storage_port": 9042, "rpc_address": "127.0.0.2"})
+    assert c.storage_port == 9042

@@ -71,6 +71,10 @@ class FakeNet:
         self.calls: list[tuple[int, str]] = []
 
     async def call(self, peer: int, verb: str, payload: Any = None, timeout: float = 5.0) -> Any:
+        async with asyncio.timeout(timeout):  # as RpcNode.call does
+            return await self._call(peer, verb, payload)
+
+    async def _call(self, peer: int, verb: str, payload: Any) -> Any:
         self.calls.append((peer, verb))
         if peer in self.refuse:
             raise ConnectionRefusedError(f"node {peer} refused the connection")

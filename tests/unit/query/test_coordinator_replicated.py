@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tabletdb.cql import codec
-from tabletdb.cql.errors import ReadTimeout, Unavailable, WriteTimeout
+from tabletdb.cql import ast, codec
+from tabletdb.cql.errors import InvalidRequest, ReadTimeout, Unavailable, WriteTimeout
+from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import BIGINT
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
 from tabletdb.query.coordinator_cl import ALL, ONE, QUORUM
 from tabletdb.query.coordinator_context import Timeouts
+from tabletdb.query.coordinator_read import ConsistentReads
+from tabletdb.query.replica_verbs import wait_for_table
+from tabletdb.query.select_execute import execute_select
+from tabletdb.query.terms import Bindings
+from tabletdb.query.write_keys import encode_clustering
+from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
 from tabletdb.storage.tablet_store import ScanPosition
 from tests.unit.query.replica_cluster import Cluster, host
@@ -34,7 +42,7 @@ def run_async(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
     return wrapper
 
 
-FAST = Timeouts(write=0.3, read=0.3, range=0.3, truncate=0.3)
+FAST = Timeouts(write=0.3, read=0.3, range=0.3, counter_write=0.3, truncate=0.3)
 
 
 def row(key: bytes, c: bytes, value: bytes, ts: int) -> Mutation:
@@ -212,3 +220,76 @@ async def test_counter_leader_reads_the_quorum_total_after_missing_updates(clust
     # the leader missed +7; its QUORUM read of the total repairs that before adding +1
     await cluster.executors[other].counters.update(table, [counter_delta(b"k", 1, 1)], QUORUM)
     assert await counter_value(cluster, leader_index, b"k", ALL) == 13
+
+
+@run_async
+async def test_a_replica_wrongly_marked_down_is_tried_when_a_live_one_fails(cluster: Cluster) -> None:
+    cluster.down.add(raft_id_of(host(2)))  # stale: node 2 is actually fine
+    cluster.net.refuse.add(raft_id_of(host(1)))  # and node 1 died before anyone noticed
+    await cluster.writer(0).write(cluster.table, [row(b"k", b"c", b"v", 10)], QUORUM)
+    assert values_on(cluster, 2, b"k") == [b"v"]
+    await cluster.local(0).apply(cluster.table, [row(b"k", b"c", b"w", 20)])
+    data = await cluster.reader(0).read_partition(
+        cluster.table, b"k", token_of(b"k"), NOW, ClusteringSlice(), False, QUORUM
+    )
+    assert data is not None and data.rows[0].cells[0].value == b"w"
+    assert values_on(cluster, 2, b"k") == [b"w"]
+
+
+@run_async
+async def test_a_replica_waits_for_a_table_its_schema_does_not_have_yet(cluster: Cluster) -> None:
+    verbs = cluster.net.verbs[raft_id_of(host(1))]
+    known = verbs.table_of
+    appeared = asyncio.Event()
+
+    def late(table_id: uuid.UUID) -> TableDef | None:
+        return known(table_id) if appeared.is_set() else None
+
+    verbs.table_of = late
+    asyncio.get_running_loop().call_later(0.05, appeared.set)
+    await cluster.writer(0).write(cluster.table, [row(b"k", b"c", b"v", 10)], ALL)
+    assert values_on(cluster, 1, b"k") == [b"v"]
+    with pytest.raises(InvalidRequest, match="schema not caught up"):
+        await wait_for_table(lambda _: None, uuid.UUID(int=5).bytes, wait=0.05)
+
+
+@run_async
+async def test_a_silent_counter_leader_is_a_write_timeout(cluster: Cluster) -> None:
+    leader = cluster.replicas[0].placement.replicas(cluster.counter_table, token_of(b"k"))[0]
+    coordinator = next(i for i in range(3) if host(i) != leader.host_id)
+    cluster.net.hang.add(raft_id_of(leader.host_id))
+    with pytest.raises(WriteTimeout) as info:
+        await cluster.executors[coordinator].counters.update(
+            cluster.counter_table, [counter_delta(b"k", 1, 1)], QUORUM
+        )
+    assert info.value.write_type == "COUNTER"
+
+
+@pytest.mark.parametrize("tablets", [False, True], ids=["vnodes", "tablets"])
+def test_select_pages_across_nodes_at_rf1(tmp_path: Path, tablets: bool) -> None:
+    """RF=1 on three nodes: a paged SELECT through one coordinator walks every node's ranges."""
+
+    async def body() -> None:
+        c = Cluster(tmp_path, 3, 1, tablets=tablets, timeouts=FAST)
+        try:
+            keys = [f"k{i:02d}".encode() for i in range(30)]
+            ck = encode_clustering(c.table, [b"c"])
+            await c.writer(0).write(c.table, [row(k, ck, k, 1) for k in keys], ONE)
+            holders = {c.replicas[0].placement.replicas(c.table, token_of(k))[0].host_id for k in keys}
+            assert len(holders) == 3  # the rows really are spread over the nodes
+            stmt = parse_statement("SELECT k, v FROM ks.t")
+            assert isinstance(stmt, ast.SelectStatement)
+            got: list[bytes] = []
+            state = None
+            while True:
+                source = ConsistentReads(c.reader(1), ONE)
+                result = await execute_select(stmt, c.table, source, Bindings([]), 4, state, NOW)
+                got.extend(r[0] for r in result.rows)
+                state = result.metadata.paging_state
+                if state is None:
+                    break
+            assert sorted(got) == keys and len(got) == len(set(got))
+        finally:
+            c.close()
+
+    asyncio.run(body())

@@ -1,0 +1,62 @@
+"""What Paxos carries for a lightweight transaction: mutations as values, partitions as reads.
+
+A proposal's value is the mutations of the conditional statement (or batch), encoded once by
+the coordinator and applied unchanged by every replica that learns the commit. A promise's read
+is the replica's whole partition as one full-fidelity mutation (every cell version, tombstone
+and timestamp), so the coordinator can reconcile replicas exactly as storage does: it applies
+the reads to a scratch in-memory store and reads the row back with the normal read path.
+
+The encoding is msgpack over the data path's wire form of mutations (``replica_wire``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import msgpack
+
+from tabletdb.dht.token import TokenRange
+from tabletdb.query.replica_wire import mutations_from_plain, mutations_to_plain
+from tabletdb.storage.mutation import Mutation
+from tabletdb.storage.tablet_store import TabletStore
+
+
+def encode_mutations(mutations: Sequence[Mutation]) -> bytes:
+    return bytes(msgpack.packb(mutations_to_plain(mutations), use_bin_type=True))
+
+
+def decode_mutations(data: bytes) -> list[Mutation]:
+    try:
+        return mutations_from_plain(msgpack.unpackb(data, raw=False))
+    except (ValueError, TypeError, IndexError, msgpack.ExtraData) as exc:
+        raise ValueError(f"malformed Paxos value ({len(data)} bytes): {exc}") from exc
+
+
+class Reconciler:
+    """Merges replicas' reads of a partition last-write-wins, in one reused in-memory store.
+
+    Opening a store costs over a millisecond (its schema), more than the rest of a transaction's
+    CPU; one scratch store per node, emptied after each use, avoids that. `reconciled` must
+    not be held across an ``await``: two transactions would see each other's partitions.
+    """
+
+    def __init__(self) -> None:
+        self._store: TabletStore | None = None
+
+    @contextlib.contextmanager
+    def reconciled(self, reads: Sequence[bytes | None]) -> Iterator[TabletStore | None]:
+        """The merged partition in a store (None when no replica has any data for it)."""
+        mutations = [m for r in reads if r is not None for m in decode_mutations(r)]
+        if not mutations:
+            yield None
+            return
+        if self._store is None:
+            self._store = TabletStore(":memory:")
+        store = self._store
+        try:
+            store.apply(mutations)
+            yield store
+        finally:
+            for token in {m.token for m in mutations}:
+                store.delete_token_range(TokenRange(token - 1, token))
