@@ -280,7 +280,12 @@ class Node:
         module = await asyncio.to_thread(importlib.import_module, "tabletdb.node.rest_api")
         group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
         ctx = module.ApiContext(
-            self.identity.host_id, self._record().address, lambda: self.metadata.state, group0
+            self.identity.host_id,
+            self._record().address,
+            lambda: self.metadata.state,
+            group0,
+            storage=self.storage,
+            snapshots_dir=self.config.workdir / "snapshots",
         )
         api: RestApi = module.RestApi(
             ctx, self.config.api_address or self.config.listen_address, self.config.api_port
