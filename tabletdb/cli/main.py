@@ -34,6 +34,8 @@ _RUNNER_MODULE = "tabletdb.node.runner"
 _LAZY_COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sim": ("tabletdb.cli.sim_cmd", ("sim_group", "sim_command")),
     "load": ("tabletdb.cli.load", ("load_command",)),
+    "backup": ("tabletdb.cli.backup", ("backup_command",)),
+    "restore": ("tabletdb.cli.backup", ("restore_command",)),
     "cluster": ("tabletdb.cli.cluster", ("cluster_group",)),
     "status": ("tabletdb.cli.status", ("status_command",)),
 }

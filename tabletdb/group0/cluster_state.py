@@ -16,6 +16,7 @@ from typing import Any
 import msgpack
 
 from tabletdb.group0 import state as g0
+from tabletdb.group0.balancing import BalancingCommand, balancing_from_plain, balancing_to_plain
 from tabletdb.group0.topology import (
     JoinCommand,
     NodeRecord,
@@ -36,6 +37,8 @@ SNAPSHOT_FORMAT = 1
 class ClusterState:
     metadata: g0.Group0State = field(default_factory=g0.Group0State)
     topology: Topology = field(default_factory=Topology)
+    balancing_enabled: bool = True
+    """Whether tablets may be moved (group0.balancing); backup pauses it."""
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -66,7 +69,7 @@ class BatchEntry:
         return self.entries[0].command_id
 
 
-GroupEntry = SchemaEntry | JoinCommand | BatchEntry
+GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,14 @@ def apply_entry(state: ClusterState, entry: GroupEntry) -> tuple[ClusterState, t
     return state, (applied,)
 
 
-def _apply_one(state: ClusterState, entry: SchemaEntry | JoinCommand) -> tuple[ClusterState, Applied]:
+def _apply_one(
+    state: ClusterState, entry: SchemaEntry | JoinCommand | BalancingCommand
+) -> tuple[ClusterState, Applied]:
     if isinstance(entry, SchemaEntry):
         metadata, ok = g0.apply(state.metadata, entry.command)
         return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
+    if isinstance(entry, BalancingCommand):
+        return replace(state, balancing_enabled=entry.enabled), Applied(entry.command_id, True)
     known = entry.record.host_id in state.topology.members
     topology, ok = apply_join(state.topology, entry)
     joined = entry.record if ok and not known else None
@@ -130,6 +137,8 @@ def encode_entry(entry: GroupEntry) -> bytes:
         body = _schema_to_plain(entry)
     elif isinstance(entry, BatchEntry):
         body = {"f": ENTRY_FORMAT, "k": "batch", "es": [_schema_to_plain(e) for e in entry.entries]}
+    elif isinstance(entry, BalancingCommand):
+        body = {"f": ENTRY_FORMAT, "k": "balancing", "c": balancing_to_plain(entry)}
     else:
         body = {"f": ENTRY_FORMAT, "k": "join", "c": join_to_plain(entry)}
     return msgpack.packb(body, use_bin_type=True)
@@ -145,6 +154,8 @@ def decode_entry(data: bytes) -> GroupEntry:
         return BatchEntry(tuple(_schema_from_plain(e) for e in body["es"]))
     if body["k"] == "join":
         return join_from_plain(body["c"])
+    if body["k"] == "balancing":
+        return balancing_from_plain(body["c"])
     raise ValueError(f"unknown group0 entry kind {body['k']!r}")
 
 
@@ -154,6 +165,7 @@ def encode_snapshot(state: ClusterState) -> bytes:
             "f": SNAPSHOT_FORMAT,
             "metadata": g0.encode_state(state.metadata),
             "topology": topology_to_plain(state.topology),
+            "balancing": state.balancing_enabled,
         },
         use_bin_type=True,
     )
@@ -166,4 +178,8 @@ def decode_snapshot(data: bytes) -> ClusterState:
     body = msgpack.unpackb(data, raw=False)
     if not isinstance(body, dict) or body.get("f") != SNAPSHOT_FORMAT:
         raise ValueError("unknown group0 cluster snapshot encoding")
-    return ClusterState(g0.decode_state(body["metadata"]), topology_from_plain(body["topology"]))
+    return ClusterState(
+        g0.decode_state(body["metadata"]),
+        topology_from_plain(body["topology"]),
+        bool(body.get("balancing", True)),
+    )

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tabletdb.group0.balancing import BalancingCommand
 from tabletdb.group0.cluster_state import (
     Applied,
     BatchEntry,
@@ -150,6 +151,11 @@ class Group0Service:
         if not outcome.is_noop:
             await self.versions.wait_reported(self._state_index, AGREEMENT_WAIT)
         return outcome
+
+    async def set_balancing(self, enabled: bool) -> None:
+        """Set group0's tablet-balancing flag; returns once this node applied it."""
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            await self._submit(BalancingCommand(uuid.uuid4(), enabled))
 
     # --- lifecycle -------------------------------------------------------------------------------
 

@@ -13,13 +13,16 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.node import rest_snapshots
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.metrics import NodeMetrics
+from tabletdb.node.storage_service import StorageService
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,9 @@ class ApiContext:
     group0: Group0Service | None
     """None in maintenance mode: there is no Raft to ask."""
     metrics: NodeMetrics | None = None
+    storage: StorageService | None = None
+    snapshots_dir: Path | None = None
+    """Backup and restore endpoints (node.rest_snapshots) act on these."""
 
 
 def build_app(ctx: ApiContext) -> web.Application:
@@ -51,6 +57,7 @@ def build_app(ctx: ApiContext) -> web.Application:
     if ctx.metrics is not None:
         routes.append(web.get("/metrics", _metrics_handler(ctx.metrics)))
     app.add_routes(routes)
+    rest_snapshots.add_routes(app, ctx)
     return app
 
 
@@ -129,6 +136,7 @@ def _cluster_status(ctx: ApiContext, request: web.Request) -> dict[str, Any]:
         "cluster_name": state.topology.cluster_name,
         "schema_version": str(state.state_id),
         "enabled_features": sorted(state.topology.enabled_features),
+        "tablet_balancing": state.balancing_enabled,
         "local": {"address": ctx.address, "host_id": str(ctx.host_id), **status},
         "nodes": nodes,
     }

@@ -292,7 +292,13 @@ class Node:
         group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
         metrics = self._node_metrics()
         ctx = module.ApiContext(
-            self.identity.host_id, self._record().address, lambda: self.metadata.state, group0, metrics
+            self.identity.host_id,
+            self._record().address,
+            lambda: self.metadata.state,
+            group0,
+            metrics=metrics,
+            storage=self.storage,
+            snapshots_dir=self.config.workdir / "snapshots",
         )
         api: RestApi = module.RestApi(
             ctx, self.config.api_address or self.config.listen_address, self.config.api_port

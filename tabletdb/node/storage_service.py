@@ -12,11 +12,12 @@ import logging
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.sharding import shard_of
-from tabletdb.dht.token import FULL_RING
+from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.query.write_stores import Segment
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
@@ -39,6 +40,17 @@ def tablet_file(data_dir: Path, table: TableDef, shard: int, tablet_id: int) -> 
 
 def vnode_file(data_dir: Path, table: TableDef, shard: int) -> Path:
     return table_directory(data_dir, table) / f"shard-{shard}" / VNODE_FILE
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """One file of a table on this node: a tablet replica, or one shard of a vnode table."""
+
+    tablet_id: int | None
+    """None for a vnode table's shard file."""
+    shard: int
+    token_range: TokenRange
+    path: Path
 
 
 class StorageService:
@@ -99,6 +111,34 @@ class StorageService:
 
     def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
         return self._tablet_maps()
+
+    def local_files(self, table: TableDef) -> list[LocalFile]:
+        """Every file this node holds (or would create) for ``table``, in token order; backup
+        snapshots them and restore installs into them. Files never written need not exist."""
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is None:
+            shards = range(self.smp)
+            return [LocalFile(None, s, FULL_RING, vnode_file(self.data_dir, table, s)) for s in shards]
+        out: list[LocalFile] = []
+        for tablet_id, info in enumerate(tablet_map.tablets):
+            shard = self._local_shard(table, info.replicas, tablet_id)
+            if shard is not None:
+                path = tablet_file(self.data_dir, table, shard, tablet_id)
+                out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
+        return out
+
+    def release(self, path: Path) -> bool:
+        """Close the store at ``path`` if it is open, so its file can be replaced (restore).
+        False, and nothing closed, while it has writes queued or committing."""
+        committer = self._open.get(path)
+        if committer is None:
+            return True
+        if not committer.idle:
+            return False
+        self._by_key.clear()
+        del self._open[path]
+        committer.store.close()
+        return True
 
     def _path_for(self, table: TableDef, token: int) -> Path:
         tablet_map = self._tablet_maps().get(table.id)

@@ -1,7 +1,7 @@
 """A base partition as materialized views and secondary indexes need it around a write.
 
 Views and indexes are derived by comparing the partition's rows before and after a write; the
-rows carry values and, for TTL'd data, when each cell and the row marker expire, so derived
+rows carry values and, for TTL'd data, when each cell and the row itself expire, so derived
 rows can expire with what they were derived from.
 """
 
@@ -15,7 +15,7 @@ from tabletdb.query.read_rows import column_values
 from tabletdb.query.write_keys import decode_clustering, split_key
 from tabletdb.query.write_stores import DataStores
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.reconcile import LiveCell
+from tabletdb.storage.reconcile import LiveCell, LiveRow
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,22 @@ class BaseRow:
     values: dict[str, Any]
     cells: dict[str, LiveCell]
     """The row's single-cell columns (with their TTL left)."""
-    marker_ttl: int | None
-    """TTL left on the row marker (None: no TTL, or no marker)."""
+    liveness_ttl: int | None
+    """Seconds until the row stops being live (its marker and every cell expired); None: never."""
 
 
 Rows = dict[bytes, BaseRow]
 """Rows of one base partition: clustering key (b"" for a table without one) -> row."""
+
+
+def liveness_ttl(row: LiveRow) -> int | None:
+    """How long a live row stays live: the latest expiry of its marker and cells (None: one of
+    them never expires). Static cells do not keep a clustering row alive."""
+    ttls = [row.marker[1]] if row.marker is not None else []
+    ttls += [c.ttl_remaining for c in row.cells]
+    if not ttls or any(t is None for t in ttls):
+        return None
+    return max(t for t in ttls if t is not None)
 
 
 def partition_snapshot(table: TableDef, stores: DataStores, key: bytes, token: int, now: int) -> Rows:
@@ -48,6 +58,5 @@ def partition_snapshot(table: TableDef, stores: DataStores, key: bytes, token: i
             values[col.name] = None if raw_ck is None else codec.deserialize(col.type, raw_ck)
         cells = dict(static_cells)
         column_values(table, row, values, cells)
-        marker_ttl = row.marker[1] if row.marker is not None else None
-        out[row.clustering or b""] = BaseRow(values, cells, marker_ttl)
+        out[row.clustering or b""] = BaseRow(values, cells, liveness_ttl(row))
     return out

@@ -1,4 +1,4 @@
-"""Locks for writes that derive view and index rows from a read of the base partition.
+"""Locks (and timestamps) for writes that derive view and index rows from a read of the base partition.
 
 A write that reads the base partition before and after itself must not interleave with another
 write to the same partition (both would derive from the same "before"), so such writes hold a
@@ -22,6 +22,20 @@ class DerivedLocks:
         self._active: dict[uuid.UUID, int] = {}
         self._building: set[uuid.UUID] = set()
         self._changed = asyncio.Condition()
+        self._last_stamp = 0
+
+    def stamp(self, base_timestamp: int) -> int:
+        """The timestamp for the view and index changes of one base write: the write's own, or
+        one past the last such stamp if that is later.
+
+        Derived rows mirror the base's current state, and writes to one base row are derived in
+        the order they are applied (under its partition lock), so each derivation must win over
+        the previous one even when the client gave the base write an older timestamp than an
+        earlier one (which can still win for the columns it writes): otherwise a moved view row
+        would keep cells a later-stamped rewrite gave it, or a deleted one could not come back.
+        """
+        self._last_stamp = max(base_timestamp, self._last_stamp + 1)
+        return self._last_stamp
 
     @asynccontextmanager
     async def writing(self, table_id: uuid.UUID, partition_keys: Sequence[bytes]) -> AsyncIterator[None]:

@@ -234,10 +234,20 @@ class QueryProcessor:
         else:
             table = self._user_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
+        return await self._dml(stmt, table, Bindings(values), params)
+
+    async def _dml(
+        self,
+        stmt: ast.SelectStatement | ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement,
+        table: TableDef,
+        bindings: Bindings,
+        params: QueryParameters,
+    ) -> Result:
+        """A SELECT or a modification on its resolved table: shared by QUERY and EXECUTE."""
         if isinstance(stmt, ast.SelectStatement):
-            return await self._select_from(stmt, table, Bindings(values), params)
+            return await self._select_from(stmt, table, bindings, params)
         return await self._data_path().modify(
-            stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
+            stmt, table, bindings, params.timestamp, params.consistency, params.serial_consistency
         )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
@@ -299,12 +309,9 @@ class QueryProcessor:
         if isinstance(stmt, AUTH_STATEMENTS):
             return await self._auth_exec.execute(stmt, client.user, keyspace)
         if isinstance(stmt, ast.SelectStatement):
-            return await self._select(stmt, keyspace, Bindings(values), params)
+            return await self._dml(stmt, self._resolve_table(stmt.table, keyspace), Bindings(values), params)
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
-            table = self._user_table(stmt.table, keyspace)
-            return await self._data_path().modify(
-                stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
-            )
+            return await self._dml(stmt, self._user_table(stmt.table, keyspace), Bindings(values), params)
         if isinstance(stmt, ast.BatchStatement):
             items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
             timestamp = batch_timestamp(stmt, Bindings(values), params.timestamp)
@@ -343,11 +350,6 @@ class QueryProcessor:
         )
 
     # -- SELECT ---------------------------------------------------------------------------
-
-    async def _select(
-        self, stmt: ast.SelectStatement, keyspace: str | None, bindings: Bindings, params: QueryParameters
-    ) -> Result:
-        return await self._select_from(stmt, self._resolve_table(stmt.table, keyspace), bindings, params)
 
     async def _select_from(
         self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, params: QueryParameters

@@ -1,11 +1,11 @@
 """Keeping global secondary index tables up to date on every base write.
 
-The data path reads the base partition before and after a write (``write_views.partition_snapshot``);
-the entries each base row should have (indexed value -> base row position) are computed for both
-snapshots, and the difference becomes index mutations stamped with the base write's timestamp:
-stale entries are deleted at it, new ones written at it. An entry for a TTL'd cell expires with
-the cell. Reads re-check every base row they fetch through an index, so an entry that outlives
-its base value (e.g. after a write with an older client timestamp) never shows in a result.
+The data path reads the base partition before and after a write (``base_snapshot``); the
+entries each base row should have (indexed value -> base row position) are computed for both
+snapshots, and the difference becomes index mutations stamped with the base write's timestamp
+(see ``DerivedLocks.stamp``): stale entries are deleted at it, new ones written at it. An entry
+for a TTL'd cell expires with the cell. Reads re-check every base row they fetch through an
+index, so an entry that outlives its base value never shows in a result.
 """
 
 from __future__ import annotations
@@ -145,9 +145,10 @@ async def build_indexes(writer: WriteExecutor, table: TableDef) -> int:
     so none slips between the scan and the entries. Entries are stamped with one fresh server
     timestamp; rewriting an entry that already exists is harmless. Returns the rows indexed.
     """
-    async with derived_locks(writer).building(table.id):
+    locks = derived_locks(writer)
+    async with locks.building(table.id):
         now = writer.now_seconds()
-        timestamp = writer.timestamps.next()
+        timestamp = locks.stamp(writer.timestamps.next())
         count = 0
         partition: dict[bytes, BaseRow] = {}
         current: tuple[int, bytes] | None = None

@@ -4,12 +4,14 @@ write, and turn the difference of the rows' view keys and values into view mutat
 Reading the whole partition around the write is what makes every kind of base change (row and
 range deletions, updates of view-key columns) come out right without per-statement rules;
 writes to tables with views or indexes therefore hold their partitions' locks. View rows carry
-the base write's timestamp: a view row whose key moved away (or that stopped matching the
+the base write's timestamp (or one past the previous derivation's, if a client timestamp is
+older: ``DerivedLocks.stamp``): a view row whose key moved away (or that stopped matching the
 view's WHERE clause) is deleted at that timestamp, and a new or changed one is written at it.
 A base row belongs in the view when every view key column is non-null and every other WHERE
 restriction holds. TTLs carry over: each view cell expires with its base cell, the view row
-marker with the base row marker, and when a view key column comes from a TTL'd base cell the
-whole view row expires with that cell, as Cassandra's view rows do.
+marker with the base row (when its marker and every cell have expired), and when a view key
+column comes from a TTL'd base cell the whole view row expires with that cell, as Cassandra's
+view rows do.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def _view_key(view: TableDef, values: dict[str, Any]) -> tuple[bytes, ...] | Non
 def _view_values(view: TableDef, row: BaseRow) -> tuple[Any, ...]:
     """What a view row shows and how long it lives: compared to skip rewriting unchanged rows."""
     names = [c.name for c in view.columns if not c.is_primary_key]
-    ttls = tuple(None if n not in row.cells else row.cells[n].ttl_remaining for n in names)
-    return tuple(row.values.get(n) for n in names), ttls, row.marker_ttl
+    # key columns' TTLs too: a view key cell rewritten with a new TTL changes when the row expires
+    ttls = tuple(None if c.name not in row.cells else row.cells[c.name].ttl_remaining for c in view.columns)
+    return tuple(row.values.get(n) for n in names), ttls, row.liveness_ttl
 
 
 def _selected(view: ViewDef, base: TableDef, row: BaseRow | None) -> tuple[bytes, ...] | None:
@@ -135,7 +138,7 @@ def _view_row(
             whole_value(
                 col, row.values.get(col.name), WriteTime(timestamp, min(ttls, default=0), now), changes
             )
-    marker_ttls = [t for t in (key_ttl, row.marker_ttl) if t is not None]
+    marker_ttls = [t for t in (key_ttl, row.liveness_ttl) if t is not None]
     marker_ttl = min(marker_ttls, default=0)
     marker = RowMarker(timestamp, marker_ttl, now + marker_ttl if marker_ttl else 0)
     pk, token = partition_key(vt, list(key[:n_pk]))
@@ -182,11 +185,12 @@ async def write_with_derived(
     """
     stores = writer.stores
     keys = sorted({(m.partition_key, m.token) for m in mutations})
-    async with derived_locks(writer).writing(table.id, [key for key, _ in keys]):
+    locks = derived_locks(writer)
+    async with locks.writing(table.id, [key for key, _ in keys]):
         now = writer.now_seconds()
         before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
         await writer.write(table, mutations, cl, write_type)
-        timestamp = write_timestamp(mutations)
+        timestamp = locks.stamp(write_timestamp(mutations))
         derived: dict[uuid.UUID, tuple[TableDef, list[Mutation]]] = {}
         for key, token in keys:
             after = partition_snapshot(table, stores, key, token, now)

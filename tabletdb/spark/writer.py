@@ -1,5 +1,8 @@
 """The write side of a task: rows -> prepared INSERTs, grouped by tablet, at bounded concurrency.
 
+Counter tables cannot take INSERT: their rows become `UPDATE ... SET c = c + ?` (each value is an
+increment; a null adds nothing), and writetime/TTL columns are refused, as CQL refuses them.
+
 A task buffers `batch_rows` rows, computes each row's token from the prepared statement's routing
 key, and sends the buffer tablet by tablet (so one replica's store sees its rows together) with at
 most `concurrency` requests in flight (scylla-driver `execute_async`; the token-aware policy routes
@@ -16,6 +19,7 @@ from functools import partial
 from typing import Any
 
 from tabletdb.cql.identifiers import quote_identifier
+from tabletdb.cql.types import COUNTER
 from tabletdb.spark.connection import SourceOptions, qualified, session_for
 from tabletdb.spark.ranges import range_index
 from tabletdb.spark.schema_map import CLUSTERING, PARTITION_KEY, Column, SchemaError, TableSchema
@@ -39,9 +43,27 @@ class WritePlan:
         extra = {self.options.writetime_column, self.options.ttl_column} - {None}
         return tuple(self.table.column(n) for n in self.input_names if n not in extra)
 
+    @property
+    def is_counter_table(self) -> bool:
+        return any(c.cql_type == COUNTER for c in self.table.columns)
+
+    def statement_columns(self) -> tuple[Column, ...]:
+        """The data columns in bind-marker order: as given for INSERT; counters, then the
+        primary key, for a counter UPDATE."""
+        columns = self.data_columns()
+        if not self.is_counter_table:
+            return columns
+        keys = tuple(c for c in columns if c.kind in (PARTITION_KEY, CLUSTERING))
+        return tuple(c for c in columns if c not in keys) + keys
+
     def check(self) -> None:
         """Fail before any task starts when the DataFrame cannot fill the table's key."""
         names = set(self.input_names)
+        if self.is_counter_table and (self.options.writetime_column or self.options.ttl_column):
+            raise SchemaError(
+                f"{self.table.keyspace}.{self.table.table} is a counter table: counters take no "
+                "writetime or TTL"
+            )
         for option, column in (
             ("writetime_column", self.options.writetime_column),
             ("ttl_column", self.options.ttl_column),
@@ -61,7 +83,21 @@ class WritePlan:
             )
 
 
+def counter_update_cql(plan: WritePlan) -> str:
+    columns = plan.statement_columns()
+    counters = [quote_identifier(c.name) for c in columns if c.kind not in (PARTITION_KEY, CLUSTERING)]
+    keys = [quote_identifier(c.name) for c in columns if c.kind in (PARTITION_KEY, CLUSTERING)]
+    if not counters:
+        raise SchemaError(f"the DataFrame has no counter column of {plan.table.keyspace}.{plan.table.table}")
+    return (
+        f"UPDATE {qualified(plan.table.keyspace, plan.table.table)} "
+        f"SET {', '.join(f'{c} = {c} + ?' for c in counters)} WHERE {' AND '.join(f'{k} = ?' for k in keys)}"
+    )
+
+
 def insert_cql(plan: WritePlan, with_timestamp: bool, with_ttl: bool) -> str:
+    if plan.is_counter_table:
+        return counter_update_cql(plan)
     columns = plan.data_columns()
     text = (
         f"INSERT INTO {qualified(plan.table.keyspace, plan.table.table)} "
@@ -119,7 +155,8 @@ def write_rows(plan: WritePlan, rows: Iterable[Sequence[Any]]) -> int:
     from cassandra.murmur3 import murmur3
 
     session = session_for(plan.options.connect)
-    columns = plan.data_columns()
+    columns = plan.statement_columns()
+    counter_deltas = plan.is_counter_table
     positions = {n: i for i, n in enumerate(plan.input_names)}
     value_at = [positions[c.name] for c in columns]
     ts_at = positions.get(plan.options.writetime_column or "")
@@ -138,6 +175,9 @@ def write_rows(plan: WritePlan, rows: Iterable[Sequence[Any]]) -> int:
     def bind(row: Sequence[Any]) -> tuple[int, Any]:
         values = []
         for c, i in zip(columns, value_at):
+            if counter_deltas and row[i] is None and c.cql_type == COUNTER:
+                values.append(0)  # a missing increment adds nothing
+                continue
             try:
                 values.append(to_driver(c.cql_type, row[i]))
             except ValueConversionError as exc:

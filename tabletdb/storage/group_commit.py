@@ -38,6 +38,11 @@ class GroupCommitter:
         self.flushes = 0
         """How many transactions were committed (observability and tests)."""
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued or committing: the store may be closed (restore replaces its file)."""
+        return not (self._pending or self._scheduled or self._in_flight)
+
     def apply(self, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
         """Queue ``mutations``; the future completes once they are durable, or with what applying
         them raised. A plain future rather than a coroutine, so ``gather`` over several stores

@@ -8,8 +8,9 @@ from the data they shadow (partition, row, range and collection tombstones).
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from typing import Any
 
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice
@@ -65,6 +66,63 @@ Python: a point read is three statements -> two. A cell without a row entry (the
 there is none) is left out, as the two-cursor merge skipped it. The first eight columns are a
 ``_CellRow``."""
 _rows_sql: dict[tuple[str, bool], str] = {}
+
+_PARTITION_WITH_ROWS = (
+    "SELECT p.token, p.tombstone, p.flags, r.ck, c.col, c.path, c.ts, c.dead, c.value, c.expiry, c.ttl,"
+    " r.marker_ts, r.marker_ttl, r.marker_expiry, r.tombstone"
+    " FROM partitions p LEFT JOIN rows r ON r.pk = p.pk AND r.kind = ? AND {condition}"
+    " LEFT JOIN cells c ON c.pk = r.pk AND c.kind = r.kind AND c.ck = r.ck"
+    " WHERE p.pk = ? ORDER BY r.ck {order}, c.col, c.path"
+)
+"""A point read in one statement: the partition's own columns, then ``_ROWS_WITH_CELLS``'s
+layout (NULL when the partition has no row in the slice). Good only for partitions without
+static rows and range or collection tombstones (``flags`` 0), which need reads of their own
+first; the flags arrive with the first result row, and a partition that has any falls back to
+``PartitionReader.read``."""
+_partition_sql: dict[tuple[str, bool], str] = {}
+SIMPLE_FLAGS = HAS_STATIC | HAS_RANGE_TOMBSTONES | HAS_COLLECTION_TOMBSTONES
+"""Flags that rule the one-statement read out."""
+
+
+def read_simple_partition(
+    conn: sqlite3.Connection,
+    pk: bytes,
+    now: int,
+    slice_: ClusteringSlice,
+    *,
+    reverse: bool,
+    limit: int | None,
+    include_static: bool,
+) -> PartitionData | None:
+    """``PartitionReader(...).read(...)`` for one partition key, with the partition lookup and
+    its rows in one statement when the partition allows it (the common point read)."""
+    condition, params = slice_condition(slice_, "r.ck")
+    sql = _partition_sql.get((condition, reverse))
+    if sql is None:
+        sql = _partition_sql[condition, reverse] = _PARTITION_WITH_ROWS.format(
+            condition=condition, order="DESC" if reverse else "ASC"
+        )
+    cursor = conn.execute(sql, [REGULAR_KIND, *params, pk])
+    try:
+        first = cursor.fetchone()
+        if first is None:
+            return None
+        reader = PartitionReader(conn, pk, first[0], first[1], first[2], now)
+        if first[2] & SIMPLE_FLAGS:
+            cursor.close()
+            return reader.read(slice_, reverse=reverse, limit=limit, include_static=include_static)
+        rows: list[LiveRow] = []
+        if first[3] is not None and (limit is None or limit > 0):
+            results = itertools.chain((first,), cursor)
+            regular = reader.rows_of((result[3:] for result in results), {})
+            for row in regular:
+                rows.append(row)
+                if limit is not None and len(rows) >= limit:
+                    break
+            regular.close()
+        return PartitionData(pk, reader.token, None, tuple(rows)) if rows else None
+    finally:
+        cursor.close()
 
 
 class PartitionReader:
@@ -136,25 +194,31 @@ class PartitionReader:
             )
         cursor = self.conn.execute(sql, [self.pk, REGULAR_KIND, *params])
         try:
-            row: tuple[Any, ...] | None = None
-            cells: list[_CellRow] = []
-            for result in cursor:
-                if row is None or result[0] != row[0]:
-                    if row is not None:
-                        live = self._live_row(row, cells, collection_tombs)
-                        if live is not None:
-                            yield live
-                    row, cells = result, []
-                if result[1] is not None:
-                    cells.append(result[:8])
-            if row is not None:
-                live = self._live_row(row, cells, collection_tombs)
-                if live is not None:
-                    yield live
+            yield from self.rows_of(cursor, collection_tombs)
         finally:
             # an unfinished statement would pin the connection's read snapshot (a reader stopped
             # early by a limit): close it so the next read sees every commit since
             cursor.close()
+
+    def rows_of(
+        self, results: Iterable[tuple[Any, ...]], collection_tombs: dict[bytes, dict[str, int]]
+    ) -> Generator[LiveRow, None, None]:
+        """Live rows from results in ``_ROWS_WITH_CELLS``'s layout (one per cell, grouped by row)."""
+        row: tuple[Any, ...] | None = None
+        cells: list[_CellRow] = []
+        for result in results:
+            if row is None or result[0] != row[0]:
+                if row is not None:
+                    live = self._live_row(row, cells, collection_tombs)
+                    if live is not None:
+                        yield live
+                row, cells = result, []
+            if result[1] is not None:
+                cells.append(result[:8])
+        if row is not None:
+            live = self._live_row(row, cells, collection_tombs)
+            if live is not None:
+                yield live
 
     def _live_row(
         self, row: tuple[Any, ...], cells: list[_CellRow], collection_tombs: dict[bytes, dict[str, int]]

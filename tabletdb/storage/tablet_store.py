@@ -26,7 +26,7 @@ from typing import TypeVar
 from tabletdb.dht.token import TokenRange
 from tabletdb.storage.compaction import compact
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
-from tabletdb.storage.read_path import PartitionReader, bound_to_columns
+from tabletdb.storage.read_path import PartitionReader, bound_to_columns, read_simple_partition
 from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.sqlite_schema import (
     DDL,
@@ -243,13 +243,15 @@ class TabletStore:
         include_static: bool = True,
     ) -> PartitionData | None:
         """The live rows of a partition within ``clustering`` (None if nothing is live)."""
-        found = self._conn.execute(
-            "SELECT token, tombstone, flags FROM partitions WHERE pk = ?", (partition_key,)
-        ).fetchone()
-        if found is None:
-            return None
-        reader = PartitionReader(self._conn, partition_key, found[0], found[1], found[2], now)
-        return reader.read(clustering, reverse=reverse, limit=limit, include_static=include_static)
+        return read_simple_partition(
+            self._conn,
+            partition_key,
+            now,
+            clustering,
+            reverse=reverse,
+            limit=limit,
+            include_static=include_static,
+        )
 
     def scan(
         self,

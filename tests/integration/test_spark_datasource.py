@@ -196,6 +196,17 @@ def test_a_dataframe_without_the_key_is_refused_before_writing(spark: Any, node:
         df.write.format("tabletdb").options(**_options(node, "sp.kv")).mode("append").save()
 
 
+def test_counter_tables_are_written_as_increments(spark: Any, node: TestNode, db: Any) -> None:
+    db.execute("CREATE TABLE sp.hits (k int, day int, views counter, clicks counter, PRIMARY KEY (k, day))")
+    df = spark.createDataFrame(
+        [(k, k % 3, k, None) for k in range(30)], "k int, day int, views long, clicks long"
+    )
+    for _ in range(2):
+        df.write.format("tabletdb").options(**_options(node, "sp.hits")).mode("append").save()
+    rows = sorted((r.k, r.day, r.views, r.clicks) for r in db.execute("SELECT * FROM sp.hits"))
+    assert rows == [(k, k % 3, 2 * k, 0) for k in range(30)]
+
+
 def test_spark_types_for_collections_of_udts_match_the_driver(node: TestNode, db: Any) -> None:
     schema = fetch_table_schema(db, "sp", "every")
     people = schema.column("people").cql_type

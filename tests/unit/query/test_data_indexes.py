@@ -257,3 +257,23 @@ def test_null_and_unset_index_values_are_refused(node: DataNode) -> None:
             await node.run("SELECT p FROM ks.t WHERE v = ?", [UNSET])
 
     asyncio.run(go())
+
+
+def test_popular_value_reads_in_narrowing_windows(node: DataNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tabletdb.query.read_index as read_index
+
+    monkeypatch.setattr(read_index, "ENTRY_BATCH", 4)  # windows narrow after a few entries
+
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.t (p int, c int, v int, PRIMARY KEY (p, c))")
+        await node.run("CREATE INDEX ON ks.t (v)")
+        for p in range(40):
+            for c in range(2):
+                await node.run(f"INSERT INTO ks.t (p, c, v) VALUES ({p}, {c}, {p % 8 // 7})")
+        want = [r[:2] for r in await node.rows("SELECT p, c, v FROM ks.t") if r[2] == 0]
+        assert len(want) == 70
+        for page in (None, 1, 7, 100):
+            assert await node.rows("SELECT p, c FROM ks.t WHERE v = 0", page_size=page) == want
+
+    asyncio.run(go())

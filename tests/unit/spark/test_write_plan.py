@@ -80,3 +80,33 @@ def test_rows_are_grouped_by_tablet_keeping_arrival_order_within_one() -> None:
     for tablet in set(tablets):
         members = [i for i in grouped if tablet_id_of(tokens[i], 4) == tablet]
         assert members == sorted(members)
+
+
+COUNTERS = table_schema_from_rows(
+    "ks",
+    "hits",
+    None,
+    [
+        {"column_name": "k", "kind": "partition_key", "position": 0, "type": "int"},
+        {"column_name": "day", "kind": "clustering", "position": 0, "type": "date"},
+        {"column_name": "views", "kind": "regular", "position": -1, "type": "counter"},
+        {"column_name": "clicks", "kind": "regular", "position": -1, "type": "counter"},
+    ],
+    [],
+)
+
+
+def test_counter_tables_write_increments_counters_first_then_the_key() -> None:
+    opts = parse_options({"hosts": "h1", "table": "ks.hits"})
+    plan = WritePlan(opts, COUNTERS, ("views", "k", "day", "clicks"), ())
+    assert plan.is_counter_table
+    assert insert_cql(plan, False, False) == (
+        "UPDATE ks.hits SET views = views + ?, clicks = clicks + ? WHERE k = ? AND day = ?"
+    )
+    assert [c.name for c in plan.statement_columns()] == ["views", "clicks", "k", "day"]
+
+
+def test_counter_tables_refuse_writetime_and_ttl() -> None:
+    opts = parse_options({"hosts": "h1", "table": "ks.hits", "writetime_column": "wt"})
+    with pytest.raises(SchemaError, match="counters take no writetime"):
+        WritePlan(opts, COUNTERS, ("k", "day", "views", "wt"), ()).check()

@@ -1,0 +1,196 @@
+"""`tabletdb backup` and `tabletdb restore` (pipelines in tabletdb.spark.backup / .restore).
+
+Exit codes: 0 done; 1 failed (the message says at which step; a failed restore resumes when run
+again); 2 bad options or credentials file; 4 restore finished but row counts differ from the
+backup (listed).
+"""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+EXIT_USAGE = 2
+EXIT_MISMATCH = 4
+
+
+class RichReporter:
+    """The pipelines' Reporter as one rich progress bar whose task changes with each step."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: TaskID | None = None
+
+    def step(self, description: str, total: int | None) -> None:
+        if self._task is not None:
+            self._progress.update(self._task, completed=self._progress.tasks[-1].total or 0)
+        self._task = self._progress.add_task(description, total=total)
+
+    def advance(self, amount: int) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, amount)
+
+
+@contextmanager
+def _reporter(console: Console) -> Iterator[RichReporter]:
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+    with progress:
+        yield RichReporter(progress)
+
+
+def read_credentials(path: str) -> tuple[str, str]:
+    """A cqlshrc-style file: `[authentication]` with `username` and `password` (the section
+    header may be left out)."""
+    text = Path(path).read_text()
+    parser = configparser.ConfigParser()
+    parser.read_string(text if text.lstrip().startswith("[") else "[authentication]\n" + text)
+    section = parser["authentication"] if parser.has_section("authentication") else None
+    if section is None or "username" not in section or "password" not in section:
+        raise click.BadParameter(f"{path} needs username and password under [authentication]")
+    return section["username"], section["password"]
+
+
+def _cluster_options(
+    hosts: str,
+    port: int,
+    username: str | None,
+    password: str | None,
+    credentials_file: str | None,
+    api_port: int,
+    api_endpoints: tuple[str, ...],
+    parallel: int,
+) -> Any:
+    from tabletdb.spark.backup import ClusterOptions
+    from tabletdb.spark.backup_rest import parse_endpoints
+
+    if credentials_file:
+        username, password = read_credentials(credentials_file)
+    return ClusterOptions(
+        hosts=tuple(h.strip() for h in hosts.split(",") if h.strip()),
+        port=port,
+        username=username,
+        password=password,
+        api_port=api_port,
+        api_endpoints=parse_endpoints(api_endpoints),
+        parallel=parallel,
+    )
+
+
+def _connection_options(command: Any) -> Any:
+    options = [
+        click.option("--hosts", required=True, help="Comma-separated contact points."),
+        click.option("--port", type=int, default=9042, show_default=True, help="CQL port."),
+        click.option("--username"),
+        click.option("--password"),
+        click.option("--credentials-file", type=click.Path(exists=True, dir_okay=False)),
+        click.option(
+            "--api-port", type=int, default=10000, show_default=True, help="REST API port of every node."
+        ),
+        click.option(
+            "--api-endpoint",
+            "api_endpoints",
+            multiple=True,
+            metavar="ADDRESS:PORT",
+            help="REST API of one node when its port differs from --api-port; repeatable.",
+        ),
+        click.option("--parallel", type=int, default=4, show_default=True, help="Files in flight."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.command("backup")
+@_connection_options
+@click.option("--to", "to_dir", required=True, type=click.Path(file_okay=False), help="Backup directory.")
+@click.option(
+    "--keyspace", "keyspaces", multiple=True, help="Keyspace to back up (default: all); repeatable."
+)
+@click.option(
+    "--all-replicas",
+    is_flag=True,
+    help="Copy every replica of each tablet (safe when replicas may differ; restore merges them).",
+)
+def backup_command(to_dir: str, keyspaces: tuple[str, ...], all_replicas: bool, **connection: Any) -> None:
+    """Back up schema, roles and data: per-tablet files, schema.cql and manifest.json."""
+
+    from tabletdb.spark.backup import BackupError, run_backup
+    from tabletdb.spark.backup_rest import RestError
+
+    try:
+        options = dataclasses.replace(_cluster_options(**connection), all_replicas=all_replicas)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    console = Console(stderr=True)
+    try:
+        with _reporter(console) as reporter:
+            summary = run_backup(options, Path(to_dir), keyspaces, reporter)
+    except (BackupError, RestError) as exc:
+        click.echo(f"tabletdb backup: failed: {exc}", err=True)
+        raise SystemExit(1) from None
+    except Exception as exc:  # driver and OS errors: one line, not a traceback
+        click.echo(f"tabletdb backup: failed: {type(exc).__name__}: {exc}", err=True)
+        raise SystemExit(1) from None
+    mb = summary.bytes / 1e6
+    click.echo(
+        f"backed up {summary.tables} table(s), {summary.files} file(s), {summary.rows} rows, {mb:.1f} MB "
+        f"in {summary.seconds:.1f}s ({mb / max(summary.seconds, 1e-9):.1f} MB/s) to {summary.directory}"
+    )
+
+
+@click.command("restore")
+@_connection_options
+@click.option("--from", "from_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--progress-file", help="Where restore records finished steps (default: in the backup directory)."
+)
+def restore_command(from_dir: str, progress_file: str | None, **connection: Any) -> None:
+    """Restore a backup into an empty cluster; rerun after an interruption to resume."""
+    from tabletdb.spark.backup_manifest import ManifestError
+    from tabletdb.spark.backup_rest import RestError
+    from tabletdb.spark.restore import RestoreError, run_restore
+
+    try:
+        options = _cluster_options(**connection)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    console = Console(stderr=True)
+    try:
+        with _reporter(console) as reporter:
+            summary = run_restore(
+                options, Path(from_dir), reporter, Path(progress_file) if progress_file else None
+            )
+    except ManifestError as exc:
+        click.echo(f"tabletdb restore: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    except (RestoreError, RestError) as exc:
+        click.echo(f"tabletdb restore: failed: {exc}; run it again to resume", err=True)
+        raise SystemExit(1) from None
+    except Exception as exc:  # driver and OS errors: one line, not a traceback
+        click.echo(f"tabletdb restore: failed: {type(exc).__name__}: {exc}; run it again to resume", err=True)
+        raise SystemExit(1) from None
+    mb = summary.bytes / 1e6
+    click.echo(
+        f"restored {summary.tables} table(s){' (resumed)' if summary.resumed else ''}: "
+        f"{summary.files_loaded} file(s) loaded ({summary.whole_file_installs} whole-file installs, "
+        f"{summary.row_loads} row loads), {summary.files_skipped} already done, {summary.rows} rows, "
+        f"{mb:.1f} MB in {summary.seconds:.1f}s ({mb / max(summary.seconds, 1e-9):.1f} MB/s)"
+    )
+    if summary.mismatches:
+        click.echo("row counts differ from the backup:\n  " + "\n  ".join(summary.mismatches), err=True)
+        raise SystemExit(EXIT_MISMATCH)

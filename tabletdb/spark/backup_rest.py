@@ -1,0 +1,185 @@
+"""Client for the nodes' backup/restore REST endpoints (node.rest_snapshots), and how to find them.
+
+Every node serves its REST API on its own address; the port is the same everywhere in a real
+deployment (Scylla's 10000), so `--api-port` names it, and `--api-endpoint ADDRESS:PORT`
+overrides it per node for set-ups where ports differ (tests run many nodes on one machine).
+Transfers stream through fixed-size buffers: a tablet file is never held in memory whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_API_PORT = 10000
+TIMEOUT = 600.0
+CONNECT_PATIENCE = 15.0
+_CHUNK = 1 << 20
+
+Advance = Callable[[int], None]
+
+
+class RestError(RuntimeError):
+    """A node's REST API refused or failed a request; the message names the node and the call."""
+
+
+@dataclass(frozen=True)
+class NodeApi:
+    """The REST API of one node."""
+
+    address: str
+    port: int
+
+    @property
+    def base(self) -> str:
+        return f"http://{self.address}:{self.port}"
+
+    def _call(self, method: str, path: str, query: Mapping[str, object] | None = None) -> Any:
+        url = f"{self.base}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode({k: str(v) for k, v in query.items()})
+        request = urllib.request.Request(url, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace").strip()
+            raise RestError(f"{method} {url}: HTTP {exc.code}: {detail}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise RestError(f"{method} {url}: {exc}") from None
+
+    def host_ids(self) -> dict[str, uuid.UUID]:
+        """Address -> host id of every member, as this node's group0 knows them."""
+        return {row["key"]: uuid.UUID(row["value"]) for row in self._call("GET", "/storage_service/host_id")}
+
+    def user_keyspaces(self) -> list[str]:
+        return sorted(self._call("GET", "/storage_service/keyspaces", {"type": "user"}))
+
+    def balancing_enabled(self) -> bool:
+        return bool(self._call("GET", "/storage_service/tablets/balancing")["enabled"])
+
+    def set_balancing(self, enabled: bool) -> None:
+        self._call("POST", "/storage_service/tablets/balancing", {"enabled": str(enabled).lower()})
+
+    def take_snapshot(self, tag: str, keyspaces: Sequence[str]) -> dict[str, Any]:
+        query: dict[str, object] = {"tag": tag}
+        if keyspaces:
+            query["kn"] = ",".join(keyspaces)
+        result: dict[str, Any] = self._call("POST", "/storage_service/snapshots", query)
+        return result
+
+    def delete_snapshot(self, tag: str) -> None:
+        self._call("DELETE", "/storage_service/snapshots", {"tag": tag})
+
+    def download(self, tag: str, path: str, target: Path, advance: Advance) -> str:
+        """Stream a snapshot file into ``target``; returns its sha256."""
+        url = f"{self.base}/storage_service/snapshots/file?" + urllib.parse.urlencode(
+            {"tag": tag, "path": path}
+        )
+        digest = hashlib.sha256()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with urllib.request.urlopen(url, timeout=TIMEOUT) as response, open(target, "wb") as out:
+                while chunk := response.read(_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    advance(len(chunk))
+        except urllib.error.HTTPError as exc:
+            raise RestError(f"GET {url}: HTTP {exc.code}: {exc.read().decode(errors='replace')}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise RestError(f"GET {url}: {exc}") from None
+        return digest.hexdigest()
+
+    def load_tablet(
+        self, table_id: str, first_token: int, last_token: int, source: Path, sha256: str
+    ) -> dict[str, Any]:
+        """Send a tablet image for the node to install whole or apply as rows."""
+        query = {"table_id": table_id, "first_token": first_token, "last_token": last_token, "sha256": sha256}
+        path = "/storage_service/tablets/load?" + urllib.parse.urlencode(
+            {k: str(v) for k, v in query.items()}
+        )
+        headers = {"Content-Length": str(source.stat().st_size), "Content-Type": "application/octet-stream"}
+        # http.client sends a file body in `blocksize` pieces: 8 KiB by default, a syscall each
+        connection = http.client.HTTPConnection(self.address, self.port, timeout=TIMEOUT, blocksize=_CHUNK)
+        try:
+            with open(source, "rb") as body:
+                connection.request("POST", path, body=body, headers=headers)
+            response = connection.getresponse()
+            text = response.read()
+        except OSError as exc:
+            raise RestError(f"POST {self.base}{path}: {exc}") from None
+        finally:
+            connection.close()
+        if response.status != 200:
+            raise RestError(
+                f"POST {self.base}{path}: HTTP {response.status}: {text.decode(errors='replace')}"
+            )
+        result: dict[str, Any] = json.loads(text)
+        return result
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def parse_endpoints(endpoints: Sequence[str]) -> dict[str, int]:
+    """`--api-endpoint ADDRESS:PORT` values as address -> port."""
+    out: dict[str, int] = {}
+    for text in endpoints:
+        address, sep, port = text.rpartition(":")
+        if not sep or not address or not port.isdigit():
+            raise ValueError(f"--api-endpoint must be ADDRESS:PORT, got {text!r}")
+        out[address] = int(port)
+    return out
+
+
+class Cluster:
+    """The nodes of the cluster as their REST APIs, keyed by host id."""
+
+    def __init__(self, hosts: Sequence[str], api_port: int, endpoints: Mapping[str, int]) -> None:
+        self._port = api_port
+        self._endpoints = dict(endpoints)
+        by_address = self._members(hosts)
+        self.nodes: dict[uuid.UUID, NodeApi] = {hid: self.api(addr) for addr, hid in by_address.items()}
+
+    def _members(self, hosts: Sequence[str]) -> dict[str, uuid.UUID]:
+        """Ask the hosts in turn; a node starts its REST API just after CQL, so a freshly
+        started cluster gets a few seconds before we give up."""
+        deadline = time.monotonic() + CONNECT_PATIENCE
+        while True:
+            errors: list[str] = []
+            for host in hosts:
+                try:
+                    return self.api(host).host_ids()
+                except RestError as exc:
+                    errors.append(str(exc))
+            if time.monotonic() > deadline:
+                raise RestError("no node's REST API answered: " + "; ".join(errors))
+            time.sleep(0.2)
+
+    def api(self, address: str) -> NodeApi:
+        return NodeApi(address, self._endpoints.get(address, self._port))
+
+    def node(self, host_id: uuid.UUID) -> NodeApi:
+        found = self.nodes.get(host_id)
+        if found is None:
+            raise RestError(f"host {host_id} holds a replica but is not a member the REST API lists")
+        return found
+
+    @property
+    def any_node(self) -> NodeApi:
+        return next(iter(self.nodes.values()))

@@ -1,0 +1,53 @@
+"""EXECUTE of prepared DML reuses the table it resolved only while the catalog is unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tabletdb.cql import codec
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.types import INT
+from tabletdb.protocol.requests import QueryParameters
+from tabletdb.protocol.responses import PreparedResult, RowsResult
+from tests.unit.query.data_harness import DataNode
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[DataNode]:
+    n = DataNode(tmp_path)
+    yield n
+    n.close()
+
+
+def test_prepared_statements_follow_schema_changes(node: DataNode) -> None:
+    async def execute(prepared: PreparedResult, *values: int | None) -> object:
+        raw = [None if v is None else codec.serialize(INT, v) for v in values]
+        return await node.processor.execute(node.client, prepared.id, None, QueryParameters(1, raw))
+
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+        insert = await node.processor.prepare(node.client, "INSERT INTO ks.t (k, v) VALUES (?, ?)")
+        select = await node.processor.prepare(node.client, "SELECT * FROM ks.t WHERE k = ?")
+        await execute(insert, 1, 10)
+        first = await execute(select, 1)
+        assert isinstance(first, RowsResult) and len(first.rows) == 1
+        # a schema change elsewhere (new catalog): the new column shows through the cached path
+        await node.run("ALTER TABLE ks.t ADD w int")
+        again = await execute(select, 1)
+        assert isinstance(again, RowsResult)
+        assert [c.name for c in again.metadata.columns] == ["k", "v", "w"]
+        # the table is gone: EXECUTE must not write through a table resolved before the DROP
+        await node.run("DROP TABLE ks.t")
+        with pytest.raises(InvalidRequest, match="unconfigured table t"):
+            await execute(insert, 2, 20)
+        with pytest.raises(InvalidRequest, match="unconfigured table t"):
+            await execute(select, 1)
+
+    asyncio.run(go())
