@@ -82,6 +82,24 @@ def scylla_cluster(
 
 
 @contextlib.contextmanager
+def pinned_cluster(node: Endpoint, protocol_version: int | None = 4, **kwargs: Any) -> Iterator[Any]:
+    """A scylla-driver Cluster whose requests all go to `node`, never to the peers it discovers.
+
+    For tests about what one particular node has applied: round-robin would send some statements
+    (a catch-up barrier, the read that checks it) to another node.
+    """
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    policy = WhiteListRoundRobinPolicy([node.host])
+    profile = ExecutionProfile(load_balancing_policy=policy, request_timeout=CLIENT_WAIT)
+    with scylla_cluster(
+        node, protocol_version, execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **kwargs
+    ) as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
 def scylla_session(
     endpoints: Endpoint | Sequence[Endpoint],
     protocol_version: int | None = 4,
