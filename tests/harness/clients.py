@@ -27,6 +27,12 @@ CLIENT_WAIT = 60.0
 """Seconds the driver waits for a request, a connection or schema agreement. Its defaults (10 s,
 5 s, 2 s, 10 s) are exceeded on a loaded two-core box; then a DDL returns before every node has
 the schema (the driver only logs that) and the next statement, sent round-robin, fails."""
+PATIENT_DRIVER: dict[str, float] = {
+    "connect_timeout": CLIENT_WAIT,
+    "control_connection_timeout": CLIENT_WAIT,
+    "max_schema_agreement_wait": CLIENT_WAIT,
+}
+"""Cluster(...) keyword arguments for tests that build their own driver Cluster."""
 
 
 class Endpoint(Protocol):
@@ -67,9 +73,7 @@ def scylla_cluster(
                 load_balancing_policy=RoundRobinPolicy(), request_timeout=CLIENT_WAIT
             )
         },
-        "connect_timeout": CLIENT_WAIT,
-        "control_connection_timeout": CLIENT_WAIT,
-        "max_schema_agreement_wait": CLIENT_WAIT,
+        **PATIENT_DRIVER,
         **kwargs,
     }
     if protocol_version is not None:

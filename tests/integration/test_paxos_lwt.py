@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tests.harness.clients import PATIENT_DRIVER
 from tests.harness.node import NodeFactory, TestNode
 
 KEYSPACE = (
@@ -40,6 +41,7 @@ def pinned(node: TestNode, keyspace: str | None = "px") -> Iterator[Any]:
         protocol_version=4,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         schema_metadata_enabled=False,
+        **PATIENT_DRIVER,
     )
     try:
         yield cluster.connect(keyspace)
