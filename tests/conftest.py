@@ -28,9 +28,22 @@ _TEST_START = pytest.StashKey[float]()
 
 @pytest.fixture(scope="session")
 def address_allocator() -> Iterator[AddressAllocator]:
+    _build_parser_tables()
     allocator = AddressAllocator.for_this_process()
     yield allocator
     allocator.release()
+
+
+def _build_parser_tables() -> None:
+    """Build (or load) the CQL parser's cached LALR tables before any node starts.
+
+    `make install` builds them only when pyproject.toml changes; after a merge that changed the
+    grammar, every node of a cluster would otherwise build them at once, seconds of CPU each on
+    a busy box, all writing the same cache file.
+    """
+    from tabletdb.cql.parser import parse_statement
+
+    parse_statement("SELECT 1 FROM t")
 
 
 def _finish(factory: NodeFactory) -> None:

@@ -23,6 +23,16 @@ from typing import Any, Protocol
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CASSANDRA_VENV = REPO_ROOT / ".venv-cassandra"
 RESULT_MARKER = "@@HARNESS-RESULT@@ "
+CLIENT_WAIT = 60.0
+"""Seconds the driver waits for a request, a connection or schema agreement. Its defaults (10 s,
+5 s, 2 s, 10 s) are exceeded on a loaded two-core box; then a DDL returns before every node has
+the schema (the driver only logs that) and the next statement, sent round-robin, fails."""
+PATIENT_DRIVER: dict[str, float] = {
+    "connect_timeout": CLIENT_WAIT,
+    "control_connection_timeout": CLIENT_WAIT,
+    "max_schema_agreement_wait": CLIENT_WAIT,
+}
+"""Cluster(...) keyword arguments for tests that build their own driver Cluster."""
 
 
 class Endpoint(Protocol):
@@ -59,8 +69,11 @@ def scylla_cluster(
         "contact_points": [node.host for node in nodes],
         "port": ports.pop(),
         "execution_profiles": {
-            EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())
+            EXEC_PROFILE_DEFAULT: ExecutionProfile(
+                load_balancing_policy=RoundRobinPolicy(), request_timeout=CLIENT_WAIT
+            )
         },
+        **PATIENT_DRIVER,
         **kwargs,
     }
     if protocol_version is not None:
@@ -70,6 +83,24 @@ def scylla_cluster(
         yield cluster
     finally:
         cluster.shutdown()
+
+
+@contextlib.contextmanager
+def pinned_cluster(node: Endpoint, protocol_version: int | None = 4, **kwargs: Any) -> Iterator[Any]:
+    """A scylla-driver Cluster whose requests all go to `node`, never to the peers it discovers.
+
+    For tests about what one particular node has applied: round-robin would send some statements
+    (a catch-up barrier, the read that checks it) to another node.
+    """
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    policy = WhiteListRoundRobinPolicy([node.host])
+    profile = ExecutionProfile(load_balancing_policy=policy, request_timeout=CLIENT_WAIT)
+    with scylla_cluster(
+        node, protocol_version, execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **kwargs
+    ) as cluster:
+        yield cluster
 
 
 @contextlib.contextmanager
@@ -154,7 +185,7 @@ _PRELUDE = """
 import json, sys
 from cassandra.cluster import Cluster
 
-HOST, PORT, PROTOCOL = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+HOST, PORT, PROTOCOL, WAIT = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 
 def rows(result):
     return [dict(row._asdict()) if hasattr(row, "_asdict") else list(row) for row in result]
@@ -162,8 +193,12 @@ def rows(result):
 def connect(**kwargs):
     if PROTOCOL != "auto":
         kwargs.setdefault("protocol_version", int(PROTOCOL))
+    for option in ("connect_timeout", "control_connection_timeout", "max_schema_agreement_wait"):
+        kwargs.setdefault(option, WAIT)
     cluster = Cluster([HOST], port=PORT, **kwargs)
-    return cluster, cluster.connect()
+    session = cluster.connect()
+    session.default_timeout = WAIT
+    return cluster, session
 
 result = None
 """
@@ -186,7 +221,7 @@ def run_cassandra_driver(
     python = _cassandra_venv_bin("python")
     version = "auto" if protocol_version is None else str(protocol_version)
     with tempfile.TemporaryDirectory(prefix="cassandra-snippet-") as home:
-        argv = [str(python), "-c", script, endpoint.host, str(endpoint.port), version]
+        argv = [str(python), "-c", script, endpoint.host, str(endpoint.port), version, str(CLIENT_WAIT)]
         try:
             done = subprocess.run(
                 argv,

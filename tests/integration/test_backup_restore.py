@@ -240,14 +240,15 @@ def test_balancing_flag_is_replicated_state_that_survives_a_restart(node_factory
     api.set_balancing(False)
     node.restart()
     api = NodeApi(node.host, node.endpoints.api_port)
-    for _ in range(100):  # the REST API comes up just after CQL
+    deadline = time.monotonic() + 60  # the REST API comes up just after CQL (later on a busy box)
+    while True:
         try:
             assert not api.balancing_enabled()
             break
         except RestError:
+            if time.monotonic() > deadline:
+                raise AssertionError("REST API did not come up within 60 s of the restart") from None
             time.sleep(0.1)
-    else:
-        raise AssertionError("REST API did not come up after the restart")
 
 
 def test_failed_backup_resumes_balancing_and_drops_its_snapshots(source: TestNode, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness.clients import scylla_cluster
+from tests.harness.clients import PATIENT_DRIVER, scylla_cluster
 from tests.harness.node import NodeFactory, TestNode
 
 KEYSPACE = (
@@ -43,6 +43,7 @@ def _pinned(node: TestNode) -> Any:
         protocol_version=4,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         schema_metadata_enabled=False,
+        **PATIENT_DRIVER,
     )
 
 

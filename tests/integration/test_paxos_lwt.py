@@ -15,13 +15,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tests.harness.clients import PATIENT_DRIVER
 from tests.harness.node import NodeFactory, TestNode
 
 KEYSPACE = (
     "CREATE KEYSPACE px WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
 )
-OPTIONS = {"cas_contention_timeout_in_ms": 20000, "write_request_timeout_in_ms": 5000}
+OPTIONS = {
+    "cas_contention_timeout_in_ms": 20000,
+    "write_request_timeout_in_ms": 15000,
+    "read_request_timeout_in_ms": 15000,
+}
 """Generous budgets: two shared cores run three servers and the clients; a timeout is not a result."""
+CLIENT_TIMEOUT = 120
+"""Above the server's worst case for one CAS (contention, then accept and commit)."""
+SETTLE_ATTEMPTS = 10
 DOWN_WAIT = 60.0
 
 
@@ -32,7 +40,7 @@ def pinned(node: TestNode, keyspace: str | None = "px") -> Iterator[Any]:
     from cassandra.policies import WhiteListRoundRobinPolicy
 
     profile = ExecutionProfile(
-        load_balancing_policy=WhiteListRoundRobinPolicy([node.host]), request_timeout=60
+        load_balancing_policy=WhiteListRoundRobinPolicy([node.host]), request_timeout=CLIENT_TIMEOUT
     )
     cluster = Cluster(
         [node.host],
@@ -40,6 +48,7 @@ def pinned(node: TestNode, keyspace: str | None = "px") -> Iterator[Any]:
         protocol_version=4,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         schema_metadata_enabled=False,
+        **PATIENT_DRIVER,
     )
     try:
         yield cluster.connect(keyspace)
@@ -82,21 +91,36 @@ def race_inserts(nodes: list[TestNode], key: int) -> int:
     assert not errors, errors
     winners = [i for i, r in enumerate(results) if i not in unknown and r.applied]
     with pinned(nodes[key % len(nodes)]) as s:
-        row = s.execute("UPDATE once SET v = -1 WHERE k = %s IF v = -2", (key,)).one()
+        row = settled(lambda: s.execute("UPDATE once SET v = -1 WHERE k = %s IF v = -2", (key,)).one())
     assert not row.applied
-    if unknown:
-        assert len(winners) <= 1 and row.v in set(winners) | unknown, (results, row)
-    else:
-        assert winners == [row.v], results
+    if winners or not unknown:
+        assert winners == [row.v], (results, row)
+    else:  # every answer was unknown or a loss: the chosen value (if any) is an unknown one's
+        assert row.v is None or row.v in unknown, (results, row)
     assert {r.v for i, r in enumerate(results) if i not in unknown and not r.applied} <= {row.v}
     return len(unknown)
 
 
+def settled(read: Callable[[], Any]) -> Any:
+    """Run a CAS that never applies (a serial read); on WriteTimeout, which for it means only
+    "contended, no answer", ask again: the value is what the test checks, not the latency."""
+    from cassandra import WriteTimeout
+
+    for _ in range(SETTLE_ATTEMPTS - 1):
+        try:
+            return read()
+        except WriteTimeout:
+            continue
+    return read()
+
+
 def serial_read(session: Any, key: int) -> tuple[int, frozenset[str]]:
     """The counter's value through Paxos: a CAS whose condition never holds returns the current row."""
-    row = session.execute(
-        "UPDATE counter SET v = -1 WHERE k = %s IF v = -2 AND ids = {'never'}", (key,)
-    ).one()
+    row = settled(
+        lambda: session.execute(
+            "UPDATE counter SET v = -1 WHERE k = %s IF v = -2 AND ids = {'never'}", (key,)
+        ).one()
+    )
     assert not row.applied
     return row.v, frozenset(row.ids or ())
 

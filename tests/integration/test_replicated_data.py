@@ -17,11 +17,20 @@ from typing import Any
 
 import pytest
 
+from tests.harness.clients import PATIENT_DRIVER
 from tests.harness.node import NodeFactory, TestNode
 
 SETTLE_SECONDS = 60.0
 """Upper bound for the failure detector to notice a node leave or return (liveness, not speed)."""
-OPTIONS = {"num_tokens": 16}
+OPTIONS = {
+    "num_tokens": 16,
+    "write_request_timeout_in_ms": 30000,
+    "read_request_timeout_in_ms": 30000,
+    "range_request_timeout_in_ms": 30000,
+    "counter_write_request_timeout_in_ms": 30000,
+}
+"""Generous coordinator budgets: replicas fsync every write, which can take seconds on a busy box,
+and the pinned sessions never retry, so a 2 s default write timeout would fail the test."""
 NTS = "{'class': 'NetworkTopologyStrategy', 'replication_factor': %d}"
 KEYSPACES = {
     "rt": f"CREATE KEYSPACE rt WITH replication = {NTS} AND tablets = {{'enabled': true}}",
@@ -38,7 +47,7 @@ def pinned(node: TestNode) -> Iterator[Any]:
     profile = ExecutionProfile(
         load_balancing_policy=WhiteListRoundRobinPolicy([node.host]),
         retry_policy=FallthroughRetryPolicy(),
-        request_timeout=30,
+        request_timeout=60,
     )
     cluster = Cluster(
         [node.host],
@@ -46,6 +55,7 @@ def pinned(node: TestNode) -> Iterator[Any]:
         protocol_version=4,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         schema_metadata_enabled=False,
+        **PATIENT_DRIVER,
     )
     try:
         yield cluster.connect()

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.harness.node import NodeFactory, TestNode
-from tests.integration.test_replicated_data import available_at_all, pinned, run, wait_for
+from tests.integration.test_replicated_data import OPTIONS, available_at_all, pinned, run, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +64,7 @@ class Sessions:
 
 @pytest.fixture(scope="module")
 def cluster(node_factory_module: NodeFactory) -> Iterator[list[TestNode]]:
-    nodes = node_factory_module.start_cluster(3, options={"num_tokens": 16})
+    nodes = node_factory_module.start_cluster(3, options=OPTIONS)  # 16 tokens, roomy timeouts
     with pinned(nodes[0]) as s:
         for ks, tablets in (("mt", "true"), ("mv", "false")):
             s.execute(

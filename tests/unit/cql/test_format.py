@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -46,6 +47,10 @@ def test_native_literals_read_back_equal(data: st.DataObject) -> None:
     else:
         value = data.draw(native_values(name))
     back = _read_back(t, format_value(t, value))
+    if isinstance(value, float) and math.isnan(value):
+        # CQL text has one NaN: a NaN's sign and payload bits cannot survive a literal
+        assert isinstance(back, float) and math.isnan(back)
+        return
     assert serialize(t, back) == serialize(t, value)
 
 

@@ -115,8 +115,8 @@ async def _drive(cluster: Cluster) -> None:
     assert len(acked) == PROPOSALS
 
     dumps: dict[int, list[list[Any]]] = {}
-    for _ in range(200):  # wait for the restarted node to catch up
-        dumps = {n: await client.call(n, "raft.dump", timeout=2.0) for n in sorted(alive)}
+    while True:  # wait for the restarted node to catch up (bounded by the test's overall budget)
+        dumps = {n: await client.call(n, "raft.dump", timeout=30.0) for n in sorted(alive)}
         if len({len(d) for d in dumps.values()}) == 1:
             break
         await asyncio.sleep(0.05)
@@ -133,6 +133,6 @@ def test_kill_leader_during_proposals(tmp_path: Path) -> None:
     try:
         for node in (1, 2, 3):
             cluster.start(node)
-        asyncio.run(asyncio.wait_for(_drive(cluster), timeout=120))
+        asyncio.run(asyncio.wait_for(_drive(cluster), timeout=300))
     finally:
         cluster.stop_all()

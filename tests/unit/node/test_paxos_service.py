@@ -8,6 +8,7 @@ reaching every replica's base table, Unavailable from the failure detector's vie
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -63,8 +64,25 @@ class FakeRpc:
         return msgpack.unpackb(msgpack.packb(reply, use_bin_type=True), raw=False)
 
 
+ROOMY = PaxosTimeouts(cas_contention=30.0, write=30.0)
+"""For transactions that must finish: each accept and commit fsyncs, seconds on a busy disk."""
+EXPIRING = PaxosTimeouts(cas_contention=0.5, write=0.3)
+"""For the test whose replicas never answer: nothing has to arrive within it."""
+
+
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[tuple[Cluster, Network, list[PaxosService]]]:
+    yield from _three_services(tmp_path, ROOMY)
+
+
+@pytest.fixture
+def expiring(tmp_path: Path) -> Iterator[tuple[Cluster, Network, list[PaxosService]]]:
+    yield from _three_services(tmp_path, EXPIRING)
+
+
+def _three_services(
+    tmp_path: Path, timeouts: PaxosTimeouts
+) -> Iterator[tuple[Cluster, Network, list[PaxosService]]]:
     cluster = Cluster(tmp_path, 3, 3, tablets=True, timeouts=Timeouts())
     net = Network()
     services = []
@@ -76,7 +94,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[Cluster, Network, list[PaxosService]
             cluster.catalog.by_id,
             replicas,
             replicas.local.apply,
-            PaxosTimeouts(cas_contention=0.5, write=0.3),
+            timeouts,
         )
         service.register()
         services.append(service)
@@ -109,6 +127,14 @@ def stored(cluster: Cluster, i: int) -> bytes | None:
     return None if data is None else data.rows[0].cells_of("v")[0].value
 
 
+async def every_replica_stored(cluster: Cluster) -> None:
+    """Until all three base tables hold a value (or 30 s pass; the caller's asserts then explain)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(30):
+            while any(stored(cluster, i) is None for i in range(3)):
+                await asyncio.sleep(0.01)
+
+
 def test_one_insert_wins_and_every_replica_applies_it(
     setup: tuple[Cluster, Network, list[PaxosService]],
 ) -> None:
@@ -123,7 +149,7 @@ def test_one_insert_wins_and_every_replica_applies_it(
             ),
             return_exceptions=True,
         )
-        await asyncio.sleep(0.05)  # commits beyond the quorum finish in the background
+        await every_replica_stored(cluster)  # commits beyond the quorum finish in the background
         return results
 
     results = asyncio.run(go())
@@ -166,9 +192,9 @@ def test_one_replica_down_still_commits(setup: tuple[Cluster, Network, list[Paxo
 
 
 def test_replicas_that_never_answer_time_out_as_cas(
-    setup: tuple[Cluster, Network, list[PaxosService]],
+    expiring: tuple[Cluster, Network, list[PaxosService]],
 ) -> None:
-    cluster, net, services = setup
+    cluster, net, services = expiring
     net.hang |= {raft_id_of(host(1)), raft_id_of(host(2))}  # up as far as the failure detector knows
     with pytest.raises(WriteTimeout) as info:
         asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"x", [])))
@@ -210,7 +236,7 @@ def test_a_round_that_proposes_nothing_finishes_an_interrupted_transaction(
 
     async def serial_read() -> bool:
         done = await services[2].transact(cluster.table, TOKEN, KEY, lambda b, reads: None)
-        await asyncio.sleep(0.05)
+        await every_replica_stored(cluster)
         return done
 
     asyncio.run(interrupted())

@@ -107,7 +107,7 @@ def test_driver_queries_prepares_and_executes(serve: Callable[..., ServerThread]
         assert sent == 1
     finally:
         c.shutdown()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # convergence bound, not a speed check
     while len(st.handler.closed) < len(st.handler.opened) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(st.handler.closed) == len(st.handler.opened) >= 2
@@ -138,7 +138,7 @@ def test_shard_aware_port_assigns_shard_by_source_port(serve: Callable[..., Serv
     try:
         session = c.connect()
         (pool,) = session._pools.values()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # convergence bound, not a speed check
         while time.monotonic() < deadline and set(pool._connections) != {0, 1}:
             session.execute("SELECT k, v FROM ks.t")
             time.sleep(0.05)

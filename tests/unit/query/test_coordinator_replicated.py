@@ -42,7 +42,17 @@ def run_async(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
     return wrapper
 
 
-FAST = Timeouts(write=0.3, read=0.3, range=0.3, counter_write=0.3, truncate=0.3)
+ROOMY = Timeouts(write=30.0, read=30.0, range=30.0, counter_write=30.0, truncate=30.0)
+"""For requests that must succeed: replica writes fsync, which can take seconds on a busy disk."""
+EXPIRING = Timeouts(write=2.0, read=2.0, range=2.0, counter_write=2.0, truncate=2.0)
+"""For requests that must time out on a hung replica; the live replicas' answers (an fsync each)
+must still arrive within it, so it is short only relative to ROOMY."""
+
+
+def expire_quickly(cluster: Cluster) -> None:
+    """Switch every coordinator to EXPIRING (timeouts are read per request)."""
+    for replicas in cluster.replicas:
+        replicas.timeouts = EXPIRING
 
 
 def row(key: bytes, c: bytes, value: bytes, ts: int) -> Mutation:
@@ -61,7 +71,7 @@ def values_on(cluster: Cluster, i: int, key: bytes) -> list[bytes]:
 
 @pytest.fixture(params=[False, True], ids=["vnodes", "tablets"])
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, 3, 3, tablets=request.param, timeouts=FAST)
+    c = Cluster(tmp_path, 3, 3, tablets=request.param, timeouts=ROOMY)
     yield c
     c.close()
 
@@ -69,11 +79,10 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
 @run_async
 async def test_quorum_write_reaches_every_live_replica(cluster: Cluster) -> None:
     await cluster.writer(0).write(cluster.table, [row(b"k1", b"c", b"v1", 10)], QUORUM)
-    await asyncio.sleep(0)  # the third replica may finish after the level is met
-    for _ in range(20):
-        if all(values_on(cluster, i, b"k1") == [b"v1"] for i in range(3)):
-            break
-        await asyncio.sleep(0.01)
+    # the third replica may finish (its fsync) after the level is met: wait for it to converge
+    async with asyncio.timeout(30):
+        while not all(values_on(cluster, i, b"k1") == [b"v1"] for i in range(3)):
+            await asyncio.sleep(0.01)
     assert [values_on(cluster, i, b"k1") for i in range(3)] == [[b"v1"]] * 3
 
 
@@ -96,6 +105,7 @@ async def test_unavailable_is_raised_before_anything_is_sent(cluster: Cluster) -
 async def test_write_timeout_counts_the_acks_that_arrived(cluster: Cluster) -> None:
     cluster.net.hang.add(raft_id_of(host(2)))
     await cluster.writer(0).write(cluster.table, [row(b"k1", b"c", b"v1", 10)], QUORUM)
+    expire_quickly(cluster)
     with pytest.raises(WriteTimeout) as info:
         await cluster.writer(0).write(cluster.table, [row(b"k2", b"c", b"v2", 10)], ALL, "BATCH")
     assert (info.value.received, info.value.block_for, info.value.write_type) == (2, 3, "BATCH")
@@ -105,6 +115,7 @@ async def test_write_timeout_counts_the_acks_that_arrived(cluster: Cluster) -> N
 async def test_read_timeout_when_a_contacted_replica_never_answers(cluster: Cluster) -> None:
     cluster.net.hang.add(raft_id_of(host(1)))
     cluster.net.hang.add(raft_id_of(host(2)))
+    expire_quickly(cluster)
     with pytest.raises(ReadTimeout) as info:
         await cluster.reader(0).read_partition(
             cluster.table, b"k", token_of(b"k"), NOW, ClusteringSlice(), False, QUORUM
@@ -258,6 +269,7 @@ async def test_a_silent_counter_leader_is_a_write_timeout(cluster: Cluster) -> N
     leader = cluster.replicas[0].placement.replicas(cluster.counter_table, token_of(b"k"))[0]
     coordinator = next(i for i in range(3) if host(i) != leader.host_id)
     cluster.net.hang.add(raft_id_of(leader.host_id))
+    expire_quickly(cluster)
     with pytest.raises(WriteTimeout) as info:
         await cluster.executors[coordinator].counters.update(
             cluster.counter_table, [counter_delta(b"k", 1, 1)], QUORUM
@@ -270,7 +282,7 @@ def test_select_pages_across_nodes_at_rf1(tmp_path: Path, tablets: bool) -> None
     """RF=1 on three nodes: a paged SELECT through one coordinator walks every node's ranges."""
 
     async def body() -> None:
-        c = Cluster(tmp_path, 3, 1, tablets=tablets, timeouts=FAST)
+        c = Cluster(tmp_path, 3, 1, tablets=tablets, timeouts=ROOMY)
         try:
             keys = [f"k{i:02d}".encode() for i in range(30)]
             ck = encode_clustering(c.table, [b"c"])

@@ -93,16 +93,18 @@ def test_file_stores_commit_on_worker_threads_and_keep_every_write(tmp_path: Pat
 
 def test_writes_arriving_during_a_commit_form_the_next_batch(tmp_path: Path) -> None:
     release = threading.Event()
+    entered = threading.Event()
 
     class Slow(TabletStore):
         def apply(self, mutations: Iterable[Mutation]) -> None:
-            release.wait(10)
+            entered.set()
+            release.wait(60)
             super().apply(mutations)
 
     async def main(store: TabletStore) -> GroupCommitter:
         committer = GroupCommitter(store, CommitPool(workers=2))
         first = asyncio.ensure_future(committer.apply([put(b"first", b"1")]))
-        await asyncio.sleep(0.05)  # the first batch is now blocked inside its commit
+        await asyncio.to_thread(entered.wait, 60)  # the first batch is now blocked inside its commit
         later = [asyncio.ensure_future(committer.apply([put(bytes([i]), b"2")])) for i in range(10)]
         await asyncio.sleep(0.05)
         assert not first.done() and not any(f.done() for f in later)
