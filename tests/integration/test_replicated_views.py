@@ -87,6 +87,9 @@ def test_views_and_indexes_rf3_and_rf1_through_a_kill(node_factory: NodeFactory)
             run(s1, f"UPDATE {ks}.t SET v = null WHERE k = 8 AND c = 0", "QUORUM")  # leaves the view
             model[(8, 0)] = (None, model[(8, 0)][1])
         with pinned(nodes[2]) as s2:
+            lwt = f"INSERT INTO {ks}.t (k, c, v, w) VALUES (40, 0, 4, 'lwt') IF NOT EXISTS"
+            assert run(s2, lwt, "QUORUM")[0][0] is True  # Paxos commits update views on each replica
+            model[(40, 0)] = (4, "lwt")
             run(s2, f"INSERT INTO {ks}.t (k, c, v, w) VALUES (50, 0, 5, 'ttl') USING TTL 1", "QUORUM")
             expired = f"SELECT k FROM {ks}.mv WHERE v = 5"
             wait_for(lambda q=expired: not run(s2, q, "QUORUM"), "view row to expire")
