@@ -5,13 +5,13 @@ Every replica that applies a write to a table with materialized views or seconda
 its own before/after read of the partition, under that partition's lock (``derived_locks``),
 with the same timestamps as on a single node (``DerivedLocks.stamp``), and sends them to its
 *paired* view replica: the i-th replica of the base token in placement order pairs with the
-i-th replica of the view (or index entries) token, so each view replica gets each update from
-one base replica and RF copies of the base make RF copies of the view. Where the pairing is
-undefined (this node is not a base replica of the token, or the replica counts differ) or the
-paired replica is down or fails, the update goes to every live view replica instead and one
-ack is enough. The base replica answers its coordinator only after its own base apply *and*
-the view updates were acknowledged: synchronous view updates, so a write acknowledged at a
-level is in the views at that level (no view backlog, no hints to replay).
+i-th replica of the view (or index entries) token, within this node's datacenter, so each view
+replica gets each update from one base replica and RF copies of the base make RF copies of the
+view. Where the pairing is undefined (this node is not a base replica of the token, or the DC's
+replica counts differ) or the paired replica is down or fails, the update goes to every live
+view replica instead and one ack is enough. The base replica answers its coordinator only after
+its own base apply *and* the view updates were acknowledged: synchronous view updates, so a
+write acknowledged at a level is in the views at that level (no view backlog, no hints).
 """
 
 from __future__ import annotations
@@ -40,13 +40,19 @@ Target = tuple[uuid.UUID, Replica | None]
 
 
 def paired_replica(local: Callable[[Replica], bool], base: ReplicaSet, view: ReplicaSet) -> Replica | None:
-    """The view replica this node's base replica pairs with, or None where the pairing is undefined."""
-    if len(base) != len(view):
+    """The view replica this node's base replica pairs with, or None where the pairing is undefined.
+
+    Pairs are formed within this node's datacenter (placement order of each list restricted to
+    it), so view updates never cross datacenters while each DC keeps its own RF copies.
+    """
+    me = next((r for r in base if local(r)), None)
+    if me is None:
         return None
-    for i, replica in enumerate(base):
-        if local(replica):
-            return view[i]
-    return None
+    base_here = [r for r in base if r.dc == me.dc]
+    view_here = [r for r in view if r.dc == me.dc]
+    if len(base_here) != len(view_here):
+        return None
+    return view_here[base_here.index(me)]
 
 
 class ViewUpdates:

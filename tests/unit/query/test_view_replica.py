@@ -28,3 +28,10 @@ def test_rf1_pairs_across_nodes() -> None:
 def test_no_pair_when_counts_differ_or_not_a_base_replica() -> None:
     assert paired_replica(local_is(A), (A, B), (A, B, C)) is None
     assert paired_replica(local_is(D), (A, B, C), (A, B, C)) is None
+
+
+def test_pairs_form_within_the_datacenter() -> None:
+    e, f = (Replica(uuid.UUID(int=i), 0, "dc2") for i in (5, 6))
+    assert paired_replica(local_is(e), (A, e, B, f), (f, C, e, D)) == f
+    assert paired_replica(local_is(B), (A, e, B, f), (f, C, e, D)) == D
+    assert paired_replica(local_is(A), (A, e, B), (f, C, e)) is None
