@@ -52,6 +52,7 @@ from tabletdb.query.system_tables import (
     system_keyspace,
 )
 from tabletdb.query.terms import Bindings, bind_by_name
+from tabletdb.query.view_build import build_new_view
 from tabletdb.query.virtual_select import output_columns, select_virtual
 from tabletdb.query.write_dispatch import DataPath, batch_receivers, batch_timestamp
 from tabletdb.query.write_index import build_new_index
@@ -340,6 +341,8 @@ class QueryProcessor:
             return VoidResult()
         if isinstance(stmt, ast.CreateIndex) and self._data is not None:
             await build_new_index(self._data.writer, self._metadata.catalog, outcome.events[0])
+        if isinstance(stmt, ast.CreateMaterializedView) and self._data is not None:
+            await build_new_view(self._data.writer, self._metadata.catalog, outcome.events[0])
         first = outcome.events[0]
         return SchemaChangeResult(
             change=first.change.value,

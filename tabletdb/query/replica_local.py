@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from tabletdb.dht.token import TokenRange
 from tabletdb.query.write_stores import DataStores
@@ -25,13 +26,31 @@ STORE_BATCH = 512
 """Rows fetched from one store per SQL page while merging."""
 
 
+class DerivedApply(Protocol):
+    """Applies base writes together with the view and index updates they cause (``view_replica``)."""
+
+    def maintains(self, table: TableDef) -> bool: ...
+
+    async def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> None: ...
+
+
 class LocalReplica:
     """Replica-side operations on this node's stores (the ``DataStores`` of the node)."""
 
     def __init__(self, stores: DataStores) -> None:
         self.stores = stores
+        self.derived: DerivedApply | None = None
+        """Set once the catalog's views are known: base writes of tables with views or indexes
+        (client writes, Paxos commits, read repair alike) then update them from this replica."""
 
     async def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
+        """Apply durably (views and indexes updated from here if ``table`` has any)."""
+        if self.derived is not None and self.derived.maintains(table):
+            await self.derived.apply(table, mutations)
+            return
+        await self.apply_direct(table, mutations)
+
+    async def apply_direct(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
         """Apply durably: one group-commit entry per store, answered after the fsync."""
         by_store: dict[int, tuple[GroupCommitter, list[Mutation]]] = {}
         for m in mutations:

@@ -28,8 +28,9 @@ from tabletdb.query.lwt import (
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
+from tabletdb.query.view_replica import ViewUpdates
 from tabletdb.query.write_execute import WriteExecutor
-from tabletdb.query.write_views import derived_tables, has_derived, write_with_derived
+from tabletdb.query.write_views import derived_tables
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
@@ -57,6 +58,9 @@ class DataPath:
     ) -> None:
         self._views_of = views_of
         self.writer = writer
+        local = writer.replicas.local
+        if views_of is not None and local.derived is None:
+            local.derived = ViewUpdates(writer.replicas, views_of, writer.now_seconds)
         self.paxos = paxos
         """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
 
@@ -70,7 +74,6 @@ class DataPath:
         serial: int | None = None,
     ) -> Result:
         if is_conditional(stmt):
-            self._refuse_replicated_derived(table)
             if self.paxos is None:
                 self._require_local(table, "Conditional statements (LWT)")
             return await execute_conditional(
@@ -93,31 +96,17 @@ class DataPath:
         Doing it anyway would read one replica's (possibly stale) data and write the result to
         all, silently losing updates; until a distributed design exists the client is told.
         """
-        placement = self.writer.replicas.placement
-        tables = [table, *derived_tables(table, self._views_of(table) if self._views_of else [])]
-        for t in tables:
-            if not placement.local_only(t):
-                raise InvalidRequest(
-                    f"{what} on {t.keyspace}.{t.name} are not supported yet when its data is replicated "
-                    "to other nodes (replication factor > 1, or a replica on another node); "
-                    "use a keyspace with replication factor 1 on a single node"
-                )
-
-    def _refuse_replicated_derived(self, table: TableDef) -> None:
-        views = self._views_of(table) if self._views_of is not None else []
-        if has_derived(table, views):
-            self._require_local(
-                table, "Conditional writes to tables with materialized views or secondary indexes"
+        if not self.writer.replicas.placement.local_only(table):
+            raise InvalidRequest(
+                f"{what} on {table.keyspace}.{table.name} are not supported yet when its data is replicated "
+                "to other nodes (replication factor > 1, or a replica on another node); "
+                "use a keyspace with replication factor 1 on a single node"
             )
 
     async def apply_committed(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """A Paxos commit this replica learnt: applied here only, views and indexes kept up to date
-        (conditional writes to such tables are refused unless this node is their only replica)."""
-        views = self._views_of(table) if self._views_of is not None else []
-        if has_derived(table, views):
-            await write_with_derived(self.writer, table, views, mutations)
-        else:
-            await self.writer.replicas.local.apply(table, mutations)
+        """A Paxos commit this replica learnt: applied here only (views and indexes are updated
+        from this replica by ``LocalReplica.apply``, as for any base write)."""
+        await self.writer.replicas.local.apply(table, mutations)
 
     async def _build_and_write(
         self, stmt: ast.Statement, table: TableDef, bindings: Bindings, timestamp: int | None, cl: int
@@ -128,13 +117,8 @@ class DataPath:
     async def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
     ) -> None:
-        """Write at ``cl``; tables with materialized views or indexes also get those updated."""
-        views = self._views_of(table) if self._views_of is not None else []
-        if not has_derived(table, views):
-            await self.writer.write(table, mutations, cl, write_type)
-            return
-        self._require_local(table, "Writes to tables with materialized views or secondary indexes")
-        await write_with_derived(self.writer, table, views, mutations, cl, write_type)
+        """Write at ``cl``; each base replica updates views and indexes as it applies (``view_replica``)."""
+        await self.writer.write(table, mutations, cl, write_type)
 
     async def batch(
         self,
@@ -149,7 +133,6 @@ class DataPath:
         A batch with conditions is one lightweight transaction (``lwt``) on one partition.
         """
         if any(is_conditional(stmt) for stmt, _, _ in statements):
-            self._refuse_replicated_derived(statements[0][1])
             if self.paxos is None:
                 self._require_local(statements[0][1], "Conditional batches (LWT)")
             return await execute_conditional_batch(self.writer, statements, self.write, self.paxos, serial)

@@ -18,7 +18,7 @@ from typing import Any
 from tabletdb.cql import codec
 from tabletdb.cql.types import BIGINT, ListType, MapType, SetType, TupleType
 from tabletdb.query.base_snapshot import BaseRow
-from tabletdb.query.coordinator_cl import ONE
+from tabletdb.query.coordinator_cl import ONE, QUORUM
 from tabletdb.query.coordinator_read import ConsistentReads
 from tabletdb.query.derived_locks import derived_locks
 from tabletdb.query.read_restrictions import Restrictions
@@ -141,28 +141,39 @@ def index_mutations(
 async def build_indexes(writer: WriteExecutor, table: TableDef) -> int:
     """Write the entries of every index of ``table`` for the data it already holds.
 
-    Run once CREATE INDEX is applied, holding the table against writes that maintain indexes,
-    so none slips between the scan and the entries. Entries are stamped with one fresh server
-    timestamp; rewriting an entry that already exists is harmless. Returns the rows indexed.
+    Run by the coordinator of CREATE INDEX once it is applied. Where this node is the table's
+    only replica it holds the table against writes that maintain indexes, so none slips between
+    the scan and the entries, and reads its own stores. Where the table is replicated it reads
+    the base through the replicated path at QUORUM and writes the entries at QUORUM, without a
+    lock (the base replicas' own locks are on other nodes): a concurrent write's replica-side
+    entries carry its timestamp, and an entry the build rewrites for a row that changed meanwhile
+    is stale, which lookups never show (they check each base row again). Entries are stamped
+    with one fresh server timestamp; rewriting an entry that already exists is harmless.
+    Returns the rows indexed.
     """
-    locks = derived_locks(writer)
-    async with locks.building(table.id):
-        now = writer.now_seconds()
-        timestamp = locks.stamp(writer.timestamps.next())
-        count = 0
-        partition: dict[bytes, BaseRow] = {}
-        current: tuple[int, bytes] | None = None
-        source = ConsistentReads(writer.reads, ONE)
-        async for row in scan_rows(table, source, Restrictions(), now, None):
-            if current is not None and (row.token, row.partition_key) != current:
-                await _write_entries(writer, table, current, partition, timestamp, now)
-                partition = {}
-            current = (row.token, row.partition_key)
-            partition[row.clustering or b""] = BaseRow(row.values, row.cells, None)
-            count += 1
-        if current is not None:
-            await _write_entries(writer, table, current, partition, timestamp, now)
-        return count
+    if writer.replicas.placement.local_only(table):
+        locks = derived_locks(writer.replicas.local)
+        async with locks.building(table.id):
+            return await _build(writer, table, ONE, locks.stamp(writer.timestamps.next()))
+    return await _build(writer, table, QUORUM, writer.timestamps.next())
+
+
+async def _build(writer: WriteExecutor, table: TableDef, cl: int, timestamp: int) -> int:
+    now = writer.now_seconds()
+    count = 0
+    partition: dict[bytes, BaseRow] = {}
+    current: tuple[int, bytes] | None = None
+    source = ConsistentReads(writer.reads, cl)
+    async for row in scan_rows(table, source, Restrictions(), now, None):
+        if current is not None and (row.token, row.partition_key) != current:
+            await _write_entries(writer, table, current, partition, timestamp, now, cl)
+            partition = {}
+        current = (row.token, row.partition_key)
+        partition[row.clustering or b""] = BaseRow(row.values, row.cells, None)
+        count += 1
+    if current is not None:
+        await _write_entries(writer, table, current, partition, timestamp, now, cl)
+    return count
 
 
 async def _write_entries(
@@ -172,10 +183,11 @@ async def _write_entries(
     rows: Mapping[bytes, BaseRow],
     timestamp: int,
     now: int,
+    cl: int,
 ) -> None:
     token, key = where
     for entries, mutations in index_mutations(table, token, key, {}, rows, timestamp, now):
-        await writer.write(entries, mutations)
+        await writer.write(entries, mutations, cl)
 
 
 async def build_new_index(writer: WriteExecutor, catalog: Catalog, event: SchemaChangeEvent) -> None:

@@ -1,5 +1,6 @@
-"""Materialized views kept up to date on one node: read the base partition before and after a
-write, and turn the difference of the rows' view keys and values into view mutations.
+"""Materialized views kept up to date by a base replica: read the base partition before and after
+a write, and turn the difference of the rows' view keys and values into view mutations
+(``view_replica`` runs this on every base replica and delivers the result).
 
 Reading the whole partition around the write is what makes every kind of base change (row and
 range deletions, updates of view-key columns) come out right without per-statement rules;
@@ -16,20 +17,16 @@ view rows do.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.parser import parse_statement
-from tabletdb.query.base_snapshot import BaseRow, Rows, partition_snapshot
-from tabletdb.query.coordinator_cl import ONE
-from tabletdb.query.derived_locks import derived_locks
+from tabletdb.query.base_snapshot import BaseRow, Rows
 from tabletdb.query.terms import Bindings
 from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_cells import CellChanges, WriteTime, whole_value
-from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.query.write_index import entries_tables, index_mutations
 from tabletdb.query.write_keys import encode_clustering, partition_key
 from tabletdb.schema.model import ColumnKind, TableDef, ViewDef
@@ -169,36 +166,24 @@ def derived_tables(table: TableDef, views: Sequence[ViewDef]) -> list[TableDef]:
     return [v.table for v in views] + [entries for _, entries in entries_tables(table)]
 
 
-async def write_with_derived(
-    writer: WriteExecutor,
+Derived = dict[uuid.UUID, tuple[TableDef, list[Mutation]]]
+"""View and index entries changes of one base write, by target table id."""
+
+
+def derive(
     table: TableDef,
     views: Sequence[ViewDef],
-    mutations: Sequence[Mutation],
-    cl: int = ONE,
-    write_type: str = "SIMPLE",
+    key: bytes,
+    token: int,
+    before: Rows,
+    after: Rows,
+    timestamp: int,
+    now: int,
+    into: Derived,
 ) -> None:
-    """Write base mutations durably, then the view and index changes they cause.
-
-    The written partitions' locks span read-before, write and read-after, so two writes to one
-    partition cannot both derive from the same "before"; the derived writes of all partitions
-    go out together (one group-commit round).
-    """
-    stores = writer.stores
-    keys = sorted({(m.partition_key, m.token) for m in mutations})
-    locks = derived_locks(writer)
-    async with locks.writing(table.id, [key for key, _ in keys]):
-        now = writer.now_seconds()
-        before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
-        await writer.write(table, mutations, cl, write_type)
-        timestamp = locks.stamp(write_timestamp(mutations))
-        derived: dict[uuid.UUID, tuple[TableDef, list[Mutation]]] = {}
-        for key, token in keys:
-            after = partition_snapshot(table, stores, key, token, now)
-            for view in views:
-                changes = view_mutations(view, table, before[(key, token)], after, timestamp, now)
-                derived.setdefault(view.table.id, (view.table, []))[1].extend(changes)
-            for entries, index_changes in index_mutations(
-                table, token, key, before[(key, token)], after, timestamp, now
-            ):
-                derived.setdefault(entries.id, (entries, []))[1].extend(index_changes)
-        await asyncio.gather(*(writer.write(t, ms, cl) for t, ms in derived.values() if ms))
+    """Add to ``into`` the view and index changes that one base partition's change causes."""
+    for view in views:
+        changes = view_mutations(view, table, before, after, timestamp, now)
+        into.setdefault(view.table.id, (view.table, []))[1].extend(changes)
+    for entries, index_changes in index_mutations(table, token, key, before, after, timestamp, now):
+        into.setdefault(entries.id, (entries, []))[1].extend(index_changes)
