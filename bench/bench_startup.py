@@ -27,12 +27,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import BENCH_SUBNET, RESULT_PREFIX, proc_cpu_seconds
+from bench.common import RESULT_PREFIX, proc_cpu_seconds
+from tests.harness.addresses import port_is_free
 from tests.harness.probe import wait_cql_ready
 
 REPO = Path(__file__).resolve().parent.parent
-HOST = f"127.0.{BENCH_SUBNET}.3"
-CLUSTER_PREFIX = "127.0.96"
+# Addresses of this benchmark alone: other benchmarks use BENCH_SUBNET and 127.0.97.
+HOST = "127.0.95.3"
+CLUSTER_PREFIX = "127.0.94"
 _HEADER = struct.Struct(">BBhBi")
 _OP_STARTUP, _OP_READY, _OP_QUERY, _OP_RESULT = 0x01, 0x02, 0x07, 0x08
 
@@ -84,6 +86,8 @@ def _stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
 
 
 def _one_start(argv: list[str], log: Path, query: bool) -> dict[str, float]:
+    if not port_is_free(HOST, 9042):
+        raise RuntimeError(f"{HOST}:9042 is taken (a server left over from an earlier run?)")
     started = time.perf_counter()
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
