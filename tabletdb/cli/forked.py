@@ -20,6 +20,7 @@ import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 # What `tabletdb server` imports before it serves; loaded once in the parent.
 _PRELOAD = ("tabletdb.node.runner",)
@@ -77,7 +78,7 @@ class ForkedNode:
         os.close(self._pidfd)
 
 
-def _run_child(server_args: list[str], log_path: Path) -> None:
+def _run_child(server_args: list[str], log_path: Path) -> NoReturn:
     """In the child: log to `log_path`, run the server command, and exit with its code."""
     code = 1
     try:
