@@ -4,10 +4,15 @@ Every node gets its own loopback address, so all use Scylla's default ports (CQL
 10000, internode 7000). All start at once; node 1 founds the cluster and the others join through
 it as soon as it answers. The command waits until every node serves CQL, prints how to connect,
 and stops all nodes on Ctrl-C or SIGTERM.
+
+The nodes are forked from this process after it imported the server once (see
+`tabletdb.cli.forked`): N nodes on a small machine otherwise pay N times the same second of
+Python start-up. `--spawn` starts each node as a fresh `tabletdb server` process instead.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -16,11 +21,15 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 import click
 
+from tabletdb.cli.forked import ForkedNode, preload_server
+
 CQL_PORT = 9042
 READY_TIMEOUT = 180.0
+READY_POLL = 0.02  # a refused connect costs microseconds; a long pause only delays the report
 STOP_TIMEOUT = 30.0
 
 
@@ -37,11 +46,16 @@ def node_address(index: int, prefix: str = DEFAULT_PREFIX) -> str:
 def node_argv(
     index: int, workdir: Path, seed: str, log_level: str, prefix: str = DEFAULT_PREFIX
 ) -> list[str]:
+    """The command line of node `index`, as a fresh process would run it."""
+    args = node_server_args(index, workdir, seed, log_level, prefix)
+    return [sys.executable, "-m", "tabletdb.cli.main", "server", *args]
+
+
+def node_server_args(
+    index: int, workdir: Path, seed: str, log_level: str, prefix: str = DEFAULT_PREFIX
+) -> list[str]:
+    """The arguments of `tabletdb server` for node `index`."""
     return [
-        sys.executable,
-        "-m",
-        "tabletdb.cli.main",
-        "server",
         "--workdir",
         str(workdir / f"node{index}"),
         "--listen-address",
@@ -61,21 +75,42 @@ def cql_ready(address: str, port: int = CQL_PORT) -> bool:
         return False
 
 
+class NodeProcess(Protocol):
+    """What the cluster needs of a node process (subprocess.Popen and ForkedNode both have it)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def send_signal(self, signum: int) -> None: ...
+    def kill(self) -> None: ...
+
+
 class LocalCluster:
     """The node processes of one `cluster up`; each logs to <workdir>/node<i>.log."""
 
-    def __init__(self, nodes: int, workdir: Path, log_level: str, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, nodes: int, workdir: Path, log_level: str, prefix: str = DEFAULT_PREFIX, fork: bool = True
+    ) -> None:
         self.nodes = nodes
         self.prefix = prefix
         self.workdir = workdir
         self.log_level = log_level
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.fork = fork
+        self.processes: list[NodeProcess] = []
 
     def start_node(self, index: int) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        log = (self.workdir / f"node{index}.log").open("ab")
-        argv = node_argv(index, self.workdir, node_address(1, self.prefix), self.log_level, self.prefix)
-        self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+        log_path = self.workdir / f"node{index}.log"
+        seed = node_address(1, self.prefix)
+        if self.fork:
+            args = node_server_args(index, self.workdir, seed, self.log_level, self.prefix)
+            self.processes.append(ForkedNode(args, log_path))
+            return
+        with log_path.open("ab") as log:
+            argv = node_argv(index, self.workdir, seed, self.log_level, self.prefix)
+            self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
 
     def wait_ready(self, indexes: range, stop: threading.Event) -> None:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -93,7 +128,7 @@ class LocalCluster:
                 raise click.ClickException(
                     f"nodes {sorted(pending)} did not serve CQL in {READY_TIMEOUT:.0f}s"
                 )
-            stop.wait(0.1)
+            stop.wait(READY_POLL)
 
     def stop(self) -> None:
         for process in self.processes:
@@ -103,7 +138,7 @@ class LocalCluster:
         for process in self.processes:
             try:
                 process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            except (subprocess.TimeoutExpired, TimeoutError):
                 process.kill()
                 process.wait()
 
@@ -120,7 +155,12 @@ def cluster_group() -> None:
 @click.option(
     "--address-prefix", default=DEFAULT_PREFIX, show_default=True, help="Node i listens on PREFIX.i."
 )
-def up(nodes: int, workdir: str, log_level: str, address_prefix: str) -> None:
+@click.option(
+    "--spawn",
+    is_flag=True,
+    help="Start every node as a fresh process instead of forking it from an already loaded server.",
+)
+def up(nodes: int, workdir: str, log_level: str, address_prefix: str, spawn: bool) -> None:
     """Start NODES nodes on 127.0.0.1..127.0.0.NODES and keep them running until Ctrl-C."""
     stop = threading.Event()
 
@@ -129,11 +169,14 @@ def up(nodes: int, workdir: str, log_level: str, address_prefix: str) -> None:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    cluster = LocalCluster(nodes, Path(workdir), log_level, address_prefix)
+    fork = not spawn and hasattr(os, "fork")
+    cluster = LocalCluster(nodes, Path(workdir), log_level, address_prefix, fork=fork)
     started = time.monotonic()
-    # All at once: process start-up (imports) dominates, and a joiner keeps asking its seed
-    # until the founder answers; a restarted cluster needs a majority back anyway.
+    # All at once: a joiner keeps asking its seed until the founder answers, and a restarted
+    # cluster needs a majority back anyway.
     try:
+        if fork:
+            preload_server()
         for index in range(1, nodes + 1):
             cluster.start_node(index)
         cluster.wait_ready(range(1, nodes + 1), stop)

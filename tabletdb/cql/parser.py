@@ -12,6 +12,7 @@ column from 0, as ANTLR counts) and quote the offending input.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 import threading
@@ -29,6 +30,7 @@ from tabletdb.cql.parse_terms import SemanticSyntaxError
 from tabletdb.cql.types import CqlType
 
 CACHE_SIZE = 4096
+log = logging.getLogger(__name__)
 
 
 class _Builder(AuthCallbacks, Transformer[Token, object]):
@@ -143,6 +145,26 @@ def _parser() -> _Parser:
             if _instance is None:
                 _instance = _Parser()
     return _instance
+
+
+def load_in_background() -> threading.Thread:
+    """Start loading the parser in a daemon thread and return it (join it to wait for the load).
+
+    A starting node calls this first thing so that the ~0.3 s of rebuilding lark's tables from
+    its cache overlaps whatever the node waits on before it serves CQL (a joining node waits
+    for its seed, which is itself still starting). The first parse simply blocks until the
+    load finishes; a failed load is retried (and its error raised) by that first parse.
+    """
+    thread = threading.Thread(target=_load_quietly, name="cql-parser-load", daemon=True)
+    thread.start()
+    return thread
+
+
+def _load_quietly() -> None:
+    try:
+        _parser()
+    except Exception:
+        log.debug("background CQL parser load failed; the first parse retries it", exc_info=True)
 
 
 # ----------------------------------------------------------------------------------- public API

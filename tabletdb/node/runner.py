@@ -23,7 +23,7 @@ from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING, Any
 
 from tabletdb.auth.model import AuthConfig
-from tabletdb.cql.parser import parse_statement
+from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, plan_tablet_changes
 from tabletdb.group0.topology import JoinRefused, NodeRecord
@@ -72,10 +72,11 @@ class Node:
         self.config = config
         workdir = config.workdir
         workdir.mkdir(parents=True, exist_ok=True)
+        # The CQL parser loads in a thread while the node opens its stores and starts group0;
+        # `run` waits for it before listening: drivers give their first system queries only a
+        # couple of seconds, and an uncached LALR build takes longer than that.
+        self._parser_loading = parser_load_in_background()
         self.identity: NodeIdentity = load_or_create_identity(workdir, config.num_tokens)
-        # Build the CQL parser now, not on the first query: drivers give their first system
-        # queries only a couple of seconds, and an uncached LALR build takes longer than that.
-        parse_statement("SELECT key FROM system.local")
         self.features = supported_features()
         group0_dir = workdir.joinpath(*GROUP0_DIR)
         self._replica_load = ReplicaLoad()
@@ -327,6 +328,7 @@ class Node:
                 )
         else:
             log.warning("node in maintenance mode: not joining the cluster; schema changes refused")
+        await asyncio.to_thread(self._parser_loading.join)
         await self.server.start()
         log.warning(
             "node serving CQL address=%s port=%d host_id=%s startup_ms=%.0f",
