@@ -142,12 +142,14 @@ def _string(text: str) -> bytes:
     return struct.pack(">H", len(raw)) + raw
 
 
-async def _main(args: argparse.Namespace) -> dict[str, Any]:
+async def _main(args: argparse.Namespace, profiler: Any = None) -> dict[str, Any]:
     figures: dict[str, Any] = {"benchmark": "request_path", "concurrency": args.concurrency}
     with tempfile.TemporaryDirectory(prefix="bench-request-path-") as tmp:
         node = DataNode(Path(tmp))
         try:
             await _setup(node, args.keys)
+            if profiler is not None:
+                profiler.enable()  # the loads only, not the set-up's parsing and batches
             for name, statement in (("insert", INSERT), ("select", SELECT)):
                 runs = [
                     await _drive(node, statement, args.requests, args.concurrency, args.keys)
@@ -166,11 +168,22 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per statement; the lowest CPU is kept")
+    parser.add_argument(
+        "--profile", type=Path, help="write a cProfile of the loads (not the set-up) to this file"
+    )
     args = parser.parse_args()
     import uvloop
 
     uvloop.install()  # as the node runs
-    figures = asyncio.run(_main(args))
+    if args.profile is None:
+        figures = asyncio.run(_main(args))
+    else:
+        import cProfile
+
+        profiler = cProfile.Profile(time.thread_time)  # the loop thread's CPU, not wall time
+        figures = asyncio.run(_main(args, profiler))
+        profiler.disable()
+        profiler.dump_stats(str(args.profile))
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
 
 

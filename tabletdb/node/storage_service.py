@@ -73,11 +73,13 @@ class StorageService:
         self._known_tables: FrozenMap[uuid.UUID, tuple[str, str]] | None = None
         self._by_key: dict[tuple[uuid.UUID, int], tuple[TabletMap | None, GroupCommitter]] = {}
         """(table, tablet id or -1 - shard) -> (the map it was computed from, committer)."""
+        self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
+        self._map_by_table: dict[uuid.UUID, TabletMap | None] = {}
 
     # -- lookup ------------------------------------------------------------------------------
 
     def committer(self, table: TableDef, token: int) -> GroupCommitter:
-        tablet_map = self._tablet_maps().get(table.id)
+        tablet_map = self._map_of(table)
         if tablet_map is None:
             key = (table.id, -1 - shard_of(token, self.smp, self.ignore_msb))
         else:
@@ -89,6 +91,18 @@ class StorageService:
         committer = self._committer_at(self._path_for(table, token))
         self._by_key[key] = (tablet_map, committer)
         return committer
+
+    def _map_of(self, table: TableDef) -> TabletMap | None:
+        """The table's tablet map, looked up once per tablet-maps object (every mutation asks)."""
+        maps = self._tablet_maps()
+        if maps is not self._maps_seen:
+            self._maps_seen = maps
+            self._map_by_table = {}
+        try:
+            return self._map_by_table[table.id]
+        except KeyError:
+            found = self._map_by_table[table.id] = maps.get(table.id)
+            return found
 
     def store(self, table: TableDef, token: int) -> TabletStore:
         return self.committer(table, token).store

@@ -50,6 +50,11 @@ class WriteCoordinator:
         self, table: TableDef, mutations: Sequence[Mutation], cl: int, write_type: str = "SIMPLE"
     ) -> None:
         """Write ``mutations`` at consistency ``cl``; raises Unavailable, WriteTimeout or WriteFailure."""
+        if len(mutations) == 1:  # the common single-statement write: skip the grouping
+            replicas = self.replicas.placement.replicas(table, mutations[0].token)
+            if len(replicas) == 1 and self.replicas.is_local(replicas[0]):
+                await self.replicas.local.apply(table, mutations)
+                return
         groups = self.groups(table, mutations)
         alive = [self._check(replicas, cl) for replicas, _ in groups]  # all checked before any is sent
         if len(groups) == 1:

@@ -93,7 +93,8 @@ class QueryProcessor:
         auth: AuthService | None = None,
         routes: RouteCheck | None = None,
     ) -> None:
-        self._auth = auth or AuthService(AuthConfig(), Group0State)
+        empty = Group0State()  # immutable: one for every request, not a new one per lookup
+        self._auth = auth or AuthService(AuthConfig(), lambda: empty)
         self._auth_exec = AuthExecutor(
             self._auth.config, self._auth.state, metadata, self._catalog_with_system
         )

@@ -120,6 +120,11 @@ def _single(rhs: ast.Term | ast.InValues, col: ColumnDef, bindings: Bindings) ->
     return value
 
 
+def single_value(rhs: ast.Term, col: ColumnDef, bindings: Bindings) -> bytes:
+    """The serialized value of ``col = rhs``, refused as ``analyze`` refuses it (null, unset)."""
+    return _single(rhs, col, bindings)
+
+
 def analyze(
     where: Sequence[ast.Relation], table: TableDef, bindings: Bindings, make_filter: FilterFactory
 ) -> Restrictions:

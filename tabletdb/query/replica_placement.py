@@ -106,6 +106,8 @@ class ReplicaPlacement:
         self._dcs_of: tuple[Topology, dict[uuid.UUID, str]] | None = None
         self._tablet_sets: dict[int, tuple[TabletInfo, Topology, ReplicaSet]] = {}
         """id(tablet info) -> (that info, the topology used, its replicas): hot-path cache."""
+        self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
+        self._map_by_table: dict[uuid.UUID, TabletMap | None] = {}
 
     def is_local(self, replica: Replica) -> bool:
         return replica.host_id == self.local_host
@@ -126,7 +128,7 @@ class ReplicaPlacement:
         topology = self._topology()
         if not topology.members:
             return self._local
-        tablet_map = self._tablet_maps().get(table.id)
+        tablet_map = self._map_of(table)
         if tablet_map is not None:
             info = tablet_map.tablet_for(token)
             cached = self._tablet_sets.get(id(info))
@@ -143,6 +145,18 @@ class ReplicaPlacement:
             return self._local
         ring_table, dcs = found
         return tuple(Replica(h, None, dcs[h]) for h in ring_table.for_token(token))
+
+    def _map_of(self, table: TableDef) -> TabletMap | None:
+        """The table's tablet map, looked up once per tablet-maps object (every write asks)."""
+        maps = self._tablet_maps()
+        if maps is not self._maps_seen:
+            self._maps_seen = maps
+            self._map_by_table = {}
+        try:
+            return self._map_by_table[table.id]
+        except KeyError:
+            found = self._map_by_table[table.id] = maps.get(table.id)
+            return found
 
     def ranges(self, table: TableDef) -> list[ReplicatedRange]:
         """The whole ring in token order as non-wrapping ranges, each with its replicas.

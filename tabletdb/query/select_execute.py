@@ -20,12 +20,19 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.read_index import choose_index, element_filter, index_rows, unindexed_filtering
-from tabletdb.query.read_restrictions import Restrictions, analyze
+from tabletdb.query.insert_plan import PASS_THROUGH
+from tabletdb.query.read_index import (
+    IndexLookup,
+    choose_index,
+    element_filter,
+    index_rows,
+    unindexed_filtering,
+)
+from tabletdb.query.read_restrictions import Restrictions, analyze, single_value
 from tabletdb.query.read_rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
-from tabletdb.schema.model import ClusteringOrder, TableDef
+from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 
 PAGING_VERSION = 1
 DEFAULT_PAGE = 10_000
@@ -141,15 +148,94 @@ def _decode_state(state: bytes | None) -> tuple[Position | None, int | None, int
     return Position(token, pk, ck), left, part_left
 
 
-async def execute_select(
-    stmt: ast.SelectStatement,
-    table: TableDef,
-    source: PartitionSource,
-    bindings: Bindings,
-    page_size: int | None,
-    paging_state: bytes | None,
-    now: int,
-) -> RowsResult:
+@dataclass(frozen=True)
+class SelectPlan:
+    """What a SELECT's execution needs that depends only on its text and its table definition,
+    built once per (statement, table) pair instead of on every bound execution."""
+
+    outputs: list[Output]
+    aggregate: bool
+    group_key: list[str] | None
+    metadata: RowsMetadata
+    """Result metadata of a non-JSON result (its id computed once, here)."""
+    stored: list[bool]
+    """Per output: a regular single-cell column of a type whose stored bytes are its canonical
+    encoding, so a row's value is sent as stored instead of decoded and encoded again."""
+    point_key: list[tuple[ColumnDef, ast.Term]] | None
+    """The partition key columns and their terms, in WHERE order, when the WHERE clause is exactly
+    one ``=`` per partition key column on a table without indexes: the restrictions are then that
+    single partition, bound without the general analysis."""
+    point_order: list[int]
+    """For each partition key column in key order, its index in ``point_key``."""
+
+
+_PLANS: dict[tuple[int, int], tuple[ast.SelectStatement, TableDef, SelectPlan]] = {}
+_PLAN_LIMIT = 1024
+
+
+def plan_of(stmt: ast.SelectStatement, table: TableDef) -> SelectPlan:
+    """The cached plan of ``stmt`` on this table definition (a schema change makes a new TableDef,
+    so it gets a new plan); entries are checked by identity, so a reused id() cannot alias."""
+    key = (id(stmt), id(table))
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is stmt and cached[1] is table:
+        return cached[2]
+    outputs = outputs_of(stmt, table)
+    point_key = _point_key(stmt, table)
+    names = [col.name for col, _ in point_key or ()]
+    plan = SelectPlan(
+        outputs,
+        any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by),
+        _group_key(stmt, table),
+        _metadata([ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]),
+        [_is_stored(o, table) for o in outputs],
+        point_key,
+        [names.index(c.name) for c in table.partition_key] if point_key is not None else [],
+    )
+    if len(_PLANS) >= _PLAN_LIMIT:
+        _PLANS.clear()
+    _PLANS[key] = (stmt, table, plan)
+    return plan
+
+
+def _metadata(columns: list[ColumnSpec]) -> RowsMetadata:
+    metadata = RowsMetadata(columns)
+    _ = metadata.metadata_id  # computed once; every page's copy shares it
+    return metadata
+
+
+def _is_stored(o: Output, table: TableDef) -> bool:
+    col = table.column(o.column) if o.kind == "column" and o.column is not None else None
+    return (
+        col is not None
+        and not col.is_primary_key
+        and isinstance(col.type, NativeType)
+        and col.type.name in PASS_THROUGH
+    )
+
+
+def _point_key(stmt: ast.SelectStatement, table: TableDef) -> list[tuple[ColumnDef, ast.Term]] | None:
+    if table.indexes or len(stmt.where) != len(table.partition_key):
+        return None
+    out: list[tuple[ColumnDef, ast.Term]] = []
+    for rel in stmt.where:
+        if not isinstance(rel.lhs, ast.ColumnRef) or rel.op != "=" or isinstance(rel.rhs, ast.InValues):
+            return None
+        col = table.column(rel.lhs.name)
+        if col is None or col not in table.partition_key:
+            return None
+        out.append((col, rel.rhs))
+    if len({col.name for col, _ in out}) != len(out):
+        return None
+    return out
+
+
+def _restrictions(
+    stmt: ast.SelectStatement, table: TableDef, plan: SelectPlan, bindings: Bindings
+) -> tuple[Restrictions, IndexLookup | None]:
+    if plan.point_key is not None:
+        values = [single_value(term, col, bindings) for col, term in plan.point_key]
+        return Restrictions(partition_keys=[[values[i] for i in plan.point_order]]), None
     r = analyze(stmt.where, table, bindings, _filter)
     lookup = choose_index(stmt.where, table, bindings)
     filtered = unindexed_filtering(r, table, lookup)
@@ -159,9 +245,23 @@ async def execute_select(
             "performance. If you want to execute this query despite the performance unpredictability, "
             f"use ALLOW FILTERING (restricted: {', '.join(filtered)})"
         )
-    outputs = outputs_of(stmt, table)
-    aggregate = any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by)
-    group_key = _group_key(stmt, table)
+    return r, lookup
+
+
+async def execute_select(
+    stmt: ast.SelectStatement,
+    table: TableDef,
+    source: PartitionSource,
+    bindings: Bindings,
+    page_size: int | None,
+    paging_state: bytes | None,
+    now: int,
+) -> RowsResult:
+    plan = plan_of(stmt, table)
+    r, lookup = _restrictions(stmt, table, plan, bindings)
+    outputs = plan.outputs
+    aggregate = plan.aggregate
+    group_key = plan.group_key
     result_limit = _positive(stmt.limit, bindings, "LIMIT")
     limit = None if aggregate else result_limit
     per_partition = _positive(stmt.per_partition_limit, bindings, "PER PARTITION LIMIT")
@@ -208,6 +308,8 @@ async def execute_select(
         next_state = msgpack.packb(
             [PAGING_VERSION, last.token, last.partition_key, last.clustering, left_after, part_after]
         )
+    if not aggregate and not stmt.json:
+        return RowsResult(plan.metadata.with_paging_state(next_state), _encode_rows(plan, taken))
     if not aggregate:
         result = [[_value(o, row) for o in outputs] for row in taken]
     elif group_key is None:
@@ -216,14 +318,31 @@ async def execute_select(
         result = [_aggregate(outputs, group) for group in _groups(taken, group_key)]
     if aggregate and result_limit is not None:
         result = result[:result_limit]
+    metadata = plan.metadata.with_paging_state(next_state)
     if stmt.json:
         result = [[_json_row(outputs, values)] for values in result]
         outputs = [Output("[json]", TEXT, None)]
-    columns = [ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]
+        metadata = RowsMetadata([ColumnSpec(table.keyspace, table.name, "[json]", TEXT)], next_state)
     encoded = [
         [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
     ]
-    return RowsResult(RowsMetadata(columns, next_state), encoded)
+    return RowsResult(metadata, encoded)
+
+
+def _encode_rows(plan: SelectPlan, rows: list[OutRow]) -> list[list[bytes | None]]:
+    out: list[list[bytes | None]] = []
+    pairs = list(zip(plan.outputs, plan.stored))
+    for row in rows:
+        encoded: list[bytes | None] = []
+        for o, stored in pairs:
+            if stored:
+                cell = row.cells.get(o.column or "")
+                encoded.append(None if cell is None else cell.value)
+                continue
+            v = _value(o, row)
+            encoded.append(None if v is None else codec.serialize(o.type, v))
+        out.append(encoded)
+    return out
 
 
 def _group_key(stmt: ast.SelectStatement, table: TableDef) -> list[str] | None:

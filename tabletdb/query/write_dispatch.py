@@ -196,11 +196,22 @@ def batch_receivers(
 
 
 def catalog_views(catalog: Callable[[], Catalog]) -> ViewsOf:
-    """``ViewsOf`` reading the node's current catalog."""
+    """``ViewsOf`` reading the node's current catalog; every write asks, so the answer is kept
+    per table until the catalog object changes (a schema change replaces it)."""
+    seen: list[Catalog | None] = [None]
+    cache: dict[tuple[str, str], Sequence[ViewDef]] = {}
 
     def views_of(table: TableDef) -> Sequence[ViewDef]:
-        ks = catalog().keyspace(table.keyspace)
-        return [] if ks is None else ks.views_of(table.name)
+        current = catalog()
+        if current is not seen[0]:
+            seen[0] = current
+            cache.clear()
+        key = (table.keyspace, table.name)
+        found = cache.get(key)
+        if found is None:
+            ks = current.keyspace(table.keyspace)
+            found = cache[key] = () if ks is None else tuple(ks.views_of(table.name))
+        return found
 
     return views_of
 

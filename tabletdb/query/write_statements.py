@@ -17,6 +17,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import from_json
 from tabletdb.cql.types import INT, TEXT, CqlType, MapType, SetType
 from tabletdb.protocol.wire import Unset
+from tabletdb.query.insert_plan import insert_plan, planned_insert
 from tabletdb.query.read_restrictions import Restrictions, analyze
 from tabletdb.query.terms import Bindings, term_bytes, term_value
 from tabletdb.query.write_cells import (
@@ -119,7 +120,9 @@ def _row_keys(table: TableDef, r: Restrictions, *, need_full: bool) -> list[byte
 def build_insert(
     stmt: ast.InsertStatement, table: TableDef, bindings: Bindings, when: WriteTime
 ) -> list[Mutation]:
-    values = _insert_values(stmt, table, bindings)
+    if stmt.json is None:
+        return planned_insert(insert_plan(stmt, table), table, bindings, when)
+    values = _json_values(stmt, table, bindings)
     pk = [_key_value(table, c, values) for c in table.partition_key]
     static_only = static_only_insert(table, values)
     ck = [] if static_only else [_key_value(table, c, values) for c in table.clustering_key]
@@ -153,22 +156,6 @@ def static_only_insert(table: TableDef, values: dict[str, Any]) -> bool:
         col.kind for name in values if (col := table.column(name)) is not None and not col.is_primary_key
     }
     return kinds == {ColumnKind.STATIC}
-
-
-def _insert_values(stmt: ast.InsertStatement, table: TableDef, bindings: Bindings) -> dict[str, Any]:
-    if stmt.json is not None:
-        return _json_values(stmt, table, bindings)
-    if len(stmt.columns) != len(stmt.values):
-        raise InvalidRequest("Unmatched column names/values")
-    out: dict[str, Any] = {}
-    for name, term in zip(stmt.columns, stmt.values):
-        col = table.column(name)
-        if col is None:
-            raise InvalidRequest(f"Undefined column name {name}")
-        if name in out:
-            raise InvalidRequest(f"Multiple definitions found for column {name}")
-        out[name] = term_value(term, col.type, name, bindings)
-    return out
 
 
 def _json_values(stmt: ast.InsertStatement, table: TableDef, bindings: Bindings) -> dict[str, Any]:
