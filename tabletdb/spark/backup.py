@@ -7,9 +7,9 @@ DESC SCHEMA WITH INTERNALS AND PASSWORDS (table ids, role hashes, grants); downl
 file per tablet — files never span a tablet boundary — checking each sha256; write the manifest
 last. The snapshots are removed and balancing is put back as it was whether or not this worked.
 
-The driver (this module) plans and verifies; the snapshots (one task per node) and the file
-copies (one task per file) run as Spark tasks (`backup_tasks`), so ``out_dir`` must be a path
-every executor shares with the driver on a real Spark cluster.
+The driver (this module) plans, snapshots and verifies; the file copies run as Spark tasks (one
+per file, `backup_tasks`), so ``out_dir`` must be a path every executor shares with the driver on
+a real Spark cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from tabletdb.spark.backup_manifest import (
     write_manifest,
 )
 from tabletdb.spark.backup_rest import DEFAULT_API_PORT, Cluster, RestError
-from tabletdb.spark.backup_tasks import DownloadTask, SnapshotTask, TaskFailed, TaskResult, run_on_spark
+from tabletdb.spark.backup_tasks import DownloadTask, TaskFailed, TaskResult, run_on_spark
 
 log = logging.getLogger(__name__)
 
@@ -238,18 +239,20 @@ def run_backup(
 
 
 def _snapshot_all(
-    spark: Any, cluster: Cluster, tag: str, keyspaces: list[str], reporter: Reporter
+    cluster: Cluster, tag: str, keyspaces: list[str], reporter: Reporter
 ) -> dict[uuid.UUID, dict[str, Any]]:
-    """One Spark task per node, all in one job: the snapshots are taken close together."""
+    """Driver side, all nodes at once: each call only waits while its node copies its own files,
+    and the snapshots should be taken close together."""
     hosts = sorted(cluster.nodes, key=str)
     reporter.step(f"snapshot {tag} on {len(hosts)} node(s)", len(hosts))
-    tasks = [
-        SnapshotTask(str(h), cluster.node(h).address, cluster.node(h).port, tag, tuple(keyspaces))
-        for h in hosts
-    ]
-    results = run_on_spark(spark, tasks, batch=len(tasks))
-    reporter.advance(len(hosts))
-    return {uuid.UUID(r.label): r.detail for r in results}
+
+    def snapshot(host: uuid.UUID) -> dict[str, Any]:
+        answer = cluster.node(host).take_snapshot(tag, keyspaces)
+        reporter.advance(1)
+        return answer
+
+    with ThreadPoolExecutor(max_workers=len(hosts), thread_name_prefix="snapshot") as pool:
+        return dict(zip(hosts, pool.map(snapshot, hosts)))
 
 
 def _copy(
@@ -267,7 +270,7 @@ def _copy(
     schema_rows = _schema_rows(session, keyspaces)
     tables = _tables(session, keyspaces)
     layouts = {t[2]: tablet_layout(session, t[2]) for t in tables}
-    snapshots = _snapshot_all(spark, cluster, tag, keyspaces, reporter)
+    snapshots = _snapshot_all(cluster, tag, keyspaces, reporter)
     plan = [
         (t, host, entry)
         for t in tables

@@ -1,4 +1,4 @@
-"""The per-node and per-tablet work of backup and restore, run as Spark tasks.
+"""The per-file work of backup and restore, run as Spark tasks.
 
 The driver plans (tablet maps, snapshot tag, which file goes where) and turns each unit of work
 into a small frozen dataclass holding only plain values: a node's REST address, a table id, a
@@ -40,23 +40,6 @@ class TaskResult:
     sha256: str = ""
     modes: tuple[str, ...] = ()
     """Restore: how each target node took the file ("file" whole, or "rows")."""
-    detail: Any = None
-    """Snapshot: the node's answer (files with tablet, range, size, sha256, rows)."""
-
-
-@dataclass(frozen=True)
-class SnapshotTask:
-    """Snapshot every local file of the keyspaces on one node under ``tag``."""
-
-    label: str
-    address: str
-    port: int
-    tag: str
-    keyspaces: tuple[str, ...]
-
-    def run(self) -> TaskResult:
-        answer = NodeApi(self.address, self.port).take_snapshot(self.tag, self.keyspaces)
-        return TaskResult(self.label, detail=answer)
 
 
 @dataclass(frozen=True)
@@ -109,7 +92,7 @@ class UploadTask:
         return TaskResult(self.label, size=source.stat().st_size, sha256=digest, modes=modes)
 
 
-SparkTask = SnapshotTask | DownloadTask | UploadTask
+SparkTask = DownloadTask | UploadTask
 
 
 def _ignore(amount: int) -> None:
