@@ -1,11 +1,12 @@
 """Benchmark: `tabletdb backup`/`restore` MB/s against plain Spark writing/reading the rows as Parquet.
 
 One node is filled through the `tabletdb` data source; it is backed up (snapshot + per-tablet
-file copies), and the backup is restored into a second, empty node. In the same run and the same
-SparkSession, the table's rows (read once through the data source and cached) are written as
-Parquet and read back in full. The ratios (Parquet seconds / backup or restore seconds, same
-rows) cancel out the machine's speed; MB/s are each side's own bytes (SQLite files vs Parquet),
-rows/s compare like with like. Server CPU per row is the node's CPU during backup or restore.
+file copies, as Spark tasks), and the backup is restored into a second, empty node (per-file
+uploads as Spark tasks). In the same run and the same SparkSession, the table's rows (read once
+through the data source and cached) are written as Parquet and read back in full. The ratios
+(Parquet seconds / backup or restore seconds, same rows) cancel out the machine's speed; MB/s
+are each side's own bytes (SQLite files vs Parquet), rows/s compare like with like. Server CPU
+per row is the node's CPU during backup or restore.
 Reproduce: `.venv/bin/python -m bench.bench_backup [--rows N] [--payload BYTES]`.
 """
 
@@ -68,7 +69,7 @@ def main() -> None:
                 src = ClusterOptions(hosts=(source.host,), api_port=API_PORT)
                 cpu = proc_cpu_seconds(source.pid)
                 started = time.monotonic()
-                backup = run_backup(src, tmp / "backup", (), QuietReporter())
+                backup = run_backup(spark, src, tmp / "backup", (), QuietReporter())
                 backup_s = time.monotonic() - started
                 backup_cpu = proc_cpu_seconds(source.pid) - cpu
                 _log(f"backup {backup_s:.1f}s")
@@ -76,7 +77,7 @@ def main() -> None:
                 dst = ClusterOptions(hosts=(target.host,), api_port=API_PORT)
                 cpu = proc_cpu_seconds(target.pid)
                 started = time.monotonic()
-                restore = run_restore(dst, tmp / "backup", QuietReporter())
+                restore = run_restore(spark, dst, tmp / "backup", QuietReporter())
                 restore_s = time.monotonic() - started
                 restore_cpu = proc_cpu_seconds(target.pid) - cpu
                 _log(f"restore {restore_s:.1f}s")
@@ -96,7 +97,10 @@ def main() -> None:
     mb = backup.bytes / 1e6
     figures = {
         "benchmark": "backup",
-        "workload": f"{rows} rows of ~{args.payload} B, 1 node smp 1, {backup.files} tablet files",
+        "workload": (
+            f"{rows} rows of ~{args.payload} B, 1 node smp 1, {backup.files} tablet files, "
+            f"Spark {args.master}"
+        ),
         "backup_mb_per_s": mb / backup_s,
         "restore_mb_per_s": mb / restore_s,
         "backup_rows_per_s": rows / backup_s,

@@ -1,5 +1,8 @@
 """`tabletdb backup` and `tabletdb restore` (pipelines in tabletdb.spark.backup / .restore).
 
+Both run their per-node and per-file work on Spark: `--master` (default local[*]) and repeatable
+`--conf KEY=VALUE` build the session the same way `tabletdb load` does.
+
 Exit codes: 0 done; 1 failed (the message says at which step; a failed restore resumes when run
 again); 2 bad options or credentials file; 4 restore finished but row counts differ from the
 backup (listed).
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -73,7 +76,7 @@ def _cluster_options(
     credentials_file: str | None,
     api_port: int,
     api_endpoints: tuple[str, ...],
-    parallel: int,
+    batch: int,
 ) -> Any:
     from tabletdb.spark.backup import ClusterOptions
     from tabletdb.spark.backup_rest import parse_endpoints
@@ -87,7 +90,7 @@ def _cluster_options(
         password=password,
         api_port=api_port,
         api_endpoints=parse_endpoints(api_endpoints),
-        parallel=parallel,
+        batch=batch,
     )
 
 
@@ -108,11 +111,42 @@ def _connection_options(command: Any) -> Any:
             metavar="ADDRESS:PORT",
             help="REST API of one node when its port differs from --api-port; repeatable.",
         ),
-        click.option("--parallel", type=int, default=4, show_default=True, help="Files in flight."),
+        click.option(
+            "--batch",
+            type=int,
+            default=0,
+            help="Files per Spark job (default: 4 per core); restore records progress after each job.",
+        ),
+        click.option("--master", default="local[*]", show_default=True, help="Spark master URL."),
+        click.option(
+            "--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark configuration, repeatable."
+        ),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def _spark(master: str, confs: tuple[str, ...], app_name: str) -> Any:
+    """The shared session builder of `tabletdb load`; a bad --conf is a usage error."""
+    from tabletdb.spark.session import parse_conf, spark_session
+
+    try:
+        conf = parse_conf(confs)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    return spark_session(master, conf, app_name=app_name)
+
+
+def _run_with_spark(
+    master: str, confs: tuple[str, ...], app_name: str, pipeline: Callable[[Any, RichReporter], Any]
+) -> Any:
+    spark = _spark(master, confs, app_name)
+    try:
+        with _reporter(Console(stderr=True)) as reporter:
+            return pipeline(spark, reporter)
+    finally:
+        spark.stop()
 
 
 @click.command("backup")
@@ -126,25 +160,39 @@ def _connection_options(command: Any) -> Any:
     is_flag=True,
     help="Copy every replica of each tablet (safe when replicas may differ; restore merges them).",
 )
-def backup_command(to_dir: str, keyspaces: tuple[str, ...], all_replicas: bool, **connection: Any) -> None:
+def backup_command(
+    to_dir: str,
+    keyspaces: tuple[str, ...],
+    all_replicas: bool,
+    master: str,
+    confs: tuple[str, ...],
+    **connection: Any,
+) -> None:
     """Back up schema, roles and data: per-tablet files, schema.cql and manifest.json."""
 
-    from tabletdb.spark.backup import BackupError, run_backup
+    from tabletdb.cli.load import _first_line
+    from tabletdb.spark.backup import BackupError, check_target, run_backup
     from tabletdb.spark.backup_rest import RestError
 
     try:
         options = dataclasses.replace(_cluster_options(**connection), all_replicas=all_replicas)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    console = Console(stderr=True)
     try:
-        with _reporter(console) as reporter:
-            summary = run_backup(options, Path(to_dir), keyspaces, reporter)
+        check_target(Path(to_dir))  # before Spark starts
+        summary = _run_with_spark(
+            master,
+            confs,
+            "tabletdb backup",
+            lambda spark, reporter: run_backup(spark, options, Path(to_dir), keyspaces, reporter),
+        )
     except (BackupError, RestError) as exc:
         click.echo(f"tabletdb backup: failed: {exc}", err=True)
         raise SystemExit(1) from None
-    except Exception as exc:  # driver and OS errors: one line, not a traceback
-        click.echo(f"tabletdb backup: failed: {type(exc).__name__}: {exc}", err=True)
+    except click.UsageError:
+        raise
+    except Exception as exc:  # driver, Spark and OS errors: one line, not a traceback
+        click.echo(f"tabletdb backup: failed: {_first_line(exc)}", err=True)
         raise SystemExit(1) from None
     mb = summary.bytes / 1e6
     click.echo(
@@ -159,9 +207,12 @@ def backup_command(to_dir: str, keyspaces: tuple[str, ...], all_replicas: bool, 
 @click.option(
     "--progress-file", help="Where restore records finished steps (default: in the backup directory)."
 )
-def restore_command(from_dir: str, progress_file: str | None, **connection: Any) -> None:
+def restore_command(
+    from_dir: str, progress_file: str | None, master: str, confs: tuple[str, ...], **connection: Any
+) -> None:
     """Restore a backup into an empty cluster; rerun after an interruption to resume."""
-    from tabletdb.spark.backup_manifest import ManifestError
+    from tabletdb.cli.load import _first_line
+    from tabletdb.spark.backup_manifest import ManifestError, read_manifest
     from tabletdb.spark.backup_rest import RestError
     from tabletdb.spark.restore import RestoreError, run_restore
 
@@ -169,20 +220,25 @@ def restore_command(from_dir: str, progress_file: str | None, **connection: Any)
         options = _cluster_options(**connection)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    console = Console(stderr=True)
+    progress = Path(progress_file) if progress_file else None
     try:
-        with _reporter(console) as reporter:
-            summary = run_restore(
-                options, Path(from_dir), reporter, Path(progress_file) if progress_file else None
-            )
+        read_manifest(Path(from_dir))  # before Spark starts
+        summary = _run_with_spark(
+            master,
+            confs,
+            "tabletdb restore",
+            lambda spark, reporter: run_restore(spark, options, Path(from_dir), reporter, progress),
+        )
     except ManifestError as exc:
         click.echo(f"tabletdb restore: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     except (RestoreError, RestError) as exc:
         click.echo(f"tabletdb restore: failed: {exc}; run it again to resume", err=True)
         raise SystemExit(1) from None
-    except Exception as exc:  # driver and OS errors: one line, not a traceback
-        click.echo(f"tabletdb restore: failed: {type(exc).__name__}: {exc}; run it again to resume", err=True)
+    except click.UsageError:
+        raise
+    except Exception as exc:  # driver, Spark and OS errors: one line, not a traceback
+        click.echo(f"tabletdb restore: failed: {_first_line(exc)}; run it again to resume", err=True)
         raise SystemExit(1) from None
     mb = summary.bytes / 1e6
     click.echo(

@@ -5,6 +5,7 @@
 - `ranges`: one input partition per tablet (or vnode range); `writer`: tablet-grouped writes;
 - `connection`: options and per-process driver sessions; `load`: `tabletdb load`'s pipeline.
 
-Backup and restore reuse the same two primitives: a tablet-aligned scan (`ranges.plan_scans`) and a
-tablet-grouped write (`writer.write_rows`).
+Backup and restore move whole tablet files (write times, TTLs and tombstones kept) between the
+nodes' REST APIs and a backup directory: `backup` / `restore` plan and verify on the driver,
+`backup_tasks` is the per-file Spark task, `backup_manifest` the directory's contract.
 """

@@ -6,6 +6,10 @@ files it holds through SQLite's online backup: consistent per file); write the s
 DESC SCHEMA WITH INTERNALS AND PASSWORDS (table ids, role hashes, grants); download one replica's
 file per tablet — files never span a tablet boundary — checking each sha256; write the manifest
 last. The snapshots are removed and balancing is put back as it was whether or not this worked.
+
+The driver (this module) plans, snapshots and verifies; the file copies run as Spark tasks (one
+per file, `backup_tasks`), so ``out_dir`` must be a path every executor shares with the driver on
+a real Spark cluster.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,10 +35,10 @@ from tabletdb.spark.backup_manifest import (
     write_manifest,
 )
 from tabletdb.spark.backup_rest import DEFAULT_API_PORT, Cluster, RestError
+from tabletdb.spark.backup_tasks import DownloadTask, TaskFailed, TaskResult, run_on_spark
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PARALLEL = 4
 DDL_TIMEOUT = 120.0
 
 
@@ -68,7 +72,8 @@ class ClusterOptions:
     password: str | None = None
     api_port: int = DEFAULT_API_PORT
     api_endpoints: dict[str, int] = field(default_factory=dict)
-    parallel: int = DEFAULT_PARALLEL
+    batch: int = 0
+    """Files per Spark job (0: a few per core); restore records progress after each job."""
     all_replicas: bool = False
     """Backup: copy every replica of each tablet, not one (restore merges them, last write wins)."""
 
@@ -86,12 +91,6 @@ def cql_session(options: ClusterOptions) -> Iterator[Any]:
         yield session
     finally:
         cluster.shutdown()
-
-
-def parallel_map(parallel: int, work: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-    """Run ``work`` over ``items`` on a few threads (transfers wait on sockets and disks)."""
-    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-        return list(pool.map(work, items))
 
 
 @dataclass(frozen=True)
@@ -193,12 +192,18 @@ def _file_name(host: uuid.UUID, entry: dict[str, Any], all_replicas: bool) -> st
     return f"{directory}/{host}-shard-{entry['shard']}.db"
 
 
-def run_backup(
-    options: ClusterOptions, out_dir: Path, keyspaces: Sequence[str], reporter: Reporter
-) -> BackupSummary:
-    started = time.monotonic()
+def check_target(out_dir: Path) -> None:
+    """Refuse a directory that already holds a finished backup (before anything starts)."""
     if (out_dir / MANIFEST).exists():
         raise BackupError(f"{out_dir} already holds a backup ({MANIFEST}); choose another directory")
+
+
+def run_backup(
+    spark: Any, options: ClusterOptions, out_dir: Path, keyspaces: Sequence[str], reporter: Reporter
+) -> BackupSummary:
+    started = time.monotonic()
+    check_target(out_dir)
+    out_dir = out_dir.resolve()  # executors get it as is
     out_dir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(options.hosts, options.api_port, options.api_endpoints)
     tag = f"backup-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
@@ -214,8 +219,11 @@ def run_backup(
         cluster.any_node.set_balancing(False)
         try:
             manifest = _copy(
-                session, cluster, options, out_dir, tag, chosen_keyspaces, cluster_name, reporter
+                spark, session, cluster, options, out_dir, tag, chosen_keyspaces, cluster_name, reporter
             )
+        except TaskFailed as exc:
+            _clean_up(cluster, tag, was_enabled, reporter, failing=True)
+            raise BackupError(str(exc)) from None
         except BaseException:
             _clean_up(cluster, tag, was_enabled, reporter, failing=True)  # the first error is the news
             raise
@@ -230,7 +238,25 @@ def run_backup(
     )
 
 
+def _snapshot_all(
+    cluster: Cluster, tag: str, keyspaces: list[str], reporter: Reporter
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """Driver side, all nodes at once: each call only waits while its node copies its own files,
+    and the snapshots should be taken close together."""
+    hosts = sorted(cluster.nodes, key=str)
+    reporter.step(f"snapshot {tag} on {len(hosts)} node(s)", len(hosts))
+
+    def snapshot(host: uuid.UUID) -> dict[str, Any]:
+        answer = cluster.node(host).take_snapshot(tag, keyspaces)
+        reporter.advance(1)
+        return answer
+
+    with ThreadPoolExecutor(max_workers=len(hosts), thread_name_prefix="snapshot") as pool:
+        return dict(zip(hosts, pool.map(snapshot, hosts)))
+
+
 def _copy(
+    spark: Any,
     session: Any,
     cluster: Cluster,
     options: ClusterOptions,
@@ -244,43 +270,34 @@ def _copy(
     schema_rows = _schema_rows(session, keyspaces)
     tables = _tables(session, keyspaces)
     layouts = {t[2]: tablet_layout(session, t[2]) for t in tables}
-    reporter.step(f"snapshot {tag} on {len(cluster.nodes)} node(s)", len(cluster.nodes))
-    hosts = sorted(cluster.nodes, key=str)
-
-    def snapshot(host: uuid.UUID) -> dict[str, Any]:
-        result = cluster.node(host).take_snapshot(tag, keyspaces)
-        reporter.advance(1)
-        return result
-
-    snapshots = dict(zip(hosts, parallel_map(options.parallel, snapshot, hosts)))
+    snapshots = _snapshot_all(cluster, tag, keyspaces, reporter)
     plan = [
         (t, host, entry)
         for t in tables
         for host, entry in _choose_files(t, layouts[t[2]], snapshots, options.all_replicas)
     ]
     reporter.step("copying tablet files", sum(entry["size"] for _, _, entry in plan))
-
-    def download(item: tuple[tuple[str, str, str, bool], uuid.UUID, dict[str, Any]]) -> BackupFile:
-        _, host, entry = item
-        name = _file_name(host, entry, options.all_replicas)
-        digest = cluster.node(host).download(tag, entry["path"], out_dir / name, reporter.advance)
-        if digest != entry["sha256"]:
-            raise BackupError(f"{name}: downloaded sha256 {digest} != the node's {entry['sha256']}")
-        return BackupFile(
-            entry["tablet_id"],
-            entry["first_token"],
-            entry["last_token"],
-            name,
-            entry["size"],
-            digest,
-            entry["rows"],
-            str(host),
+    tasks = [
+        DownloadTask(
+            _file_name(host, entry, options.all_replicas),
+            cluster.node(host).address,
+            cluster.node(host).port,
+            tag,
+            entry["path"],
+            str(out_dir),
+            entry["sha256"],
         )
+        for _, host, entry in plan
+    ]
 
-    copied = parallel_map(options.parallel, download, plan)
+    def copied(results: list[TaskResult]) -> None:
+        reporter.advance(sum(r.size for r in results))
+
+    results = run_on_spark(spark, tasks, options.batch, copied)
+    files = [_verified(host, entry, result) for (_, host, entry), result in zip(plan, results)]
     entries: list[TableEntry] = []
     for table in tables:
-        files = [f for (t, _, _), f in zip(plan, copied) if t == table]
+        table_files = [f for (t, _, _), f in zip(plan, files) if t == table]
         layout = layouts[table[2]]
         entries.append(
             TableEntry(
@@ -290,8 +307,8 @@ def _copy(
                 uses_tablets=layout is not None,
                 tablet_count=0 if layout is None else len(layout.last_tokens),
                 last_tokens=[] if layout is None else layout.last_tokens,
-                row_count=_row_count(session, table, files, layout, len(cluster.nodes)),
-                files=files,
+                row_count=_row_count(session, table, table_files, layout, len(cluster.nodes)),
+                files=table_files,
                 is_view=table[3],
             )
         )
@@ -306,6 +323,25 @@ def _copy(
     )
     write_manifest(out_dir, manifest)
     return manifest
+
+
+def _verified(host: uuid.UUID, entry: dict[str, Any], result: TaskResult) -> BackupFile:
+    """The manifest entry of a copied file, once its size and checksum match the snapshot's."""
+    if result.sha256 != entry["sha256"] or result.size != entry["size"]:
+        raise BackupError(
+            f"{result.label}: copied {result.size} bytes with sha256 {result.sha256}, "
+            f"the node's snapshot has {entry['size']} bytes with sha256 {entry['sha256']}"
+        )
+    return BackupFile(
+        entry["tablet_id"],
+        entry["first_token"],
+        entry["last_token"],
+        result.label,
+        entry["size"],
+        result.sha256,
+        entry["rows"],
+        str(host),
+    )
 
 
 def _row_count(

@@ -16,6 +16,10 @@
 Progress is an append-only file (one JSON line per finished statement or tablet, synced), kept
 next to the backup by default; a rerun skips what it lists, so a restore killed at any point
 completes when run again.
+
+Step 2 runs on Spark: one task per file (`backup_tasks.UploadTask`), in jobs of a few tasks per
+core; the driver records each job's finished files as the job ends. Executors read the files
+from ``backup_dir``, which must be a path they share with the driver on a real Spark cluster.
 """
 
 from __future__ import annotations
@@ -30,14 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tabletdb.cql.identifiers import quote_identifier
-from tabletdb.spark.backup import (
-    ClusterOptions,
-    Reporter,
-    TabletLayout,
-    cql_session,
-    parallel_map,
-    tablet_layout,
-)
+from tabletdb.spark.backup import ClusterOptions, Reporter, TabletLayout, cql_session, tablet_layout
 from tabletdb.spark.backup_manifest import (
     SCHEMA,
     BackupFile,
@@ -50,7 +47,8 @@ from tabletdb.spark.backup_manifest import (
     split_statements,
     tablets_option,
 )
-from tabletdb.spark.backup_rest import Cluster, file_sha256
+from tabletdb.spark.backup_rest import Cluster
+from tabletdb.spark.backup_tasks import TaskFailed, TaskResult, UploadTask, run_on_spark
 
 PROGRESS_FILE = "restore-progress.jsonl"
 
@@ -122,12 +120,14 @@ class RestoreSummary:
 
 
 def run_restore(
+    spark: Any,
     options: ClusterOptions,
     backup_dir: Path,
     reporter: Reporter,
     progress_path: Path | None = None,
 ) -> RestoreSummary:
     started = time.monotonic()
+    backup_dir = backup_dir.resolve()  # executors get it as is
     manifest = read_manifest(backup_dir)
     statements = split_statements((backup_dir / SCHEMA).read_text())
     cluster = Cluster(options.hosts, options.api_port, options.api_endpoints)
@@ -139,7 +139,7 @@ def run_restore(
             _check_empty(cluster, manifest)
         _replay_schema(session, statements, manifest, progress, reporter, indexes=False)
         layouts = {t.id: tablet_layout(session, t.id) for t in manifest.tables}
-        _load_files(cluster, options, backup_dir, manifest, layouts, progress, reporter, summary)
+        _load_files(spark, cluster, options, backup_dir, manifest, layouts, progress, reporter, summary)
         _unpin(session, statements, manifest, reporter)
         _replay_schema(session, statements, manifest, progress, reporter, indexes=True)
         _verify(session, manifest, reporter, summary)
@@ -219,6 +219,7 @@ def _targets(
 
 
 def _load_files(
+    spark: Any,
     cluster: Cluster,
     options: ClusterOptions,
     backup_dir: Path,
@@ -236,26 +237,41 @@ def _load_files(
         if t.uses_tablets and layout is None:
             raise RestoreError(f"{t.keyspace}.{t.table} was restored without tablets; the backup has them")
     reporter.step("loading tablet files", sum(f.size for _, f in todo))
+    expected = {f.path: f for _, f in todo}
+    tasks = [
+        UploadTask(
+            f.path,
+            tuple(
+                (api.address, api.port) for api in map(cluster.node, _targets(t, f, layouts[t.id], cluster))
+            ),
+            t.id,
+            f.first_token,
+            f.last_token,
+            str(backup_dir),
+            f.sha256,
+        )
+        for t, f in todo
+    ]
 
-    def load(item: tuple[TableEntry, BackupFile]) -> list[str]:
-        entry, f = item
-        source = backup_dir / f.path
-        digest = file_sha256(source)
-        if digest != f.sha256:
-            raise RestoreError(f"{f.path}: sha256 {digest} does not match the manifest's {f.sha256}")
-        modes = [
-            cluster.node(host).load_tablet(entry.id, f.first_token, f.last_token, source, f.sha256)["mode"]
-            for host in _targets(entry, f, layouts[entry.id], cluster)
-        ]
-        progress.file_done(f.path)
-        reporter.advance(f.size)
-        return modes
+    def loaded(results: list[TaskResult]) -> None:
+        for result in results:
+            f = expected[result.label]
+            if result.sha256 != f.sha256 or result.size != f.size:
+                raise RestoreError(
+                    f"{f.path}: read {result.size} bytes with sha256 {result.sha256}, "
+                    f"the manifest has {f.size} bytes with sha256 {f.sha256}"
+                )
+            progress.file_done(f.path)
+            summary.files_loaded += 1
+            summary.bytes += f.size
+            summary.whole_file_installs += result.modes.count("file")
+            summary.row_loads += result.modes.count("rows")
+            reporter.advance(f.size)
 
-    for modes, (_, f) in zip(parallel_map(options.parallel, load, todo), todo):
-        summary.files_loaded += 1
-        summary.bytes += f.size
-        summary.whole_file_installs += modes.count("file")
-        summary.row_loads += modes.count("rows")
+    try:
+        run_on_spark(spark, tasks, options.batch, loaded)
+    except TaskFailed as exc:
+        raise RestoreError(str(exc)) from None
 
 
 def _unpin(session: Any, statements: Sequence[str], manifest: Manifest, reporter: Reporter) -> None:

@@ -4,6 +4,10 @@ Acceptance: back up a node (every CQL type, tablets and vnode keyspaces, a mater
 counters, deletes, roles with grants), restore into a fresh node: DESC SCHEMA WITH INTERNALS AND
 PASSWORDS is identical (table ids included), every row is identical, restored roles log in and
 have their grants. A restore killed midway (SIGKILL) and run again completes with identical data.
+
+The command line (a Spark session per run) is exercised where it matters: backup with --master
+and --conf, the killed restore, credentials files and exit codes; the rest calls the pipelines
+in-process on one Spark session shared by the module.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from typing import Any
 
 import pytest
 
+from tabletdb.spark.backup import BackupError, ClusterOptions, QuietReporter, run_backup
 from tabletdb.spark.backup_rest import RestError
+from tabletdb.spark.restore import run_restore
 from tests.harness.clients import scylla_session
 from tests.harness.node import NodeFactory, TestNode
 
@@ -122,6 +128,24 @@ def _endpoint_args(node: TestNode) -> list[str]:
     ]  # fmt: skip
 
 
+def _options(node: TestNode) -> ClusterOptions:
+    return ClusterOptions(
+        hosts=(node.host,),
+        username="cassandra",
+        password="cassandra",
+        api_endpoints={node.host: node.endpoints.api_port},
+    )
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from tabletdb.spark.session import spark_session
+
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{args[3]} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
@@ -150,7 +174,9 @@ def node_factory_module(
 @pytest.fixture(scope="module")
 def backup_dir(source: TestNode, tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("backup") / "b1"
-    _run(_cli("backup", *_endpoint_args(source), "--to", str(target)))
+    spark_options = ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"]
+    done = _run(_cli("backup", *_endpoint_args(source), "--to", str(target), *spark_options))
+    assert "backed up 5 table(s)" in done.stdout
     return target
 
 
@@ -174,20 +200,13 @@ def test_backup_writes_manifest_schema_and_per_tablet_files(source: TestNode, ba
 
 
 def test_restore_reproduces_schema_rows_and_roles(
-    source: TestNode, backup_dir: Path, node_factory_module: NodeFactory, tmp_path: Path
+    spark: Any, source: TestNode, backup_dir: Path, node_factory_module: NodeFactory, tmp_path: Path
 ) -> None:
     target = node_factory_module.start_node(options=AUTH)
-    done = _run(
-        _cli(
-            "restore",
-            *_endpoint_args(target),
-            "--from",
-            str(backup_dir),
-            "--progress-file",
-            str(tmp_path / "p"),
-        )
-    )
-    assert "whole-file installs" in done.stdout
+    summary = run_restore(spark, _options(target), backup_dir, QuietReporter(), tmp_path / "p")
+    manifest = json.loads((backup_dir / "manifest.json").read_text())
+    assert summary.files_loaded == sum(len(t["files"]) for t in manifest["tables"])
+    assert summary.whole_file_installs > 0 and not summary.mismatches
     assert _snapshot(target) == _snapshot(source)
     from cassandra.auth import PlainTextAuthProvider
     from cassandra.cluster import NoHostAvailable
@@ -209,7 +228,7 @@ def test_restore_reproduces_schema_rows_and_roles(
 
 
 def test_restore_killed_midway_resumes_to_identical_data(
-    source: TestNode, backup_dir: Path, node_factory_module: NodeFactory, tmp_path: Path
+    spark: Any, source: TestNode, backup_dir: Path, node_factory_module: NodeFactory, tmp_path: Path
 ) -> None:
     target = node_factory_module.start_node(options=AUTH)
     progress = tmp_path / "progress.jsonl"
@@ -217,7 +236,9 @@ def test_restore_killed_midway_resumes_to_identical_data(
         "restore", *_endpoint_args(target), "--from", str(backup_dir), "--progress-file", str(progress)
     )
     total = sum(len(t["files"]) for t in json.loads((backup_dir / "manifest.json").read_text())["tables"])
-    first = subprocess.Popen([*args, "--parallel", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        [*args, "--batch", "1", "--master", "local[1]"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         while first.poll() is None and '"file"' not in (progress.read_text() if progress.exists() else ""):
             time.sleep(0.002)
@@ -226,8 +247,8 @@ def test_restore_killed_midway_resumes_to_identical_data(
         first.wait()
     loaded = progress.read_text().count('"file"')
     assert 0 < loaded < total, f"the kill should land while files load ({loaded} of {total} done)"
-    done = _run(args)
-    assert "(resumed)" in done.stdout and f"{loaded} already done" in done.stdout
+    summary = run_restore(spark, _options(target), backup_dir, QuietReporter(), progress)
+    assert summary.resumed and summary.files_skipped == loaded and summary.files_loaded == total - loaded
     assert _snapshot(target) == _snapshot(source)
 
 
@@ -251,16 +272,16 @@ def test_balancing_flag_is_replicated_state_that_survives_a_restart(node_factory
             time.sleep(0.1)
 
 
-def test_failed_backup_resumes_balancing_and_drops_its_snapshots(source: TestNode, tmp_path: Path) -> None:
+def test_failed_backup_task_fails_the_backup_and_still_cleans_up(
+    spark: Any, source: TestNode, tmp_path: Path
+) -> None:
     from tabletdb.spark.backup_rest import NodeApi
 
     out = tmp_path / "broken"
     out.mkdir()
     (out / "data").write_text("a file where the data directory must go")
-    done = subprocess.run(
-        _cli("backup", *_endpoint_args(source), "--to", str(out)), capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 1 and "failed" in done.stderr
+    with pytest.raises(BackupError, match=r"data/bk/\S+\.db: (FileExistsError|NotADirectoryError)"):
+        run_backup(spark, _options(source), out, (), QuietReporter())
     assert NodeApi(source.host, source.endpoints.api_port).balancing_enabled()
     assert not list((source.workdir / "snapshots").glob("*/*"))
     assert not (out / "manifest.json").exists()

@@ -1,0 +1,138 @@
+"""The per-file work of backup and restore, run as Spark tasks.
+
+The driver plans (tablet maps, snapshot tag, which file goes where) and turns each unit of work
+into a small frozen dataclass holding only plain values: a node's REST address, a table id, a
+token range, a checksum and a path under the backup directory. `run_task` (top level, so Spark
+pickles it by reference) runs one on an executor and returns a `TaskResult`; errors come back as
+results rather than exceptions, so the driver can record what did finish (restore progress)
+before failing with the task's own message instead of a JVM stack trace.
+
+The backup directory is read and written by the executors: on a real Spark cluster it must be a
+path every executor and the driver see alike (a shared filesystem), and every executor must
+reach the nodes' REST APIs and have tabletdb installed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tabletdb.spark.backup_rest import NodeApi, RestError, file_sha256
+
+log = logging.getLogger(__name__)
+
+BATCH_PER_CORE = 4
+"""Default tasks per Spark job, per core of the default parallelism (see `run_on_spark`)."""
+
+
+class TaskFailed(RuntimeError):
+    """One or more tasks failed; the message names each one's file and its error."""
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    label: str
+    error: str | None = None
+    size: int = 0
+    sha256: str = ""
+    modes: tuple[str, ...] = ()
+    """Restore: how each target node took the file ("file" whole, or "rows")."""
+
+
+@dataclass(frozen=True)
+class DownloadTask:
+    """Copy one snapshot file from its node into the backup directory."""
+
+    label: str
+    """The file's path relative to the backup directory."""
+    address: str
+    port: int
+    tag: str
+    snapshot_path: str
+    backup_dir: str
+    expected_sha256: str
+
+    def run(self) -> TaskResult:
+        target = Path(self.backup_dir) / self.label
+        digest = NodeApi(self.address, self.port).download(self.tag, self.snapshot_path, target, _ignore)
+        if digest != self.expected_sha256:
+            raise RestError(f"downloaded sha256 {digest} != the node's {self.expected_sha256}")
+        return TaskResult(self.label, size=target.stat().st_size, sha256=digest)
+
+
+@dataclass(frozen=True)
+class UploadTask:
+    """Send one backed-up file to every node that holds a replica of a tablet it overlaps."""
+
+    label: str
+    """The file's path relative to the backup directory (the restore progress key)."""
+    targets: tuple[tuple[str, int], ...]
+    table_id: str
+    first_token: int
+    last_token: int
+    backup_dir: str
+    expected_sha256: str
+
+    def run(self) -> TaskResult:
+        source = Path(self.backup_dir) / self.label
+        digest = file_sha256(source)
+        if digest != self.expected_sha256:
+            raise RestError(f"sha256 {digest} does not match the manifest's {self.expected_sha256}")
+        modes = tuple(
+            str(
+                NodeApi(address, port).load_tablet(
+                    self.table_id, self.first_token, self.last_token, source, digest
+                )["mode"]
+            )
+            for address, port in self.targets
+        )
+        return TaskResult(self.label, size=source.stat().st_size, sha256=digest, modes=modes)
+
+
+SparkTask = DownloadTask | UploadTask
+
+
+def _ignore(amount: int) -> None:
+    """Byte progress inside a task has nowhere to go; the driver advances per finished job."""
+
+
+def run_task(task: SparkTask) -> TaskResult:
+    """Executor side: run one task; an error becomes the result's message."""
+    try:
+        return task.run()
+    except (RestError, OSError, KeyError, ValueError) as exc:
+        return TaskResult(
+            task.label, error=f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc)
+        )
+
+
+def run_on_spark(
+    spark: Any,
+    tasks: Sequence[SparkTask],
+    batch: int = 0,
+    finished: Callable[[list[TaskResult]], None] | None = None,
+) -> list[TaskResult]:
+    """Run ``tasks`` as Spark jobs of ``batch`` tasks each (one task per partition), in order.
+
+    A job's results reach the driver only when the whole job is done, so work is cut into jobs of
+    a few tasks per core (``batch`` 0) and ``finished`` sees each job's successes as it ends: a
+    restore records them, so one killed midway loses at most a job's worth. Raises `TaskFailed`
+    with every failed task's message after handing the job's successes to ``finished``.
+    """
+    context = spark.sparkContext
+    size = batch if batch > 0 else BATCH_PER_CORE * max(1, int(context.defaultParallelism))
+    results: list[TaskResult] = []
+    for start in range(0, len(tasks), size):
+        wave = list(tasks[start : start + size])
+        got: list[TaskResult] = context.parallelize(wave, len(wave)).map(run_task).collect()
+        done = [r for r in got if r.error is None]
+        if finished is not None and done:
+            finished(done)
+        failed = [r for r in got if r.error is not None]
+        if failed:
+            raise TaskFailed("; ".join(f"{r.label}: {r.error}" for r in failed))
+        results.extend(got)
+    return results

@@ -1,0 +1,28 @@
+"""`tabletdb backup` / `restore` refuse bad Spark options and unusable directories before Spark
+(or any connection) starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tabletdb.cli.backup import backup_command, restore_command
+
+HOSTS = ["--hosts", "127.0.0.1"]
+
+
+def test_a_conf_without_equals_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(backup_command, [*HOSTS, "--to", str(tmp_path / "b"), "--conf", "nokey"])
+    assert result.exit_code == 2 and "KEY=VALUE" in result.output
+
+
+def test_backup_into_a_finished_backup_fails_at_once(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text("{}")
+    result = CliRunner().invoke(backup_command, [*HOSTS, "--to", str(tmp_path), "--conf", "nokey"])
+    assert result.exit_code == 1 and "already holds a backup" in result.output
+
+
+def test_restore_from_a_directory_without_manifest_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(restore_command, [*HOSTS, "--from", str(tmp_path)])
+    assert result.exit_code == 2 and "manifest.json" in result.output
