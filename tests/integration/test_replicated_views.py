@@ -120,8 +120,7 @@ def test_views_and_indexes_rf3_and_rf1_through_a_kill(node_factory: NodeFactory)
         check(s1, "v3", model, "QUORUM")
 
     victim.start()
-    with pinned(victim) as s2:
-        wait_for(lambda: available_at_all(s2, "v3"), "node 2 to see its peers up")
-    for node in nodes:
+    for node in nodes:  # every node's failure detector must see the others up before reading at ALL
         with pinned(node) as s:
+            wait_for(lambda s=s: available_at_all(s, "v3"), f"{node.endpoints.address} to see its peers up")
             check(s, "v3", model, "ALL")
