@@ -61,17 +61,43 @@ class CounterCoordinator:
         jobs = []
         for replicas, group in self._writes.groups(table, deltas):
             alive = check_available(cl, replicas, ctx.local_dc, ctx.is_up, write=True)
-            leader = alive[0] if alive else replicas[0]
-            if ctx.is_local(leader):
-                jobs.append(self.lead(table, group, cl))
-            else:
-                jobs.append(self._forward(table, leader, replicas, group, cl))
+            jobs.append(self._through_leader(table, list(alive) or [replicas[0]], replicas, group, cl))
         await asyncio.gather(*jobs)
 
-    async def _forward(
-        self, table: TableDef, leader: Replica, replicas: ReplicaSet, deltas: list[Mutation], cl: int
+    async def _through_leader(
+        self,
+        table: TableDef,
+        candidates: list[Replica],
+        replicas: ReplicaSet,
+        deltas: list[Mutation],
+        cl: int,
     ) -> None:
-        """Hand deltas to a remote leader; its failure becomes the client's WriteTimeout/Failure."""
+        """Lead locally or forward to the first candidate; a candidate that refuses the connection
+        never received the deltas (the failure detector has not noticed it died yet), so the next
+        one may lead without risking a double increment."""
+        for i, leader in enumerate(candidates):
+            if self.replicas.is_local(leader):
+                await self.lead(table, deltas, cl)
+                return
+            try:
+                await self._forward(table, leader, replicas, deltas, cl, last=i == len(candidates) - 1)
+                return
+            except ConnectionError as exc:
+                if not _never_delivered(exc):
+                    raise
+                continue
+
+    async def _forward(
+        self,
+        table: TableDef,
+        leader: Replica,
+        replicas: ReplicaSet,
+        deltas: list[Mutation],
+        cl: int,
+        last: bool = True,
+    ) -> None:
+        """Hand deltas to a remote leader; its failure becomes the client's WriteTimeout/Failure
+        (a refused connection is re-raised as is unless ``last``, so the caller tries another)."""
         ctx = self.replicas
         payload = [table.id.bytes, cl, mutations_to_plain(deltas)]
         block_for = ResponseTracker(cl, replicas, ctx.local_dc, write=True).block_for
@@ -80,6 +106,10 @@ class CounterCoordinator:
             await ctx.call(leader, VERB_COUNTER, payload, ctx.timeouts.counter_write)
         except TimeoutError:
             raise WriteTimeout(f"Timed out: {what}", cl, 0, block_for, "COUNTER") from None
+        except ConnectionError as exc:
+            if not last and _never_delivered(exc):
+                raise
+            raise WriteFailure(f"Failed: {what}: {exc}", cl, 0, block_for, 1, "COUNTER") from exc
         except Exception as exc:
             raise WriteFailure(f"Failed: {what}: {exc}", cl, 0, block_for, 1, "COUNTER") from exc
 
@@ -136,3 +166,9 @@ class CounterCoordinator:
         if not -(1 << 63) <= value < (1 << 63):
             raise InvalidRequest(f"Counter {delta.column} would overflow")
         return Cell(delta.column, codec.serialize(BIGINT, value), timestamp, delta.path)
+
+
+def _never_delivered(exc: BaseException) -> bool:
+    """A refused connection: the request cannot have reached the peer (unlike a connection lost
+    after sending), so retrying it elsewhere cannot apply the deltas twice."""
+    return isinstance(exc.__cause__, ConnectionRefusedError)
