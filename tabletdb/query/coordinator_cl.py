@@ -17,23 +17,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tabletdb.cql.errors import InvalidRequest, Unavailable
+from tabletdb.protocol.requests import (
+    ALL,
+    ANY,
+    EACH_QUORUM,
+    LOCAL_ONE,
+    LOCAL_QUORUM,
+    LOCAL_SERIAL,
+    ONE,
+    QUORUM,
+    SERIAL,
+    THREE,
+    TWO,
+)
+from tabletdb.protocol.requests import CONSISTENCY_NAMES as NAMES
 from tabletdb.query.replica_placement import Replica, ReplicaSet
 
-ANY, ONE, TWO, THREE, QUORUM, ALL = 0x0000, 0x0001, 0x0002, 0x0003, 0x0004, 0x0005
-LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL, LOCAL_ONE = 0x0006, 0x0007, 0x0008, 0x0009, 0x000A
-NAMES = {
-    ANY: "ANY",
-    ONE: "ONE",
-    TWO: "TWO",
-    THREE: "THREE",
-    QUORUM: "QUORUM",
-    ALL: "ALL",
-    LOCAL_QUORUM: "LOCAL_QUORUM",
-    EACH_QUORUM: "EACH_QUORUM",
-    SERIAL: "SERIAL",
-    LOCAL_SERIAL: "LOCAL_SERIAL",
-    LOCAL_ONE: "LOCAL_ONE",
-}
+# The level codes and names are the protocol's; re-exported so the coordinator modules read them here.
+__all__ = ["ALL", "ANY", "EACH_QUORUM", "LOCAL_ONE", "LOCAL_QUORUM", "LOCAL_SERIAL", "NAMES", "ONE", "QUORUM"]
+__all__ += ["SERIAL", "THREE", "TWO", "Requirement", "ResponseTracker", "check_available", "read_targets"]
+__all__ += ["requirement"]
 
 Requirement = tuple[tuple[str | None, int], ...]
 """(scope, count) pairs: scope None = any DC, else only replicas in that DC count."""
