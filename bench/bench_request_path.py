@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from bench.common import RESULT_PREFIX
+from tabletdb.node.gc_tuning import tune_for_serving
 from tabletdb.protocol.frames import HEADER, OpCode
 from tabletdb.protocol.requests import QF_DEFAULT_TIMESTAMP, QF_PAGE_SIZE, QF_SKIP_METADATA, QF_VALUES
 from tabletdb.protocol.responses import PreparedResult
@@ -148,6 +149,7 @@ async def _main(args: argparse.Namespace, profiler: Any = None) -> dict[str, Any
         node = DataNode(Path(tmp))
         try:
             await _setup(node, args.keys)
+            tune_for_serving()  # as the node does once it serves
             if profiler is not None:
                 profiler.enable()  # the loads only, not the set-up's parsing and batches
             for name, statement in (("insert", INSERT), ("select", SELECT)):
