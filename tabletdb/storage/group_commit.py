@@ -41,6 +41,8 @@ class GroupCommitter:
         self._node = node if not store.in_memory else None
         self.outstanding = 0
         """Writes handed to the node committer and not yet answered."""
+        self.log_name: str | None = None
+        """The store's name in the node committer's log (set by it on first use)."""
         self._pending: _Batch = []
         self._scheduled = False
         self._in_flight = False

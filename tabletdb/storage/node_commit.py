@@ -170,7 +170,7 @@ class NodeCommitter:
             self._settle(batch, outcomes)
             return
         payload: bytes = msgpack.packb(
-            [_WRITE, [[self._name(c.store.path), blobs] for c, _, _, blobs in stores.values()]]
+            [_WRITE, [[self._name_of(c), blobs] for c, _, _, blobs in stores.values()]]
         )
         to_sync: list[TabletStore] = []
         if self._log.size >= self._trim_bytes:
@@ -233,6 +233,13 @@ class NodeCommitter:
                 future.set_result(None)
             else:
                 future.set_exception(outcome)
+
+    def _name_of(self, committer: GroupCommitter) -> str:
+        """``_name`` of the committer's store, computed once (path arithmetic is slow)."""
+        name = committer.log_name
+        if name is None:
+            name = committer.log_name = self._name(committer.store.path)
+        return name
 
     def _name(self, path: Path) -> str:
         """The store's path as recorded: relative to the data directory when under it."""
