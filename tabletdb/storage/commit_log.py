@@ -19,7 +19,7 @@ _HEADER = struct.Struct("<II")
 
 
 class CommitLog:
-    """One log file; not thread-safe (its user serializes appends and resets)."""
+    """One log file; not thread-safe (its user serializes appends, resets and closing)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -34,6 +34,8 @@ class CommitLog:
 
     def append(self, payload: bytes) -> None:
         """Write one record and make it durable (``fdatasync``) before returning."""
+        if self._fd < 0:  # never write through a closed descriptor: its number may be reused
+            raise OSError("the commit log is closed")
         record = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
         view = memoryview(record)
         while view:
@@ -63,7 +65,9 @@ class CommitLog:
         self.size = 0
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -215,3 +215,15 @@ def test_replay_after_a_crash_equals_the_synced_store(
             assert got == reference.read_partition(pk, now), (pk, now)
     again.close()
     reference.close()
+
+
+def test_writes_after_close_fail_instead_of_reaching_another_file(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    committer = node.committer("a.db")
+    node.close()
+
+    async def go() -> None:
+        with pytest.raises(OSError, match="closed"):
+            await committer.apply([put(b"k", b"late", 1)])
+
+    asyncio.run(go())
