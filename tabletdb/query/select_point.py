@@ -6,8 +6,10 @@ iteration and no async generator. When this node's store alone answers the read 
 consistency level (``ReadCoordinator.reads_locally``, the decision the general path makes too),
 the row comes straight from ``LocalReplica.read_partition`` and is encoded from the store's cells:
 a partition key column of a canonical-encoding type is sent as its key bytes, a regular column of
-such a type as its stored cell (both are what decoding and re-encoding would give). Any other
-output goes through ``partition_rows`` and ``select_execute``'s encoder, as the general path does.
+such a type as its stored cell (both are what decoding and re-encoding would give), read with
+``TabletStore.read_row_cells`` (one statement, no row or cell objects). Any other output, or a
+partition with static, range or collection-tombstone data, goes through ``read_partition``,
+``partition_rows`` and ``select_execute``'s encoder, as the general path does.
 
 Everything else - clustering columns, LIMIT, DISTINCT, JSON, aggregates, ORDER BY, a paging
 state, a read that needs other replicas - is left to ``select_execute.execute_select``
@@ -109,14 +111,18 @@ def point_select(
     key, token = partition_key(table, [values[i] for i in plan.point_order])
     if not reads.reads_locally(table, token, cl):
         return None
-    data = reads.replicas.local.read_partition(table, key, token, now)
+    local = reads.replicas.local
+    recipe = point.recipe
+    if recipe is not None:
+        cells = local.read_row_cells(table, key, token, now)
+        if cells is None:
+            return RowsResult(plan.metadata.with_paging_state(None), [])
+        if isinstance(cells, dict):
+            components = split_key(table, key) if len(table.partition_key) > 1 else [key]
+            row = [components[part] if isinstance(part, int) else cells.get(part) for part in recipe]
+            return RowsResult(plan.metadata.with_paging_state(None), [row])
+    data = local.read_partition(table, key, token, now)  # outputs to decode, or not a simple partition
     if data is None:
         return RowsResult(plan.metadata.with_paging_state(None), [])
-    recipe = point.recipe
-    if recipe is None or data.static_row is not None or len(data.rows) != 1:
-        rows = list(partition_rows(table, data, None, static_only_row=True))
-        return RowsResult(plan.metadata.with_paging_state(None), encode_rows(plan, rows))
-    cells = {cell.column: cell.value for cell in data.rows[0].cells}
-    components = split_key(table, key) if len(table.partition_key) > 1 else [key]
-    row = [components[part] if isinstance(part, int) else cells.get(part) for part in recipe]
-    return RowsResult(plan.metadata.with_paging_state(None), [row])
+    rows = list(partition_rows(table, data, None, static_only_row=True))
+    return RowsResult(plan.metadata.with_paging_state(None), encode_rows(plan, rows))

@@ -26,7 +26,12 @@ from typing import TypeVar
 from tabletdb.dht.token import TokenRange
 from tabletdb.storage.compaction import compact
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
-from tabletdb.storage.read_path import PartitionReader, bound_to_columns, read_simple_partition
+from tabletdb.storage.read_path import (
+    PartitionReader,
+    bound_to_columns,
+    read_row_cells,
+    read_simple_partition,
+)
 from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.sqlite_schema import (
     DDL,
@@ -267,6 +272,10 @@ class TabletStore:
         self._transaction(lambda: compact(self._writer, now, gc_before_ts))
 
     # --- reads ------------------------------------------------------------------------------
+
+    def read_row_cells(self, partition_key: bytes, now: int) -> dict[str, bytes] | object | None:
+        """``read_path.read_row_cells`` on this store (tables without clustering columns)."""
+        return read_row_cells(self._conn, partition_key, now)
 
     def read_partition(
         self,
