@@ -195,7 +195,11 @@ def from_driver(t: T.CqlType, v: Any) -> Any:
     if isinstance(t, T.ListType | T.SetType | T.VectorType):
         return tuple(from_driver(t.element, e) for e in v)
     if isinstance(t, T.MapType):
-        return tuple((from_driver(t.key, k), from_driver(t.value, x)) for k, x in v.items())
+        # The driver's OrderedMapSerializedKey looks values up by re-serialising the key, and it
+        # re-serialises a frozen set of timeuuids in Python's UUID order, not CQL's: read its
+        # decoded (key, value) pairs as they came off the wire instead of looking them up.
+        pairs = v._items if isinstance(v, util.OrderedMap) else v.items()
+        return tuple((from_driver(t.key, k), from_driver(t.value, x)) for k, x in pairs)
     types = t.elements if isinstance(t, T.TupleType) else t.field_types  # type: ignore[attr-defined]
     return tuple(from_driver(ft, x) for ft, x in zip(types, v))
 
