@@ -30,8 +30,9 @@ from typing import Any, Protocol
 from tabletdb.cql.errors import InvalidRequest, Unavailable, WriteTimeout
 from tabletdb.net.rpc import Handler, RpcError
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
+from tabletdb.query.coordinator_cl import ResponseTracker
 from tabletdb.query.coordinator_context import Replicas
-from tabletdb.query.lwt import OnRead, Write
+from tabletdb.query.lwt import Write
 from tabletdb.query.paxos_acceptor import DurableAcceptor
 from tabletdb.query.paxos_messages import (
     Accept,
@@ -44,8 +45,8 @@ from tabletdb.query.paxos_messages import (
     to_plain,
 )
 from tabletdb.query.paxos_proposer import Done, NeedValue, Outcome, Output, Proposer, Send, Timing
-from tabletdb.query.paxos_values import decode_mutations, encode_mutations
-from tabletdb.query.replica_placement import Replica
+from tabletdb.query.paxos_values import OnRead, decode_mutations, encode_mutations
+from tabletdb.query.replica_placement import Replica, ReplicaSet
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.paxos_state import PaxosStateCommitter, PaxosStateStore
 
@@ -152,9 +153,16 @@ class PaxosService:
     # --- proposer ------------------------------------------------------------------------------
 
     async def transact(
-        self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead, serial: int = SERIAL
+        self,
+        table: TableDef,
+        token: int,
+        partition_key: bytes,
+        on_read: OnRead,
+        serial: int = SERIAL,
+        commit: int | None = None,
     ) -> bool:
-        placed = self._replicas.placement.replicas(table, token)
+        every = self._replicas.placement.replicas(table, token)
+        placed = every
         if serial == LOCAL_SERIAL:
             placed = tuple(r for r in placed if r.dc == self._replicas.local_dc)
         replicas = tuple(r.raft_id for r in placed)
@@ -175,7 +183,10 @@ class PaxosService:
         )
         seq = next(self._seq) & 0xFFFFFFFF
         key = table.id.bytes + partition_key
-        proposer = Proposer(key, replicas, quorum, self._rpc.node_id, seq, timing, seed=start ^ seq)
+        enough = None if commit is None else self._commit_level(commit, every, {r.raft_id: r for r in placed})
+        proposer = Proposer(
+            key, replicas, quorum, self._rpc.node_id, seq, timing, seed=start ^ seq, commit_enough=enough
+        )
         run = _Round(self, table, token, proposer, on_read, {r.raft_id: r for r in placed})
         outcome = await run.drive()
         self.contentions += run.contentions
@@ -192,6 +203,21 @@ class PaxosService:
             quorum,
             "CAS",
         )
+
+    def _commit_level(
+        self, cl: int, every: ReplicaSet, by_id: dict[int, Replica]
+    ) -> Callable[[frozenset[int]], bool]:
+        """Whether the replicas that acknowledged our commit meet ``cl`` (counted over all the token's
+        replicas, as a plain write at ``cl`` would be)."""
+        local_dc = self._replicas.local_dc
+
+        def enough(acked: frozenset[int]) -> bool:
+            tracker = ResponseTracker(cl, every, local_dc, write=True)
+            for r in acked:
+                tracker.ack(by_id[r])
+            return tracker.satisfied
+
+        return enough
 
 
 class _Round:

@@ -17,7 +17,7 @@ no row; for a batch the primary key and condition columns of each row the condit
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
@@ -26,7 +26,7 @@ from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.paxos_messages import Ballot
-from tabletdb.query.paxos_values import Reconciler, encode_mutations
+from tabletdb.query.paxos_values import PaxosRounds, Reconciler, encode_mutations
 from tabletdb.query.read_restrictions import analyze
 from tabletdb.query.read_rows import partition_rows
 from tabletdb.query.terms import Bindings, term_value
@@ -41,28 +41,10 @@ from tabletdb.storage.tablet_store import TabletStore
 Row = dict[str, Any]
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
 Write = Callable[[TableDef, Sequence[Mutation]], Awaitable[None]]
-OnRead = Callable[[Ballot, Sequence[bytes | None]], bytes | None]
-"""Given the ballot and the promise quorum's reads, the value to propose (None: do not write)."""
 RowAt = Callable[[bytes | None], Row | None]
 """The current row at a clustering key (None: the partition's first row or its static row)."""
 Decision = tuple[list[Mutation] | None, RowsResult]
 _RECONCILER = Reconciler()
-
-
-class PaxosRounds(Protocol):
-    """The cluster side of a transaction (``node.paxos_service`` implements it over the network)."""
-
-    async def transact(
-        self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead, serial: int = SERIAL
-    ) -> bool:
-        """Run Paxos for the partition; True if our value was committed, False if none was proposed.
-
-        ``serial`` is SERIAL (all replicas) or LOCAL_SERIAL (those in the coordinator's DC).
-
-        Raises Unavailable when fewer than a quorum of replicas are alive, and WriteTimeout (write
-        type CAS) when time ran out, including when our value may or may not have been chosen.
-        """
-        ...
 
 
 def is_conditional(stmt: ast.Statement) -> bool:

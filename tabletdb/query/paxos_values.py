@@ -12,14 +12,44 @@ The encoding is msgpack over the data path's wire form of mutations (``replica_w
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 import msgpack
 
 from tabletdb.dht.token import TokenRange
+from tabletdb.protocol.requests import SERIAL
+from tabletdb.query.paxos_messages import Ballot
 from tabletdb.query.replica_wire import mutations_from_plain, mutations_to_plain
+from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.tablet_store import TabletStore
+
+OnRead = Callable[[Ballot, Sequence[bytes | None]], bytes | None]
+"""Given the ballot and the promise quorum's reads, the value to propose (None: do not write)."""
+
+
+class PaxosRounds(Protocol):
+    """The cluster side of a transaction (``node.paxos_service`` implements it over the network)."""
+
+    async def transact(
+        self,
+        table: TableDef,
+        token: int,
+        partition_key: bytes,
+        on_read: OnRead,
+        serial: int = SERIAL,
+        commit: int | None = None,
+    ) -> bool:
+        """Run Paxos for the partition; True if our value was committed, False if none was proposed.
+
+        ``serial`` is SERIAL (all replicas) or LOCAL_SERIAL (those in the coordinator's DC).
+        ``commit``: a consistency level the commit must meet as well as a quorum (None: a quorum).
+
+        Raises Unavailable when fewer than a quorum of replicas are alive, and WriteTimeout (write
+        type CAS) when time ran out, including when our value may or may not have been chosen.
+        """
+        ...
 
 
 def encode_mutations(mutations: Sequence[Mutation]) -> bytes:
@@ -60,3 +90,4 @@ class Reconciler:
         finally:
             for token in {m.token for m in mutations}:
                 store.delete_token_range(TokenRange(token - 1, token))
+

@@ -19,12 +19,12 @@ from tabletdb.protocol.wire import Unset
 from tabletdb.query.coordinator_cl import LOCAL_SERIAL, ONE, SERIAL
 from tabletdb.query.coordinator_read import ConsistentReads
 from tabletdb.query.lwt import (
-    PaxosRounds,
     execute_conditional,
     execute_conditional_batch,
     is_conditional,
     serial_read_barrier,
 )
+from tabletdb.query.paxos_values import PaxosRounds
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.terms import Bindings, term_value
