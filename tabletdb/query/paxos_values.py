@@ -21,8 +21,10 @@ from tabletdb.dht.token import TokenRange
 from tabletdb.protocol.requests import SERIAL
 from tabletdb.query.paxos_messages import Ballot
 from tabletdb.query.replica_wire import mutations_from_plain, mutations_to_plain
+from tabletdb.query.write_statements import CurrentCells
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.mutation import Mutation
+from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
+from tabletdb.storage.reconcile import LiveCell
 from tabletdb.storage.tablet_store import TabletStore
 
 OnRead = Callable[[Ballot, Sequence[bytes | None]], bytes | None]
@@ -91,3 +93,20 @@ class Reconciler:
             for token in {m.token for m in mutations}:
                 store.delete_token_range(TokenRange(token - 1, token))
 
+
+def cells_in(store: TabletStore | None, now: int) -> CurrentCells:
+    """``CurrentCells`` answered from one store (None: nothing stored anywhere, every cell absent)."""
+
+    def read(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
+        if store is None:
+            return ()
+        if static:
+            data = store.read_partition(key, now, limit=0)
+            row = None if data is None else data.static_row
+        else:
+            slice_ = ClusteringSlice(Bound(ck), Bound(ck))
+            data = store.read_partition(key, now, slice_, include_static=False)
+            row = None if data is None or not data.rows else data.rows[0]
+        return () if row is None else row.cells_of(column)
+
+    return read

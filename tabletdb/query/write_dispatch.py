@@ -2,8 +2,9 @@
 
 Kept apart from ``processor`` so the protocol handler only resolves tables and dispatches.
 List element operations read before they write, under the table's lock, and only where this
-node is the only replica. Counter updates are built as deltas and go through the partition's
-leader replica (``coordinator_counter``), which adds them to the total under its lock.
+node is the only replica. Counter updates are built as deltas; ``coordinator_counter`` adds
+them to the totals in one Paxos round per partition (under a lock where this node is the only
+replica).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class DataPath:
             )
         if table.is_counter:
             deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
-            await self.writer.counters.update(table, deltas, cl)
+            await self.writer.counters.update(table, deltas, cl, self.paxos)
         elif _reads_before_write(stmt, table):
             self._require_local(table, "List element and UDT field updates and removals")
             async with self.writer.lock(table, b""):
@@ -154,7 +155,7 @@ class DataPath:
         write_type = {"LOGGED": "BATCH", "UNLOGGED": "UNLOGGED_BATCH"}.get(kind, "COUNTER")
         for table, mutations in per_table.values():
             if table.is_counter:
-                await self.writer.counters.update(table, mutations, cl)
+                await self.writer.counters.update(table, mutations, cl, self.paxos)
             else:
                 await self.write(table, mutations, cl, write_type)
         return VoidResult()
