@@ -26,14 +26,14 @@ from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.paxos_messages import Ballot
-from tabletdb.query.paxos_values import PaxosRounds, Reconciler, encode_mutations
+from tabletdb.query.paxos_values import PaxosRounds, Reconciler, cells_in, encode_mutations
 from tabletdb.query.read_restrictions import analyze
 from tabletdb.query.read_rows import partition_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.query.write_keys import partition_key
-from tabletdb.query.write_statements import where_of
+from tabletdb.query.write_statements import CurrentCells, where_of
 from tabletdb.schema.model import ColumnDef, TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.tablet_store import TabletStore
@@ -207,10 +207,10 @@ async def execute_conditional(
     key, token, ck = _target(stmt, table, bindings)
     _evaluate(stmt, table, bindings, None)  # invalid conditions fail before any round starts
 
-    def decide(row_at: RowAt, ts: int | None) -> Decision:
+    def decide(row_at: RowAt, ts: int | None, cells: CurrentCells | None) -> Decision:
         current = row_at(ck)
         applied, shown = _evaluate(stmt, table, bindings, current)
-        mutations = writer.mutations_for(stmt, table, bindings, ts) if applied else None
+        mutations = writer.mutations_for(stmt, table, bindings, ts, current=cells) if applied else None
         return mutations, _result(table, applied, shown, current)
 
     return await _transact(writer, table, key, token, write, paxos, serial, decide)
@@ -243,7 +243,7 @@ async def execute_conditional_batch(
         raise InvalidRequest("Batch with conditions cannot span multiple partitions")
     key, token = keys.pop()
 
-    def decide(row_at: RowAt, ts: int | None) -> Decision:
+    def decide(row_at: RowAt, ts: int | None, cells: CurrentCells | None) -> Decision:
         at = ts if ts is not None else writer.timestamps.next()
         seen: list[tuple[Row | None, list[ColumnDef]]] = []
         holds = True
@@ -255,7 +255,9 @@ async def execute_conditional_batch(
         if not holds:
             return None, _batch_result(table, seen)
         mutations = [
-            m for stmt, _, bindings in statements for m in writer.mutations_for(stmt, table, bindings, at)
+            m
+            for stmt, _, bindings in statements
+            for m in writer.mutations_for(stmt, table, bindings, at, current=cells)
         ]
         return mutations, _result(table, True, [], None)
 
@@ -288,12 +290,12 @@ async def _transact(
     write: Write,
     paxos: PaxosRounds | None,
     serial: int | None,
-    decide: Callable[[RowAt, int | None], Decision],
+    decide: Callable[[RowAt, int | None, CurrentCells | None], Decision],
 ) -> RowsResult:
     if paxos is None:
         async with writer.lock(table, key):
             store, now = writer.stores.store(table, token), writer.now_seconds()
-            mutations, result = decide(lambda ck: _row_in(store, table, key, ck, now), None)
+            mutations, result = decide(lambda ck: _row_in(store, table, key, ck, now), None, None)
             if mutations is not None:
                 await write(table, mutations)
         return result
@@ -305,7 +307,7 @@ async def _transact(
             row_at: RowAt = (
                 (lambda ck: None) if merged is None else (lambda ck: _row_in(merged, table, key, ck, now))
             )
-            mutations, result = decide(row_at, ballot.micros)
+            mutations, result = decide(row_at, ballot.micros, cells_in(merged, now))
         results.append(result)
         return None if mutations is None else encode_mutations(mutations)
 
