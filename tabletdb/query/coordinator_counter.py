@@ -95,8 +95,21 @@ class CounterCoordinator:
     async def update(
         self, table: TableDef, deltas: Sequence[Mutation], cl: int, paxos: PaxosRounds | None = None
     ) -> None:
-        """Apply counter deltas at ``cl``, each partition on its own (as Cassandra's counter batches)."""
-        await asyncio.gather(*(self._one(table, delta, cl, paxos) for delta in deltas))
+        """Apply counter deltas at ``cl``, each partition on its own (as Cassandra's counter batches).
+
+        Partitions run concurrently; deltas of one partition (a COUNTER batch naming it twice) one
+        after the other, so they do not contend with each other for its Paxos rounds.
+        """
+        per_partition: dict[bytes, list[Mutation]] = {}
+        for delta in deltas:
+            per_partition.setdefault(delta.partition_key, []).append(delta)
+        await asyncio.gather(*(self._in_turn(table, group, cl, paxos) for group in per_partition.values()))
+
+    async def _in_turn(
+        self, table: TableDef, deltas: list[Mutation], cl: int, paxos: PaxosRounds | None
+    ) -> None:
+        for delta in deltas:
+            await self._one(table, delta, cl, paxos)
 
     async def _one(self, table: TableDef, delta: Mutation, cl: int, paxos: PaxosRounds | None) -> None:
         placed = self.replicas.placement.replicas(table, delta.token)

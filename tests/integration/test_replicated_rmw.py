@@ -231,3 +231,37 @@ def test_concurrent_list_appends_and_index_sets_lose_nothing(node_factory: NodeF
                 values, _ = list_row(s, ks, "ALL")
                 assert values[:2] == [-(count - 1), -(count - 2)]  # the last set of each index
                 assert sorted(values[2:]) == appended
+
+
+def test_statement_semantics_hold_through_the_paxos_path(node_factory: NodeFactory) -> None:
+    """Errors computed from the read (overflow, index out of bounds) write nothing; a COUNTER
+    batch naming a partition twice counts both; a counter deletion is a deletion."""
+    from cassandra import InvalidRequest
+
+    nodes = node_factory.start_cluster(3, options=RMW_OPTIONS)
+    create_schema(nodes[0])
+    with pinned(nodes[0]) as s0, pinned(nodes[1]) as s1:
+        for ks in KEYSPACES:
+            run(s0, f"UPDATE {ks}.counts SET n = n + %s WHERE k = 5", "QUORUM", ((1 << 63) - 2,))
+            try:
+                run(s1, f"UPDATE {ks}.counts SET n = n + 5 WHERE k = 5", "QUORUM")
+                raise AssertionError("an overflowing increment was accepted")
+            except InvalidRequest as exc:
+                assert "overflow" in str(exc)
+            batch = (
+                f"BEGIN COUNTER BATCH UPDATE {ks}.counts SET n = n + 1 WHERE k = 6; "
+                f"UPDATE {ks}.counts SET n = n + 2, m = m - 1 WHERE k = 6; "
+                f"UPDATE {ks}.counts SET n = n + 4 WHERE k = 7; APPLY BATCH"
+            )
+            run(s1, batch, "ALL")
+            run(s0, f"DELETE FROM {ks}.counts WHERE k = 7", "QUORUM")
+            assert totals(s0, ks, "ALL") == {5: ((1 << 63) - 2, None), 6: (3, -1)}
+
+            run(s0, f"INSERT INTO {ks}.lists (k, l) VALUES (2, [1])", "QUORUM")
+            try:
+                run(s1, f"UPDATE {ks}.lists SET l[3] = 9 WHERE k = 2", "QUORUM")
+                raise AssertionError("an out of bounds list index was accepted")
+            except InvalidRequest:
+                pass
+            (row,) = run(s1, f"SELECT l FROM {ks}.lists WHERE k = 2", "ALL")
+            assert row.l == [1]
