@@ -160,6 +160,7 @@ class PaxosService:
         on_read: OnRead,
         serial: int = SERIAL,
         commit: int | None = None,
+        budget: float | None = None,
     ) -> bool:
         every = self._replicas.placement.replicas(table, token)
         placed = every
@@ -178,9 +179,8 @@ class PaxosService:
             )
         t = self._timeouts
         start = _now_us()
-        timing = Timing(
-            deadline=start + int((t.cas_contention + t.write) * 1e6), round_timeout=int(t.write * 1e6)
-        )
+        total = t.cas_contention + t.write if budget is None else budget
+        timing = Timing(deadline=start + int(total * 1e6), round_timeout=int(min(t.write, total) * 1e6))
         seq = next(self._seq) & 0xFFFFFFFF
         key = table.id.bytes + partition_key
         enough = None if commit is None else self._commit_level(commit, every, {r.raft_id: r for r in placed})

@@ -59,14 +59,17 @@ async def read_modify_write(
 
     Unavailable (at ``cl``, or QUORUM when ``cl`` asks for less: Paxos needs a majority) before
     anything is sent; WriteTimeout with ``write_type`` when the round runs out of time (the update
-    may or may not have been applied, as for any timed-out write).
+    may or may not have been applied, as for any timed-out write): for counters after the
+    counter write timeout, as before Paxos; otherwise after the CAS contention + write timeouts.
     """
     key, token = mutation_key
     placed = replicas.placement.replicas(table, token)
     check_available(cl, placed, replicas.local_dc, replicas.is_up, write=True)
     check_available(QUORUM, placed, replicas.local_dc, replicas.is_up, write=True)
     try:
-        await paxos.transact(table, token, key, propose_from_reads(build, now), SERIAL, commit=cl)
+        on_read = propose_from_reads(build, now)
+        budget = replicas.timeouts.counter_write if write_type == "COUNTER" else None
+        await paxos.transact(table, token, key, on_read, SERIAL, commit=cl, budget=budget)
     except WriteTimeout as exc:
         block_for = max(ResponseTracker(cl, placed, replicas.local_dc, write=True).block_for, exc.block_for)
         raise WriteTimeout(

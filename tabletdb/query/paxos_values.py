@@ -42,11 +42,14 @@ class PaxosRounds(Protocol):
         on_read: OnRead,
         serial: int = SERIAL,
         commit: int | None = None,
+        budget: float | None = None,
     ) -> bool:
         """Run Paxos for the partition; True if our value was committed, False if none was proposed.
 
         ``serial`` is SERIAL (all replicas) or LOCAL_SERIAL (those in the coordinator's DC).
         ``commit``: a consistency level the commit must meet as well as a quorum (None: a quorum).
+        ``budget``: seconds the whole transaction may take (None: the CAS contention timeout
+        plus the write timeout).
 
         Raises Unavailable when fewer than a quorum of replicas are alive, and WriteTimeout (write
         type CAS) when time ran out, including when our value may or may not have been chosen.

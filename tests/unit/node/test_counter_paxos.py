@@ -20,6 +20,7 @@ from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
 from tabletdb.node.paxos_service import PaxosService
 from tabletdb.query.coordinator_cl import ALL, ONE, QUORUM
+from tabletdb.query.coordinator_context import Timeouts
 from tabletdb.storage.mutation import Cell, Mutation, RowWrite
 from tests.unit.node.test_paxos_service import EXPIRING, ROOMY, Network, _three_services
 from tests.unit.query.replica_cluster import Cluster, host
@@ -30,12 +31,20 @@ KEY = b"hits"
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[Setup]:
-    yield from _three_services(tmp_path, ROOMY)
+    yield from _with_counter_timeout(_three_services(tmp_path, ROOMY), 60.0)
 
 
 @pytest.fixture
 def expiring(tmp_path: Path) -> Iterator[Setup]:
-    yield from _three_services(tmp_path, EXPIRING)
+    yield from _with_counter_timeout(_three_services(tmp_path, EXPIRING), 0.8)
+
+
+def _with_counter_timeout(services: Iterator[Setup], seconds: float) -> Iterator[Setup]:
+    """A counter round's budget is the coordinator's counter write timeout (not the CAS ones)."""
+    for setup in services:
+        for replicas in setup[0].replicas:
+            replicas.timeouts = Timeouts(counter_write=seconds)
+        yield setup
 
 
 def delta(n: int, ts: int = 1) -> Mutation:
