@@ -234,7 +234,7 @@ class _Round:
     ) -> None:
         self.s, self.table, self.token, self.proposer, self.on_read = service, table, token, proposer, on_read
         self.replicas = replicas
-        self.inbox: asyncio.Queue[tuple[int, Reply]] = asyncio.Queue()
+        self.inbox: asyncio.Queue[tuple[int, Reply | _Failed]] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.contentions = 0
 
@@ -246,7 +246,10 @@ class _Round:
                 timeout = None if wake is None else max(0.0, (wake - _now_us()) / 1e6)
                 try:
                     src, reply = await asyncio.wait_for(self.inbox.get(), timeout)
-                    done = self._handle(self.proposer.receive(src, reply, _now_us()))
+                    if isinstance(reply, _Failed):
+                        done = self._handle(self.proposer.undelivered(src, reply.request, _now_us()))
+                    else:
+                        done = self._handle(self.proposer.receive(src, reply, _now_us()))
                 except TimeoutError:
                     done = self._handle(self.proposer.tick(_now_us()))
             self.contentions = done.contentions
@@ -282,6 +285,8 @@ class _Round:
                     reply = from_plain(raw)  # type: ignore[assignment]
             except (RpcError, OSError, ValueError) as exc:
                 log.debug("paxos %s to node %s failed: %s", type(out.message).__name__, out.dst, exc)
+                if isinstance(out.message, Prepare) or _never_delivered(exc):
+                    self.inbox.put_nowait((out.dst, _Failed(out.message)))
                 return
             except Exception:  # a local failure (storage) counts as no answer, like a remote one
                 log.exception("paxos %s on this node failed", type(out.message).__name__)
@@ -295,6 +300,26 @@ class _Round:
         task = asyncio.ensure_future(call())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A request whose call failed so that the proposer may count it as not delivered.
+
+    Without this, a replica killed before the failure detector noticed stays silent to the
+    proposer until the round timeout, and one refusal from a competing proposer then stalls the
+    round (no quorum can be refused, none can be reached) for that long. A prepare that failed in
+    any way may be counted as refused (its only effect is a retry with a higher ballot); an accept
+    only when the connection was refused, i.e. it certainly was not delivered (else it may have
+    been accepted, and treating it as rejected could lose track of our value).
+    """
+
+    request: Request
+
+
+def _never_delivered(exc: BaseException) -> bool:
+    """The connection was refused: the request never reached the peer."""
+    return isinstance(exc, ConnectionRefusedError) or isinstance(exc.__cause__, ConnectionRefusedError)
 
 
 def _now_us() -> int:

@@ -17,8 +17,10 @@ from typing import Any
 from tests.harness.node import NodeFactory, TestNode
 from tests.integration.test_replicated_data import OPTIONS, available_at_all, pinned, run, wait_for
 
-RMW_OPTIONS = {**OPTIONS, "cas_contention_timeout_in_ms": 60000}
-"""Concurrent updates of one partition contend in Paxos; give them room (liveness, not speed)."""
+RMW_OPTIONS = {**OPTIONS, "cas_contention_timeout_in_ms": 60000, "write_request_timeout_in_ms": 10000}
+"""Concurrent updates of one partition contend in Paxos; give them room (liveness, not speed). A
+Paxos round that waits for a silent replica is retried after the write timeout, so keep it well
+inside the counter budget (30 s): right after the kill -9 a round can wait for the dead node."""
 KEYSPACES = ("rt", "rv")
 NTS = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
 
