@@ -197,7 +197,7 @@ class PaxosService:
         what = "may or may not have been applied" if outcome is Outcome.UNKNOWN else "was not applied"
         raise WriteTimeout(
             f"Paxos on {table.keyspace}.{table.name} timed out ({run.contentions} contended rounds); "
-            f"the conditional write {what}",
+            f"the write {what}",
             serial,
             0,
             quorum,

@@ -7,8 +7,9 @@ between the read and the write, whatever each coordinator believes about who is 
 round gives both: when the proposer asks for a value, the promise quorum agrees on the latest
 commit and every earlier commit reached a member of it (each commit's proposer saw a quorum
 holding its predecessor, and any two quorums meet), so the reconciled reads hold every update
-ever committed for the partition; and a value is chosen only if no other ballot was accepted
-in between, so two coordinators can never both build on the same read.
+ever committed for the partition; and a value is chosen only if a quorum accepted it before
+promising any higher ballot, so two coordinators can never both have values chosen that were
+built on the same read.
 
 ``build`` is called with the reconciled partition's cells and the ballot's microseconds,
 possibly once per round (a lost round reads again). It must be pure: its result is the Paxos
