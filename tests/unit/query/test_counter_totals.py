@@ -66,3 +66,24 @@ def test_deletions_pass_unchanged() -> None:
 def test_overflow_is_refused(base: int, step: int) -> None:
     with pytest.raises(InvalidRequest, match="would overflow"):
         add_deltas(delta(("n", step)), stored({(False, "n"): (base, 1)}), 2)
+
+
+def test_the_round_adds_to_the_newest_total_among_the_promises_reads() -> None:
+    """``propose_from_reads`` as a counter's on_read: replicas' reads reconciled last-write-wins
+    (one replica missed the latest total, one has nothing), the delta added to the newest."""
+    from tabletdb.query.paxos_messages import Ballot
+    from tabletdb.query.paxos_rmw import propose_from_reads
+    from tabletdb.query.paxos_values import decode_mutations, encode_mutations
+
+    def read(total: int, ts: int) -> bytes:
+        return encode_mutations(
+            [Mutation(KEY, TOKEN, rows=(RowWrite(b"c", cells=(Cell("n", big(total), ts),)),))]
+        )
+
+    on_read = propose_from_reads(
+        lambda current, micros: [add_deltas(delta(("n", 3)), current, micros)], now=0
+    )
+    proposed = decode_mutations(on_read(Ballot(150, 1, 1), [read(5, 100), read(7, 200), None]))
+    assert [cells(m) for m in proposed] == [{"n": (10, 201)}]
+    fresh = decode_mutations(on_read(Ballot(300, 1, 1), [None, None]))
+    assert [cells(m) for m in fresh] == [{"n": (3, 300)}]
