@@ -7,6 +7,8 @@ Figures (issue 7, counters):
   of 100,000 (little contention): the cost of one counter update.
 - `rf3 counter hot`: the same on 16 keys, so concurrent updates of one partition meet (Paxos
   contention: backoff and retried rounds).
+- `rf3 counter one key`: every update on one partition (the delta is 0: the bind values are
+  drawn from the key space), all requests in flight meet.
 The driver spreads requests round robin over the three nodes. Server CPU is summed over every
 node and divided by client operations. All processes share the machine's cores.
 
@@ -71,6 +73,7 @@ def main() -> None:
         figures["rf3 insert"] = _load(nodes, INSERT, ("int_rand", "text16"), 100_000, args)
         figures["rf3 counter"] = _load(nodes, COUNTER, ("int_rand", "int_rand"), 100_000, args)
         figures["rf3 counter hot"] = _load(nodes, COUNTER, ("int_rand", "int_rand"), 16, args)
+        figures["rf3 counter one key"] = _load(nodes, COUNTER, ("int_rand", "int_rand"), 1, args)
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
 
 
