@@ -8,7 +8,8 @@ client's consistency level. Paxos chooses at most one value per ballot and only 
 other chosen value has overtaken, so no increment is lost whatever the coordinators believe
 about who is up. A total is stamped with the ballot's microseconds, raised above the timestamp
 of the total it was computed from, so totals only move forward under last-write-wins and a
-QUORUM read sees the latest one a QUORUM commit left.
+QUORUM read sees the latest one a QUORUM commit left. Updates of one partition that meet on
+this coordinator share rounds (``counter_batches``) instead of contending with each other.
 
 Where this node is the partition's only replica (a lone node, RF=1 here) the update keeps the
 cheaper path: the partition's lock held from the read of the local total to its durable write.
