@@ -247,7 +247,15 @@ class Proposer:
         promises = list(self._promises.values())
         latest = _newest([p.committed for p in promises])
         in_progress = _newest([p.accepted for p in promises])
-        if in_progress is not None and latest is not None and in_progress.ballot <= latest.ballot:
+        # In progress means newer than the latest commit and not a re-proposal of the very value
+        # committed last (a competing proposer's repair, accepted but not yet committed): that
+        # one changes nothing when applied again, and repairing it anyway let two proposers
+        # repair each other's re-proposals of one value forever (seen: counters, 3 coordinators).
+        if (
+            in_progress is not None
+            and latest is not None
+            and (in_progress.ballot <= latest.ballot or in_progress.value == latest.value)
+        ):
             in_progress = None
         if self._maybe_ours:
             found = self._find_ours(promises, latest, in_progress, now)

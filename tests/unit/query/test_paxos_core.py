@@ -186,3 +186,17 @@ def test_a_commit_waits_for_the_clients_level_beyond_a_quorum() -> None:
         Send(2, Commit(b"k", Proposal(ballot, b"v")))
     ]  # resent to the one still missing
     assert proposer.receive(2, Committed(b"k", ballot), now=6) == [Done(Outcome.APPLIED, 0)]
+
+
+def test_a_re_proposal_of_the_last_committed_value_is_not_repaired_again() -> None:
+    """Two proposers repairing each other's re-proposals of one value would never stop (seen with
+    counters from three coordinators): a value equal to the latest commit counts as committed."""
+    proposer = Proposer(b"k", (0, 1, 2), 2, 7, 1, Timing(deadline=10**9), seed=0)
+    ballot = proposer.start(now=100)[0].message.ballot  # type: ignore[union-attr]
+    committed, repaired = Proposal(Ballot(10, 1, 1), b"v"), Proposal(Ballot(20, 2, 1), b"v")
+    outputs = [
+        o
+        for n in (0, 1)
+        for o in proposer.receive(n, Promise(b"k", ballot, True, None, repaired, committed), now=101)
+    ]
+    assert len(outputs) == 1 and isinstance(outputs[0], NeedValue)
