@@ -7,9 +7,16 @@ BIN := $(VENV)/bin
 CASSANDRA_VENV := .venv-cassandra
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint unit bench soak clean format
+.PHONY: install bytecode run test lint unit bench soak clean format
 
-install: $(VENV)/.installed $(CASSANDRA_VENV)/.installed
+install: $(VENV)/.installed $(CASSANDRA_VENV)/.installed bytecode
+
+# Compile the project's modules ahead of time, as an installed wheel would be. Without it, an
+# environment with PYTHONDONTWRITEBYTECODE set (or a read-only tree) recompiles ~200 modules in
+# every node process it starts: ~0.4 s of CPU per start, half of a node's start-up. Up-to-date
+# files are skipped, so this costs ~0.1 s when nothing changed.
+bytecode: $(VENV)/.installed
+	$(BIN)/python -m compileall -q -j 0 tabletdb bench tests > /dev/null
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

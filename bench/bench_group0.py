@@ -5,7 +5,14 @@ flatness = mean CREATE TABLE latency with 5,000 existing tables / with 10 (goal 
 the seconds `tabletdb cluster up --nodes 3` needs until every node serves CQL. Each figure carries
 the CPU the three node processes spent per DDL. The 8-client rate is measured twice: with the
 driver's default wait for schema agreement after each DDL (what applications see) and without it
-(what the cluster can commit; the agreement check sleeps 200 ms whenever a peer lags).
+(what the cluster can commit; the agreement check sleeps 200 ms whenever a peer lags). Figures
+with the wait carry how many of the drivers' agreement checks (after each answer and each
+SCHEMA_CHANGE event, on every session's control connection) saw a difference. The large-schema
+figure uses fresh sessions, as the small one did: after the fill, each driver still has one
+check queued per event it received. The 1-client figures run with that client's session alone
+(`--idle-sessions 7` adds the other sessions, as before 2026-11-26: every connected driver checks
+agreement after every event, so each one adds two system-table reads per DDL to the cluster's
+work and its own CPU to the benchmark process).
 
 Reproduce: `.venv/bin/python -m bench.bench_group0 [--tables 5000] [--samples 100]`. Nodes run on
 127.0.97.1-3 (outside the test harness's address blocks); logs stay in a temporary directory.
@@ -68,6 +75,29 @@ class _Cpu:
         now = self._total()
         spent, self._last = now - self._last, now
         return spent / max(ops, 1) * 1e6
+
+
+class _Mismatches:
+    """How many of the driver's schema-agreement checks saw a difference (each one costs the
+    checking driver a 200 ms sleep under its agreement lock)."""
+
+    def __init__(self) -> None:
+        from cassandra.cluster import ControlConnection
+
+        self._agreed: list[bool] = []  # list.append is atomic: the drivers' threads share it
+        original = ControlConnection._get_schema_mismatches
+
+        def counting(cc: Any, peers_result: Any, local_result: Any, local_address: Any) -> Any:
+            found = original(cc, peers_result, local_result, local_address)
+            self._agreed.append(found is None)
+            return found
+
+        ControlConnection._get_schema_mismatches = counting
+
+    def take(self) -> dict[str, int]:
+        """Checks and mismatches since the last call."""
+        agreed, self._agreed = self._agreed, []
+        return {"agreement_checks": len(agreed), "agreement_mismatches": agreed.count(False)}
 
 
 def _session(host: str) -> Any:
@@ -144,23 +174,35 @@ def main() -> None:
         action="store_true",
         help="keyspace without tablets: group0's own cost, without tablet planning per CREATE TABLE",
     )
+    parser.add_argument(
+        "--idle-sessions",
+        type=int,
+        default=0,
+        help="other driver sessions connected during the 1-client figures (each checks agreement per event)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-group0-") as tmp, _cluster(Path(tmp)) as (up_seconds, cpu):
         _result("cluster up --nodes 3 to CQL", None, [], seconds=up_seconds)
-        sessions = [_session(NODES[i % 3]) for i in range(8)]
-        sessions[0].execute(
+        mismatches = _Mismatches()
+        one, idle = _session(NODES[0]), [_session(NODES[(i + 1) % 3]) for i in range(args.idle_sessions)]
+        one.execute(
             "CREATE KEYSPACE bench WITH replication = "
             "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
             + (" AND tablets = {'enabled': false}" if args.vnodes else "")
         )
-        _create_tables(sessions[0], 10)
+        _create_tables(one, 10)
         cpu.us_per_op(1)
-        small = _create_tables(sessions[0], args.samples)
+        mismatches.take()
+        small = _create_tables(one, args.samples)
         us = cpu.us_per_op(len(small))
-        _result("CREATE TABLE, 1 client, ~10 tables", 1e6 * len(small) / sum(small), small, cpu_us_per_op=us)
+        label = f"CREATE TABLE, 1 client (+{len(idle)} idle), ~10 tables"
+        _result(label, 1e6 * len(small) / sum(small), small, cpu_us_per_op=us, **mismatches.take())
+        sessions = [one, *idle, *(_session(NODES[i % 3]) for i in range(1 + len(idle), 8))]
         rate, latencies = _parallel(sessions, max(1, args.samples // 8))
         us = cpu.us_per_op(len(latencies))
-        _result("CREATE TABLE, 8 clients over 3 nodes", rate, latencies, cpu_us_per_op=us)
+        _result(
+            "CREATE TABLE, 8 clients over 3 nodes", rate, latencies, cpu_us_per_op=us, **mismatches.take()
+        )
         for session in sessions:
             session.cluster.max_schema_agreement_wait = 0
         rate, latencies = _parallel(sessions, max(1, args.samples // 8))
@@ -172,14 +214,20 @@ def main() -> None:
         fill = max(0, args.tables - existing)
         rate, _ = _parallel(sessions, fill // 8 + 1)
         print(f"filled to ~{args.tables} tables at {rate:.0f} DDL/s", flush=True)
+        # Each driver still has one agreement check queued per event it saw (10 ms apart): fresh
+        # sessions measure the large schema as the small one was measured, not that backlog.
+        for session in sessions:
+            session.cluster.shutdown()
+        one, idle = _session(NODES[0]), [_session(NODES[(i + 1) % 3]) for i in range(args.idle_sessions)]
         cpu.us_per_op(1)
-        large = _create_tables(sessions[0], args.samples)
+        mismatches.take()
+        large = _create_tables(one, args.samples)
         us = cpu.us_per_op(len(large))
         ratio = statistics.fmean(large) / statistics.fmean(small)
-        label = f"CREATE TABLE, 1 client, ~{args.tables} tables"
-        _result(label, 1e6 * len(large) / sum(large), large, cpu_us_per_op=us)
+        label = f"CREATE TABLE, 1 client (+{len(idle)} idle), ~{args.tables} tables"
+        _result(label, 1e6 * len(large) / sum(large), large, cpu_us_per_op=us, **mismatches.take())
         _result("flatness: mean latency large/small schema", None, [], ratio=ratio)
-        for session in sessions:
+        for session in (one, *idle):
             session.cluster.shutdown()
 
 

@@ -12,7 +12,7 @@ module stays the small shared vocabulary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Native type names as CQL spells them. `varchar` is an alias of `text` and is normalised away.
 NATIVE_TYPE_NAMES: tuple[str, ...] = (
@@ -133,13 +133,17 @@ class NativeType(CqlType):
         return self.name == "counter"
 
 
-@dataclass(frozen=True)
-class ListType(CqlType):
-    element: CqlType
-    frozen: bool = False
+class _Collection(CqlType):
+    """What list, set and map share: stored cell by cell unless frozen (each subclass is a frozen
+    dataclass with a ``frozen`` field and says how its unfrozen form is written)."""
+
+    frozen: bool
+
+    def unfrozen_cql(self) -> str:
+        raise NotImplementedError
 
     def cql(self) -> str:
-        inner = f"list<{self.element.cql()}>"
+        inner = self.unfrozen_cql()
         return f"frozen<{inner}>" if self.frozen else inner
 
     @property
@@ -151,50 +155,35 @@ class ListType(CqlType):
         return not self.frozen
 
     def frozen_form(self) -> CqlType:
-        return ListType(self.element, True)
+        return replace(self, frozen=True)  # type: ignore[type-var]  # each subclass is a dataclass
 
 
 @dataclass(frozen=True)
-class SetType(CqlType):
+class ListType(_Collection):
     element: CqlType
     frozen: bool = False
 
-    def cql(self) -> str:
-        inner = f"set<{self.element.cql()}>"
-        return f"frozen<{inner}>" if self.frozen else inner
-
-    @property
-    def is_collection(self) -> bool:
-        return True
-
-    @property
-    def is_multi_cell(self) -> bool:
-        return not self.frozen
-
-    def frozen_form(self) -> CqlType:
-        return SetType(self.element, True)
+    def unfrozen_cql(self) -> str:
+        return f"list<{self.element.cql()}>"
 
 
 @dataclass(frozen=True)
-class MapType(CqlType):
+class SetType(_Collection):
+    element: CqlType
+    frozen: bool = False
+
+    def unfrozen_cql(self) -> str:
+        return f"set<{self.element.cql()}>"
+
+
+@dataclass(frozen=True)
+class MapType(_Collection):
     key: CqlType
     value: CqlType
     frozen: bool = False
 
-    def cql(self) -> str:
-        inner = f"map<{self.key.cql()}, {self.value.cql()}>"
-        return f"frozen<{inner}>" if self.frozen else inner
-
-    @property
-    def is_collection(self) -> bool:
-        return True
-
-    @property
-    def is_multi_cell(self) -> bool:
-        return not self.frozen
-
-    def frozen_form(self) -> CqlType:
-        return MapType(self.key, self.value, True)
+    def unfrozen_cql(self) -> str:
+        return f"map<{self.key.cql()}, {self.value.cql()}>"
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ TICK_SECONDS = 0.05
 ELECTION_TICKS = 20
 """1-2 s election timeout at 50 ms ticks: slow enough for a loaded 2-core CI machine."""
 SNAPSHOT_EVERY = int(os.environ.get("TABLETDB_GROUP0_SNAPSHOT_EVERY", "1000"))
-"""Entries between snapshots (an environment override lets tests force log truncation)."""
+"""Fewest entries between snapshots (an environment override lets tests force log truncation:
+then exactly that many, whatever their size)."""
+SNAPSHOT_FIXED = "TABLETDB_GROUP0_SNAPSHOT_EVERY" in os.environ
 RETRY_SECONDS = 0.05
 
 Applier = Callable[[list[Entry]], None]
@@ -75,6 +77,12 @@ class RaftDriver:
         self._snapshot_capture = snapshot_capture
         self._snapshotting: asyncio.Task[None] | None = None
         self.snapshot_every = snapshot_every
+        self.snapshot_by_size = not SNAPSHOT_FIXED
+        """Also wait until the log since the last snapshot is as big as that snapshot."""
+        self._log_bytes = 0
+        """Bytes of entries persisted since the last snapshot was captured or installed."""
+        self._snapshot_bytes = 0
+        """Size of the last snapshot taken or installed here (0: none yet, count entries only)."""
         config = Config(id=raft_id, election_tick=ELECTION_TICKS, heartbeat_tick=2, seed=raft_id & 0xFFFFFFFF)
         self.raft = RaftNode(config, store)
         self._outboxes: dict[NodeId, asyncio.Queue[Message]] = {}
@@ -185,7 +193,9 @@ class RaftDriver:
         if applied <= self.store.snapshot_meta.index:
             return 0
         meta = self.raft.snapshot_meta()
-        self.store.apply_snapshot(Snapshot(meta, self._snapshot_capture()()))
+        data = self._snapshot_capture()()
+        self.store.apply_snapshot(Snapshot(meta, data))
+        self._log_bytes, self._snapshot_bytes = 0, len(data)
         log.info("group0 snapshot index=%d", meta.index)
         return meta.index
 
@@ -195,12 +205,14 @@ class RaftDriver:
             return
         meta = self.raft.snapshot_meta()
         encode = self._snapshot_capture()
+        self._log_bytes = 0
 
         async def finish() -> None:
             data = await asyncio.to_thread(encode)
             if meta.index > self.store.snapshot_meta.index:  # not overtaken by an installed one
                 self.store.apply_snapshot(Snapshot(meta, data))
-                log.info("group0 snapshot index=%d", meta.index)
+                self._snapshot_bytes = len(data)
+                log.info("group0 snapshot index=%d bytes=%d", meta.index, len(data))
 
         self._snapshotting = asyncio.create_task(finish())
 
@@ -232,9 +244,19 @@ class RaftDriver:
                     fut.set_result(rs.index)
             raft.advance(rd)
         self._wake_applied()
-        if raft.applied - self.store.snapshot_meta.index >= self.snapshot_every:
+        if self._snapshot_due():
             self._snapshot_in_background()
         self._changed.set()
+
+    def _snapshot_due(self) -> bool:
+        """Every `snapshot_every` entries, and not before the log since the last snapshot is as
+        big as that snapshot: a snapshot encodes the whole state, so at a fixed count its cost
+        per entry grew with the schema (at 2,000 tablet tables one every 1,000 entries doubled
+        the mean CREATE TABLE cost). Sized this way a snapshot costs a constant per byte logged,
+        and a restart replays at most about one snapshot's worth of log."""
+        if self.raft.applied - self.store.snapshot_meta.index < self.snapshot_every:
+            return False
+        return not self.snapshot_by_size or self._log_bytes >= self._snapshot_bytes
 
     def _persist(self, rd: Ready) -> None:
         """Make what the Ready's messages promise durable. A hard state that only moves the commit
@@ -243,7 +265,9 @@ class RaftDriver:
         store = self.store
         if rd.snapshot is not None and rd.snapshot.meta.index > store.snapshot_meta.index:
             store.apply_snapshot(rd.snapshot)
+            self._log_bytes, self._snapshot_bytes = 0, len(rd.snapshot.data)
         store.append(rd.entries)
+        self._log_bytes += sum(len(e.data) for e in rd.entries)
         before = store.hard_state
         if rd.hard_state is not None:
             store.set_hard_state(rd.hard_state)

@@ -71,6 +71,9 @@ JOIN_RETRY_PAUSE = 0.1
 RESTART_BARRIER_TIMEOUT = 15.0
 AGREEMENT_WAIT = 1.0
 """How long a DDL waits for live peers to report that they applied it before answering."""
+SETTLE_WAIT = 0.5
+"""How long a read of schema versions (system.local, system.peers) waits for live peers to
+catch up with this node's version before it shows them as they are."""
 
 SchemaListener = Callable[[tuple[SchemaChangeEvent, ...]], None]
 MemberListener = Callable[[NodeRecord], None]
@@ -151,6 +154,12 @@ class Group0Service:
         if not outcome.is_noop:
             await self.versions.wait_reported(self._state_index, AGREEMENT_WAIT)
         return outcome
+
+    async def settle_versions(self) -> None:
+        """Return once every live peer reported this node's current schema version (bounded by
+        SETTLE_WAIT): reads of `system.local`/`system.peers` schema versions wait for this, so
+        a driver's agreement check sees a settled moment rather than an apply in flight."""
+        await self.versions.settle(lambda: self._state_index, SETTLE_WAIT)
 
     async def set_balancing(self, enabled: bool) -> None:
         """Set group0's tablet-balancing flag; returns once this node applied it."""

@@ -91,6 +91,22 @@ class PeerVersions:
                     self._report_arrived.clear()
                     await self._report_arrived.wait()
 
+    async def settle(self, index: Callable[[], int], timeout: float) -> None:
+        """Until no peer heard from lately lags behind `index()` (re-read after every report, as
+        this node keeps applying), or `timeout`.
+
+        A read of the schema versions waits for this, so what it shows is a moment when this
+        node and its live peers stand on the same version: the driver's agreement check (run at
+        a random moment after every SCHEMA_CHANGE event) then no longer lands in the few ms
+        between this node's apply and its peers' reports and sleeps 200 ms on the difference.
+        Versions are only ever shown as reported; waiting changes when, never what.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self._lagging(index()):
+                    self._report_arrived.clear()
+                    await self._report_arrived.wait()
+
     def _lagging(self, index: int) -> bool:
         recent = time.monotonic() - SILENT_SECONDS
         members = self._members()

@@ -47,6 +47,7 @@ from tabletdb.query.paxos_messages import (
 from tabletdb.query.paxos_proposer import Done, NeedValue, Outcome, Output, Proposer, Send, Timing
 from tabletdb.query.paxos_values import OnRead, decode_mutations, encode_mutations
 from tabletdb.query.replica_placement import Replica, ReplicaSet
+from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.paxos_state import PaxosStateCommitter, PaxosStateStore
 
@@ -93,7 +94,7 @@ class PaxosService:
         self._locks: dict[bytes, tuple[asyncio.Lock, list[int]]] = {}
         """Per partition key: the lock and how many requests hold or wait for it."""
         self._seq = itertools.count(1)
-        self._known_tables: set[uuid.UUID] | None = None
+        self._known_tables: FrozenMap[uuid.UUID, tuple[str, str]] | None = None
         self.contentions = 0
         """Rounds lost to competing proposers since start (observability)."""
 
@@ -105,13 +106,17 @@ class PaxosService:
         self._acceptor.store.close()
 
     def follow_schema(self, catalog: Catalog) -> None:
-        """Forget the Paxos state of tables seen to disappear (DROP), as the data stores do."""
-        current = set(catalog.ids)
+        """Forget the Paxos state of tables seen to disappear (DROP), as the data stores do.
+
+        catalog.ids shares structure with the previous catalog's map, so the difference costs
+        what the change touched: a set of every table id per schema change made a CREATE TABLE
+        at 5,000 tables cost 6x one at 10 (profiled: 45 % of a node's CPU during a fill).
+        """
         if self._known_tables is not None:
-            for table_id in self._known_tables - current:
+            for table_id in self._known_tables.keys_missing_from(catalog.ids):
                 removed = self._acceptor.store.forget_prefix(table_id.bytes)
                 log.info("paxos state of dropped table %s removed rows=%d", table_id, removed)
-        self._known_tables = current
+        self._known_tables = catalog.ids
 
     # --- acceptor ------------------------------------------------------------------------------
 

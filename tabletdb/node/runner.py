@@ -144,6 +144,7 @@ class Node:
                 config.test_statement_delay_ms,
             ),
             routes=self.routes,
+            settle_versions=group0.settle_versions if group0 is not None else None,
         )
         self.server = CqlServer(
             self.processor,

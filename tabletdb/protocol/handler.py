@@ -31,6 +31,8 @@ class ClientState:
     ready: bool = False
     # Free for the handler (e.g. its session object, per-connection prepared cache).
     slot: Any = None
+    # The query layer's schema-version read awaiting its pair (query.version_reads).
+    version_read: Any = None
 
     @property
     def driver_name(self) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from tabletdb.auth.model import AuthConfig
@@ -52,6 +52,7 @@ from tabletdb.query.system_tables import (
     system_keyspace,
 )
 from tabletdb.query.terms import Bindings, bind_by_name
+from tabletdb.query.version_reads import VersionReads
 from tabletdb.query.view_build import build_new_view
 from tabletdb.query.virtual_select import output_columns, select_virtual
 from tabletdb.query.write_dispatch import DataPath, batch_receivers, batch_timestamp
@@ -92,6 +93,7 @@ class QueryProcessor:
         data: DataPath | None = None,
         auth: AuthService | None = None,
         routes: RouteCheck | None = None,
+        settle_versions: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         empty = Group0State()  # immutable: one for every request, not a new one per lookup
         self._auth = auth or AuthService(AuthConfig(), lambda: empty)
@@ -105,6 +107,7 @@ class QueryProcessor:
         self._clients = clients
         self._shard_aware_port = shard_aware_port
         self._routes = routes
+        self._version_reads = VersionReads(settle_versions)
         self._prepared: dict[bytes, Prepared] = {}
         self._system_catalog: tuple[uuid.UUID, Catalog] | None = None
 
@@ -236,7 +239,7 @@ class QueryProcessor:
         else:
             table = self._user_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
-        return await self._dml(stmt, table, Bindings(values), params)
+        return await self._dml(stmt, table, Bindings(values), params, client)
 
     async def _dml(
         self,
@@ -244,10 +247,11 @@ class QueryProcessor:
         table: TableDef,
         bindings: Bindings,
         params: QueryParameters,
+        client: ClientState | None = None,
     ) -> Result:
         """A SELECT or a modification on its resolved table: shared by QUERY and EXECUTE."""
         if isinstance(stmt, ast.SelectStatement):
-            return await self._select_from(stmt, table, bindings, params)
+            return await self._select_from(stmt, table, bindings, params, client)
         return await self._data_path().modify(
             stmt, table, bindings, params.timestamp, params.consistency, params.serial_consistency
         )
@@ -311,7 +315,8 @@ class QueryProcessor:
         if isinstance(stmt, AUTH_STATEMENTS):
             return await self._auth_exec.execute(stmt, client.user, keyspace)
         if isinstance(stmt, ast.SelectStatement):
-            return await self._dml(stmt, self._resolve_table(stmt.table, keyspace), Bindings(values), params)
+            table = self._resolve_table(stmt.table, keyspace)
+            return await self._dml(stmt, table, Bindings(values), params, client)
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
             return await self._dml(stmt, self._user_table(stmt.table, keyspace), Bindings(values), params)
         if isinstance(stmt, ast.BatchStatement):
@@ -328,7 +333,10 @@ class QueryProcessor:
             client.keyspace = stmt.keyspace
             return SetKeyspaceResult(stmt.keyspace)
         if isinstance(stmt, ddl.DDL_STATEMENTS):
-            return await self._schema_change(stmt, keyspace, client.user)
+            try:
+                return await self._schema_change(stmt, keyspace, client.user)
+            finally:
+                VersionReads.forget(client)
         if isinstance(stmt, ast.Describe):
             auth_rows = self._auth.describer(client.user)
             return describe(stmt, self._catalog_with_system(), keyspace, self._node(), auth_rows)
@@ -356,12 +364,17 @@ class QueryProcessor:
     # -- SELECT ---------------------------------------------------------------------------
 
     async def _select_from(
-        self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, params: QueryParameters
+        self,
+        stmt: ast.SelectStatement,
+        table: TableDef,
+        bindings: Bindings,
+        params: QueryParameters,
+        client: ClientState | None = None,
     ) -> Result:
         page_size, paging_state = params.page_size, params.paging_state
         if table.keyspace == SYSTEM:
             render = RENDERERS[table.name][1]
-            state = self._system_state()
+            state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
             return select_virtual(stmt, table, lambda _: render(state), bindings, page_size, paging_state)
         if table.keyspace == system_schema.KEYSPACE:
             catalog = self._catalog_with_system()

@@ -186,6 +186,11 @@ def test_leader_kill9_during_ddl_storm(node_factory: NodeFactory, monkeypatch: p
     more, errors = _storm(others, 30, "b")
     assert not errors, errors[:3]
     acked |= more
+    # One at a time, each its own Raft entry: more than the 16 between snapshots, so the log the
+    # restarted node would need is truncated whatever the storm's batches were.
+    for i in range(20):
+        _pinned_rows(others[0], f"CREATE TABLE g0.c_{i} (k int PRIMARY KEY)")
+        acked.add(f"c_{i}")
     for tables, _ in _settled(others, acked):
         assert acked <= tables
     # The restarted node catches up; its peers' logs were truncated, so through a snapshot.
@@ -298,6 +303,55 @@ def test_peers_show_the_schema_version_each_peer_applied(node_factory: NodeFacto
     finally:
         os.kill(pid, signal.SIGCONT)
     _wait(agreed, "the resumed peer to report the new version")
+
+
+def test_driver_agreement_checks_see_one_version_after_each_ddl_and_during_a_storm(
+    node_factory: NodeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The python driver checks schema agreement after every DDL answer and after every
+    SCHEMA_CHANGE event (at a random moment, while other changes are in flight), by reading
+    system.peers and then system.local on one connection; any difference costs a 200 ms sleep.
+    Nodes answer those reads from a moment when every live peer reported the node's version,
+    and the pair from one moment, so on a healthy cluster no check ever sees a difference, and
+    every acknowledged table exists on every node."""
+    from cassandra.cluster import ControlConnection
+
+    checks: list[bool] = []
+    original = ControlConnection._get_schema_mismatches
+
+    def counting(self: Any, peers_result: Any, local_result: Any, local_address: Any) -> Any:
+        found = original(self, peers_result, local_result, local_address)
+        checks.append(found is None)  # list.append is atomic: driver threads share the list
+        return found
+
+    nodes = node_factory.start_cluster(3)
+    _pinned_rows(nodes[0], KEYSPACE)
+
+    def reported(node: TestNode) -> bool:
+        local, peers = _versions(node)
+        return len(peers) == 2 and set(peers.values()) == {local}
+
+    _wait(lambda: all(reported(n) for n in nodes), "every peer to report the keyspace's version")
+    monkeypatch.setattr(ControlConnection, "_get_schema_mismatches", counting)
+    listeners = [_pinned(n) for n in nodes]  # control connections that act on every event
+    try:
+        for cluster in listeners:
+            cluster.connect()
+        one = listeners[0].connect()
+        for i in range(30):
+            one.execute(f"CREATE TABLE g0.one_{i} (k int PRIMARY KEY)")
+        acked, errors = _storm(nodes, 20, "s")
+    finally:
+        for cluster in listeners:
+            cluster.shutdown()
+    assert not errors, errors[:3]
+    acked |= {f"one_{i}" for i in range(30)}
+    assert len(checks) >= len(acked)  # at least the check after every DDL answer
+    assert all(checks), f"{checks.count(False)} of {len(checks)} agreement checks saw a difference"
+    views = _settled(nodes, acked)
+    for tables, _ in views:
+        assert acked <= tables
+    assert len({version for _, version in views}) == 1
 
 
 def _listens(host: str, port: int) -> bool:

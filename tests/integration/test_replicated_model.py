@@ -5,10 +5,13 @@ kill -9 one node (at most one is down at a time, so a quorum is always live) or 
 one back. Every QUORUM read through any live coordinator must equal a plain dict that applied
 every acknowledged write: QUORUM writes and QUORUM reads overlap, and read repair fixes the
 node that came back without hints.
+
+The acceptance run (a few examples) is part of `make test`; `make soak` runs many more.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator
 from typing import Any
@@ -19,8 +22,6 @@ from hypothesis import strategies as st
 
 from tests.harness.node import NodeFactory, TestNode
 from tests.integration.test_replicated_data import OPTIONS, available_at_all, pinned, run, wait_for
-
-pytestmark = pytest.mark.slow
 
 KEYS = 6
 _tables = itertools.count()
@@ -83,9 +84,7 @@ def node_factory_module(
     factory.cleanup()
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
-@given(ops=operations, keyspace=st.sampled_from(["mt", "mv"]), data=st.data())
-def test_quorum_reads_match_a_single_node_model_under_kills(
+def _run_against_model(
     cluster: list[TestNode], ops: list[tuple[str, int, int]], keyspace: str, data: st.DataObject
 ) -> None:
     for node in cluster:
@@ -122,9 +121,24 @@ def test_quorum_reads_match_a_single_node_model_under_kills(
                 cluster[down].start()
                 down = None
                 for i in range(3):  # kills come between operations, not inside a detector's lag
-                    wait_for(lambda i=i: available_at_all(sessions.get(i), table), "every node to see all up")
+                    sees_all_up = functools.partial(available_at_all, sessions.get(i), table)
+                    wait_for(sees_all_up, "every node to see all up")
         event(f"kills: {sum(1 for op in ops if op[0] == 'kill')}, down at the end: {down is not None}")
         final = sessions.get(0 if down != 0 else 1)
         assert {r.k: r.v for r in run(final, f"SELECT k, v FROM {table}", "QUORUM")} == model
     finally:
         sessions.close()
+
+
+def _model_test(max_examples: int) -> Any:
+    """The property at a given number of examples (each gets its own hypothesis wrapper)."""
+    examples = given(ops=operations, keyspace=st.sampled_from(["mt", "mv"]), data=st.data())(
+        _run_against_model
+    )
+    return settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))(
+        examples
+    )
+
+
+test_quorum_reads_match_a_single_node_model_under_kills = _model_test(6)
+test_quorum_reads_match_a_single_node_model_under_kills_soak = pytest.mark.slow(_model_test(40))
