@@ -30,6 +30,7 @@ from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.failure_detector import FailureDetector
 from tabletdb.node.features import supported_features
+from tabletdb.node.gc_tuning import tune_for_serving
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
@@ -329,6 +330,7 @@ class Node:
             log.warning("node in maintenance mode: not joining the cluster; schema changes refused")
         await asyncio.to_thread(self._parser_loading.join)
         await self.server.start()
+        tune_for_serving()  # start-up's objects are built: keep the collector off them from now on
         log.warning(
             "node serving CQL address=%s port=%d host_id=%s startup_ms=%.0f",
             self._rpc_address(),

@@ -4,11 +4,14 @@ Files follow DESIGN.md's layout, ``<workdir>/data/<keyspace>/<table>-<table id h
 holding ``tablet-<id>.db`` for tablet tables and one ``vnode.db`` per shard for vnode tables (the
 shard of a token is ``dht.shard_of``). Stores are opened on first use and kept open; truncate and
 drop close them before deleting the files, so no write lands in a file that is going away.
+Writes are committed node-wide, one log record and fsync per tick (``storage.node_commit``,
+log in ``<data>/.commitlog/``), replayed when the service starts.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -22,12 +25,15 @@ from tabletdb.query.write_stores import Segment
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.node_commit import NodeCommitter
 from tabletdb.storage.tablet_store import TabletStore
 from tabletdb.tablets.tablet_map import TabletMap
 
 log = logging.getLogger(__name__)
 
 VNODE_FILE = "vnode.db"
+COMMIT_LOG = Path(".commitlog") / "commit.log"
+"""The node-wide commit log, under the data directory (no keyspace name starts with a dot)."""
 
 
 def table_directory(data_dir: Path, table: TableDef) -> Path:
@@ -63,8 +69,16 @@ class StorageService:
         smp: int,
         ignore_msb: int,
         tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
+        *,
+        node_commit: bool = True,
     ) -> None:
         self.data_dir = data_dir
+        self._node_commit: NodeCommitter | None = None
+        """One log record and fsync per tick for all stores (``storage.node_commit``); its log is
+        replayed here, before any store is opened. False: each store syncs its own commits."""
+        if node_commit:
+            self._node_commit = NodeCommitter(data_dir / COMMIT_LOG, data_dir)
+            self._node_commit.replay()
         self.host_id = host_id
         self.smp = smp
         self.ignore_msb = ignore_msb
@@ -149,6 +163,7 @@ class StorageService:
             return True
         if not committer.idle:
             return False
+        self._removing(path)
         self._by_key.clear()
         del self._open[path]
         committer.store.close()
@@ -178,8 +193,13 @@ class StorageService:
     def _committer_at(self, path: Path) -> GroupCommitter:
         committer = self._open.get(path)
         if committer is None:
+            new = not path.exists()
             path.parent.mkdir(parents=True, exist_ok=True)
-            committer = GroupCommitter(TabletStore(path))
+            committer = GroupCommitter(TabletStore(path), node=self._node_commit)
+            if new and self._node_commit is not None:
+                # its commits are not synced: the file's directory entries must be, or a replay
+                # after power loss would find no file to apply the log to
+                _fsync_directories(path.parent, self.data_dir)
             self._open[path] = committer
         return committer
 
@@ -187,6 +207,12 @@ class StorageService:
 
     def truncate(self, table: TableDef) -> None:
         self._remove_directory(table_directory(self.data_dir, table))
+
+    def _removing(self, path: Path) -> None:
+        """Before the data at ``path`` is removed or replaced: no write logged for it until now
+        may be replayed over what comes after (``NodeCommitter.removed``)."""
+        if self._node_commit is not None:
+            self._node_commit.removed(path)
 
     def follow_schema(self, catalog: Catalog) -> None:
         """Delete the files of tables that the last catalog seen had and ``catalog`` lacks (DROP).
@@ -204,6 +230,7 @@ class StorageService:
         self._known_tables = catalog.ids
 
     def _remove_directory(self, directory: Path) -> None:
+        self._removing(directory)
         self._by_key.clear()
         for path in [p for p in self._open if directory in p.parents]:
             self._open.pop(path).store.close()
@@ -216,3 +243,18 @@ class StorageService:
         for committer in self._open.values():
             committer.store.close()
         self._open.clear()
+        if self._node_commit is not None:
+            self._node_commit.close()
+            self._node_commit = None
+
+
+def _fsync_directories(directory: Path, top: Path) -> None:
+    """fsync ``directory`` and its parents up to and including ``top``."""
+    for current in (directory, *directory.parents):
+        fd = os.open(current, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if current == top or top not in current.parents:
+            return

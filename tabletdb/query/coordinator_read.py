@@ -88,9 +88,9 @@ class ReadCoordinator:
         reverse: bool,
         cl: int,
     ) -> PartitionData | None:
-        replicas = self.replicas.placement.replicas(table, token)
-        if self._only_local(replicas) or self._local_suffices(replicas, cl):
+        if self.reads_locally(table, token, cl):
             return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
+        replicas = self.replicas.placement.replicas(table, token)
         local = self.replicas.local
         request = [key, token, slice_to_plain(clustering), now, reverse]
         spec = ReadSpec(
@@ -137,6 +137,13 @@ class ReadCoordinator:
         )
         parts, nxt = await self._digest_read(spec, where.replicas, cl)
         return ScanPage(tuple(partition_from_plain(p) for p in parts), position_from_plain(nxt))
+
+    def reads_locally(self, table: TableDef, token: int, cl: int) -> bool:
+        """Whether a read of ``token`` at ``cl`` is answered by this node's stores alone (it is the
+        only replica, or a replica whose answer meets ``cl``): ``read_partition``'s decision, also
+        asked by the direct point read (``select_point``) before it reads the store itself."""
+        replicas = self.replicas.placement.replicas(table, token)
+        return self._only_local(replicas) or self._local_suffices(replicas, cl)
 
     def _only_local(self, replicas: ReplicaSet) -> bool:
         return len(replicas) == 1 and self.replicas.is_local(replicas[0])

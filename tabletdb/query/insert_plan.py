@@ -21,7 +21,7 @@ from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.write_cells import CellChanges, WriteTime, whole_value
 from tabletdb.query.write_keys import encode_clustering, partition_key
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
-from tabletdb.storage.mutation import Mutation, RowMarker
+from tabletdb.storage.mutation import Mutation, RowMarker, RowWrite
 
 PASS_THROUGH = frozenset(
     {"int", "bigint", "smallint", "tinyint", "text", "ascii", "blob", "uuid", "timeuuid", "timestamp", "date"}
@@ -39,6 +39,10 @@ class InsertPlan:
     clustering_key: tuple[ColumnDef, ...]
     """Empty when the insert writes only the static row."""
     static_only: bool
+    direct: tuple[int, ...] | None = None
+    """When every column is a bound value stored as sent, none is static and every key column is
+    named: per key column (partition then clustering, in table order) its index in ``columns``.
+    ``planned_insert`` then builds the one row straight from the bound bytes."""
 
 
 _plans: dict[tuple[int, int], tuple[ast.InsertStatement, TableDef, InsertPlan]] = {}
@@ -80,16 +84,28 @@ def _build(stmt: ast.InsertStatement, table: TableDef) -> InsertPlan:
     if static_only:
         kinds = {col.kind for col, _, _ in columns if not col.is_primary_key}
         static_only = kinds == {ColumnKind.STATIC}
+    direct: tuple[int, ...] | None = None
+    names = [col.name for col, _, _ in columns]
+    keys = [*table.partition_key, *table.clustering_key]
+    if (
+        all(passes for _, _, passes in columns)
+        and not any(col.kind is ColumnKind.STATIC for col, _, _ in columns)
+        and all(c.name in seen for c in keys)
+    ):
+        direct = tuple(names.index(c.name) for c in keys)
     return InsertPlan(
         tuple(columns),
         tuple(table.partition_key),
         () if static_only else tuple(table.clustering_key),
         static_only,
+        direct,
     )
 
 
 def planned_insert(plan: InsertPlan, table: TableDef, bindings: Bindings, when: WriteTime) -> list[Mutation]:
     """The mutation of one INSERT ... VALUES; errors and their order as ``build_insert``'s."""
+    if plan.direct is not None:
+        return _direct_insert(plan, plan.direct, table, bindings, when)
     values: dict[str, Any] = {}
     for col, term, passes in plan.columns:
         if passes:
@@ -125,6 +141,43 @@ def planned_insert(plan: InsertPlan, table: TableDef, bindings: Bindings, when: 
     if static:
         rows.append(static.row_write(static=True))
     return [Mutation(key, token, rows=tuple(rows))]
+
+
+def _direct_insert(
+    plan: InsertPlan, key_positions: tuple[int, ...], table: TableDef, bindings: Bindings, when: WriteTime
+) -> list[Mutation]:
+    """``planned_insert`` when every value is bound bytes stored as sent (``InsertPlan.direct``):
+    the same checks in the same order, without the per-column value objects."""
+    raws: list[bytes | Unset | None] = []
+    for col, term, _ in plan.columns:
+        assert isinstance(term, ast.BindMarker)
+        raw = bindings.get(term)
+        if raw is not None and not isinstance(raw, Unset):
+            codec.deserialize(col.type, raw)  # validates; raises InvalidRequest naming the type
+        raws.append(raw)
+    npk = len(plan.partition_key)
+    key, token = partition_key(table, _bound_keys(plan, key_positions[:npk], raws))
+    clustering = encode_clustering(table, _bound_keys(plan, key_positions[npk:], raws))
+    cells = tuple(
+        when.cell(col.name, raw)
+        for (col, _, _), raw in zip(plan.columns, raws)
+        if not col.is_primary_key and not isinstance(raw, Unset)
+    )
+    marker = RowMarker(when.timestamp, when.ttl, when.now + when.ttl if when.ttl else 0)
+    return [Mutation(key, token, rows=(RowWrite(clustering, marker=marker, cells=cells),))]
+
+
+def _bound_keys(
+    plan: InsertPlan, positions: tuple[int, ...], raws: list[bytes | Unset | None]
+) -> list[bytes]:
+    out: list[bytes] = []
+    for position in positions:
+        raw = raws[position]
+        if raw is None or isinstance(raw, Unset):
+            name = plan.columns[position][0].name
+            raise InvalidRequest(f"Invalid null value in condition for column {name}")
+        out.append(raw)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

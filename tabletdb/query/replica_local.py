@@ -62,6 +62,12 @@ class LocalReplica:
             return
         await asyncio.gather(*(c.apply(ms) for c, ms in by_store.values()))
 
+    def read_row_cells(
+        self, table: TableDef, key: bytes, token: int, now: int
+    ) -> dict[str, bytes] | object | None:
+        """``TabletStore.read_row_cells`` of the store holding ``token`` (the direct point read)."""
+        return self.stores.store(table, token).read_row_cells(key, now)
+
     def read_partition(
         self,
         table: TableDef,

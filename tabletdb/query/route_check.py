@@ -132,6 +132,8 @@ class RouteCheck:
         self._tablet_maps = tablet_maps
         self._vnode_replicas = vnode_replicas
         self._targets: dict[uuid.UUID, tuple[TabletMap, list[tuple[int, ...]]]] = {}
+        self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
+        self._map_by_table: dict[uuid.UUID, TabletMap | None] = {}
         self.counters = RouteCounters()
 
     def observe(self, client: ClientState, plan: RoutePlan, values: Sequence[Value]) -> Payload | None:
@@ -140,7 +142,7 @@ class RouteCheck:
         if token is None:
             return None
         table = plan.table
-        tablet_map = self._tablet_maps().get(table.id)
+        tablet_map = self._map_of(table)
         if tablet_map is None:
             try:
                 target = self._vnode_target(table, token, client.shard)
@@ -157,6 +159,18 @@ class RouteCheck:
         info = tablet_map.tablets[tablet_id]
         first = MIN_TOKEN if tablet_id == 0 else tablet_map.last_tokens[tablet_id - 1]
         return routing_payload(first, info.last_token, info.replicas)
+
+    def _map_of(self, table: TableDef) -> TabletMap | None:
+        """The table's tablet map, looked up once per tablet-maps object (a ``FrozenMap.get``
+        per request cost more than the rest of the check)."""
+        maps = self._tablet_maps()
+        if maps is not self._maps_seen:
+            self._maps_seen = maps
+            self._map_by_table = {}
+        by_table = self._map_by_table
+        if table.id not in by_table:
+            by_table[table.id] = maps.get(table.id)
+        return by_table[table.id]
 
     def _tablet_targets(self, tablet_map: TabletMap) -> list[tuple[int, ...]]:
         """Per tablet, the target of a request arriving on each shard of this node."""

@@ -309,7 +309,7 @@ async def execute_select(
             [PAGING_VERSION, last.token, last.partition_key, last.clustering, left_after, part_after]
         )
     if not aggregate and not stmt.json:
-        return RowsResult(plan.metadata.with_paging_state(next_state), _encode_rows(plan, taken))
+        return RowsResult(plan.metadata.with_paging_state(next_state), encode_rows(plan, taken))
     if not aggregate:
         result = [[_value(o, row) for o in outputs] for row in taken]
     elif group_key is None:
@@ -329,7 +329,8 @@ async def execute_select(
     return RowsResult(metadata, encoded)
 
 
-def _encode_rows(plan: SelectPlan, rows: list[OutRow]) -> list[list[bytes | None]]:
+def encode_rows(plan: SelectPlan, rows: list[OutRow]) -> list[list[bytes | None]]:
+    """Rows of a plain (non-aggregate, non-JSON) result, stored bytes sent as they are."""
     out: list[list[bytes | None]] = []
     pairs = list(zip(plan.outputs, plan.stored))
     for row in rows:

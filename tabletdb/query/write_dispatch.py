@@ -29,6 +29,7 @@ from tabletdb.query.paxos_rmw import read_modify_write
 from tabletdb.query.paxos_values import PaxosRounds
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
+from tabletdb.query.select_point import point_select
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.view_replica import ViewUpdates
 from tabletdb.query.write_execute import WriteExecutor
@@ -254,8 +255,12 @@ class DataPath:
     ) -> RowsResult:
         if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
             await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
-        source = ConsistentReads(self.writer.reads, cl)
         now = self.writer.now_seconds()
+        if paging_state is None:
+            direct = point_select(stmt, table, bindings, self.writer.reads, cl, now)
+            if direct is not None:
+                return direct
+        source = ConsistentReads(self.writer.reads, cl)
         return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)
 
     def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:

@@ -12,6 +12,9 @@ and batches land in order). Every writer is answered only after its batch's fsyn
 If the shared transaction fails, each writer's mutations are retried alone so one bad write
 cannot fail its neighbours, and each writer gets its own outcome. In-memory stores (tests) have
 no fsync to overlap and commit on the loop.
+
+Given a ``NodeCommitter`` (the node's storage service does), a committer hands its writes to it
+instead: one log record and fsync per tick for all the node's stores (``node_commit``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 
 from tabletdb.storage.commit_pool import CommitPool, default_pool
 from tabletdb.storage.mutation import Mutation
+from tabletdb.storage.node_commit import NodeCommitter
 from tabletdb.storage.tablet_store import TabletStore
 
 _Batch = list[tuple[Sequence[Mutation], asyncio.Future[None]]]
@@ -29,9 +33,16 @@ _Batch = list[tuple[Sequence[Mutation], asyncio.Future[None]]]
 class GroupCommitter:
     """Batches ``TabletStore.apply`` calls; one commit of a store in flight at a time."""
 
-    def __init__(self, store: TabletStore, pool: CommitPool | None = None) -> None:
+    def __init__(
+        self, store: TabletStore, pool: CommitPool | None = None, node: NodeCommitter | None = None
+    ) -> None:
         self.store = store
         self._pool = pool
+        self._node = node if not store.in_memory else None
+        self.outstanding = 0
+        """Writes handed to the node committer and not yet answered."""
+        self.log_name: str | None = None
+        """The store's name in the node committer's log (set by it on first use)."""
         self._pending: _Batch = []
         self._scheduled = False
         self._in_flight = False
@@ -41,12 +52,14 @@ class GroupCommitter:
     @property
     def idle(self) -> bool:
         """Nothing queued or committing: the store may be closed (restore replaces its file)."""
-        return not (self._pending or self._scheduled or self._in_flight)
+        return not (self._pending or self._scheduled or self._in_flight or self.outstanding)
 
     def apply(self, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
         """Queue ``mutations``; the future completes once they are durable, or with what applying
         them raised. A plain future rather than a coroutine, so ``gather`` over several stores
         wraps no task around each (a task per write costs more than the rest of the queueing)."""
+        if self._node is not None:
+            return self._node.apply(self, mutations)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._pending.append((mutations, future))

@@ -125,6 +125,41 @@ def read_simple_partition(
         cursor.close()
 
 
+NOT_SIMPLE = object()
+"""``read_row_cells``: the partition needs the general read (``read_simple_partition``)."""
+
+
+def read_row_cells(conn: sqlite3.Connection, pk: bytes, now: int) -> dict[str, bytes] | object | None:
+    """The live single-cell values of a partition's one row, by column, for a table without
+    clustering columns (the direct point read): what ``read_simple_partition`` would return for
+    it, without building rows and cells. None: no live row. ``NOT_SIMPLE``: the partition has
+    static, range or collection tombstone data, or more than one row - read it the general way.
+    A live row whose only live cells are collection elements maps to an empty dict."""
+    sql = _partition_sql.get(("1", False))
+    if sql is None:
+        sql = _partition_sql["1", False] = _PARTITION_WITH_ROWS.format(condition="1", order="ASC")
+    results = conn.execute(sql, [REGULAR_KIND, pk]).fetchall()
+    if not results:
+        return None
+    first = results[0]
+    if first[2] & SIMPLE_FLAGS:
+        return NOT_SIMPLE
+    ck = first[3]
+    if ck is None:
+        return None
+    deleted_at = max_timestamp(first[1], first[14])
+    live = first[11] is not None and is_live(True, first[11], first[13], deleted_at, now)
+    cells: dict[str, bytes] = {}
+    for _, _, _, row_ck, col, path, ts, dead, value, expiry, *_ in results:
+        if row_ck != ck:
+            return NOT_SIMPLE
+        if col is not None and is_live(not dead, ts, expiry, deleted_at, now):
+            live = True
+            if path == b"":
+                cells[col] = value
+    return cells if live else None
+
+
 class PartitionReader:
     """Reads the live content of one partition at time ``now``."""
 

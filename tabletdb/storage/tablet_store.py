@@ -26,7 +26,12 @@ from typing import TypeVar
 from tabletdb.dht.token import TokenRange
 from tabletdb.storage.compaction import compact
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
-from tabletdb.storage.read_path import PartitionReader, bound_to_columns, read_simple_partition
+from tabletdb.storage.read_path import (
+    PartitionReader,
+    bound_to_columns,
+    read_row_cells,
+    read_simple_partition,
+)
 from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.sqlite_schema import (
     DDL,
@@ -81,6 +86,9 @@ def _later_start(a: Bound | None, b: Bound) -> Bound:
     return a
 
 
+_UPSERTS = (UPSERT_PARTITION, UPSERT_ROW, UPSERT_CELL, UPSERT_COLLECTION_TOMBSTONE, UPSERT_RANGE_TOMBSTONE)
+
+
 class _BatchParams:
     """SQL parameters of a batch of mutations, one list per upsert statement."""
 
@@ -120,6 +128,25 @@ class _BatchParams:
         self.partitions.append((pk, m.token, m.partition_tombstone, flags))
 
 
+BatchRows = tuple[list[tuple[object, ...]], ...]
+"""SQL parameters of a batch, one list per upsert of ``_UPSERTS`` (partitions first): plain
+values only, so a node-wide commit log can store them as they are (``node_commit``)."""
+
+
+def batch_rows(mutations: Iterable[Mutation]) -> BatchRows:
+    """The parameters ``TabletStore.apply_rows`` writes for ``mutations``."""
+    params = _BatchParams()
+    for mutation in mutations:
+        params.add(mutation)
+    return (
+        params.partitions,
+        params.rows,
+        params.cells,
+        params.collection_tombstones,
+        params.range_tombstones,
+    )
+
+
 class StorageError(Exception):
     """A tablet file could not be opened or written; the message names the file."""
 
@@ -138,6 +165,8 @@ class TabletStore:
         self.in_memory = str(path) == ":memory:"
         """An in-memory store has one connection (a second would open another database)."""
         self._write_lock = threading.Lock()
+        self._synced = True
+        """The writing connection's mode: ``synchronous=FULL`` (True) or NORMAL (``apply_rows``)."""
         self._writer = self._connect()
         try:
             self._prepare()
@@ -188,26 +217,38 @@ class TabletStore:
         upserts does not matter because last-write-wins is commutative. Statements with no
         parameters are skipped (a plain INSERT touches only partitions, rows and cells).
         """
-        params = _BatchParams()
-        for mutation in mutations:
-            params.add(mutation)
-        if not params.partitions:
+        self.apply_rows(batch_rows(mutations))
+
+    def apply_rows(self, rows: BatchRows, *, synced: bool = True) -> None:
+        """Apply ``batch_rows`` output in one transaction. ``synced=False`` commits without the
+        fsync (``synchronous=NORMAL`` for this one transaction: WAL-safe against corruption, but
+        the commit may be lost on power loss): only for a caller that has made the rows durable
+        elsewhere first and replays them after a crash (``node_commit``). Re-applying rows is
+        harmless: every upsert is last-write-wins."""
+        if not rows[0]:
             return
-        statements = (
-            (UPSERT_PARTITION, params.partitions),
-            (UPSERT_ROW, params.rows),
-            (UPSERT_CELL, params.cells),
-            (UPSERT_COLLECTION_TOMBSTONE, params.collection_tombstones),
-            (UPSERT_RANGE_TOMBSTONE, params.range_tombstones),
-        )
 
         def write_all() -> None:
             executemany = self._writer.executemany
-            for sql, rows in statements:
-                if rows:
-                    executemany(sql, rows)
+            for sql, params in zip(_UPSERTS, rows):
+                if params:
+                    executemany(sql, params)
 
-        self._transaction(write_all)
+        self._transaction(write_all, synced=synced)
+
+    def sync_to_disk(self) -> None:
+        """fsync the file and its write-ahead log: commits made with ``synced=False`` before this
+        call are durable once it returns (power loss included). Takes no lock: it may run on
+        another thread beside later commits, which it does not promise to cover."""
+        for path in (self.path, self.path.with_name(self.path.name + "-wal")):
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:  # removed since (a dropped or truncated table)
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def delete_token_range(self, token_range: TokenRange) -> int:
         """Remove every partition in the range (cleanup after a range leaves this replica)."""
@@ -231,6 +272,10 @@ class TabletStore:
         self._transaction(lambda: compact(self._writer, now, gc_before_ts))
 
     # --- reads ------------------------------------------------------------------------------
+
+    def read_row_cells(self, partition_key: bytes, now: int) -> dict[str, bytes] | object | None:
+        """``read_path.read_row_cells`` on this store (tables without clustering columns)."""
+        return read_row_cells(self._conn, partition_key, now)
 
     def read_partition(
         self,
@@ -367,10 +412,14 @@ class TabletStore:
         page_size = self._conn.execute("PRAGMA page_size").fetchone()[0]
         return int(page_count) * int(page_size)
 
-    def _transaction(self, work: Callable[[], T]) -> T:
-        """Run ``work`` in one write transaction on the writing connection, under the write lock."""
+    def _transaction(self, work: Callable[[], T], *, synced: bool = True) -> T:
+        """Run ``work`` in one write transaction on the writing connection, under the write lock
+        (``synced=False``: see ``apply_rows``)."""
         conn = self._writer
         with self._write_lock:
+            if synced is not self._synced:  # a store written one way keeps its mode: no pragma per commit
+                conn.execute("PRAGMA synchronous = FULL" if synced else "PRAGMA synchronous = NORMAL")
+                self._synced = synced
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = work()

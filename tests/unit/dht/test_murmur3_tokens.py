@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from cassandra.murmur3 import murmur3 as driver_murmur3
 from hypothesis import given
@@ -46,13 +48,42 @@ def test_hash_equal_to_minimum_becomes_maximum(monkeypatch: pytest.MonkeyPatch) 
 
 @given(st.binary(min_size=1, max_size=200))
 def test_matches_driver(data: bytes) -> None:
-    assert murmur3_h1(data) == driver_murmur3(data)
+    assert m3.murmur3_h1_python(data) == driver_murmur3(data)
 
 
 @given(st.lists(st.sampled_from([0x00, 0x7F, 0x80, 0xFF, 0x01, 0xC3]), min_size=1, max_size=40))
 def test_matches_driver_on_sign_heavy_tails(values: list[int]) -> None:
     data = bytes(values)
-    assert murmur3_h1(data) == driver_murmur3(data)
+    assert m3.murmur3_h1_python(data) == driver_murmur3(data)
+
+
+def test_the_native_hash_is_used_when_importable() -> None:
+    from cassandra.cmurmur3 import murmur3 as native
+
+    assert murmur3_h1 is native
+
+
+@pytest.mark.parametrize(("key_hex", "token"), TOKEN_VECTORS)
+def test_native_and_python_hashes_give_the_vectors(key_hex: str, token: int) -> None:
+    key = bytes.fromhex(key_hex)
+    assert m3.murmur3_h1(key) == m3.murmur3_h1_python(key) == token
+
+
+@given(st.integers(min_value=0, max_value=64).flatmap(lambda n: st.binary(min_size=n, max_size=n)))
+def test_native_hash_is_bit_identical_to_python(data: bytes) -> None:
+    assert m3.murmur3_h1(data) == m3.murmur3_h1_python(data)
+
+
+def test_every_length_up_to_64_agrees() -> None:
+    for length in range(65):
+        for data in (bytes(range(length)), bytes(range(255, 255 - length, -1)), b"\x80" * length):
+            assert m3.murmur3_h1(data) == m3.murmur3_h1_python(data), (length, data.hex())
+
+
+def test_token_of_accepts_bytes_like_keys() -> None:
+    key = bytes.fromhex("68656c6c6f")
+    untyped: Any = [bytearray(key), memoryview(key)]  # typed callers pass bytes; frames may not
+    assert [token_of(k) for k in untyped] == [-3758069500696749310] * 2
 
 
 def test_signed_tail_word_matches_per_byte_definition() -> None:
