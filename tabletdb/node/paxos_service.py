@@ -30,8 +30,9 @@ from typing import Any, Protocol
 from tabletdb.cql.errors import InvalidRequest, Unavailable, WriteTimeout
 from tabletdb.net.rpc import Handler, RpcError
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
+from tabletdb.query.coordinator_cl import ResponseTracker
 from tabletdb.query.coordinator_context import Replicas
-from tabletdb.query.lwt import OnRead, Write
+from tabletdb.query.lwt import Write
 from tabletdb.query.paxos_acceptor import DurableAcceptor
 from tabletdb.query.paxos_messages import (
     Accept,
@@ -44,8 +45,8 @@ from tabletdb.query.paxos_messages import (
     to_plain,
 )
 from tabletdb.query.paxos_proposer import Done, NeedValue, Outcome, Output, Proposer, Send, Timing
-from tabletdb.query.paxos_values import decode_mutations, encode_mutations
-from tabletdb.query.replica_placement import Replica
+from tabletdb.query.paxos_values import OnRead, decode_mutations, encode_mutations
+from tabletdb.query.replica_placement import Replica, ReplicaSet
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.paxos_state import PaxosStateCommitter, PaxosStateStore
@@ -157,9 +158,17 @@ class PaxosService:
     # --- proposer ------------------------------------------------------------------------------
 
     async def transact(
-        self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead, serial: int = SERIAL
+        self,
+        table: TableDef,
+        token: int,
+        partition_key: bytes,
+        on_read: OnRead,
+        serial: int = SERIAL,
+        commit: int | None = None,
+        budget: float | None = None,
     ) -> bool:
-        placed = self._replicas.placement.replicas(table, token)
+        every = self._replicas.placement.replicas(table, token)
+        placed = every
         if serial == LOCAL_SERIAL:
             placed = tuple(r for r in placed if r.dc == self._replicas.local_dc)
         replicas = tuple(r.raft_id for r in placed)
@@ -175,12 +184,14 @@ class PaxosService:
             )
         t = self._timeouts
         start = _now_us()
-        timing = Timing(
-            deadline=start + int((t.cas_contention + t.write) * 1e6), round_timeout=int(t.write * 1e6)
-        )
+        total = t.cas_contention + t.write if budget is None else budget
+        timing = Timing(deadline=start + int(total * 1e6), round_timeout=int(min(t.write, total) * 1e6))
         seq = next(self._seq) & 0xFFFFFFFF
         key = table.id.bytes + partition_key
-        proposer = Proposer(key, replicas, quorum, self._rpc.node_id, seq, timing, seed=start ^ seq)
+        enough = None if commit is None else self._commit_level(commit, every, {r.raft_id: r for r in placed})
+        proposer = Proposer(
+            key, replicas, quorum, self._rpc.node_id, seq, timing, seed=start ^ seq, commit_enough=enough
+        )
         run = _Round(self, table, token, proposer, on_read, {r.raft_id: r for r in placed})
         outcome = await run.drive()
         self.contentions += run.contentions
@@ -191,12 +202,27 @@ class PaxosService:
         what = "may or may not have been applied" if outcome is Outcome.UNKNOWN else "was not applied"
         raise WriteTimeout(
             f"Paxos on {table.keyspace}.{table.name} timed out ({run.contentions} contended rounds); "
-            f"the conditional write {what}",
+            f"the write {what}",
             serial,
             0,
             quorum,
             "CAS",
         )
+
+    def _commit_level(
+        self, cl: int, every: ReplicaSet, by_id: dict[int, Replica]
+    ) -> Callable[[frozenset[int]], bool]:
+        """Whether the replicas that acknowledged our commit meet ``cl`` (counted over all the token's
+        replicas, as a plain write at ``cl`` would be)."""
+        local_dc = self._replicas.local_dc
+
+        def enough(acked: frozenset[int]) -> bool:
+            tracker = ResponseTracker(cl, every, local_dc, write=True)
+            for r in acked:
+                tracker.ack(by_id[r])
+            return tracker.satisfied
+
+        return enough
 
 
 class _Round:
@@ -213,7 +239,7 @@ class _Round:
     ) -> None:
         self.s, self.table, self.token, self.proposer, self.on_read = service, table, token, proposer, on_read
         self.replicas = replicas
-        self.inbox: asyncio.Queue[tuple[int, Reply]] = asyncio.Queue()
+        self.inbox: asyncio.Queue[tuple[int, Reply | _Failed]] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.contentions = 0
 
@@ -225,7 +251,10 @@ class _Round:
                 timeout = None if wake is None else max(0.0, (wake - _now_us()) / 1e6)
                 try:
                     src, reply = await asyncio.wait_for(self.inbox.get(), timeout)
-                    done = self._handle(self.proposer.receive(src, reply, _now_us()))
+                    if isinstance(reply, _Failed):
+                        done = self._handle(self.proposer.undelivered(src, reply.request, _now_us()))
+                    else:
+                        done = self._handle(self.proposer.receive(src, reply, _now_us()))
                 except TimeoutError:
                     done = self._handle(self.proposer.tick(_now_us()))
             self.contentions = done.contentions
@@ -261,6 +290,8 @@ class _Round:
                     reply = from_plain(raw)  # type: ignore[assignment]
             except (RpcError, OSError, ValueError) as exc:
                 log.debug("paxos %s to node %s failed: %s", type(out.message).__name__, out.dst, exc)
+                if isinstance(out.message, Prepare) or _never_delivered(exc):
+                    self.inbox.put_nowait((out.dst, _Failed(out.message)))
                 return
             except Exception:  # a local failure (storage) counts as no answer, like a remote one
                 log.exception("paxos %s on this node failed", type(out.message).__name__)
@@ -274,6 +305,26 @@ class _Round:
         task = asyncio.ensure_future(call())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A request whose call failed so that the proposer may count it as not delivered.
+
+    Without this, a replica killed before the failure detector noticed stays silent to the
+    proposer until the round timeout, and one refusal from a competing proposer then stalls the
+    round (no quorum can be refused, none can be reached) for that long. A prepare that failed in
+    any way may be counted as refused (its only effect is a retry with a higher ballot); an accept
+    only when the connection was refused, i.e. it certainly was not delivered (else it may have
+    been accepted, and treating it as rejected could lose track of our value).
+    """
+
+    request: Request
+
+
+def _never_delivered(exc: BaseException) -> bool:
+    """The connection was refused: the request never reached the peer."""
+    return isinstance(exc, ConnectionRefusedError) or isinstance(exc.__cause__, ConnectionRefusedError)
 
 
 def _now_us() -> int:

@@ -9,18 +9,16 @@ replica verbs on that endpoint so other nodes can coordinate through this one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.net.rpc import RpcNode
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.failure_detector import FailureDetector
 from tabletdb.node.storage_service import StorageService
-from tabletdb.query.coordinator_context import VERB_COUNTER, Replicas, Timeouts
-from tabletdb.query.coordinator_counter import CounterCoordinator
+from tabletdb.query.coordinator_context import Replicas, Timeouts
 from tabletdb.query.replica_local import LocalReplica
 from tabletdb.query.replica_placement import ReplicaPlacement
-from tabletdb.query.replica_verbs import ReplicaVerbs, wait_for_table
+from tabletdb.query.replica_verbs import ReplicaVerbs
 
 
 def timeouts_of(config: NodeConfig) -> Timeouts:
@@ -55,15 +53,3 @@ def build_replicas(
             rpc.register(verb, handler)
     is_up = failure_detector.is_up if failure_detector is not None else None
     return Replicas(placement, local, rpc, is_up, timeouts_of(config))
-
-
-def register_coordinator_verbs(
-    rpc: RpcNode, counters: CounterCoordinator, state: Callable[[], ClusterState]
-) -> None:
-    """Verbs a node answers as a coordinator for others (the counter leader's)."""
-
-    async def counter(src: int, payload: list[Any]) -> None:
-        table = await wait_for_table(lambda table_id: state().metadata.catalog.by_id(table_id), payload[0])
-        await counters.handle(table, payload)
-
-    rpc.register(VERB_COUNTER, counter)

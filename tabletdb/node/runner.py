@@ -35,7 +35,7 @@ from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
 from tabletdb.node.paxos_service import PaxosService, PaxosTimeouts
-from tabletdb.node.replica_service import build_replicas, register_coordinator_verbs
+from tabletdb.node.replica_service import build_replicas
 from tabletdb.node.storage_service import StorageService
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
@@ -117,8 +117,6 @@ class Node:
             self.failure_detector,
         )
         self.writer = WriteExecutor(self.storage, replicas=self.replicas)
-        if group0 is not None:
-            register_coordinator_verbs(group0.rpc, self.writer.counters, lambda: self.metadata.state)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         data = DataPath(self.writer, catalog_views(lambda: self.metadata.catalog))
         self.paxos = self._paxos(data)

@@ -22,7 +22,6 @@ VERB_READ = "data.read"
 VERB_SCAN = "data.scan"
 VERB_MUTATIONS = "data.mutations"
 VERB_TRUNCATE = "data.truncate"
-VERB_COUNTER = "data.counter"
 
 
 class Transport(Protocol):

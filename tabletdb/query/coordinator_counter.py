@@ -1,41 +1,80 @@
-"""Counters across replicas: every update of a partition goes through one leader replica.
+"""Counters: every update of a replicated partition is one Paxos read-modify-write.
 
-A counter update arrives as *deltas* (the statement built against an empty current value). The
-coordinator forwards them to the partition's leader, the first live replica in placement
-order (itself when it is that replica). The leader, under its per-partition lock, reads the
-current totals at QUORUM (a read that also repairs the replicas it contacts), adds the deltas,
-and writes the resulting totals to all replicas at the client's consistency level. A total is
-written with a timestamp above the one it was computed from, so totals only move forward under
-last-write-wins, and a QUORUM read always sees the latest total a QUORUM write left.
+A counter update arrives as *deltas* (the statement built against an empty current value). Where
+the partition has other replicas, the coordinator runs a Paxos round on it (``paxos_rmw``): the
+promise quorum's reads, reconciled, hold every total ever committed; ``add_deltas`` adds the
+deltas to them and the new totals are the proposed value, committed on a quorum and at the
+client's consistency level. Paxos chooses at most one value per ballot and only on a read no
+other chosen value has overtaken, so no increment is lost whatever the coordinators believe
+about who is up. A total is stamped with the ballot's microseconds, raised above the timestamp
+of the total it was computed from, so totals only move forward under last-write-wins and a
+QUORUM read sees the latest one a QUORUM commit left. Updates of one partition that meet on
+this coordinator share rounds (``counter_batches``) instead of contending with each other.
 
-Limits, stated rather than hidden: while two coordinators disagree about which replica is up
-first (a failure-detector flap), two leaders may compute from the same total and one increment
-can be lost; a counter update needs a live quorum of replicas to read from; a client retry of
-a timed-out update can count twice (as in Cassandra).
+Where this node is the partition's only replica (a lone node, RF=1 here) the update keeps the
+cheaper path: the partition's lock held from the read of the local total to its durable write.
+
+Limits, stated rather than hidden: an update needs a live quorum of the partition's replicas
+(in every DC: the round is SERIAL, so DCs cannot each build on their own total); a client retry
+of a timed-out update can count twice (as in Cassandra); a counter deletion keeps the
+statement's timestamp, so an increment stamped below it (a coordinator's clock behind the one
+that deleted) stays shadowed, as Cassandra warns for deleted counters.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tabletdb.cql import codec
-from tabletdb.cql.errors import InvalidRequest, WriteFailure, WriteTimeout
+from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT
-from tabletdb.query.coordinator_cl import QUORUM, ResponseTracker, check_available
-from tabletdb.query.coordinator_context import VERB_COUNTER, Replicas
-from tabletdb.query.coordinator_read import ReadCoordinator
+from tabletdb.query.coordinator_context import Replicas
 from tabletdb.query.coordinator_write import WriteCoordinator
-from tabletdb.query.replica_placement import Replica, ReplicaSet
-from tabletdb.query.replica_wire import mutations_from_plain, mutations_to_plain
+from tabletdb.query.counter_batches import CounterBatches
+from tabletdb.query.paxos_rmw import read_modify_write
+from tabletdb.query.paxos_values import PaxosRounds
+from tabletdb.query.write_statements import CurrentCells
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.mutation import Bound, Cell, ClusteringSlice, Mutation, RowWrite
-from tabletdb.storage.reconcile import LiveCell
+from tabletdb.storage.mutation import Cell, Mutation, RowWrite
 
 Lock = Callable[[TableDef, bytes], asyncio.Lock]
 Clock = Callable[[], int]
 """Microsecond timestamps, strictly increasing on this node."""
+LocalCells = Callable[[TableDef], CurrentCells]
+"""This node's stores as ``CurrentCells`` (the local path's read)."""
+
+
+def add_deltas(delta: Mutation, current: CurrentCells, stamp: int) -> Mutation:
+    """The new totals: each counter cell of ``delta`` plus its current value, stamped ``stamp``
+    or just above the current total's timestamp, whichever is later (pure; Paxos's value).
+
+    Rows without counter cells (deletions) and tombstones pass unchanged. Raises InvalidRequest
+    when a total would leave the bigint range.
+    """
+    rows = []
+    for row in delta.rows:
+        if not any(c.value is not None for c in row.cells):
+            rows.append(row)
+            continue
+        cells = tuple(_add(delta, row, c, current, stamp) for c in row.cells)
+        rows.append(dataclasses.replace(row, cells=cells))
+    return dataclasses.replace(delta, rows=tuple(rows))
+
+
+def _add(delta: Mutation, row: RowWrite, cell: Cell, current: CurrentCells, stamp: int) -> Cell:
+    if cell.value is None:
+        return cell
+    value = int(codec.deserialize(BIGINT, cell.value))
+    timestamp = stamp
+    found = current(delta.partition_key, delta.token, row.clustering, row.static, cell.column)
+    if found:
+        value += int(codec.deserialize(BIGINT, found[0].value))
+        timestamp = max(timestamp, found[0].timestamp + 1)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise InvalidRequest(f"Counter {cell.column} would overflow")
+    return dataclasses.replace(cell, value=codec.serialize(BIGINT, value), timestamp=timestamp)
 
 
 class CounterCoordinator:
@@ -43,132 +82,62 @@ class CounterCoordinator:
         self,
         replicas: Replicas,
         writes: WriteCoordinator,
-        reads: ReadCoordinator,
+        local_cells: LocalCells,
         lock: Lock,
         timestamps: Clock,
         now_seconds: Callable[[], int],
     ) -> None:
         self.replicas = replicas
         self._writes = writes
-        self._reads = reads
+        self._local_cells = local_cells
         self._lock = lock
         self._timestamps = timestamps
         self._now = now_seconds
+        self._batches = CounterBatches()
 
-    async def update(self, table: TableDef, deltas: Sequence[Mutation], cl: int) -> None:
-        """Apply counter deltas at ``cl``: each partition's deltas go to its leader replica."""
-        ctx = self.replicas
-        jobs = []
-        for replicas, group in self._writes.groups(table, deltas):
-            alive = check_available(cl, replicas, ctx.local_dc, ctx.is_up, write=True)
-            jobs.append(self._through_leader(table, list(alive) or [replicas[0]], replicas, group, cl))
-        await asyncio.gather(*jobs)
-
-    async def _through_leader(
-        self,
-        table: TableDef,
-        candidates: list[Replica],
-        replicas: ReplicaSet,
-        deltas: list[Mutation],
-        cl: int,
+    async def update(
+        self, table: TableDef, deltas: Sequence[Mutation], cl: int, paxos: PaxosRounds | None = None
     ) -> None:
-        """Lead locally or forward to the first candidate; a candidate that refuses the connection
-        never received the deltas (the failure detector has not noticed it died yet), so the next
-        one may lead without risking a double increment."""
-        for i, leader in enumerate(candidates):
-            if self.replicas.is_local(leader):
-                await self.lead(table, deltas, cl)
-                return
-            try:
-                await self._forward(table, leader, replicas, deltas, cl, last=i == len(candidates) - 1)
-                return
-            except ConnectionError as exc:
-                if not _never_delivered(exc):
-                    raise
-                continue
+        """Apply counter deltas at ``cl``, each partition on its own (as Cassandra's counter batches).
 
-    async def _forward(
-        self,
-        table: TableDef,
-        leader: Replica,
-        replicas: ReplicaSet,
-        deltas: list[Mutation],
-        cl: int,
-        last: bool = True,
+        Partitions run concurrently; deltas of one partition (a COUNTER batch naming it twice) one
+        after the other, so they do not contend with each other for its Paxos rounds.
+        """
+        per_partition: dict[bytes, list[Mutation]] = {}
+        for delta in deltas:
+            per_partition.setdefault(delta.partition_key, []).append(delta)
+        await asyncio.gather(*(self._in_turn(table, group, cl, paxos) for group in per_partition.values()))
+
+    async def _in_turn(
+        self, table: TableDef, deltas: list[Mutation], cl: int, paxos: PaxosRounds | None
     ) -> None:
-        """Hand deltas to a remote leader; its failure becomes the client's WriteTimeout/Failure
-        (a refused connection is re-raised as is unless ``last``, so the caller tries another)."""
-        ctx = self.replicas
-        payload = [table.id.bytes, cl, mutations_to_plain(deltas)]
-        block_for = ResponseTracker(cl, replicas, ctx.local_dc, write=True).block_for
-        what = f"counter update of {table.keyspace}.{table.name} through leader {leader.host_id}"
-        try:
-            await ctx.call(leader, VERB_COUNTER, payload, ctx.timeouts.counter_write)
-        except TimeoutError:
-            raise WriteTimeout(f"Timed out: {what}", cl, 0, block_for, "COUNTER") from None
-        except ConnectionError as exc:
-            if not last and _never_delivered(exc):
-                raise
-            raise WriteFailure(f"Failed: {what}: {exc}", cl, 0, block_for, 1, "COUNTER") from exc
-        except Exception as exc:
-            raise WriteFailure(f"Failed: {what}: {exc}", cl, 0, block_for, 1, "COUNTER") from exc
+        for delta in deltas:
+            await self._one(table, delta, cl, paxos)
+
+    async def _one(self, table: TableDef, delta: Mutation, cl: int, paxos: PaxosRounds | None) -> None:
+        placed = self.replicas.placement.replicas(table, delta.token)
+        if len(placed) == 1 and self.replicas.is_local(placed[0]):
+            await self.lead(table, [delta], cl)
+            return
+        if paxos is None:
+            raise InvalidRequest(
+                f"Counter updates on {table.keyspace}.{table.name} need Paxos across its replicas, "
+                "which this node does not run (maintenance mode)"
+            )
+
+        async def round_of(deltas: Mutation, level: int) -> None:
+            def build(current: CurrentCells, ballot_micros: int) -> list[Mutation]:
+                return [add_deltas(deltas, current, ballot_micros)]
+
+            key = (deltas.partition_key, deltas.token)
+            await read_modify_write(paxos, self.replicas, table, key, build, level, "COUNTER", self._now())
+
+        await self._batches.submit(table.id.hex, delta, cl, round_of)
 
     async def lead(self, table: TableDef, deltas: Sequence[Mutation], cl: int) -> None:
-        """As the leader: read the totals, add the deltas, write the new totals at ``cl``."""
+        """This node is the only replica: add under the partition's lock, write durably."""
+        current = self._local_cells(table)
         for delta in deltas:
             async with self._lock(table, delta.partition_key):
-                total = await self._total(table, delta)
+                total = add_deltas(delta, current, self._timestamps())
                 await self._writes.write(table, [total], cl, "COUNTER")
-
-    async def handle(self, table: TableDef, payload: list[Any]) -> None:
-        """The leader side of ``VERB_COUNTER`` (``payload`` as ``update`` sends it)."""
-        _, cl, plain = payload
-        await self.lead(table, mutations_from_plain(plain), cl)
-
-    async def _total(self, table: TableDef, delta: Mutation) -> Mutation:
-        rows = []
-        for row in delta.rows:
-            if not any(c.value is not None for c in row.cells):
-                rows.append(row)
-                continue
-            current = await self._current(table, delta, row)
-            cells = tuple(self._add(c, current) for c in row.cells)
-            rows.append(
-                RowWrite(
-                    row.clustering, row.static, row.marker, row.tombstone, cells, row.collection_tombstones
-                )
-            )
-        return Mutation(
-            delta.partition_key, delta.token, delta.partition_tombstone, tuple(rows), delta.range_tombstones
-        )
-
-    async def _current(self, table: TableDef, delta: Mutation, row: RowWrite) -> dict[str, LiveCell]:
-        slice_ = (
-            ClusteringSlice() if row.static else ClusteringSlice(Bound(row.clustering), Bound(row.clustering))
-        )
-        data = await self._reads.read_partition(
-            table, delta.partition_key, delta.token, self._now(), slice_, False, QUORUM
-        )
-        if data is None:
-            return {}
-        found = data.static_row if row.static else (data.rows[0] if data.rows else None)
-        return {} if found is None else {c.column: c for c in found.cells}
-
-    def _add(self, delta: Cell, current: dict[str, LiveCell]) -> Cell:
-        if delta.value is None:
-            return delta
-        base = current.get(delta.column)
-        value = int(codec.deserialize(BIGINT, delta.value))
-        timestamp = self._timestamps()
-        if base is not None:
-            value += int(codec.deserialize(BIGINT, base.value))
-            timestamp = max(timestamp, base.timestamp + 1)
-        if not -(1 << 63) <= value < (1 << 63):
-            raise InvalidRequest(f"Counter {delta.column} would overflow")
-        return Cell(delta.column, codec.serialize(BIGINT, value), timestamp, delta.path)
-
-
-def _never_delivered(exc: BaseException) -> bool:
-    """A refused connection: the request cannot have reached the peer (unlike a connection lost
-    after sending), so retrying it elsewhere cannot apply the deltas twice."""
-    return isinstance(exc.__cause__, ConnectionRefusedError)

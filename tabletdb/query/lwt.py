@@ -17,7 +17,7 @@ no row; for a batch the primary key and condition columns of each row the condit
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
@@ -26,14 +26,14 @@ from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.paxos_messages import Ballot
-from tabletdb.query.paxos_values import Reconciler, encode_mutations
+from tabletdb.query.paxos_values import PaxosRounds, Reconciler, cells_in, encode_mutations
 from tabletdb.query.read_restrictions import analyze
 from tabletdb.query.read_rows import partition_rows
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.virtual_select import _predicate
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.query.write_keys import partition_key
-from tabletdb.query.write_statements import where_of
+from tabletdb.query.write_statements import CurrentCells, where_of
 from tabletdb.schema.model import ColumnDef, TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.tablet_store import TabletStore
@@ -41,28 +41,10 @@ from tabletdb.storage.tablet_store import TabletStore
 Row = dict[str, Any]
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
 Write = Callable[[TableDef, Sequence[Mutation]], Awaitable[None]]
-OnRead = Callable[[Ballot, Sequence[bytes | None]], bytes | None]
-"""Given the ballot and the promise quorum's reads, the value to propose (None: do not write)."""
 RowAt = Callable[[bytes | None], Row | None]
 """The current row at a clustering key (None: the partition's first row or its static row)."""
 Decision = tuple[list[Mutation] | None, RowsResult]
 _RECONCILER = Reconciler()
-
-
-class PaxosRounds(Protocol):
-    """The cluster side of a transaction (``node.paxos_service`` implements it over the network)."""
-
-    async def transact(
-        self, table: TableDef, token: int, partition_key: bytes, on_read: OnRead, serial: int = SERIAL
-    ) -> bool:
-        """Run Paxos for the partition; True if our value was committed, False if none was proposed.
-
-        ``serial`` is SERIAL (all replicas) or LOCAL_SERIAL (those in the coordinator's DC).
-
-        Raises Unavailable when fewer than a quorum of replicas are alive, and WriteTimeout (write
-        type CAS) when time ran out, including when our value may or may not have been chosen.
-        """
-        ...
 
 
 def is_conditional(stmt: ast.Statement) -> bool:
@@ -225,10 +207,10 @@ async def execute_conditional(
     key, token, ck = _target(stmt, table, bindings)
     _evaluate(stmt, table, bindings, None)  # invalid conditions fail before any round starts
 
-    def decide(row_at: RowAt, ts: int | None) -> Decision:
+    def decide(row_at: RowAt, ts: int | None, cells: CurrentCells | None) -> Decision:
         current = row_at(ck)
         applied, shown = _evaluate(stmt, table, bindings, current)
-        mutations = writer.mutations_for(stmt, table, bindings, ts) if applied else None
+        mutations = writer.mutations_for(stmt, table, bindings, ts, current=cells) if applied else None
         return mutations, _result(table, applied, shown, current)
 
     return await _transact(writer, table, key, token, write, paxos, serial, decide)
@@ -261,7 +243,7 @@ async def execute_conditional_batch(
         raise InvalidRequest("Batch with conditions cannot span multiple partitions")
     key, token = keys.pop()
 
-    def decide(row_at: RowAt, ts: int | None) -> Decision:
+    def decide(row_at: RowAt, ts: int | None, cells: CurrentCells | None) -> Decision:
         at = ts if ts is not None else writer.timestamps.next()
         seen: list[tuple[Row | None, list[ColumnDef]]] = []
         holds = True
@@ -273,7 +255,9 @@ async def execute_conditional_batch(
         if not holds:
             return None, _batch_result(table, seen)
         mutations = [
-            m for stmt, _, bindings in statements for m in writer.mutations_for(stmt, table, bindings, at)
+            m
+            for stmt, _, bindings in statements
+            for m in writer.mutations_for(stmt, table, bindings, at, current=cells)
         ]
         return mutations, _result(table, True, [], None)
 
@@ -306,12 +290,12 @@ async def _transact(
     write: Write,
     paxos: PaxosRounds | None,
     serial: int | None,
-    decide: Callable[[RowAt, int | None], Decision],
+    decide: Callable[[RowAt, int | None, CurrentCells | None], Decision],
 ) -> RowsResult:
     if paxos is None:
         async with writer.lock(table, key):
             store, now = writer.stores.store(table, token), writer.now_seconds()
-            mutations, result = decide(lambda ck: _row_in(store, table, key, ck, now), None)
+            mutations, result = decide(lambda ck: _row_in(store, table, key, ck, now), None, None)
             if mutations is not None:
                 await write(table, mutations)
         return result
@@ -323,7 +307,7 @@ async def _transact(
             row_at: RowAt = (
                 (lambda ck: None) if merged is None else (lambda ck: _row_in(merged, table, key, ck, now))
             )
-            mutations, result = decide(row_at, ballot.micros)
+            mutations, result = decide(row_at, ballot.micros, cells_in(merged, now))
         results.append(result)
         return None if mutations is None else encode_mutations(mutations)
 

@@ -29,6 +29,7 @@ value may have been accepted. A proposal every replica refused was accepted nowh
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -110,7 +111,11 @@ class Proposer:
         seq: int,
         timing: Timing,
         seed: int,
+        commit_enough: Callable[[frozenset[int]], bool] | None = None,
     ) -> None:
+        """``commit_enough``: our own value counts as committed once a quorum acknowledged the
+        commit *and* this holds for the set of replicas that did (the client's consistency level,
+        when it asks for more than a quorum, e.g. ALL); None: a quorum suffices."""
         if not 0 < quorum <= len(replicas):
             raise ValueError(f"quorum {quorum} impossible with {len(replicas)} replicas")
         self.key = key
@@ -119,6 +124,7 @@ class Proposer:
         self.node = node
         self.seq = seq
         self.timing = timing
+        self._commit_enough = commit_enough
         self._rng = random.Random(seed)
         self._phase = _Phase.PREPARE
         self._highest_seen: Ballot | None = None
@@ -135,6 +141,7 @@ class Proposer:
         self._maybe_ours: list[Proposal] = []
         """Our proposals that may have been accepted somewhere without our knowing if they were chosen."""
         self._commit_waiting: set[int] = set()
+        self._commit_acked: set[int] = set()
         self._commit_needed = 0
         self._commit_then_done = False
         self.outcome: Outcome | None = None
@@ -240,7 +247,15 @@ class Proposer:
         promises = list(self._promises.values())
         latest = _newest([p.committed for p in promises])
         in_progress = _newest([p.accepted for p in promises])
-        if in_progress is not None and latest is not None and in_progress.ballot <= latest.ballot:
+        # In progress means newer than the latest commit and not a re-proposal of the very value
+        # committed last (a competing proposer's repair, accepted but not yet committed): that
+        # one changes nothing when applied again, and repairing it anyway let two proposers
+        # repair each other's re-proposals of one value forever (seen: counters, 3 coordinators).
+        if (
+            in_progress is not None
+            and latest is not None
+            and (in_progress.ballot <= latest.ballot or in_progress.value == latest.value)
+        ):
             in_progress = None
         if self._maybe_ours:
             found = self._find_ours(promises, latest, in_progress, now)
@@ -317,6 +332,7 @@ class Proposer:
         self._phase = _Phase.COMMIT
         self._proposal = proposal
         self._commit_waiting, self._commit_needed = set(waiting), needed
+        self._commit_acked = set()
         self._commit_then_done = then_done
         self._round_deadline = now + self.timing.round_timeout
         return [Send(r, Commit(self.key, proposal)) for r in sorted(waiting)]
@@ -325,10 +341,13 @@ class Proposer:
         if src not in self._commit_waiting:
             return []
         self._commit_waiting.discard(src)
+        self._commit_acked.add(src)
         self._commit_needed -= 1
         if self._commit_needed > 0:
             return []
         if self._commit_then_done:
+            if self._commit_enough is not None and not self._commit_enough(frozenset(self._commit_acked)):
+                return []  # chosen, but the client's level wants more acks: wait (resent on tick)
             return self._finish(Outcome.APPLIED)
         return self._begin_round(now)
 

@@ -12,14 +12,49 @@ The encoding is msgpack over the data path's wire form of mutations (``replica_w
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 import msgpack
 
 from tabletdb.dht.token import TokenRange
+from tabletdb.protocol.requests import SERIAL
+from tabletdb.query.paxos_messages import Ballot
 from tabletdb.query.replica_wire import mutations_from_plain, mutations_to_plain
-from tabletdb.storage.mutation import Mutation
+from tabletdb.query.write_statements import CurrentCells
+from tabletdb.schema.model import TableDef
+from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
+from tabletdb.storage.reconcile import LiveCell
 from tabletdb.storage.tablet_store import TabletStore
+
+OnRead = Callable[[Ballot, Sequence[bytes | None]], bytes | None]
+"""Given the ballot and the promise quorum's reads, the value to propose (None: do not write)."""
+
+
+class PaxosRounds(Protocol):
+    """The cluster side of a transaction (``node.paxos_service`` implements it over the network)."""
+
+    async def transact(
+        self,
+        table: TableDef,
+        token: int,
+        partition_key: bytes,
+        on_read: OnRead,
+        serial: int = SERIAL,
+        commit: int | None = None,
+        budget: float | None = None,
+    ) -> bool:
+        """Run Paxos for the partition; True if our value was committed, False if none was proposed.
+
+        ``serial`` is SERIAL (all replicas) or LOCAL_SERIAL (those in the coordinator's DC).
+        ``commit``: a consistency level the commit must meet as well as a quorum (None: a quorum).
+        ``budget``: seconds the whole transaction may take (None: the CAS contention timeout
+        plus the write timeout).
+
+        Raises Unavailable when fewer than a quorum of replicas are alive, and WriteTimeout (write
+        type CAS) when time ran out, including when our value may or may not have been chosen.
+        """
+        ...
 
 
 def encode_mutations(mutations: Sequence[Mutation]) -> bytes:
@@ -60,3 +95,21 @@ class Reconciler:
         finally:
             for token in {m.token for m in mutations}:
                 store.delete_token_range(TokenRange(token - 1, token))
+
+
+def cells_in(store: TabletStore | None, now: int) -> CurrentCells:
+    """``CurrentCells`` answered from one store (None: nothing stored anywhere, every cell absent)."""
+
+    def read(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
+        if store is None:
+            return ()
+        if static:
+            data = store.read_partition(key, now, limit=0)
+            row = None if data is None else data.static_row
+        else:
+            slice_ = ClusteringSlice(Bound(ck), Bound(ck))
+            data = store.read_partition(key, now, slice_, include_static=False)
+            row = None if data is None or not data.rows else data.rows[0]
+        return () if row is None else row.cells_of(column)
+
+    return read

@@ -1,9 +1,10 @@
 """The data path's entry points for the processor: DML, BATCH, TRUNCATE and SELECT on user tables.
 
 Kept apart from ``processor`` so the protocol handler only resolves tables and dispatches.
-List element operations read before they write, under the table's lock, and only where this
-node is the only replica. Counter updates are built as deltas and go through the partition's
-leader replica (``coordinator_counter``), which adds them to the total under its lock.
+Statements that read before they write (list element set/delete by index, list removal by
+value, UDT field set/delete) and counter updates (built as deltas, ``coordinator_counter``)
+run as one Paxos read-modify-write of their partition where it has other replicas
+(``paxos_rmw``), and under a local lock where this node is its only replica.
 """
 
 from __future__ import annotations
@@ -19,18 +20,21 @@ from tabletdb.protocol.wire import Unset
 from tabletdb.query.coordinator_cl import LOCAL_SERIAL, ONE, SERIAL
 from tabletdb.query.coordinator_read import ConsistentReads
 from tabletdb.query.lwt import (
-    PaxosRounds,
     execute_conditional,
     execute_conditional_batch,
     is_conditional,
     serial_read_barrier,
 )
+from tabletdb.query.paxos_rmw import read_modify_write
+from tabletdb.query.paxos_values import PaxosRounds
 from tabletdb.query.receivers import Receiver, receivers
 from tabletdb.query.select_execute import execute_select
 from tabletdb.query.select_point import point_select
 from tabletdb.query.terms import Bindings, term_value
 from tabletdb.query.view_replica import ViewUpdates
 from tabletdb.query.write_execute import WriteExecutor
+from tabletdb.query.write_keys import partition_key
+from tabletdb.query.write_statements import CurrentCells, where_of
 from tabletdb.query.write_views import derived_tables
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
@@ -39,6 +43,15 @@ from tabletdb.tablets.tablet_map import TabletMap
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
 ViewsOf = Callable[[TableDef], Sequence[ViewDef]]
 """The materialized views of a base table (from the current catalog)."""
+
+
+def _partitions(stmt: Modification, table: TableDef, bindings: Bindings) -> list[tuple[bytes, int]]:
+    """The partitions an UPDATE or DELETE writes: (partition key, token) for each."""
+    assert not isinstance(stmt, ast.InsertStatement)  # INSERT never reads before writing
+    r = where_of(stmt.where, table, bindings)
+    if r.partition_keys is None:
+        raise InvalidRequest("Some partition key parts are missing")
+    return [partition_key(table, pk) for pk in r.partition_keys]
 
 
 def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
@@ -82,27 +95,97 @@ class DataPath:
             )
         if table.is_counter:
             deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
-            await self.writer.counters.update(table, deltas, cl)
+            await self.writer.counters.update(table, deltas, cl, self.paxos)
         elif _reads_before_write(stmt, table):
-            self._require_local(table, "List element and UDT field updates and removals")
-            async with self.writer.lock(table, b""):
-                await self._build_and_write(stmt, table, bindings, timestamp, cl)
+            await self._read_then_write([(stmt, table, bindings)], timestamp, cl, "SIMPLE")
         else:
             await self._build_and_write(stmt, table, bindings, timestamp, cl)
         return VoidResult()
 
     def _require_local(self, table: TableDef, what: str) -> None:
-        """Read-before-write work reads this node's stores: refuse it where they are not the only replica.
+        """A node without Paxos (maintenance mode) runs LWT under a local lock on its own stores:
+        refuse where they are not the only replica.
 
         Doing it anyway would read one replica's (possibly stale) data and write the result to
-        all, silently losing updates; until a distributed design exists the client is told.
+        all, silently losing updates.
         """
         if not self.writer.replicas.placement.local_only(table):
             raise InvalidRequest(
-                f"{what} on {table.keyspace}.{table.name} are not supported yet when its data is replicated "
-                "to other nodes (replication factor > 1, or a replica on another node); "
-                "use a keyspace with replication factor 1 on a single node"
+                f"{what} on {table.keyspace}.{table.name} need Paxos across its replicas, which this "
+                "node does not run (maintenance mode)"
             )
+
+    async def _read_then_write(
+        self,
+        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        timestamp: int | None,
+        cl: int,
+        write_type: str,
+    ) -> None:
+        """Statements whose mutations depend on the stored value, all built from one read.
+
+        Where every partition they touch has this node as its only replica, the read is of the
+        local stores under the table's lock. Otherwise they must touch one partition, and one
+        Paxos round reads it from a quorum and commits what the statements build from that read
+        (``paxos_rmw``), so no concurrent update slips between the read and the write.
+        """
+        ts = timestamp if timestamp is not None else self.writer.timestamps.next()
+        targets: dict[tuple[str, bytes], tuple[TableDef, int]] = {}
+        for stmt, table, bindings in statements:
+            if _reads_before_write(stmt, table):
+                keys = _partitions(stmt, table, bindings)
+            else:  # builds without reading
+                keys = [
+                    (m.partition_key, m.token) for m in self.writer.mutations_for(stmt, table, bindings, ts)
+                ]
+            targets.update({(table.id.hex, key): (table, token) for key, token in keys})
+        placement = self.writer.replicas.placement
+        if all(
+            len(rs) == 1 and placement.is_local(rs[0])
+            for rs in (placement.replicas(table, token) for table, token in targets.values())
+        ):
+            async with self.writer.lock(statements[0][1], b""):
+                await self._build_and_write_all(statements, ts, cl, write_type)
+            return
+        if self.paxos is None:
+            raise InvalidRequest(
+                "List element and UDT field updates and removals of a replicated table need Paxos "
+                "across its replicas, which this node does not run (maintenance mode)"
+            )
+        if len(targets) != 1:
+            raise InvalidRequest(
+                "List element and UDT field updates and removals of a replicated table must "
+                "touch one partition per statement or batch (IN on the partition key, or a batch "
+                "spanning partitions, is not supported with them)"
+            )
+        (((_, key), (table, token)),) = targets.items()
+
+        def build(current: CurrentCells, ballot_micros: int) -> list[Mutation]:
+            return [
+                m
+                for stmt, t, bindings in statements
+                for m in self.writer.mutations_for(stmt, t, bindings, ts, current=current)
+            ]
+
+        now = self.writer.now_seconds()
+        await read_modify_write(
+            self.paxos, self.writer.replicas, table, (key, token), build, cl, write_type, now
+        )
+
+    async def _build_and_write_all(
+        self,
+        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        ts: int,
+        cl: int,
+        write_type: str,
+    ) -> None:
+        """Build every statement before writing any (each reads the state before the others)."""
+        built = [
+            (table, self.writer.mutations_for(stmt, table, bindings, ts))
+            for stmt, table, bindings in statements
+        ]
+        for table, mutations in built:
+            await self.write(table, mutations, cl, write_type)
 
     async def apply_committed(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
         """A Paxos commit this replica learnt: applied here only (views and indexes are updated
@@ -146,16 +229,17 @@ class DataPath:
             raise InvalidRequest("Only counter mutations are allowed in COUNTER batches")
         if kind != "COUNTER" and counters == {True}:
             raise InvalidRequest("Cannot include a counter statement in a logged batch")
+        write_type = {"LOGGED": "BATCH", "UNLOGGED": "UNLOGGED_BATCH"}.get(kind, "COUNTER")
+        if counters == {False} and any(_reads_before_write(stmt, table) for stmt, table, _ in statements):
+            await self._read_then_write(statements, ts, cl, write_type)
+            return VoidResult()
         for stmt, table, bindings in statements:
-            if _reads_before_write(stmt, table) and not table.is_counter:
-                self._require_local(table, "List element updates")
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
                 self.writer.mutations_for(stmt, table, bindings, ts, deltas=table.is_counter)
             )
-        write_type = {"LOGGED": "BATCH", "UNLOGGED": "UNLOGGED_BATCH"}.get(kind, "COUNTER")
         for table, mutations in per_table.values():
             if table.is_counter:
-                await self.writer.counters.update(table, mutations, cl)
+                await self.writer.counters.update(table, mutations, cl, self.paxos)
             else:
                 await self.write(table, mutations, cl, write_type)
         return VoidResult()

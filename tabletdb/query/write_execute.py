@@ -26,7 +26,7 @@ from tabletdb.query.coordinator_write import WriteCoordinator
 from tabletdb.query.replica_local import LocalReplica
 from tabletdb.query.replica_placement import ReplicaPlacement
 from tabletdb.query.terms import Bindings
-from tabletdb.query.write_statements import build_delete, build_insert, build_update, time_of
+from tabletdb.query.write_statements import CurrentCells, build_delete, build_insert, build_update, time_of
 from tabletdb.query.write_stores import DataStores
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
@@ -71,7 +71,12 @@ class WriteExecutor:
         self.coordinator = WriteCoordinator(self.replicas)
         self.reads = ReadCoordinator(self.replicas)
         self.counters = CounterCoordinator(
-            self.replicas, self.coordinator, self.reads, self.lock, self.timestamps.next, self.now_seconds
+            self.replicas,
+            self.coordinator,
+            self.current_cells,
+            self.lock,
+            self.timestamps.next,
+            self.now_seconds,
         )
         self._locks: weakref.WeakValueDictionary[tuple[str, bytes], asyncio.Lock]
         self._locks = weakref.WeakValueDictionary()
@@ -80,7 +85,7 @@ class WriteExecutor:
     def now_seconds(self) -> int:
         return int(self.clock())
 
-    def current_cells(self, table: TableDef) -> Callable[[bytes, int, bytes, bool, str], Sequence[LiveCell]]:
+    def current_cells(self, table: TableDef) -> CurrentCells:
         def read(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
             store = self.stores.store(table, token)
             if static:
@@ -103,16 +108,20 @@ class WriteExecutor:
         default_ts: int | None,
         *,
         deltas: bool = False,
+        current: CurrentCells | None = None,
     ) -> list[Mutation]:
         """Validate and build; raises before anything is written.
 
         ``deltas``: build counter updates against an empty current value, so each counter cell
-        carries its increment (the counter leader adds it to the total).
+        carries its increment (``coordinator_counter`` adds it to the total). ``current``: where
+        read-before-write operations read (default this node's stores; a Paxos round passes the
+        replicas' reconciled partition).
         """
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
             ts = default_ts if default_ts is not None else self.timestamps.next()
             when = time_of(stmt.attributes, table, bindings, ts, self.now_seconds())
-            current = _no_cells if deltas else self.current_cells(table)
+            if current is None:
+                current = _no_cells if deltas else self.current_cells(table)
             if isinstance(stmt, ast.InsertStatement):
                 return build_insert(stmt, table, bindings, when)
             if isinstance(stmt, ast.UpdateStatement):

@@ -4,8 +4,8 @@ Three nodes, RF=3, one tablets keyspace and one vnode keyspace: QUORUM writes re
 QUORUM and ALL from every coordinator; with one node killed (-9) QUORUM still works and ALL is
 Unavailable; once it is back, ALL reads return every row written while it was down (read repair,
 there are no hints) and the repair is durable on the returning node. Counters stay exact through
-it all (updates go through a leader replica). And RF=1 on three nodes: every node coordinates
-every key.
+it all (each update is a Paxos round; test_replicated_rmw has the concurrent cases). And RF=1 on
+three nodes: every node coordinates every key.
 """
 
 from __future__ import annotations

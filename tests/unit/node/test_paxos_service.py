@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -243,3 +244,20 @@ def test_a_round_that_proposes_nothing_finishes_an_interrupted_transaction(
     assert [stored(cluster, i) for i in range(3)] == [None, None, None]
     assert asyncio.run(serial_read()) is False
     assert [stored(cluster, i) for i in range(3)] == [b"half-done"] * 3
+
+
+def test_a_dead_replica_nobody_noticed_does_not_stall_a_contended_round(tmp_path: Path) -> None:
+    """Node 2 refuses connections but the failure detector still says up; node 1 promised a
+    higher ballot to someone else. The refused prepare counts as a refusal, so the round backs
+    off and retries above node 1's ballot at once instead of waiting for node 2 until the round
+    timeout (here the whole budget: waiting would be a WriteTimeout)."""
+    from tabletdb.query.paxos_messages import Prepare
+
+    for cluster, net, services in _three_services(tmp_path, PaxosTimeouts(cas_contention=0.0, write=30.0)):
+        net.down.add(raft_id_of(host(2)))
+        competitor = Ballot(time.time_ns() // 1000 + 1_000_000, 99, 1)
+        key = cluster.table.id.bytes + KEY
+        asyncio.run(services[1].handle(cluster.table, TOKEN, Prepare(key, competitor)))
+        done = asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"x", [])))
+        assert done is True
+        assert [stored(cluster, i) for i in range(2)] == [b"x", b"x"]

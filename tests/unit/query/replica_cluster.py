@@ -21,8 +21,7 @@ from tabletdb.cql.types import BLOB, COUNTER, CqlType
 from tabletdb.dht.ring import random_tokens
 from tabletdb.group0.topology import NodeRecord, Topology, raft_id_of
 from tabletdb.node.storage_service import StorageService
-from tabletdb.query.coordinator_context import VERB_COUNTER, Replicas, Timeouts
-from tabletdb.query.coordinator_counter import CounterCoordinator
+from tabletdb.query.coordinator_context import Replicas, Timeouts
 from tabletdb.query.coordinator_read import ReadCoordinator
 from tabletdb.query.coordinator_write import WriteCoordinator
 from tabletdb.query.replica_local import LocalReplica
@@ -65,7 +64,6 @@ class FakeNet:
 
     def __init__(self) -> None:
         self.verbs: dict[int, ReplicaVerbs] = {}
-        self.counters: dict[int, CounterCoordinator] = {}
         self.refuse: set[int] = set()
         self.hang: set[int] = set()
         self.calls: list[tuple[int, str]] = []
@@ -81,12 +79,7 @@ class FakeNet:
         if peer in self.hang:
             await asyncio.Event().wait()
         wire = msgpack.unpackb(msgpack.packb(payload, use_bin_type=True), raw=False)
-        if verb == VERB_COUNTER:
-            table = self.verbs[peer].table_of(uuid.UUID(bytes=wire[0]))
-            assert table is not None
-            reply = await self.counters[peer].handle(table, wire)
-        else:
-            reply = await self.verbs[peer].handlers()[verb](0, wire)
+        reply = await self.verbs[peer].handlers()[verb](0, wire)
         return msgpack.unpackb(msgpack.packb(reply, use_bin_type=True), raw=False)
 
 
@@ -128,7 +121,6 @@ class Cluster:
             replicas = Replicas(placement, local, self.net, lambda raft: raft not in self.down, timeouts)
             self.net.verbs[raft_id_of(host(i))] = ReplicaVerbs(local, self.catalog.by_id)
             self.executors.append(WriteExecutor(storage, replicas=replicas))
-            self.net.counters[raft_id_of(host(i))] = self.executors[-1].counters
             self.stores.append(storage)
             self.replicas.append(replicas)
 

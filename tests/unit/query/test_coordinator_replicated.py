@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from tabletdb.cql import ast, codec
+from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest, ReadTimeout, Unavailable, WriteTimeout
 from tabletdb.cql.parser import parse_statement
-from tabletdb.cql.types import BIGINT
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
 from tabletdb.query.coordinator_cl import ALL, ONE, QUORUM
@@ -191,48 +190,6 @@ async def test_truncate_needs_every_node(cluster: Cluster) -> None:
     assert [values_on(cluster, i, b"k") for i in range(3)] == [[], [], []]
 
 
-def counter_delta(key: bytes, delta: int, ts: int) -> Mutation:
-    cell = Cell("v", codec.serialize(BIGINT, delta), ts)
-    return Mutation(key, token_of(key), rows=(RowWrite(b"c", cells=(cell,)),))
-
-
-async def counter_value(cluster: Cluster, i: int, key: bytes, cl: int) -> int | None:
-    data = await cluster.reader(i).read_partition(
-        cluster.counter_table, key, token_of(key), NOW, ClusteringSlice(), False, cl
-    )
-    if data is None:
-        return None
-    return int(codec.deserialize(BIGINT, data.rows[0].cells[0].value))
-
-
-@run_async
-async def test_concurrent_counter_updates_from_every_coordinator_are_all_counted(cluster: Cluster) -> None:
-    table = cluster.counter_table
-    updates = [
-        cluster.executors[n % 3].counters.update(table, [counter_delta(b"k", n, 1)], QUORUM)
-        for n in range(1, 31)
-    ]
-    await asyncio.gather(*updates)
-    assert [await counter_value(cluster, i, b"k", QUORUM) for i in range(3)] == [465] * 3
-
-
-@run_async
-async def test_counter_leader_reads_the_quorum_total_after_missing_updates(cluster: Cluster) -> None:
-    table = cluster.counter_table
-    await cluster.executors[0].counters.update(table, [counter_delta(b"k", 5, 1)], ALL)
-    leader = cluster.replicas[0].placement.replicas(table, token_of(b"k"))[0]
-    leader_index = [host(i) for i in range(3)].index(leader.host_id)
-    cluster.down.add(raft_id_of(leader.host_id))
-    cluster.net.refuse.add(raft_id_of(leader.host_id))
-    other = (leader_index + 1) % 3
-    await cluster.executors[other].counters.update(table, [counter_delta(b"k", 7, 1)], QUORUM)
-    cluster.down.clear()
-    cluster.net.refuse.clear()
-    # the leader missed +7; its QUORUM read of the total repairs that before adding +1
-    await cluster.executors[other].counters.update(table, [counter_delta(b"k", 1, 1)], QUORUM)
-    assert await counter_value(cluster, leader_index, b"k", ALL) == 13
-
-
 @run_async
 async def test_a_replica_wrongly_marked_down_is_tried_when_a_live_one_fails(cluster: Cluster) -> None:
     cluster.down.add(raft_id_of(host(2)))  # stale: node 2 is actually fine
@@ -262,19 +219,6 @@ async def test_a_replica_waits_for_a_table_its_schema_does_not_have_yet(cluster:
     assert values_on(cluster, 1, b"k") == [b"v"]
     with pytest.raises(InvalidRequest, match="schema not caught up"):
         await wait_for_table(lambda _: None, uuid.UUID(int=5).bytes, wait=0.05)
-
-
-@run_async
-async def test_a_silent_counter_leader_is_a_write_timeout(cluster: Cluster) -> None:
-    leader = cluster.replicas[0].placement.replicas(cluster.counter_table, token_of(b"k"))[0]
-    coordinator = next(i for i in range(3) if host(i) != leader.host_id)
-    cluster.net.hang.add(raft_id_of(leader.host_id))
-    expire_quickly(cluster)
-    with pytest.raises(WriteTimeout) as info:
-        await cluster.executors[coordinator].counters.update(
-            cluster.counter_table, [counter_delta(b"k", 1, 1)], QUORUM
-        )
-    assert info.value.write_type == "COUNTER"
 
 
 @pytest.mark.parametrize("tablets", [False, True], ids=["vnodes", "tablets"])
