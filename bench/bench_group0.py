@@ -71,6 +71,21 @@ class _Cpu:
     def _total(self) -> float:
         return sum(proc_cpu_seconds(pid) for pid in self._pids)
 
+    def settle(self, quiet_share: float = 0.05, window: float = 1.0, limit: float = 300.0) -> float:
+        """Wait until the nodes together use under ``quiet_share`` of a core for ``window`` seconds
+        (bounded by ``limit``): the fill's tail (followers still applying its batched entries,
+        queued agreement checks) must not land in the next measurement. Returns seconds waited."""
+        started = time.monotonic()
+        before = self._total()
+        while time.monotonic() - started < limit:
+            time.sleep(window)
+            now = self._total()
+            busy, before = now - before, now
+            if busy < quiet_share * window:
+                break
+        self._last = self._total()
+        return time.monotonic() - started
+
     def us_per_op(self, ops: int) -> float:
         now = self._total()
         spent, self._last = now - self._last, now
@@ -214,6 +229,7 @@ def main() -> None:
         fill = max(0, args.tables - existing)
         rate, _ = _parallel(sessions, fill // 8 + 1)
         print(f"filled to ~{args.tables} tables at {rate:.0f} DDL/s", flush=True)
+        print(f"nodes quiet {cpu.settle():.1f} s after the fill", flush=True)
         # Each driver still has one agreement check queued per event it saw (10 ms apart): fresh
         # sessions measure the large schema as the small one was measured, not that backlog.
         for session in sessions:

@@ -30,7 +30,7 @@ from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.failure_detector import FailureDetector
 from tabletdb.node.features import supported_features
-from tabletdb.node.gc_tuning import tune_for_serving
+from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.maintenance_store import MaintenanceStore
@@ -331,6 +331,8 @@ class Node:
         await asyncio.to_thread(self._parser_loading.join)
         await self.server.start()
         tune_for_serving()  # start-up's objects are built: keep the collector off them from now on
+        freezer = MetadataFreezer()  # and off the metadata that schema changes add later
+        self.metadata.add_listener(lambda _events: freezer.changed())
         log.warning(
             "node serving CQL address=%s port=%d host_id=%s startup_ms=%.0f",
             self._rpc_address(),
