@@ -73,8 +73,8 @@ class _Cpu:
 
     def settle(self, quiet_share: float = 0.05, window: float = 1.0, limit: float = 300.0) -> float:
         """Wait until the nodes together use under ``quiet_share`` of a core for ``window`` seconds
-        (bounded by ``limit``): the fill's tail (followers still applying its batched entries,
-        queued agreement checks) must not land in the next measurement. Returns seconds waited."""
+        (bounded by ``limit``): the fill's tail (nodes still applying and reporting its batched
+        entries) must not land in the next measurement. Returns seconds waited."""
         started = time.monotonic()
         before = self._total()
         while time.monotonic() - started < limit:
@@ -229,11 +229,11 @@ def main() -> None:
         fill = max(0, args.tables - existing)
         rate, _ = _parallel(sessions, fill // 8 + 1)
         print(f"filled to ~{args.tables} tables at {rate:.0f} DDL/s", flush=True)
-        print(f"nodes quiet {cpu.settle():.1f} s after the fill", flush=True)
         # Each driver still has one agreement check queued per event it saw (10 ms apart): fresh
         # sessions measure the large schema as the small one was measured, not that backlog.
         for session in sessions:
             session.cluster.shutdown()
+        print(f"nodes quiet {cpu.settle():.1f} s after the fill", flush=True)
         one, idle = _session(NODES[0]), [_session(NODES[(i + 1) % 3]) for i in range(args.idle_sessions)]
         cpu.us_per_op(1)
         mismatches.take()
