@@ -15,6 +15,8 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from tabletdb.storage.snapshot_files import fsync_path
+
 _HEADER = struct.Struct("<II")
 
 
@@ -28,7 +30,7 @@ class CommitLog:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         if new:  # the file's directory entry must survive power loss too
             os.fsync(self._fd)
-            _fsync_directory(path.parent)
+            fsync_path(path.parent)
         self.size = os.fstat(self._fd).st_size
         """Bytes in the file (replayed records included until ``reset``)."""
 
@@ -68,11 +70,3 @@ class CommitLog:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

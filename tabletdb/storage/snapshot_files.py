@@ -52,7 +52,7 @@ def snapshot_to(source: Path, target: Path) -> None:
             dst.execute("PRAGMA journal_mode = DELETE")
         finally:
             dst.close()
-        _fsync(staging)
+        fsync_path(staging)
         os.replace(staging, target)
     except sqlite3.Error as exc:
         raise StorageError(f"cannot snapshot {source} into {target}: {exc}") from exc
@@ -119,7 +119,7 @@ def file_sha256(path: Path) -> str:
 
 def check_image(path: Path) -> None:
     """Sync a staged image and make sure SQLite reads it as an intact tablet file."""
-    _fsync(path)
+    fsync_path(path)
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
@@ -150,7 +150,8 @@ def place_image(staging: Path, target: Path) -> None:
         os.close(directory)
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (a directory's entries must survive power loss too)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
