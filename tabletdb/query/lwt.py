@@ -30,7 +30,7 @@ from tabletdb.query.paxos_values import PaxosRounds, Reconciler, cells_in, encod
 from tabletdb.query.read_restrictions import analyze
 from tabletdb.query.read_rows import partition_rows
 from tabletdb.query.terms import Bindings, term_value
-from tabletdb.query.virtual_select import _predicate
+from tabletdb.query.virtual_select import relation_predicate
 from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.query.write_keys import partition_key
 from tabletdb.query.write_statements import CurrentCells, where_of
@@ -120,7 +120,7 @@ def _element_predicate(
     else:
         raise InvalidRequest(f"Invalid element access on non-collection column {col.name}")
     wanted_key = term_value(rel.lhs.key, key_type, col.name, bindings)
-    check = _predicate(
+    check = relation_predicate(
         "element", value_type, ast.Relation(ast.ColumnRef("element"), rel.op, rel.rhs), bindings
     )
 
@@ -159,7 +159,7 @@ def _evaluate(
                 raise InvalidRequest(f"Undefined column name {rel.lhs.name}")
             if col.is_primary_key:
                 raise InvalidRequest(f"PRIMARY KEY column '{col.name}' cannot have IF conditions")
-            name, check = col.name, _predicate(col.name, col.type, rel, bindings)
+            name, check = col.name, relation_predicate(col.name, col.type, rel, bindings)
         else:
             raise InvalidRequest("Unsupported IF condition")
         checks.append(check)

@@ -22,7 +22,7 @@ from tabletdb.protocol.wire import Unset
 from tabletdb.query.read_restrictions import Restrictions, filtering_columns
 from tabletdb.query.read_rows import STATIC_ONLY, OutRow, PartitionSource, Position, partition_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_bytes, term_value
-from tabletdb.query.virtual_select import _predicate
+from tabletdb.query.virtual_select import relation_predicate
 from tabletdb.query.write_index import entries_tables
 from tabletdb.query.write_keys import clustering_bound, decode_clustering, partition_key
 from tabletdb.schema.index_table import indexed_value_type
@@ -119,7 +119,7 @@ def element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Ca
     if key is None or isinstance(key, Unset):
         raise InvalidRequest(f"Invalid null or unset map key for column {column.name}")
     name = f"{column.name}[{key!r}]"
-    compare = _predicate(name, column.type.value, rel, bindings)
+    compare = relation_predicate(name, column.type.value, rel, bindings)
 
     def element_of(row: Row) -> bool:
         found = next((v for k, v in row.get(column.name) or () if k == key), None)

@@ -31,7 +31,7 @@ from tabletdb.query.read_index import (
 from tabletdb.query.read_restrictions import Restrictions, analyze, single_value
 from tabletdb.query.read_rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
 from tabletdb.query.terms import Bindings, term_value
-from tabletdb.query.virtual_select import _predicate
+from tabletdb.query.virtual_select import relation_predicate
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 
 PAGING_VERSION = 1
@@ -102,7 +102,7 @@ def _filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[
     if not isinstance(rel.lhs, ast.ColumnRef):
         raise InvalidRequest("Only restrictions on plain columns can be filtered")
     col = _col(table, rel.lhs.name)
-    return _predicate(col.name, col.type, rel, bindings)
+    return relation_predicate(col.name, col.type, rel, bindings)
 
 
 def _positive(term: ast.Term | None, bindings: Bindings, what: str) -> int | None:

@@ -89,7 +89,7 @@ def _restrictions(
         col = table.column(name)
         if col is None:
             raise InvalidRequest(f"Undefined column name {name}")
-        predicates.append(_predicate(name, col.type, rel, bindings))
+        predicates.append(relation_predicate(name, col.type, rel, bindings))
         if rel.op == "=" and name in narrowable and isinstance(rel.rhs, ast.Term):
             narrowing[name] = _value(rel.rhs, col.type, name, bindings)
     return predicates, narrowing
@@ -102,7 +102,9 @@ def _value(term: ast.Term, t: CqlType, receiver: str, bindings: Bindings) -> Any
     return value
 
 
-def _predicate(name: str, t: CqlType, rel: ast.Relation, bindings: Bindings) -> Callable[[Row], bool]:
+def relation_predicate(name: str, t: CqlType, rel: ast.Relation, bindings: Bindings) -> Callable[[Row], bool]:
+    """A test of one WHERE relation on decoded rows (column name -> Python value): shared by
+    filtering, IF conditions and view filters, so all of them read a relation the same way."""
     op = rel.op
     if op == "IN":
         if isinstance(rel.rhs, ast.InValues):

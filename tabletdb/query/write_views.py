@@ -25,7 +25,7 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.parser import parse_statement
 from tabletdb.query.base_snapshot import BaseRow, Rows
 from tabletdb.query.terms import Bindings
-from tabletdb.query.virtual_select import _predicate
+from tabletdb.query.virtual_select import relation_predicate
 from tabletdb.query.write_cells import CellChanges, WriteTime, whole_value
 from tabletdb.query.write_index import entries_tables, index_mutations
 from tabletdb.query.write_keys import encode_clustering, partition_key
@@ -51,7 +51,7 @@ def view_filter(view: ViewDef, base: TableDef) -> list[Predicate]:
                 continue
             col = base.column(rel.lhs.name)
             if col is not None:
-                predicates.append(_predicate(col.name, col.type, rel, Bindings([])))
+                predicates.append(relation_predicate(col.name, col.type, rel, Bindings([])))
     _where_cache[key] = predicates
     return predicates
 
