@@ -111,7 +111,10 @@ class ReplicaPlacement:
         """``table.id.int`` -> tablet map: an int hashes in C, ``uuid.UUID.__hash__`` is Python."""
 
     def is_local(self, replica: Replica) -> bool:
-        return replica.host_id == self.local_host
+        """``==`` on UUIDs runs ``uuid.UUID.__eq__`` (Python) on every write; the local replica
+        usually carries this node's own host id object, so identity answers first."""
+        host_id = replica.host_id
+        return host_id is self.local_host or host_id == self.local_host
 
     def members(self) -> ReplicaSet:
         """Every node of the cluster (this one alone when there is no topology yet)."""
