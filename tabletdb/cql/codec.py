@@ -336,6 +336,49 @@ def deserialize(t: CqlType, data: bytes) -> Any:
     raise _bad(t, "values of an unresolved type cannot be decoded")
 
 
+FIXED_WIDTHS: dict[str, int] = {
+    "tinyint": 1,
+    "smallint": 2,
+    "int": 4,
+    "date": 4,
+    "bigint": 8,
+    "timestamp": 8,
+    "uuid": 16,
+}
+"""Native types whose every value of exactly this many bytes decodes (and an empty one is null):
+their validation needs only the length. Not timeuuid (its version nibble is checked) nor counter
+(not bound in INSERTs)."""
+
+
+def bound_validator(t: CqlType) -> Callable[[bytes], None]:
+    """A check of bound bytes of ``t`` that accepts and rejects exactly as ``deserialize`` does,
+    with the same error, computed once per plan: for a fixed-width type only the length is looked
+    at (a full decode builds an int or a UUID that the caller throws away), for blob nothing, for
+    anything else - and for every wrong length, so the message is ``deserialize``'s - the full
+    decode."""
+    if isinstance(t, NativeType):
+        if t.name == "blob":
+            return _accept_any
+        width = FIXED_WIDTHS.get(t.name)
+        if width is not None:
+
+            def fixed(data: bytes) -> None:
+                size = len(data)
+                if size != width and size:
+                    deserialize(t, data)  # raises with deserialize's message
+
+            return fixed
+
+    def full(data: bytes) -> None:
+        deserialize(t, data)
+
+    return full
+
+
+def _accept_any(data: bytes) -> None:
+    return None
+
+
 def validate(t: CqlType, data: bytes) -> None:
     """Check that client-sent bytes are a well-formed value of `t` (empty values allowed)."""
     if isinstance(t, NativeType):

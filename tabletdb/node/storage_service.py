@@ -85,19 +85,24 @@ class StorageService:
         self._tablet_maps = tablet_maps
         self._open: dict[Path, GroupCommitter] = {}
         self._known_tables: FrozenMap[uuid.UUID, tuple[str, str]] | None = None
-        self._by_key: dict[tuple[uuid.UUID, int], tuple[TabletMap | None, GroupCommitter]] = {}
-        """(table, tablet id or -1 - shard) -> (the map it was computed from, committer)."""
+        self._by_key: dict[tuple[int, int], tuple[TabletMap | None, GroupCommitter]] = {}
+        """(table id as an int, tablet id or -1 - shard) -> (the map it was computed from,
+        committer). Keyed by ``UUID.int``, not the UUID: ``uuid.UUID.__hash__`` is Python code and
+        every mutation looks up here; an int hashes in C and compares equal exactly when the
+        UUIDs do."""
         self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
-        self._map_by_table: dict[uuid.UUID, TabletMap | None] = {}
+        self._map_by_table: dict[int, TabletMap | None] = {}
+        """Table id as an int (see ``_by_key``) -> its tablet map in ``_maps_seen``."""
 
     # -- lookup ------------------------------------------------------------------------------
 
     def committer(self, table: TableDef, token: int) -> GroupCommitter:
-        tablet_map = self._map_of(table)
+        table_int = table.id.int
+        tablet_map = self._map_of(table, table_int)
         if tablet_map is None:
-            key = (table.id, -1 - shard_of(token, self.smp, self.ignore_msb))
+            key = (table_int, -1 - shard_of(token, self.smp, self.ignore_msb))
         else:
-            key = (table.id, tablet_map.tablet_id_of(token))
+            key = (table_int, tablet_map.tablet_id_of(token))
         found = self._by_key.get(key)
         if found is not None and found[0] is tablet_map:
             return found[1]
@@ -106,16 +111,16 @@ class StorageService:
         self._by_key[key] = (tablet_map, committer)
         return committer
 
-    def _map_of(self, table: TableDef) -> TabletMap | None:
+    def _map_of(self, table: TableDef, table_int: int) -> TabletMap | None:
         """The table's tablet map, looked up once per tablet-maps object (every mutation asks)."""
         maps = self._tablet_maps()
         if maps is not self._maps_seen:
             self._maps_seen = maps
             self._map_by_table = {}
         try:
-            return self._map_by_table[table.id]
+            return self._map_by_table[table_int]
         except KeyError:
-            found = self._map_by_table[table.id] = maps.get(table.id)
+            found = self._map_by_table[table_int] = maps.get(table.id)
             return found
 
     def store(self, table: TableDef, token: int) -> TabletStore:

@@ -264,6 +264,34 @@ def _prepare(r: Reader, ctx: DecodeContext) -> Prepare:
 
 
 def _execute(r: Reader, ctx: DecodeContext) -> Execute:
+    """EXECUTE is most of a data-path client's traffic: its common shape (ids, then the common
+    query parameters) is read straight from the body in one pass; anything else, and every
+    malformed body, goes through the checked readers, so errors read the same either way.
+    Nothing is read after the parameters (trailing bytes are ignored), so the reader is left
+    where it was."""
+    buf, pos = r.position()
+    try:
+        (n,) = _COUNT.unpack_from(buf, pos)
+        pos += 2
+        end = pos + n
+        if end > len(buf):
+            raise _Unusual
+        query_id = buf[pos:end]
+        metadata_id: bytes | None = None
+        if ctx.use_metadata_id:
+            (n,) = _COUNT.unpack_from(buf, end)
+            pos = end + 2
+            end = pos + n
+            if end > len(buf):
+                raise _Unusual
+            metadata_id = buf[pos:end]
+        params, _ = _common_query_parameters(buf, end, ctx.version)
+    except (_Unusual, struct.error):
+        return _checked_execute(r, ctx)
+    return Execute(query_id, metadata_id, params)
+
+
+def _checked_execute(r: Reader, ctx: DecodeContext) -> Execute:
     query_id = r.short_bytes()
     metadata_id = r.short_bytes() if ctx.use_metadata_id else None
     return Execute(query_id, metadata_id, read_query_parameters(r, ctx.version))

@@ -8,6 +8,7 @@ skip-metadata flag and metadata id). Any response may carry warnings and a custo
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from tabletdb.cql import errors as E
@@ -31,6 +32,8 @@ from tabletdb.protocol.wire import (
 RESULT_VOID, RESULT_ROWS, RESULT_SET_KEYSPACE, RESULT_PREPARED, RESULT_SCHEMA_CHANGE = 1, 2, 3, 4, 5
 PREPARED_GLOBAL_TABLES_SPEC = 0x0001
 LWT_METADATA_MASK = 0x80000000  # what Scylla advertises as LWT_OPTIMIZATION_META_BIT_MASK
+_INT = struct.Struct(">i")
+_VOID_BODY = _INT.pack(RESULT_VOID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +185,7 @@ def _clip(message: str, limit: int = 0xFFFF) -> str:
 @dataclass(slots=True)
 class VoidResult(Response):
     def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
-        write_int(out, RESULT_VOID)
+        out += _VOID_BODY  # the same bytes every time: every INSERT answers with them
 
 
 @dataclass(slots=True)
@@ -204,10 +207,16 @@ class RowsResult(Response):
         elif isinstance(request, Query):
             no_metadata = request.params.skip_metadata
         meta.encode(out, no_metadata=no_metadata, new_metadata_id=new_id)
-        write_int(out, len(self.rows))
-        for row in self.rows:
+        rows = self.rows
+        out += _INT.pack(len(rows))
+        pack = _INT.pack
+        for row in rows:  # write_bytes inlined: a call per cell showed in the SELECT profile
             for cell in row:
-                write_bytes(out, cell)
+                if cell is None:
+                    out += b"\xff\xff\xff\xff"
+                else:
+                    out += pack(len(cell))
+                    out += cell
 
 
 @dataclass(slots=True)

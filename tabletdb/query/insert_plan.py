@@ -4,12 +4,15 @@ only evaluates its values and encodes keys and cells.
 The plan holds what depends on the statement text and the table alone: each column's definition
 in statement order, whether its bound bytes can be stored as they arrive, and whether the insert
 writes only the static row. Bound values of fixed-encoding types (ints, text, blobs, uuids,
-timestamps, dates) are validated by decoding them and then stored as received: for those types
-encoding the decoded value gives back the same bytes, so skipping the round trip changes nothing.
+timestamps, dates) are validated and then stored as received: for those types encoding the
+decoded value gives back the same bytes, so skipping the round trip changes nothing. The
+validation is ``codec.bound_validator``'s, chosen once per plan: a length check for fixed-width
+types, the full decode otherwise and for every wrong length (so the errors are the decode's).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +46,8 @@ class InsertPlan:
     """When every column is a bound value stored as sent, none is static and every key column is
     named: per key column (partition then clustering, in table order) its index in ``columns``.
     ``planned_insert`` then builds the one row straight from the bound bytes."""
+    validators: tuple[Callable[[bytes], None] | None, ...] = ()
+    """Per entry of ``columns``: the check of its bound bytes when it is stored as sent, else None."""
 
 
 _plans: dict[tuple[int, int], tuple[ast.InsertStatement, TableDef, InsertPlan]] = {}
@@ -99,6 +104,7 @@ def _build(stmt: ast.InsertStatement, table: TableDef) -> InsertPlan:
         () if static_only else tuple(table.clustering_key),
         static_only,
         direct,
+        tuple(codec.bound_validator(col.type) if passes else None for col, _, passes in columns),
     )
 
 
@@ -107,12 +113,12 @@ def planned_insert(plan: InsertPlan, table: TableDef, bindings: Bindings, when: 
     if plan.direct is not None:
         return _direct_insert(plan, plan.direct, table, bindings, when)
     values: dict[str, Any] = {}
-    for col, term, passes in plan.columns:
-        if passes:
+    for (col, term, _), check in zip(plan.columns, plan.validators):
+        if check is not None:
             assert isinstance(term, ast.BindMarker)
             raw = bindings.get(term)
             if raw is not None and not isinstance(raw, Unset):
-                codec.deserialize(col.type, raw)  # validates; raises InvalidRequest naming the type
+                check(raw)  # raises InvalidRequest naming the type, as codec.deserialize
             values[col.name] = _Encoded(raw)
         else:
             values[col.name] = term_value(term, col.type, col.name, bindings)
@@ -149,11 +155,11 @@ def _direct_insert(
     """``planned_insert`` when every value is bound bytes stored as sent (``InsertPlan.direct``):
     the same checks in the same order, without the per-column value objects."""
     raws: list[bytes | Unset | None] = []
-    for col, term, _ in plan.columns:
-        assert isinstance(term, ast.BindMarker)
+    for (_, term, _), check in zip(plan.columns, plan.validators):
+        assert isinstance(term, ast.BindMarker) and check is not None
         raw = bindings.get(term)
         if raw is not None and not isinstance(raw, Unset):
-            codec.deserialize(col.type, raw)  # validates; raises InvalidRequest naming the type
+            check(raw)  # raises InvalidRequest naming the type, as codec.deserialize
         raws.append(raw)
     npk = len(plan.partition_key)
     key, token = partition_key(table, _bound_keys(plan, key_positions[:npk], raws))

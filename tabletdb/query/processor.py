@@ -239,7 +239,12 @@ class QueryProcessor:
         else:
             table = self._user_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
-        return await self._dml(stmt, table, Bindings(values), params, client)
+        # ``_dml`` inlined: one coroutine layer fewer on every EXECUTE
+        if isinstance(stmt, ast.SelectStatement):
+            return await self._select_from(stmt, table, Bindings(values), params, client)
+        return await self._data_path().modify(
+            stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
+        )
 
     async def _dml(
         self,

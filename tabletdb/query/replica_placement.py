@@ -107,10 +107,14 @@ class ReplicaPlacement:
         self._tablet_sets: dict[int, tuple[TabletInfo, Topology, ReplicaSet]] = {}
         """id(tablet info) -> (that info, the topology used, its replicas): hot-path cache."""
         self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
-        self._map_by_table: dict[uuid.UUID, TabletMap | None] = {}
+        self._map_by_table: dict[int, TabletMap | None] = {}
+        """``table.id.int`` -> tablet map: an int hashes in C, ``uuid.UUID.__hash__`` is Python."""
 
     def is_local(self, replica: Replica) -> bool:
-        return replica.host_id == self.local_host
+        """``==`` on UUIDs runs ``uuid.UUID.__eq__`` (Python) on every write; the local replica
+        usually carries this node's own host id object, so identity answers first."""
+        host_id = replica.host_id
+        return host_id is self.local_host or host_id == self.local_host
 
     def members(self) -> ReplicaSet:
         """Every node of the cluster (this one alone when there is no topology yet)."""
@@ -152,10 +156,11 @@ class ReplicaPlacement:
         if maps is not self._maps_seen:
             self._maps_seen = maps
             self._map_by_table = {}
+        table_int = table.id.int
         try:
-            return self._map_by_table[table.id]
+            return self._map_by_table[table_int]
         except KeyError:
-            found = self._map_by_table[table.id] = maps.get(table.id)
+            found = self._map_by_table[table_int] = maps.get(table.id)
             return found
 
     def ranges(self, table: TableDef) -> list[ReplicatedRange]:

@@ -133,7 +133,8 @@ class RouteCheck:
         self._vnode_replicas = vnode_replicas
         self._targets: dict[uuid.UUID, tuple[TabletMap, list[tuple[int, ...]]]] = {}
         self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
-        self._map_by_table: dict[uuid.UUID, TabletMap | None] = {}
+        self._map_by_table: dict[int, TabletMap | None] = {}
+        """``table.id.int`` -> tablet map: an int hashes in C, ``uuid.UUID.__hash__`` is Python."""
         self.counters = RouteCounters()
 
     def observe(self, client: ClientState, plan: RoutePlan, values: Sequence[Value]) -> Payload | None:
@@ -168,9 +169,12 @@ class RouteCheck:
             self._maps_seen = maps
             self._map_by_table = {}
         by_table = self._map_by_table
-        if table.id not in by_table:
-            by_table[table.id] = maps.get(table.id)
-        return by_table[table.id]
+        table_int = table.id.int
+        try:
+            return by_table[table_int]
+        except KeyError:
+            found = by_table[table_int] = maps.get(table.id)
+            return found
 
     def _tablet_targets(self, tablet_map: TabletMap) -> list[tuple[int, ...]]:
         """Per tablet, the target of a request arriving on each shard of this node."""

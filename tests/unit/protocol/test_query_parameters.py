@@ -15,8 +15,11 @@ from tabletdb.protocol.requests import (
     QF_SERIAL_CONSISTENCY,
     QF_SKIP_METADATA,
     QF_VALUES,
+    DecodeContext,
     QueryParameters,
+    _checked_execute,
     _checked_query_parameters,
+    _execute,
     read_query_parameters,
 )
 from tabletdb.protocol.wire import Reader
@@ -75,3 +78,48 @@ def test_common_shape_is_read_in_full() -> None:
     assert params.values[0] == b"\x00\x00\x00\x07" and params.values[1] is None
     assert params.page_size == 5000 and params.timestamp == 42 and params.skip_metadata
     assert end == len(data) - len(b"trailing")
+
+
+def decode_execute(decoder: object, data: bytes, use_metadata_id: bool, version: int) -> object:
+    ctx = DecodeContext(use_metadata_id=use_metadata_id, version=version)
+    try:
+        return decoder(Reader(data), ctx)  # type: ignore[operator]
+    except ProtocolError as exc:
+        return str(exc)
+
+
+@given(
+    query_id=st.binary(max_size=20),
+    metadata_id=st.binary(max_size=20),
+    id_length_delta=st.sampled_from([0, 0, 0, 1, -1, 100]),
+    use_metadata_id=st.booleans(),
+    consistency=st.sampled_from([0, 1, 6, 10, 0x33]),
+    flags=st.integers(0, 0x7F),
+    vals=values,
+    page=st.integers(-(2**31), 2**31 - 1),
+    ts=st.sampled_from([-(2**63), 0, 1_700_000_000_000_000]),
+    version=st.sampled_from([3, 4]),
+    cut=st.integers(0, 40),
+)
+def test_execute_fast_and_checked_decoders_agree(
+    query_id: bytes,
+    metadata_id: bytes,
+    id_length_delta: int,
+    use_metadata_id: bool,
+    consistency: int,
+    flags: int,
+    vals: list[bytes | int],
+    page: int,
+    ts: int,
+    version: int,
+    cut: int,
+) -> None:
+    """EXECUTE's one-pass decode (ids and parameters) gives the same request, or the same error,
+    as the checked readers - including ids whose length lies and truncated bodies."""
+    head = struct.pack(">H", max(0, len(query_id) + id_length_delta)) + query_id
+    if use_metadata_id:
+        head += struct.pack(">H", len(metadata_id)) + metadata_id
+    data = head + body(consistency, flags, vals, page, ts)
+    data = data[: max(0, len(data) - cut)]
+    fast = decode_execute(_execute, data, use_metadata_id, version)
+    assert fast == decode_execute(_checked_execute, data, use_metadata_id, version)
