@@ -21,8 +21,8 @@ import argparse
 import json
 from typing import Any
 
-from bench.bench_replicated import cluster
-from bench.common import RESULT_PREFIX, LoadSpec, ServerHandle, run_load
+from bench.bench_replicated import cluster, quorum_load
+from bench.common import RESULT_PREFIX, ServerHandle
 
 INSERT = "INSERT INTO bench.kv (k, v) VALUES (?, ?)"
 COUNTER = "UPDATE bench.counts SET n = n + ? WHERE k = ?"
@@ -44,23 +44,6 @@ def _create_schema(node: ServerHandle) -> None:
         c.shutdown()
 
 
-def _load(
-    nodes: list[ServerHandle], statement: str, values: tuple[str, ...], keys: int, args: argparse.Namespace
-) -> Any:
-    spec = LoadSpec(
-        nodes[0].host,
-        nodes[0].port,
-        statement,
-        values=values,
-        concurrency=args.concurrency,
-        warmup_s=args.warmup,
-        duration_s=args.duration,
-        key_space=keys,
-        consistency="QUORUM",
-    )
-    return run_load(spec, nodes[0].pid, [n.pid for n in nodes[1:]]).as_dict()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--duration", type=float, default=5.0)
@@ -70,10 +53,10 @@ def main() -> None:
     figures: dict[str, Any] = {"benchmark": "counters", "concurrency": args.concurrency, "cl": "QUORUM"}
     with cluster(3, 40) as nodes:
         _create_schema(nodes[0])
-        figures["rf3 insert"] = _load(nodes, INSERT, ("int_rand", "text16"), 100_000, args)
-        figures["rf3 counter"] = _load(nodes, COUNTER, ("int_rand", "int_rand"), 100_000, args)
-        figures["rf3 counter hot"] = _load(nodes, COUNTER, ("int_rand", "int_rand"), 16, args)
-        figures["rf3 counter one key"] = _load(nodes, COUNTER, ("int_rand", "int_rand"), 1, args)
+        figures["rf3 insert"] = quorum_load(nodes, INSERT, ("int_rand", "text16"), args, 100_000)
+        figures["rf3 counter"] = quorum_load(nodes, COUNTER, ("int_rand", "int_rand"), args, 100_000)
+        figures["rf3 counter hot"] = quorum_load(nodes, COUNTER, ("int_rand", "int_rand"), args, 16)
+        figures["rf3 counter one key"] = quorum_load(nodes, COUNTER, ("int_rand", "int_rand"), args, 1)
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
 
 

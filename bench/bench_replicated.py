@@ -65,9 +65,14 @@ def _create_schema(node: ServerHandle, rf: int) -> None:
         c.shutdown()
 
 
-def _load(
-    nodes: list[ServerHandle], statement: str, values: tuple[str, ...], args: argparse.Namespace
+def quorum_load(
+    nodes: list[ServerHandle],
+    statement: str,
+    values: tuple[str, ...],
+    args: argparse.Namespace,
+    keys: int = KEYS,
 ) -> Any:
+    """One load at QUORUM through the first node, CPU counted on every node (also bench_counters)."""
     spec = LoadSpec(
         nodes[0].host,
         nodes[0].port,
@@ -76,7 +81,7 @@ def _load(
         concurrency=args.concurrency,
         warmup_s=args.warmup,
         duration_s=args.duration,
-        key_space=KEYS,
+        key_space=keys,
         consistency="QUORUM",
     )
     return run_load(spec, nodes[0].pid, [n.pid for n in nodes[1:]]).as_dict()
@@ -92,8 +97,8 @@ def main() -> None:
     for name, size, rf, octet in (("single", 1, 1, 20), ("rf3", 3, 3, 30)):
         with cluster(size, octet) as nodes:
             _create_schema(nodes[0], rf)
-            figures[f"{name} insert"] = _load(nodes, INSERT, ("int_rand", "text16"), args)
-            figures[f"{name} select"] = _load(nodes, SELECT, ("int_rand",), args)
+            figures[f"{name} insert"] = quorum_load(nodes, INSERT, ("int_rand", "text16"), args)
+            figures[f"{name} select"] = quorum_load(nodes, SELECT, ("int_rand",), args)
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
 
 
