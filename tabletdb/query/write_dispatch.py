@@ -66,6 +66,14 @@ def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
     return False
 
 
+def _refuse_conditional_counters(table: TableDef) -> None:
+    """As Cassandra: a counter's value is a sum of increments, not a value a condition can pin."""
+    if table.is_counter:
+        raise InvalidRequest(
+            f"Conditional updates are not supported on counter tables ({table.keyspace}.{table.name})"
+        )
+
+
 class DataPath:
     def __init__(
         self, writer: WriteExecutor, views_of: ViewsOf | None = None, paxos: PaxosRounds | None = None
@@ -88,6 +96,7 @@ class DataPath:
         serial: int | None = None,
     ) -> Result:
         if is_conditional(stmt):
+            _refuse_conditional_counters(table)
             if self.paxos is None:
                 self._require_local(table, "Conditional statements (LWT)")
             return await execute_conditional(
@@ -217,6 +226,8 @@ class DataPath:
         A batch with conditions is one lightweight transaction (``lwt``) on one partition.
         """
         if any(is_conditional(stmt) for stmt, _, _ in statements):
+            for _, table, _ in statements:
+                _refuse_conditional_counters(table)
             if self.paxos is None:
                 self._require_local(statements[0][1], "Conditional batches (LWT)")
             return await execute_conditional_batch(self.writer, statements, self.write, self.paxos, serial)

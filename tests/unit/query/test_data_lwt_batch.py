@@ -84,6 +84,14 @@ def test_counters(node: DataNode) -> None:
         assert await node.rows("SELECT n FROM ks.c WHERE p = 1") == [(43,)]
         with pytest.raises(InvalidRequest):
             await node.run("INSERT INTO ks.c (p, n) VALUES (1, 1)")
+        for conditional in (
+            "UPDATE ks.c SET n = n + 1 WHERE p = 1 IF n = 43",
+            "UPDATE ks.c SET n = n + 1 WHERE p = 1 IF EXISTS",
+            "BEGIN COUNTER BATCH UPDATE ks.c SET n = n + 1 WHERE p = 1 IF n = 43; APPLY BATCH",
+        ):
+            with pytest.raises(InvalidRequest, match="not supported on counter tables"):
+                await node.run(conditional)
+        assert await node.rows("SELECT n FROM ks.c WHERE p = 1") == [(43,)]
 
     asyncio.run(go())
 
