@@ -11,7 +11,6 @@ log in ``<data>/.commitlog/``), replayed when the service starts.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -24,10 +23,11 @@ from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.query.write_stores import Segment
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import NodeCommitter
 from tabletdb.storage.tablet_store import TabletStore
-from tabletdb.tablets.tablet_map import TabletMap
+from tabletdb.tablets.tablet_map import TabletMap, TabletMapLookup
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +90,13 @@ class StorageService:
         committer). Keyed by ``UUID.int``, not the UUID: ``uuid.UUID.__hash__`` is Python code and
         every mutation looks up here; an int hashes in C and compares equal exactly when the
         UUIDs do."""
-        self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
-        self._map_by_table: dict[int, TabletMap | None] = {}
-        """Table id as an int (see ``_by_key``) -> its tablet map in ``_maps_seen``."""
+        self._map_of = TabletMapLookup(tablet_maps)
 
     # -- lookup ------------------------------------------------------------------------------
 
     def committer(self, table: TableDef, token: int) -> GroupCommitter:
         table_int = table.id.int
-        tablet_map = self._map_of(table, table_int)
+        tablet_map = self._map_of(table.id)
         if tablet_map is None:
             key = (table_int, -1 - shard_of(token, self.smp, self.ignore_msb))
         else:
@@ -110,18 +108,6 @@ class StorageService:
         committer = self._committer_at(self._path_for(table, token))
         self._by_key[key] = (tablet_map, committer)
         return committer
-
-    def _map_of(self, table: TableDef, table_int: int) -> TabletMap | None:
-        """The table's tablet map, looked up once per tablet-maps object (every mutation asks)."""
-        maps = self._tablet_maps()
-        if maps is not self._maps_seen:
-            self._maps_seen = maps
-            self._map_by_table = {}
-        try:
-            return self._map_by_table[table_int]
-        except KeyError:
-            found = self._map_by_table[table_int] = maps.get(table.id)
-            return found
 
     def store(self, table: TableDef, token: int) -> TabletStore:
         return self.committer(table, token).store
@@ -256,10 +242,6 @@ class StorageService:
 def _fsync_directories(directory: Path, top: Path) -> None:
     """fsync ``directory`` and its parents up to and including ``top``."""
     for current in (directory, *directory.parents):
-        fd = os.open(current, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(current)
         if current == top or top not in current.parents:
             return

@@ -21,7 +21,7 @@ from tabletdb.dht.ring import Location, ReplicaTable, TokenRing
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
 from tabletdb.group0.topology import Topology, raft_id_of
 from tabletdb.schema.model import EVERYWHERE, LOCAL, SIMPLE, Catalog, Replication, TableDef
-from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
 
 
 class Replica:
@@ -106,9 +106,7 @@ class ReplicaPlacement:
         self._dcs_of: tuple[Topology, dict[uuid.UUID, str]] | None = None
         self._tablet_sets: dict[int, tuple[TabletInfo, Topology, ReplicaSet]] = {}
         """id(tablet info) -> (that info, the topology used, its replicas): hot-path cache."""
-        self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
-        self._map_by_table: dict[int, TabletMap | None] = {}
-        """``table.id.int`` -> tablet map: an int hashes in C, ``uuid.UUID.__hash__`` is Python."""
+        self._map_of = TabletMapLookup(tablet_maps)
 
     def is_local(self, replica: Replica) -> bool:
         """``==`` on UUIDs runs ``uuid.UUID.__eq__`` (Python) on every write; the local replica
@@ -132,7 +130,7 @@ class ReplicaPlacement:
         topology = self._topology()
         if not topology.members:
             return self._local
-        tablet_map = self._map_of(table)
+        tablet_map = self._map_of(table.id)
         if tablet_map is not None:
             info = tablet_map.tablet_for(token)
             cached = self._tablet_sets.get(id(info))
@@ -149,19 +147,6 @@ class ReplicaPlacement:
             return self._local
         ring_table, dcs = found
         return tuple(Replica(h, None, dcs[h]) for h in ring_table.for_token(token))
-
-    def _map_of(self, table: TableDef) -> TabletMap | None:
-        """The table's tablet map, looked up once per tablet-maps object (every write asks)."""
-        maps = self._tablet_maps()
-        if maps is not self._maps_seen:
-            self._maps_seen = maps
-            self._map_by_table = {}
-        table_int = table.id.int
-        try:
-            return self._map_by_table[table_int]
-        except KeyError:
-            found = self._map_by_table[table_int] = maps.get(table.id)
-            return found
 
     def ranges(self, table: TableDef) -> list[ReplicatedRange]:
         """The whole ring in token order as non-wrapping ranges, each with its replicas.

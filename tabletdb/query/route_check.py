@@ -29,7 +29,7 @@ from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.routing import routing_payload
 from tabletdb.protocol.wire import Value
 from tabletdb.schema.model import TableDef
-from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
 
 VnodeReplicas = Callable[[TableDef, int], Collection[uuid.UUID]]
 """The host ids replicating ``token`` of a vnode table (the coordinator's replica set)."""
@@ -132,9 +132,7 @@ class RouteCheck:
         self._tablet_maps = tablet_maps
         self._vnode_replicas = vnode_replicas
         self._targets: dict[uuid.UUID, tuple[TabletMap, list[tuple[int, ...]]]] = {}
-        self._maps_seen: Mapping[uuid.UUID, TabletMap] | None = None
-        self._map_by_table: dict[int, TabletMap | None] = {}
-        """``table.id.int`` -> tablet map: an int hashes in C, ``uuid.UUID.__hash__`` is Python."""
+        self._map_of = TabletMapLookup(tablet_maps)
         self.counters = RouteCounters()
 
     def observe(self, client: ClientState, plan: RoutePlan, values: Sequence[Value]) -> Payload | None:
@@ -143,7 +141,7 @@ class RouteCheck:
         if token is None:
             return None
         table = plan.table
-        tablet_map = self._map_of(table)
+        tablet_map = self._map_of(table.id)
         if tablet_map is None:
             try:
                 target = self._vnode_target(table, token, client.shard)
@@ -160,21 +158,6 @@ class RouteCheck:
         info = tablet_map.tablets[tablet_id]
         first = MIN_TOKEN if tablet_id == 0 else tablet_map.last_tokens[tablet_id - 1]
         return routing_payload(first, info.last_token, info.replicas)
-
-    def _map_of(self, table: TableDef) -> TabletMap | None:
-        """The table's tablet map, looked up once per tablet-maps object (a ``FrozenMap.get``
-        per request cost more than the rest of the check)."""
-        maps = self._tablet_maps()
-        if maps is not self._maps_seen:
-            self._maps_seen = maps
-            self._map_by_table = {}
-        by_table = self._map_by_table
-        table_int = table.id.int
-        try:
-            return by_table[table_int]
-        except KeyError:
-            found = by_table[table_int] = maps.get(table.id)
-            return found
 
     def _tablet_targets(self, tablet_map: TabletMap) -> list[tuple[int, ...]]:
         """Per tablet, the target of a request arriving on each shard of this node."""

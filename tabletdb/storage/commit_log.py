@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from tabletdb.storage.snapshot_files import fsync_path
+from tabletdb.storage.fsync import fsync_path
 
 _HEADER = struct.Struct("<II")
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tabletdb.dht.token import FULL_RING, TokenRange
+from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.mutation import FULL_SLICE, Mutation
 from tabletdb.storage.read_path import PartitionReader
 from tabletdb.storage.stored_mutations import mutations_for_partition
@@ -143,17 +144,4 @@ def place_image(staging: Path, target: Path) -> None:
         target.with_name(target.name + suffix).unlink(missing_ok=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(staging, target)
-    directory = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-def fsync_path(path: Path) -> None:
-    """fsync a file or a directory (a directory's entries must survive power loss too)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(target.parent)

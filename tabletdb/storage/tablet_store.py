@@ -15,6 +15,7 @@ durable) data, so a read never waits for an fsync and never sees a write that wa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -25,6 +26,7 @@ from typing import TypeVar
 
 from tabletdb.dht.token import TokenRange
 from tabletdb.storage.compaction import compact
+from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
 from tabletdb.storage.read_path import (
     PartitionReader,
@@ -241,14 +243,8 @@ class TabletStore:
         call are durable once it returns (power loss included). Takes no lock: it may run on
         another thread beside later commits, which it does not promise to cover."""
         for path in (self.path, self.path.with_name(self.path.name + "-wal")):
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:  # removed since (a dropped or truncated table)
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            with contextlib.suppress(FileNotFoundError):  # removed since (a dropped or truncated table)
+                fsync_path(path)
 
     def delete_token_range(self, token_range: TokenRange) -> int:
         """Remove every partition in the range (cleanup after a range leaves this replica)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import NamedTuple
@@ -208,3 +208,30 @@ class TabletMap:
                 f"tablet id {tablet_id} is out of range for table {self.table_id} "
                 f"with {self.tablet_count} tablets"
             )
+
+
+class TabletMapLookup:
+    """A table's tablet map in the current maps, looked up once per maps object.
+
+    Every write, placement and routing check asks for it: a ``FrozenMap.get`` per request cost
+    more than the rest of those paths. The cache is dropped whenever the maps object changes
+    (maps are immutable values), and keyed by ``UUID.int`` because ``uuid.UUID.__hash__`` is
+    Python code while an int hashes in C and is equal exactly when the UUIDs are.
+    """
+
+    def __init__(self, maps: Callable[[], Mapping[uuid.UUID, TabletMap]]) -> None:
+        self._maps = maps
+        self._seen: Mapping[uuid.UUID, TabletMap] | None = None
+        self._by_table: dict[int, TabletMap | None] = {}
+
+    def __call__(self, table_id: uuid.UUID) -> TabletMap | None:
+        maps = self._maps()
+        if maps is not self._seen:
+            self._seen = maps
+            self._by_table = {}
+        key = table_id.int
+        try:
+            return self._by_table[key]
+        except KeyError:
+            found = self._by_table[key] = maps.get(table_id)
+            return found
