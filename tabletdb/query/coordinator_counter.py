@@ -115,9 +115,9 @@ class CounterCoordinator:
             await self._one(table, delta, cl, paxos)
 
     async def _one(self, table: TableDef, delta: Mutation, cl: int, paxos: PaxosRounds | None) -> None:
-        placed = self.replicas.placement.replicas(table, delta.token)
-        if len(placed) == 1 and self.replicas.is_local(placed[0]):
-            await self.lead(table, [delta], cl)
+        placement = self.replicas.placement
+        if placement.only_local(placement.replicas(table, delta.token)):
+            await self._update_sole_replica(table, delta, cl)
             return
         if paxos is None:
             raise InvalidRequest(
@@ -134,10 +134,8 @@ class CounterCoordinator:
 
         await self._batches.submit(table.id.hex, delta, cl, round_of)
 
-    async def lead(self, table: TableDef, deltas: Sequence[Mutation], cl: int) -> None:
+    async def _update_sole_replica(self, table: TableDef, delta: Mutation, cl: int) -> None:
         """This node is the only replica: add under the partition's lock, write durably."""
-        current = self._local_cells(table)
-        for delta in deltas:
-            async with self._lock(table, delta.partition_key):
-                total = add_deltas(delta, current, self._timestamps())
-                await self._writes.write(table, [total], cl, "COUNTER")
+        async with self._lock(table, delta.partition_key):
+            total = add_deltas(delta, self._local_cells(table), self._timestamps())
+            await self._writes.write(table, [total], cl, "COUNTER")

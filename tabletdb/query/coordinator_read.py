@@ -116,7 +116,7 @@ class ReadCoordinator:
         cl: int,
     ) -> ScanPage:
         """Up to ``limit`` rows of ``piece`` (inside ``where``) after ``after``, at ``cl``."""
-        if self._only_local(where.replicas) or self._local_suffices(where.replicas, cl):
+        if self.replicas.placement.only_local(where.replicas) or self._local_suffices(where.replicas, cl):
             return self.replicas.local.scan(table, piece, now, limit, after)
         local = self.replicas.local
         request = [piece.start, piece.end, now, limit, position_to_plain(after)]
@@ -143,10 +143,7 @@ class ReadCoordinator:
         only replica, or a replica whose answer meets ``cl``): ``read_partition``'s decision, also
         asked by the direct point read (``select_point``) before it reads the store itself."""
         replicas = self.replicas.placement.replicas(table, token)
-        return self._only_local(replicas) or self._local_suffices(replicas, cl)
-
-    def _only_local(self, replicas: ReplicaSet) -> bool:
-        return len(replicas) == 1 and self.replicas.is_local(replicas[0])
+        return self.replicas.placement.only_local(replicas) or self._local_suffices(replicas, cl)
 
     def _local_suffices(self, replicas: ReplicaSet, cl: int) -> bool:
         """This node is a replica and its answer alone meets ``cl`` (ONE, LOCAL_ONE here): no

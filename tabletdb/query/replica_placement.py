@@ -123,7 +123,11 @@ class ReplicaPlacement:
 
     def local_only(self, table: TableDef) -> bool:
         """True if this node is the only replica of every token of ``table`` (RF=1 here, one node)."""
-        return all(len(rr.replicas) == 1 and self.is_local(rr.replicas[0]) for rr in self.ranges(table))
+        return all(self.only_local(rr.replicas) for rr in self.ranges(table))
+
+    def only_local(self, replicas: ReplicaSet) -> bool:
+        """True if ``replicas`` is this node alone: read-modify-writes may then hold a local lock."""
+        return len(replicas) == 1 and self.is_local(replicas[0])
 
     def replicas(self, table: TableDef, token: int) -> ReplicaSet:
         """The replicas of ``token`` of ``table``, in placement order (primary first)."""

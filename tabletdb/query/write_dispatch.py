@@ -149,10 +149,7 @@ class DataPath:
                 ]
             targets.update({(table.id.hex, key): (table, token) for key, token in keys})
         placement = self.writer.replicas.placement
-        if all(
-            len(rs) == 1 and placement.is_local(rs[0])
-            for rs in (placement.replicas(table, token) for table, token in targets.values())
-        ):
+        if all(placement.only_local(placement.replicas(table, token)) for table, token in targets.values()):
             async with self.writer.lock(statements[0][1], b""):
                 await self._build_and_write_all(statements, ts, cl, write_type)
             return
