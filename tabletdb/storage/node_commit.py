@@ -20,8 +20,8 @@ replacing data (TRUNCATE, DROP, a restore replacing a file) first logs a *remova
 path (``removed``), so a replay never applies rows logged before it to what is there after. At
 start (``replay``) every whole write record not followed by a removal of its path is applied
 again to its store if the file exists; that is harmless for what the stores already have,
-because every upsert is last-write-wins (counters are stored as totals by their leader, so
-they too).
+because every upsert is last-write-wins (counters are stored as totals, each built
+by one Paxos round, so they too).
 
 A store whose shared transaction fails gets each writer's rows applied alone, so one bad write
 fails alone (it stays in the log: a write that failed may still appear after a crash, as
