@@ -106,6 +106,9 @@ class Node:
             config.smp,
             config.murmur3_partitioner_ignore_msb_bits,
             lambda: self.metadata.state.metadata.tablets,
+            commitlog_sync_period_s=(
+                config.commitlog_sync_period_in_ms / 1000 if config.commitlog_sync == "periodic" else None
+            ),
         )
         self.storage.follow_schema(self.metadata.catalog)
         group0 = self.metadata if isinstance(self.metadata, Group0Service) else None

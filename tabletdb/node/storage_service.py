@@ -4,8 +4,8 @@ Files follow DESIGN.md's layout, ``<workdir>/data/<keyspace>/<table>-<table id h
 holding ``tablet-<id>.db`` for tablet tables and one ``vnode.db`` per shard for vnode tables (the
 shard of a token is ``dht.shard_of``). Stores are opened on first use and kept open; truncate and
 drop close them before deleting the files, so no write lands in a file that is going away.
-Writes are committed node-wide, one log record and fsync per tick (``storage.node_commit``,
-log in ``<data>/.commitlog/``), replayed when the service starts.
+Writes are committed node-wide, one log record per tick (``storage.node_commit``, log in
+``<data>/.commitlog/``, synced per record or periodically), replayed when the service starts.
 """
 
 from __future__ import annotations
@@ -71,13 +71,19 @@ class StorageService:
         tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
         *,
         node_commit: bool = True,
+        commitlog_sync_period_s: float | None = None,
     ) -> None:
+        """``commitlog_sync_period_s``: None syncs the commit log before each write is answered
+        (``commitlog_sync: batch``); a period writes it before and syncs it every period
+        (``periodic``, Cassandra's default); see ``storage.node_commit``."""
         self.data_dir = data_dir
         self._node_commit: NodeCommitter | None = None
-        """One log record and fsync per tick for all stores (``storage.node_commit``); its log is
-        replayed here, before any store is opened. False: each store syncs its own commits."""
+        """One log record per tick for all stores (``storage.node_commit``); its log is replayed
+        here, before any store is opened. False: each store syncs its own commits."""
         if node_commit:
-            self._node_commit = NodeCommitter(data_dir / COMMIT_LOG, data_dir)
+            self._node_commit = NodeCommitter(
+                data_dir / COMMIT_LOG, data_dir, sync_period_s=commitlog_sync_period_s
+            )
             self._node_commit.replay()
         self.host_id = host_id
         self.smp = smp

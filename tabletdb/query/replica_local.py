@@ -97,8 +97,7 @@ class LocalReplica:
 
     def partition_mutations(self, table: TableDef, key: bytes, token: int) -> list[Mutation]:
         """Everything stored for one partition, tombstones included (read repair's source)."""
-        store = self.stores.store(table, token)
-        return [m for m in store.mutations_in_range(TokenRange(token - 1, token)) if m.partition_key == key]
+        return self.stores.store(table, token).partition_mutations(key)
 
     def range_mutations(self, table: TableDef, token_range: TokenRange) -> list[Mutation]:
         """Everything stored for a non-wrapping range on this node, tombstones included."""

@@ -1,10 +1,11 @@
-"""An append-only, checksummed log file synced once per append: the node-wide commit log's file.
+"""An append-only, checksummed log file: the node-wide commit log's file.
 
 Each record is ``[u32 length][u32 crc32 of the payload][payload]`` (little-endian). A crash in the
 middle of an append leaves a torn tail: ``records`` stops at the first record that is short or
 whose checksum fails, so a torn record is dropped, never replayed - it was never acknowledged,
-because ``append`` returns only after the record's ``fdatasync``. ``reset`` empties the file
-(synced) once everything it holds is durable elsewhere.
+because ``append`` returns only after the whole record is written (to the disk with ``sync``,
+else to the OS, which keeps it through a crash of the process but not of the machine).
+``reset`` empties the file (synced) once everything it holds is durable elsewhere.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class CommitLog:
         self.size = os.fstat(self._fd).st_size
         """Bytes in the file (replayed records included until ``reset``)."""
 
-    def append(self, payload: bytes) -> None:
-        """Write one record and make it durable (``fdatasync``) before returning."""
+    def append(self, payload: bytes, *, sync: bool = True) -> None:
+        """Write one record; with ``sync`` also make it durable (``fdatasync``) before returning."""
         if self._fd < 0:  # never write through a closed descriptor: its number may be reused
             raise OSError("the commit log is closed")
         record = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
@@ -43,8 +44,16 @@ class CommitLog:
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
-        os.fdatasync(self._fd)
         self.size += len(record)
+        if sync:
+            os.fdatasync(self._fd)
+
+    def sync(self) -> None:
+        """Make every record appended so far durable. May run on another thread beside appends
+        (never beside ``reset`` or ``close``)."""
+        if self._fd < 0:
+            raise OSError("the commit log is closed")
+        os.fdatasync(self._fd)
 
     def records(self) -> Iterator[bytes]:
         """Every whole record in order, up to the first torn or corrupt one."""
@@ -65,6 +74,10 @@ class CommitLog:
         os.ftruncate(self._fd, 0)
         os.fsync(self._fd)
         self.size = 0
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -51,8 +51,9 @@ class GroupCommitter:
 
     @property
     def idle(self) -> bool:
-        """Nothing queued or committing: the store may be closed (restore replaces its file)."""
-        return not (self._pending or self._scheduled or self._in_flight or self.outstanding)
+        """Nothing queued, committing or deferred: the store may be closed (restore replaces its file)."""
+        busy = self._pending or self._scheduled or self._in_flight or self.outstanding
+        return not (busy or self.store.deferred_count)
 
     def apply(self, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
         """Queue ``mutations``; the future completes once they are durable, or with what applying

@@ -5,27 +5,32 @@ spread over tens of tablets that is about one fsync per two writes, and a synced
 costs ~160-250 us of CPU against ~35-40 us unsynced (docs/benchmarks.md, perf4). Here the writes
 of a tick, whatever their stores, become one record of a node-wide log (``commit_log``), appended
 and ``fdatasync``-ed once on a ``CommitPool`` worker thread. When that is done, back on the event
-loop, each store commits its rows without a sync (``TabletStore.apply_rows(synced=False)``: WAL
-with ``synchronous=NORMAL`` for that transaction, which SQLite keeps free of corruption on power
-loss but may lose), and only then are the writers answered: an acknowledged write is durable (in
-the log) and visible to reads (in its store). The unsynced commits run on the loop on purpose:
-they do not wait for the disk, and on a worker thread each of their SQLite calls would wait for
-the GIL behind the busy loop.
+loop, each store is handed its rows to write later (``TabletStore.defer_rows``; reads of the store
+see them at once) and the writers are answered: an acknowledged write is durable (in the log) and
+visible to reads.
+
+A store writes its deferred rows in one unsynced transaction (WAL with ``synchronous=NORMAL``,
+which SQLite keeps free of corruption on power loss but may lose) when it holds ``STORE_BATCH``
+of them, when a read needs them, when the node's stores together hold ``NODE_BUDGET``, and at
+the latest ``WRITE_OUT_S`` after they came: the cost per write of a SQLite transaction falls
+four-fold from one write to a thousand (perf7). These writes run on the loop, one store per
+loop iteration: they do not wait for the disk, and on a worker thread each SQLite call would
+wait for the GIL behind the busy loop.
 
 The log holds what the stores may not have on disk yet. It is emptied when it grows past
-``trim_bytes``: the next commit's worker first fsyncs every store committed since the last reset
-(``TabletStore.sync_to_disk``; all of them applied, since one commit is in flight at a time and
-its own rows are applied after its append), then resets the log, then appends. Removing or
-replacing data (TRUNCATE, DROP, a restore replacing a file) first logs a *removal* record for the
-path (``removed``), so a replay never applies rows logged before it to what is there after. At
-start (``replay``) every whole write record not followed by a removal of its path is applied
-again to its store if the file exists; that is harmless for what the stores already have,
-because every upsert is last-write-wins (counters are stored as totals, each built
-by one Paxos round, so they too).
+``trim_bytes``: the next commit first writes every store's deferred rows (on the loop), then its
+worker fsyncs every store given rows since the last reset (``TabletStore.sync_to_disk``; one
+commit is in flight at a time and its own rows are deferred after its append), resets the log,
+and appends. Removing or replacing data (TRUNCATE, DROP, a restore replacing a file) first logs a
+*removal* record for the path (``removed``) and drops the path's deferred rows, so a replay
+never applies rows logged before it to what is there after. At start (``replay``) every whole
+write record not followed by a removal of its path is applied again to its store if the file
+exists; that is harmless for what the stores already have, because every upsert is
+last-write-wins (counters are stored as totals, each built by one Paxos round, so they too).
 
-A store whose shared transaction fails gets each writer's rows applied alone, so one bad write
-fails alone (it stays in the log: a write that failed may still appear after a crash, as
-Cassandra allows for a failed write).
+A write that cannot be packed for the log fails alone. Rows that the store later fails to write
+while the rest of the deferred batch succeeds are dropped and logged (``write_deferred``): they
+are in the log and would fail in a replay too, as Cassandra allows for a failed write's data.
 """
 
 from __future__ import annotations
@@ -35,14 +40,15 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgpack
 
+from tabletdb.storage.batch_rows import BatchRows, batch_rows
 from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.commit_pool import CommitPool, default_pool
 from tabletdb.storage.mutation import Mutation
-from tabletdb.storage.tablet_store import BatchRows, TabletStore, batch_rows
+from tabletdb.storage.tablet_store import StorageError, TabletStore
 
 if TYPE_CHECKING:
     from tabletdb.storage.group_commit import GroupCommitter
@@ -52,6 +58,19 @@ log = logging.getLogger(__name__)
 TRIM_BYTES = 64 * 1024 * 1024
 """Log size that makes a commit sync the written stores and empty the log."""
 
+STORE_BATCH = 1024
+"""Deferred writes that make a store write them out: about where SQLite's cost per write stops
+falling with the transaction size (~11 µs at 1,024 against ~45 µs alone), and a loop pause of
+~10 ms."""
+
+NODE_BUDGET = 32 * 1024
+"""Deferred writes the node's stores may hold together (memory: ~0.5-1 KB each) before all are
+written out."""
+
+WRITE_OUT_S = 10.0
+"""At most this long between a write being deferred and its store writing it out, busy or not:
+it bounds what a restart replays and how stale the files are for a copy made around the node."""
+
 _Entry = tuple["GroupCommitter", Sequence[Mutation], "asyncio.Future[None]"]
 
 
@@ -59,20 +78,37 @@ class NodeCommitter:
     """Commits the writes of all stores of one node together (see the module docstring)."""
 
     def __init__(
-        self, log_path: Path, root: Path, pool: CommitPool | None = None, trim_bytes: int = TRIM_BYTES
+        self,
+        log_path: Path,
+        root: Path,
+        pool: CommitPool | None = None,
+        trim_bytes: int = TRIM_BYTES,
+        *,
+        sync_period_s: float | None = None,
     ) -> None:
+        """``sync_period_s`` None: *batch* mode, every record is fdatasync-ed before its writers
+        are answered. A number: *periodic* mode (see the module docstring)."""
         self._log = CommitLog(log_path)
         self._root = root
         self._pool = pool
         self._trim_bytes = trim_bytes
+        self._sync_period_s = sync_period_s
+        self._unsynced = False
+        """Periodic mode: records were appended since the log was last synced."""
+        self._sync_timer: asyncio.TimerHandle | None = None
         self._pending: list[_Entry] = []
         self._scheduled = False
         self._in_flight = False
         self._log_lock = threading.Lock()
         """Appends and resets of the log come from a worker thread and (removals) the loop."""
         self._dirty: dict[Path, TabletStore] = {}
-        """Stores committed without a sync since they were last synced (owned by the loop; a
-        commit that trims the log takes them over)."""
+        """Stores given rows (deferred or committed without a sync) since they were last synced
+        (owned by the loop; a commit that trims the log takes them over)."""
+        self._deferred_bound = 0
+        """At least the writes deferred in all stores (recounted when it passes the budget)."""
+        self._write_out: dict[Path, TabletStore] = {}
+        """Stores to write their deferred rows, one per loop iteration (``_write_next``)."""
+        self._write_out_timer: asyncio.TimerHandle | None = None
         self.flushes = 0
         """Log records of writes appended (observability and tests)."""
 
@@ -135,17 +171,26 @@ class NodeCommitter:
         with self._log_lock:
             self._log.append(payload)
         for dirty in [p for p in self._dirty if p == path or path in p.parents]:
-            del self._dirty[dirty]
+            self._dirty.pop(dirty).discard_deferred()
+            self._write_out.pop(dirty, None)
 
     def close(self) -> None:
         """Sync what was committed; with no commit in flight the log is emptied too (a clean
         stop leaves nothing to replay), otherwise it is kept for the next start."""
+        if self._write_out_timer is not None:
+            self._write_out_timer.cancel()
+        complete = self._write_all_deferred()
         for store in self._dirty.values():
             store.sync_to_disk()
         self._dirty.clear()
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         with self._log_lock:
-            if not self._in_flight and not self._pending:
+            if complete and not self._in_flight and not self._pending:
                 self._log.reset()
+            elif self._unsynced:
+                self._log.sync()
             self._log.close()
 
     def _flush(self) -> None:
@@ -173,9 +218,13 @@ class NodeCommitter:
             [_WRITE, [[self._name_of(c), blobs] for c, _, _, blobs in stores.values()]]
         )
         to_sync: list[TabletStore] = []
-        if self._log.size >= self._trim_bytes:
+        # the log may be emptied only once every row it holds is in a file to sync
+        if self._log.size >= self._trim_bytes and self._write_all_deferred():
             to_sync = list(self._dirty.values())
             self._dirty.clear()
+        if self._sync_period_s is not None and not to_sync:
+            self._logged(batch, outcomes, stores, to_sync, self._append_unsynced(payload))
+            return
         self._in_flight = True
         pool = self._pool if self._pool is not None else default_pool()
         pool.submit(
@@ -191,6 +240,39 @@ class NodeCommitter:
             if to_sync:
                 self._log.reset()
             self._log.append(payload)
+            self._unsynced = False
+
+    def _append_unsynced(self, payload: bytes) -> OSError | None:
+        """Periodic mode, on the loop: write the record (the OS keeps it through a kill -9) and
+        have a worker fdatasync the log within the period; what the write raised, if anything."""
+        try:
+            self._log.append(payload, sync=False)
+        except OSError as exc:
+            return exc
+        self._unsynced = True
+        if self._sync_timer is None and self._sync_period_s is not None:
+            loop = asyncio.get_running_loop()
+            self._sync_timer = loop.call_later(self._sync_period_s, self._sync_log)
+        return None
+
+    def _sync_log(self) -> None:
+        self._sync_timer = None
+        if not self._unsynced:
+            return
+        self._unsynced = False
+        pool = self._pool if self._pool is not None else default_pool()
+        pool.submit(self._sync_log_now, self._log_synced)
+
+    def _sync_log_now(self) -> None:
+        """Worker thread; the lock keeps ``reset`` and ``close`` away (appends may go on)."""
+        with self._log_lock:
+            if not self._log.closed:  # the node stopped meanwhile (close synced it)
+                self._log.sync()
+
+    def _log_synced(self, _: object, error: BaseException | None) -> None:
+        if error is not None:  # the records stay in the page cache; kill -9 still spares them
+            log.error("commit log fdatasync failed: %s", error)
+            self._unsynced = True
 
     def _logged(
         self,
@@ -210,19 +292,73 @@ class NodeCommitter:
             self.flushes += 1
             for committer, indexes, writers, _ in stores.values():
                 store = committer.store
-                self._dirty[store.path] = store
-                try:
-                    store.apply_rows(_merged(writers), synced=False)
-                except Exception:
-                    for i, rows in zip(indexes, writers):
-                        try:
-                            store.apply_rows(rows, synced=False)
-                        except Exception as exc:
-                            outcomes[i] = exc
+                for i, rows in zip(indexes, writers):
+                    try:  # a store closed meanwhile (TRUNCATE, DROP) refuses, as its writes would
+                        store.defer_rows(rows)
+                    except StorageError as exc:
+                        outcomes[i] = exc
+                        continue
+                    self._dirty[store.path] = store
+                    self._deferred_bound += len(rows[0])
+                if store.deferred_count >= STORE_BATCH:
+                    self._queue_write_out(store)
                 committer.flushes += 1
+            self._keep_to_budget()
         self._settle(batch, outcomes)
         if self._pending and not self._scheduled:
             self._flush()
+
+    # -- writing deferred rows out -----------------------------------------------------------
+
+    def _keep_to_budget(self) -> None:
+        if self._write_out_timer is None and self._deferred_bound:
+            loop = asyncio.get_running_loop()
+            self._write_out_timer = loop.call_later(WRITE_OUT_S, self._write_out_all)
+        if self._deferred_bound < NODE_BUDGET:
+            return
+        self._deferred_bound = sum(store.deferred_count for store in self._dirty.values())
+        if self._deferred_bound >= NODE_BUDGET:
+            self._write_out_all()
+
+    def _write_out_all(self) -> None:
+        if self._write_out_timer is not None:  # a no-op when it is what called
+            self._write_out_timer.cancel()
+            self._write_out_timer = None
+        for store in self._dirty.values():
+            if store.deferred_count:
+                self._queue_write_out(store)
+        self._deferred_bound = 0
+
+    def _queue_write_out(self, store: TabletStore) -> None:
+        """Write the store's deferred rows soon: after the writers just answered, and one store
+        per loop iteration, so requests are served between them."""
+        if not self._write_out:
+            asyncio.get_running_loop().call_soon(self._write_next)
+        self._write_out[store.path] = store
+
+    def _write_next(self) -> None:
+        if not self._write_out:
+            return
+        store = self._write_out.pop(next(iter(self._write_out)))
+        try:
+            store.write_deferred()
+        except Exception:  # kept deferred, durable in the log; reads of the store report it
+            log.exception("writing deferred rows to %s failed", store.path)
+        if self._write_out:
+            asyncio.get_running_loop().call_soon(self._write_next)
+
+    def _write_all_deferred(self) -> bool:
+        """Write every store's deferred rows now; False if some could not be (logged)."""
+        self._write_out.clear()
+        complete = True
+        for store in self._dirty.values():
+            try:
+                store.write_deferred()
+            except Exception:
+                log.exception("writing deferred rows to %s failed", store.path)
+                complete = False
+        self._deferred_bound = 0
+        return complete
 
     def _settle(self, batch: list[_Entry], outcomes: list[BaseException | None]) -> None:
         for (committer, _, future), outcome in zip(batch, outcomes):
@@ -255,13 +391,3 @@ _REMOVE = "r"
 
 def _under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix.rstrip("/") + "/")
-
-
-def _merged(writers: list[BatchRows]) -> BatchRows:
-    if len(writers) == 1:
-        return writers[0]
-    out: list[list[Any]] = [[] for _ in writers[0]]
-    for rows in writers:
-        for merged, part in zip(out, rows):
-            merged.extend(part)
-    return tuple(out)

@@ -16,6 +16,7 @@ durable) data, so a read never waits for an fsync and never sees a write that wa
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -25,33 +26,19 @@ from pathlib import Path
 from typing import TypeVar
 
 from tabletdb.dht.token import TokenRange
+from tabletdb.storage.batch_rows import UPSERTS, BatchRows, batch_rows
 from tabletdb.storage.compaction import compact
+from tabletdb.storage.deferred_rows import DeferredRows
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
-from tabletdb.storage.read_path import (
-    PartitionReader,
-    bound_to_columns,
-    read_row_cells,
-    read_simple_partition,
-)
+from tabletdb.storage.read_path import PartitionReader, read_row_cells, read_simple_partition
 from tabletdb.storage.reconcile import PartitionData
-from tabletdb.storage.sqlite_schema import (
-    DDL,
-    HAS_COLLECTION_TOMBSTONES,
-    HAS_RANGE_TOMBSTONES,
-    HAS_STATIC,
-    REGULAR_KIND,
-    SCHEMA_VERSION,
-    STATIC_KIND,
-    UPSERT_CELL,
-    UPSERT_COLLECTION_TOMBSTONE,
-    UPSERT_PARTITION,
-    UPSERT_RANGE_TOMBSTONE,
-    UPSERT_ROW,
-)
+from tabletdb.storage.sqlite_schema import DDL, SCHEMA_VERSION
 from tabletdb.storage.stored_mutations import mutations_for_partition
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,67 +75,6 @@ def _later_start(a: Bound | None, b: Bound) -> Bound:
     return a
 
 
-_UPSERTS = (UPSERT_PARTITION, UPSERT_ROW, UPSERT_CELL, UPSERT_COLLECTION_TOMBSTONE, UPSERT_RANGE_TOMBSTONE)
-
-
-class _BatchParams:
-    """SQL parameters of a batch of mutations, one list per upsert statement."""
-
-    def __init__(self) -> None:
-        self.partitions: list[tuple[object, ...]] = []
-        self.rows: list[tuple[object, ...]] = []
-        self.cells: list[tuple[object, ...]] = []
-        self.collection_tombstones: list[tuple[object, ...]] = []
-        self.range_tombstones: list[tuple[object, ...]] = []
-
-    def add(self, m: Mutation) -> None:
-        pk = m.partition_key
-        flags = HAS_RANGE_TOMBSTONES if m.range_tombstones else 0
-        for row in m.rows:
-            kind = STATIC_KIND if row.static else REGULAR_KIND
-            ck = row.clustering
-            marker = row.marker
-            if marker is None:
-                self.rows.append((pk, kind, ck, None, 0, 0, row.tombstone))
-            else:
-                self.rows.append((pk, kind, ck, marker.timestamp, marker.ttl, marker.expiry, row.tombstone))
-            for c in row.cells:
-                dead = 1 if c.value is None else 0
-                self.cells.append(
-                    (pk, kind, ck, c.column, c.path, c.timestamp, dead, c.value or b"", c.expiry, c.ttl)
-                )
-            for column, ts in row.collection_tombstones:
-                self.collection_tombstones.append((pk, kind, ck, column, ts))
-            if row.static:
-                flags |= HAS_STATIC
-            if row.collection_tombstones:
-                flags |= HAS_COLLECTION_TOMBSTONES
-        for rt in m.range_tombstones:
-            start_kind, start = bound_to_columns(rt.clustering.start)
-            end_kind, end = bound_to_columns(rt.clustering.end)
-            self.range_tombstones.append((pk, start_kind, start, end_kind, end, rt.timestamp))
-        self.partitions.append((pk, m.token, m.partition_tombstone, flags))
-
-
-BatchRows = tuple[list[tuple[object, ...]], ...]
-"""SQL parameters of a batch, one list per upsert of ``_UPSERTS`` (partitions first): plain
-values only, so a node-wide commit log can store them as they are (``node_commit``)."""
-
-
-def batch_rows(mutations: Iterable[Mutation]) -> BatchRows:
-    """The parameters ``TabletStore.apply_rows`` writes for ``mutations``."""
-    params = _BatchParams()
-    for mutation in mutations:
-        params.add(mutation)
-    return (
-        params.partitions,
-        params.rows,
-        params.cells,
-        params.collection_tombstones,
-        params.range_tombstones,
-    )
-
-
 class StorageError(Exception):
     """A tablet file could not be opened or written; the message names the file."""
 
@@ -169,6 +95,8 @@ class TabletStore:
         self._write_lock = threading.Lock()
         self._synced = True
         """The writing connection's mode: ``synchronous=FULL`` (True) or NORMAL (``apply_rows``)."""
+        self._deferred = DeferredRows()
+        self._closed = False
         self._writer = self._connect()
         try:
             self._prepare()
@@ -198,7 +126,10 @@ class TabletStore:
             raise StorageError(f"{self.path}: storage schema version {version[0]}, expected {SCHEMA_VERSION}")
 
     def close(self) -> None:
-        """Close the file; waits for a write in progress on another thread to finish."""
+        """Write the deferred rows and close the file; waits for a write in progress on another
+        thread to finish."""
+        self.write_deferred()
+        self._closed = True
         with self._write_lock:
             if self._conn is not self._writer:
                 self._conn.close()
@@ -232,11 +163,61 @@ class TabletStore:
 
         def write_all() -> None:
             executemany = self._writer.executemany
-            for sql, params in zip(_UPSERTS, rows):
+            for sql, params in zip(UPSERTS, rows):
                 if params:
                     executemany(sql, params)
 
         self._transaction(write_all, synced=synced)
+
+    def defer_rows(self, rows: BatchRows) -> None:
+        """Keep ``rows`` to write later with others in one unsynced transaction
+        (``deferred_rows``): only for a caller that has made them durable elsewhere and replays
+        them after a crash (``node_commit``). Reads see them at once. Owner thread only."""
+        if self._closed:
+            raise StorageError(f"tablet store {self.path} is closed (its table was truncated or dropped)")
+        if rows[0]:
+            self._deferred.add(rows)
+
+    @property
+    def deferred_count(self) -> int:
+        """Writes (partition entries) kept by ``defer_rows`` and not written yet."""
+        return self._deferred.count
+
+    def write_deferred(self) -> None:
+        """Write the deferred rows in one unsynced transaction.
+
+        If that fails, each writer's rows are tried alone: a writer whose rows fail while others
+        succeed is dropped and logged (it is in the commit log and fails there too, as a replay
+        would find); when none succeeds the fault is the file's, so everything stays deferred
+        and ``StorageError`` says why (the commit log keeps them durable meanwhile).
+        """
+        if not self._deferred:
+            return
+        try:
+            self.apply_rows(self._deferred.merged(), synced=False)
+        except Exception:
+            self._write_each(self._deferred.take())
+            return
+        self._deferred.take()
+
+    def _write_each(self, writers: list[BatchRows]) -> None:
+        failed: list[tuple[BatchRows, Exception]] = []
+        for rows in writers:
+            try:
+                self.apply_rows(rows, synced=False)
+            except Exception as exc:
+                failed.append((rows, exc))
+        if len(failed) < len(writers):
+            for _, error in failed:
+                log.error("tablet store %s: dropped a deferred write that fails alone: %s", self.path, error)
+            return
+        for rows, _ in failed:
+            self._deferred.add(rows)
+        raise StorageError(f"cannot write to tablet store {self.path}: {failed[0][1]}") from failed[0][1]
+
+    def discard_deferred(self) -> None:
+        """Forget the deferred rows: the data of this file is being removed (TRUNCATE, DROP)."""
+        self._deferred.take()
 
     def sync_to_disk(self) -> None:
         """fsync the file and its write-ahead log: commits made with ``synced=False`` before this
@@ -248,6 +229,8 @@ class TabletStore:
 
     def delete_token_range(self, token_range: TokenRange) -> int:
         """Remove every partition in the range (cleanup after a range leaves this replica)."""
+
+        self.write_deferred()
 
         def delete() -> int:
             removed = 0
@@ -265,12 +248,15 @@ class TabletStore:
 
     def compact(self, now: int, gc_before_ts: int | None = None) -> None:
         """Drop shadowed versions; with ``gc_before_ts`` also older tombstones and expired data."""
+        self.write_deferred()
         self._transaction(lambda: compact(self._writer, now, gc_before_ts))
 
     # --- reads ------------------------------------------------------------------------------
 
     def read_row_cells(self, partition_key: bytes, now: int) -> dict[str, bytes] | object | None:
         """``read_path.read_row_cells`` on this store (tables without clustering columns)."""
+        if partition_key in self._deferred.keys:
+            self.write_deferred()
         return read_row_cells(self._conn, partition_key, now)
 
     def read_partition(
@@ -284,6 +270,8 @@ class TabletStore:
         include_static: bool = True,
     ) -> PartitionData | None:
         """The live rows of a partition within ``clustering`` (None if nothing is live)."""
+        if partition_key in self._deferred.keys:
+            self.write_deferred()
         return read_simple_partition(
             self._conn,
             partition_key,
@@ -311,6 +299,7 @@ class TabletStore:
         """
         if limit < 1 or (per_partition_limit is not None and per_partition_limit < 1):
             raise ValueError(f"scan limits must be at least 1, got {limit} and {per_partition_limit}")
+        self.write_deferred()
         out: list[PartitionData] = []
         remaining = limit
         for token, pk, tombstone, flags in self._partitions_in(token_range, after):
@@ -350,8 +339,18 @@ class TabletStore:
                 params += [after.token, after.partition_key]
             yield from self._conn.execute(sql + " ORDER BY token, pk", params)
 
+    def partition_mutations(self, partition_key: bytes) -> list[Mutation]:
+        """Everything stored for one partition, tombstones included (read repair, Paxos)."""
+        if partition_key in self._deferred.keys:
+            self.write_deferred()
+        found = self._conn.execute(
+            "SELECT token, tombstone FROM partitions WHERE pk = ?", (partition_key,)
+        ).fetchone()
+        return [] if found is None else [mutations_for_partition(self._conn, partition_key, *found)]
+
     def mutations_in_range(self, token_range: TokenRange) -> Iterator[Mutation]:
         """Everything stored for the range, tombstones included, as mutations to re-apply elsewhere."""
+        self.write_deferred()
         for piece in token_range.unwrap():
             partitions = self._conn.execute(
                 "SELECT pk, token, tombstone FROM partitions "
@@ -365,6 +364,7 @@ class TabletStore:
 
     def snapshot_bytes(self) -> bytes:
         """A consistent image of the file (SQLite online backup), for streaming or backup."""
+        self.write_deferred()
         image = sqlite3.connect(":memory:")
         try:
             self._conn.backup(image)
@@ -404,6 +404,7 @@ class TabletStore:
 
     def size_bytes(self) -> int:
         """Bytes used by the database pages (the balancer's load measure)."""
+        self.write_deferred()
         page_count = self._conn.execute("PRAGMA page_count").fetchone()[0]
         page_size = self._conn.execute("PRAGMA page_size").fetchone()[0]
         return int(page_count) * int(page_size)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from tests.harness.clients import scylla_cluster, scylla_session
 from tests.harness.node import NodeFactory, TestNode
 
@@ -14,8 +16,12 @@ KEYSPACE = (
 )
 
 
-def test_every_acknowledged_write_survives_kill_9(node_factory: NodeFactory) -> None:
-    node = node_factory.start_node()
+@pytest.mark.parametrize("commitlog_sync", ["periodic", "batch"])
+def test_every_acknowledged_write_survives_kill_9(node_factory: NodeFactory, commitlog_sync: str) -> None:
+    """Periodic mode (the default, as in Cassandra) writes the commit log before answering and
+    syncs it every period: the OS keeps it through a kill -9. Batch mode syncs before answering.
+    Rows the stores had deferred die with the process and come back from the log."""
+    node = node_factory.start_node(options={"commitlog_sync": commitlog_sync})
     with scylla_session(node) as session:
         session.execute(KEYSPACE)
         session.execute("CREATE TABLE dd.w (p int, c int, v text, PRIMARY KEY (p, c))")

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabletdb.dht import token_of
+from tabletdb.storage import node_commit
 from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
@@ -33,11 +34,13 @@ def value_of(store: TabletStore, pk: bytes, now: int = 0) -> bytes | None:
 
 class Node:
     """Stores under one data directory sharing a NodeCommitter; ``crash`` drops it all without
-    syncing or emptying the log, as a kill -9 would."""
+    syncing or emptying the log, and loses the rows the stores deferred, as a kill -9 would."""
 
-    def __init__(self, root: Path, trim_bytes: int = 1 << 30) -> None:
+    def __init__(self, root: Path, trim_bytes: int = 1 << 30, sync_period_s: float | None = None) -> None:
         self.root = root
-        self.node = NodeCommitter(root / ".commitlog" / "commit.log", root, trim_bytes=trim_bytes)
+        self.node = NodeCommitter(
+            root / ".commitlog" / "commit.log", root, trim_bytes=trim_bytes, sync_period_s=sync_period_s
+        )
         self.replayed = self.node.replay()
         self.committers: dict[str, GroupCommitter] = {}
 
@@ -49,6 +52,7 @@ class Node:
 
     def crash(self) -> None:
         for c in self.committers.values():
+            c.store.discard_deferred()
             c.store.close()
 
     def close(self) -> None:
@@ -65,29 +69,26 @@ def test_one_record_per_tick_across_stores(tmp_path: Path) -> None:
 
     asyncio.run(go())
     assert node.node.flushes == 1
-    assert all(c.flushes == 1 and c.idle for c in node.committers.values())
-    assert value_of(node.committer("t3.db").store, b"k3") == b"v"
+    assert all(c.flushes == 1 and c.store.deferred_count == 10 for c in node.committers.values())
+    assert not any(c.idle for c in node.committers.values())  # deferred rows keep a store open
+    t3 = node.committer("t3.db")
+    assert value_of(t3.store, b"k3") == b"v"  # a read of a deferred partition writes them first
+    assert t3.idle and t3.store.deferred_count == 0
+    assert node.committer("t2.db").store.deferred_count == 10
     node.close()
 
 
-def test_a_write_in_the_log_but_not_in_its_store_is_replayed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_write_in_the_log_but_not_in_its_store_is_replayed(tmp_path: Path) -> None:
     node = Node(tmp_path)
-    node.committer("a.db")
-
-    def crash_before_the_store_commit(*_args: object, **_kw: object) -> None:
-        raise RuntimeError("killed between the log fsync and the store commit")
+    store = node.committer("a.db").store
 
     async def go() -> None:
         await node.committer("a.db").apply([put(b"k", b"old", 1)])
-        with monkeypatch.context() as m:
-            m.setattr(TabletStore, "apply_rows", crash_before_the_store_commit)
-            with pytest.raises(RuntimeError):
-                await node.committer("a.db").apply([put(b"k", b"new", 2), put(b"j", b"x", 2)])
+        store.write_deferred()
+        await node.committer("a.db").apply([put(b"k", b"new", 2), put(b"j", b"x", 2)])
 
     asyncio.run(go())
-    assert value_of(node.committer("a.db").store, b"k") == b"old"
+    assert store.deferred_count == 2  # acknowledged, in the log, not in the file
     node.crash()
     again = Node(tmp_path)
     assert again.replayed == 2
@@ -190,14 +191,20 @@ _write = st.tuples(
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ticks=st.lists(st.lists(_write, min_size=1, max_size=6), min_size=1, max_size=6))
+@given(
+    ticks=st.lists(st.lists(_write, min_size=1, max_size=6), min_size=1, max_size=6),
+    sync_period_s=st.sampled_from([None, 0.001, 60.0]),
+)
 def test_replay_after_a_crash_equals_the_synced_store(
-    tmp_path_factory: pytest.TempPathFactory, ticks: list[list[tuple[bytes, bytes | None, int, int]]]
+    tmp_path_factory: pytest.TempPathFactory,
+    ticks: list[list[tuple[bytes, bytes | None, int, int]]],
+    sync_period_s: float | None,
 ) -> None:
     """Whatever was acknowledged reads back the same after a crash and a replay as from a store
-    written with per-store synced commits (last write wins, ties, tombstones, TTLs)."""
+    written with per-store synced commits (last write wins, ties, tombstones, TTLs), in batch
+    and periodic mode."""
     root = tmp_path_factory.mktemp("node")
-    node = Node(root)
+    node = Node(root, sync_period_s=sync_period_s)
     reference = TabletStore(root / "reference.db")
 
     async def go() -> None:
@@ -227,3 +234,88 @@ def test_writes_after_close_fail_instead_of_reaching_another_file(tmp_path: Path
             await committer.apply([put(b"k", b"late", 1)])
 
     asyncio.run(go())
+
+
+def test_a_store_writes_its_rows_out_once_it_holds_a_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(node_commit, "STORE_BATCH", 4)
+    node = Node(tmp_path)
+    store = node.committer("a.db").store
+
+    async def go() -> list[int]:
+        held = []
+        for i in range(10):
+            await node.committer("a.db").apply([put(b"k%d" % i, b"v", 1)])
+            await asyncio.sleep(0)  # the write-out runs after the writers are answered
+            held.append(store.deferred_count)
+        return held
+
+    assert asyncio.run(go()) == [1, 2, 3, 0, 1, 2, 3, 0, 1, 2]
+    node.close()
+
+
+def test_the_node_budget_and_the_period_write_every_store_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(node_commit, "NODE_BUDGET", 6)
+    monkeypatch.setattr(node_commit, "WRITE_OUT_S", 0.05)
+    node = Node(tmp_path)
+    stores = [node.committer(f"t{i}.db").store for i in range(3)]
+
+    async def go() -> tuple[list[int], list[int], list[int]]:
+        await asyncio.gather(
+            *(node.committer(f"t{i % 3}.db").apply([put(b"k%d" % i, b"v", 1)]) for i in range(3))
+        )
+        under_budget = [s.deferred_count for s in stores]
+        await asyncio.gather(
+            *(node.committer(f"t{i % 3}.db").apply([put(b"j%d" % i, b"v", 1)]) for i in range(3))
+        )
+        for _ in range(4):
+            await asyncio.sleep(0)
+        at_budget = [s.deferred_count for s in stores]
+        await node.committer("t0.db").apply([put(b"late", b"v", 1)])
+        await asyncio.sleep(0.2)
+        return under_budget, at_budget, [s.deferred_count for s in stores]
+
+    assert asyncio.run(go()) == ([1, 1, 1], [0, 0, 0], [0, 0, 0])
+    node.close()
+
+
+def test_a_removal_drops_the_rows_deferred_under_it(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    store = node.committer("ks/t-1/shard-0/tablet-0.db").store
+
+    async def go() -> None:
+        await node.committer("ks/t-1/shard-0/tablet-0.db").apply([put(b"gone", b"1", 1)])
+
+    asyncio.run(go())
+    node.node.removed(tmp_path / "ks/t-1")
+    assert store.deferred_count == 0
+    assert value_of(store, b"gone") is None
+    node.close()
+
+
+def test_periodic_mode_answers_before_the_sync_and_syncs_within_the_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs: list[int] = []
+    real_sync = CommitLog.sync
+    monkeypatch.setattr(CommitLog, "sync", lambda self: (syncs.append(self.size), real_sync(self)))
+    node = Node(tmp_path, sync_period_s=0.05)
+
+    async def go() -> tuple[list[int], list[int]]:
+        await asyncio.gather(*(node.committer("a.db").apply([put(b"k%d" % i, b"v", 1)]) for i in range(5)))
+        await node.committer("a.db").apply([put(b"k", b"v", 1)])
+        answered = list(syncs)
+        await asyncio.sleep(0.3)
+        return answered, list(syncs)
+
+    answered, later = asyncio.run(go())
+    assert answered == [] and node.node.flushes == 2
+    assert later == [node.node._log.size]  # one sync covered both records
+    node.crash()
+    again = Node(tmp_path)
+    assert again.replayed == 2
+    assert value_of(again.committer("a.db").store, b"k4") == b"v"
+    again.close()
