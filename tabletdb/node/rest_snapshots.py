@@ -164,6 +164,7 @@ async def _take_snapshot(ctx: ApiContext, request: web.Request) -> dict[str, Any
     tables = _tables(ctx, keyspaces)
     # Capture the file list on the loop (tablet maps can change later); copy off the loop.
     work = [(table, local) for table in tables for local in storage.local_files(table)]
+    storage.write_deferred(local.path for _, local in work)
     tag_dir.mkdir(parents=True)
     now = int(time.time())
     files = [await asyncio.to_thread(_snapshot_one, t, local, tag_dir, now) for t, local in work]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,6 +151,14 @@ class StorageService:
                 path = tablet_file(self.data_dir, table, shard, tablet_id)
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
         return out
+
+    def write_deferred(self, paths: Iterable[Path]) -> None:
+        """Have the open stores at ``paths`` write the rows they deferred: a copy is about to be
+        made from the files themselves (backup), which sees only what is written to them."""
+        for path in paths:
+            committer = self._open.get(path)
+            if committer is not None:
+                committer.store.write_deferred()
 
     def release(self, path: Path) -> bool:
         """Close the store at ``path`` if it is open, so its file can be replaced (restore).
