@@ -152,10 +152,10 @@ class StorageService:
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
         return out
 
-    def write_deferred(self, paths: Iterable[Path]) -> None:
-        """Have the open stores at ``paths`` write the rows they deferred: a copy is about to be
-        made from the files themselves (backup), which sees only what is written to them."""
-        for path in paths:
+    def write_deferred(self, paths: Iterable[Path] | None = None) -> None:
+        """Have the open stores at ``paths`` (None: all) write the rows they deferred: a copy is
+        about to be made from the files themselves (backup), which sees only what is written."""
+        for path in list(self._open) if paths is None else paths:
             committer = self._open.get(path)
             if committer is not None:
                 committer.store.write_deferred()

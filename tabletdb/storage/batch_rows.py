@@ -8,7 +8,6 @@ replay can hand them back to ``TabletStore.apply_rows`` unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.read_path import bound_to_columns
@@ -84,14 +83,3 @@ def batch_rows(mutations: Iterable[Mutation]) -> BatchRows:
         params.collection_tombstones,
         params.range_tombstones,
     )
-
-
-def merge_rows(writers: list[BatchRows]) -> BatchRows:
-    """The rows of several batches as one (every upsert is last-write-wins, so order is free)."""
-    if len(writers) == 1:
-        return writers[0]
-    out: list[list[Any]] = [[] for _ in writers[0]]
-    for rows in writers:
-        for merged, part in zip(out, rows):
-            merged.extend(part)
-    return tuple(out)

@@ -194,11 +194,13 @@ class TabletStore:
         if not self._deferred:
             return
         try:
-            self.apply_rows(self._deferred.merged(), synced=False)
+            self.apply_rows(self._deferred.merged, synced=False)
         except Exception:
-            self._write_each(self._deferred.take())
+            writers = self._deferred.writers()
+            self._deferred.clear()
+            self._write_each(writers)
             return
-        self._deferred.take()
+        self._deferred.clear()
 
     def _write_each(self, writers: list[BatchRows]) -> None:
         failed: list[tuple[BatchRows, Exception]] = []
@@ -217,7 +219,7 @@ class TabletStore:
 
     def discard_deferred(self) -> None:
         """Forget the deferred rows: the data of this file is being removed (TRUNCATE, DROP)."""
-        self._deferred.take()
+        self._deferred.clear()
 
     def sync_to_disk(self) -> None:
         """fsync the file and its write-ahead log: commits made with ``synced=False`` before this

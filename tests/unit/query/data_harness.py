@@ -39,10 +39,17 @@ class Clock:
 
 
 class DataNode:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, commitlog_sync_period_s: float | None = None) -> None:
         self.clock = Clock()
         self.metadata = LocalMetadataStore(workdir / "raft", tablet_planner=self._plan)
-        self.storage = StorageService(workdir / "data", HOST, SMP, 12, lambda: self.metadata.tablets)
+        self.storage = StorageService(
+            workdir / "data",
+            HOST,
+            SMP,
+            12,
+            lambda: self.metadata.tablets,
+            commitlog_sync_period_s=commitlog_sync_period_s,
+        )
         self.processor = QueryProcessor(
             lambda: None,  # type: ignore[arg-type,return-value]
             self.metadata,
