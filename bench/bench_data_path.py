@@ -123,6 +123,27 @@ def sqlite_baseline(seconds: float, batch: int) -> dict[str, Any]:
     return {"sqlite upsert": upserts, "sqlite select": selects}
 
 
+def _commit_counters(host: str) -> dict[str, float]:
+    """The node's commit counters from its /metrics (storage.node_commit.CommitCounters)."""
+    from urllib.request import urlopen
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urlopen(f"http://{host}:20999/metrics", timeout=10) as response:
+        text = response.read().decode()
+    names = {
+        "tabletdb_commitlog_records_total": "records",
+        "tabletdb_commitlog_writes_total": "writes",
+        "tabletdb_deferred_write_outs_total": "write_outs",
+    }
+    return {
+        names[s.name]: s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name in names
+    }
+
+
 def _add_write_out(insert: LoadResult, server_pid: int) -> None:
     """Charge the INSERT load with the store writes it left deferred: the node writes them out
     within ``WRITE_OUT_S`` of going quiet, so the server's CPU over that idle time is added
@@ -184,8 +205,13 @@ def main() -> None:
         _create_schema(server.host, server.port, args.populate)
         if profile:
             _take_profile(server.pid, profile, args.profile / "setup.prof")
+        commits_before = _commit_counters(server.host)
         insert = run_load(_spec(server.host, server.port, INSERT, ("int_rand", "text16"), args), server.pid)
         _add_write_out(insert, server.pid)
+        commits = {k: v - commits_before[k] for k, v in _commit_counters(server.host).items()}
+        insert.extra["commit_log"] = commits
+        if commits.get("records"):
+            insert.extra["writes_per_record"] = round(commits["writes"] / commits["records"], 1)
         if profile:
             _take_profile(server.pid, profile, args.profile / "insert.prof")
         select_spec = _spec(server.host, server.port, SELECT, ("int_rand",), args, keys=args.populate)

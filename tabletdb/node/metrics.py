@@ -26,6 +26,7 @@ from tabletdb.protocol.requests import (
     Startup,
 )
 from tabletdb.query.route_check import Op, RouteCounters, Target
+from tabletdb.storage.node_commit import CommitCounters
 
 OPCODE_NAMES: dict[type[Request], str] = {
     Startup: "STARTUP",
@@ -46,14 +47,18 @@ TARGET_LABELS = {
 OP_LABELS = {Op.READ: "read", Op.WRITE: "write"}
 
 RequestCounts = Callable[[], Mapping[type[Request], int]]
+Commits = Callable[[], CommitCounters | None]
 
 
 class NodeCollector(Collector):
     """Reads the node's counters at scrape time."""
 
-    def __init__(self, requests: RequestCounts, routes: RouteCounters | None) -> None:
+    def __init__(
+        self, requests: RequestCounts, routes: RouteCounters | None, commits: Commits | None
+    ) -> None:
         self._requests = requests
         self._routes = routes
+        self._commits = commits
 
     def collect(self) -> Iterator[Metric]:
         by_opcode = CounterMetricFamily(
@@ -65,6 +70,7 @@ class NodeCollector(Collector):
         for kind, name in OPCODE_NAMES.items():
             by_opcode.add_metric([name], counts.get(kind, 0))
         yield by_opcode
+        yield from self._commit_metrics()
         if self._routes is None:
             return
         routed = CounterMetricFamily(
@@ -83,15 +89,39 @@ class NodeCollector(Collector):
             value=self._routes.payloads_sent,
         )
 
+    def _commit_metrics(self) -> Iterator[Metric]:
+        counters = self._commits() if self._commits is not None else None
+        if counters is None:
+            return
+        yield CounterMetricFamily(
+            "tabletdb_commitlog_records",
+            "Records appended to the node-wide commit log (one per event-loop tick that wrote).",
+            value=counters.records,
+        )
+        yield CounterMetricFamily(
+            "tabletdb_commitlog_writes",
+            "Writes in those records (one per writer per tablet file); writes per record is the "
+            "group commit's batching.",
+            value=counters.writes,
+        )
+        yield CounterMetricFamily(
+            "tabletdb_deferred_write_outs",
+            "Transactions in which a tablet file wrote the rows it had deferred, started by the "
+            "commit log (full batch, memory budget, period, log trim, stop); reads start more.",
+            value=counters.write_outs,
+        )
+
 
 class NodeMetrics:
     """A registry holding the node's collector; ``render`` is the scrape body."""
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, requests: RequestCounts, routes: RouteCounters | None) -> None:
+    def __init__(
+        self, requests: RequestCounts, routes: RouteCounters | None, commits: Commits | None = None
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(NodeCollector(requests, routes))
+        self.registry.register(NodeCollector(requests, routes, commits))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

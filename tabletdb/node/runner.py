@@ -314,7 +314,9 @@ class Node:
         """The metrics registry; prometheus_client came in with the REST API module, off the loop."""
         from tabletdb.node.metrics import NodeMetrics
 
-        return NodeMetrics(lambda: self.server.request_counts, self.routes.counters)
+        return NodeMetrics(
+            lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         started = time.monotonic()

@@ -25,7 +25,7 @@ from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
-from tabletdb.storage.node_commit import NodeCommitter
+from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
 from tabletdb.storage.tablet_store import TabletStore
 from tabletdb.tablets.tablet_map import TabletMap, TabletMapLookup
 
@@ -151,6 +151,10 @@ class StorageService:
                 path = tablet_file(self.data_dir, table, shard, tablet_id)
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
         return out
+
+    def commit_counters(self) -> CommitCounters | None:
+        """What the node-wide commit did (None without one): metrics."""
+        return None if self._node_commit is None else self._node_commit.counters
 
     def write_deferred(self, paths: Iterable[Path] | None = None) -> None:
         """Have the open stores at ``paths`` (None: all) write the rows they deferred: a copy is

@@ -39,6 +39,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,6 +73,19 @@ WRITE_OUT_S = 10.0
 it bounds what a restart replays and how stale the files are for a copy made around the node."""
 
 _Entry = tuple["GroupCommitter", Sequence[Mutation], "asyncio.Future[None]"]
+
+
+@dataclass
+class CommitCounters:
+    """What the node's commits did, for metrics: plain ints bumped on the loop."""
+
+    records: int = 0
+    """Log records of writes appended (one per tick that wrote)."""
+    writes: int = 0
+    """Writes in those records (one per writer per store)."""
+    write_outs: int = 0
+    """Transactions writing a store's deferred rows started by the committer (batch full, budget,
+    period, log trim, stop); reads that need the rows write them too, uncounted."""
 
 
 class NodeCommitter:
@@ -109,8 +123,7 @@ class NodeCommitter:
         self._write_out: dict[Path, TabletStore] = {}
         """Stores to write their deferred rows, one per loop iteration (``_write_next``)."""
         self._write_out_timer: asyncio.TimerHandle | None = None
-        self.flushes = 0
-        """Log records of writes appended (observability and tests)."""
+        self.counters = CommitCounters()
 
     def replay(self) -> int:
         """Apply the log's write records to their stores again, sync them, empty the log.
@@ -289,7 +302,7 @@ class NodeCommitter:
                 self._dirty[store.path] = store
             outcomes = [error] * len(batch)
         else:
-            self.flushes += 1
+            self.counters.records += 1
             for committer, indexes, writers, _ in stores.values():
                 store = committer.store
                 for i, rows in zip(indexes, writers):
@@ -300,6 +313,7 @@ class NodeCommitter:
                         continue
                     self._dirty[store.path] = store
                     self._deferred_bound += len(rows[0])
+                    self.counters.writes += 1
                 if store.deferred_count >= STORE_BATCH:
                     self._queue_write_out(store)
                 committer.flushes += 1
@@ -340,6 +354,7 @@ class NodeCommitter:
         if not self._write_out:
             return
         store = self._write_out.pop(next(iter(self._write_out)))
+        self.counters.write_outs += 1
         try:
             store.write_deferred()
         except Exception:  # kept deferred, durable in the log; reads of the store report it
@@ -352,6 +367,8 @@ class NodeCommitter:
         self._write_out.clear()
         complete = True
         for store in self._dirty.values():
+            if store.deferred_count:
+                self.counters.write_outs += 1
             try:
                 store.write_deferred()
             except Exception:

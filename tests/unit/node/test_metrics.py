@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tabletdb.node.metrics import NodeMetrics
 from tabletdb.protocol.requests import Execute, Options, Request
 from tabletdb.query.route_check import Op, RouteCounters, Target
+from tabletdb.storage.node_commit import CommitCounters
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -45,3 +46,13 @@ def test_without_route_counters_only_requests_are_rendered() -> None:
     text = NodeMetrics(dict, None).render().decode()
     names = {family.name for family in text_string_to_metric_families(text)}
     assert names == {"tabletdb_cql_requests"}
+
+
+def test_commit_counters_are_rendered_when_the_node_commits_node_wide() -> None:
+    counters = CommitCounters(records=3, writes=40, write_outs=2)
+    text = NodeMetrics(lambda: {}, None, lambda: counters).render().decode()
+    samples = _samples(text)
+    assert samples[("tabletdb_commitlog_records_total", ())] == 3
+    assert samples[("tabletdb_commitlog_writes_total", ())] == 40
+    assert samples[("tabletdb_deferred_write_outs_total", ())] == 2
+    assert "tabletdb_commitlog" not in NodeMetrics(lambda: {}, None, lambda: None).render().decode()

@@ -68,7 +68,7 @@ def test_one_record_per_tick_across_stores(tmp_path: Path) -> None:
         await asyncio.gather(*writes)
 
     asyncio.run(go())
-    assert node.node.flushes == 1
+    assert node.node.counters.records == 1
     assert all(c.flushes == 1 and c.store.deferred_count == 10 for c in node.committers.values())
     assert not any(c.idle for c in node.committers.values())  # deferred rows keep a store open
     t3 = node.committer("t3.db")
@@ -312,7 +312,7 @@ def test_periodic_mode_answers_before_the_sync_and_syncs_within_the_period(
         return answered, list(syncs)
 
     answered, later = asyncio.run(go())
-    assert answered == [] and node.node.flushes == 2
+    assert answered == [] and node.node.counters.records == 2 and node.node.counters.writes == 6
     assert later == [node.node._log.size]  # one sync covered both records
     node.crash()
     again = Node(tmp_path)
