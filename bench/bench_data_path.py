@@ -192,6 +192,12 @@ def main() -> None:
     parser.add_argument(
         "--host-octet", type=int, default=2, help="serve on 127.0.99.N (runs side by side need their own N)"
     )
+    parser.add_argument(
+        "--commitlog-sync",
+        choices=("periodic", "batch"),
+        default="periodic",
+        help="the node's commitlog_sync (periodic, as in Cassandra, is the default)",
+    )
     parser.add_argument("--profile", type=Path, help="directory for cProfile output of the node")
     parser.add_argument("--only-tabletdb", action="store_true", help="skip the floor and sqlite runs")
     args = parser.parse_args()
@@ -201,7 +207,11 @@ def main() -> None:
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
         profile = str(args.profile.resolve() / "node.prof")
-    with tabletdb_server(smp=args.smp, host_octet=args.host_octet, profile=profile) as server:
+    options = [f"commitlog_sync={args.commitlog_sync}"]
+    figures["commitlog_sync"] = args.commitlog_sync
+    with tabletdb_server(
+        smp=args.smp, host_octet=args.host_octet, options=options, profile=profile
+    ) as server:
         _create_schema(server.host, server.port, args.populate)
         if profile:
             _take_profile(server.pid, profile, args.profile / "setup.prof")
