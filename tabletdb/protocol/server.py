@@ -161,10 +161,14 @@ class _ClientProtocol(asyncio.Protocol):
         self._close_after_flush = False
         self._write_paused = False
         self._reading_paused = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The connection's loop, kept: ``asyncio.get_running_loop()`` makes a getpid() system
+        call each time, a few per request."""
 
     # asyncio.Protocol callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._loop = asyncio.get_running_loop()
         # uvloop's transports are not asyncio.Transport subclasses, only the same interface.
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername") or ("", 0)
@@ -258,7 +262,8 @@ class _ClientProtocol(asyncio.Protocol):
     def _spawn(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
         # A task per request, never run eagerly: handlers may rely on running inside a task
         # (asyncio.timeout does). The task forgets itself when it ends (see ``_run``).
-        self.tasks.add(asyncio.get_running_loop().create_task(self._run(stream, request, work)))
+        loop = self._loop or asyncio.get_running_loop()
+        self.tasks.add(loop.create_task(self._run(stream, request, work)))
 
     async def _run(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
         try:
@@ -272,7 +277,7 @@ class _ClientProtocol(asyncio.Protocol):
                 )
             self._respond(stream, request, response)
         finally:
-            self.tasks.discard(asyncio.current_task())
+            self.tasks.discard(asyncio.current_task(self._loop))
             if self._reading_paused:
                 self._update_reading()
 
@@ -297,7 +302,7 @@ class _ClientProtocol(asyncio.Protocol):
         self._out.append(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            (self._loop or asyncio.get_running_loop()).call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

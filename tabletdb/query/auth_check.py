@@ -120,17 +120,23 @@ class AuthService:
     def state(self) -> Callable[[], Group0State]:
         return self._state
 
-    async def run_limited(
+    def run_limited(
         self, client: ClientState, kind: str | None, consistency: int, run: Callable[[], Awaitable[T]]
-    ) -> T:
+    ) -> Awaitable[T]:
         """Run a read or write (`kind` from `operation_kind`) under the session's service-level
         timeout; other statements run as they are. On expiry the client gets ReadTimeout or
-        WriteTimeout as from replicas that never answered."""
+        WriteTimeout as from replicas that never answered. Without a timeout to arm this is
+        ``run()`` itself, no coroutine around it."""
         if kind is None:
-            return await run()
+            return run()
         limit = self.timeout_ms(client.user)
         if limit is None and not self._delay:  # no timer to arm: skip the timeout context
-            return await run()
+            return run()
+        return self._run_with_timeout(limit, kind, consistency, run)
+
+    async def _run_with_timeout(
+        self, limit: int | None, kind: str, consistency: int, run: Callable[[], Awaitable[T]]
+    ) -> T:
         try:
             async with asyncio.timeout(None if limit is None else limit / 1000):
                 if self._delay:

@@ -46,15 +46,20 @@ class WriteCoordinator:
             by_set.setdefault(placement.replicas(table, m.token), []).append(m)
         return list(by_set.items())
 
-    async def write(
+    def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int, write_type: str = "SIMPLE"
-    ) -> None:
-        """Write ``mutations`` at consistency ``cl``; raises Unavailable, WriteTimeout or WriteFailure."""
+    ) -> Awaitable[object]:
+        """Write ``mutations`` at consistency ``cl``; raises Unavailable, WriteTimeout or WriteFailure.
+
+        What to await, not a coroutine: a single write whose only replica is this node is the
+        local commit itself (``LocalReplica.apply``)."""
         if len(mutations) == 1:  # the common single-statement write: skip the grouping
             replicas = self.replicas.placement.replicas(table, mutations[0].token)
             if len(replicas) == 1 and self.replicas.is_local(replicas[0]):
-                await self.replicas.local.apply(table, mutations)
-                return
+                return self.replicas.local.apply(table, mutations)
+        return self._write(table, mutations, cl, write_type)
+
+    async def _write(self, table: TableDef, mutations: Sequence[Mutation], cl: int, write_type: str) -> None:
         groups = self.groups(table, mutations)
         alive = [self._check(replicas, cl) for replicas, _ in groups]  # all checked before any is sent
         if len(groups) == 1:
@@ -118,7 +123,7 @@ class WriteCoordinator:
             nonlocal payload
             coro: Awaitable[Any]
             if ctx.is_local(replica):
-                coro = ctx.local.apply(table, mutations)
+                coro = _applied_locally(ctx, table, mutations)
             else:
                 if payload is None:
                     payload = [table.id.bytes, mutations_to_plain(mutations)]
@@ -161,6 +166,12 @@ class WriteCoordinator:
                 len(errors),
                 write_type,
             )
+
+
+async def _applied_locally(ctx: Replicas, table: TableDef, mutations: Sequence[Mutation]) -> None:
+    """The local replica's write as one replica among others: whatever it raises, even when
+    starting, reaches the tracker through ``_report``."""
+    await ctx.local.apply(table, mutations)
 
 
 async def _report(replica: Replica, coro: Awaitable[Any], settle: Settle) -> None:

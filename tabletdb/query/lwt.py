@@ -40,7 +40,7 @@ from tabletdb.storage.tablet_store import TabletStore
 
 Row = dict[str, Any]
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
-Write = Callable[[TableDef, Sequence[Mutation]], Awaitable[None]]
+Write = Callable[[TableDef, Sequence[Mutation]], Awaitable[object]]
 RowAt = Callable[[bytes | None], Row | None]
 """The current row at a clustering key (None: the partition's first row or its static row)."""
 Decision = tuple[list[Mutation] | None, RowsResult]

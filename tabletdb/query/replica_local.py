@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from typing import Protocol
 
 from tabletdb.dht.token import TokenRange
@@ -31,7 +31,7 @@ class DerivedApply(Protocol):
 
     def maintains(self, table: TableDef) -> bool: ...
 
-    async def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> None: ...
+    def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]: ...
 
 
 class LocalReplica:
@@ -43,24 +43,29 @@ class LocalReplica:
         """Set once the catalog's views are known: base writes of tables with views or indexes
         (client writes, Paxos commits, read repair alike) then update them from this replica."""
 
-    async def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """Apply durably (views and indexes updated from here if ``table`` has any)."""
-        if self.derived is not None and self.derived.maintains(table):
-            await self.derived.apply(table, mutations)
-            return
-        await self.apply_direct(table, mutations)
+    def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
+        """Apply durably (views and indexes updated from here if ``table`` has any).
 
-    async def apply_direct(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """Apply durably: one group-commit entry per store, answered after the fsync."""
+        This and ``apply_direct`` return what to await rather than being coroutines: on the
+        common path that is the commit's own future, so a write pays no coroutine frame per
+        layer between the request and its commit. They raise at the call what they cannot
+        start (a token this node holds no replica of)."""
+        if self.derived is not None and self.derived.maintains(table):
+            return self.derived.apply(table, mutations)
+        return self.apply_direct(table, mutations)
+
+    def apply_direct(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
+        """Apply durably: one group-commit entry per store, done once the commit is."""
+        if len(mutations) == 1:
+            return self.stores.committer(table, mutations[0].token).apply(mutations)
         by_store: dict[int, tuple[GroupCommitter, list[Mutation]]] = {}
         for m in mutations:
             committer = self.stores.committer(table, m.token)
             by_store.setdefault(id(committer), (committer, []))[1].append(m)
         if len(by_store) == 1:
             committer, ms = next(iter(by_store.values()))
-            await committer.apply(ms)
-            return
-        await asyncio.gather(*(c.apply(ms) for c, ms in by_store.values()))
+            return committer.apply(ms)
+        return asyncio.gather(*(c.apply(ms) for c, ms in by_store.values()))
 
     def read_row_cells(
         self, table: TableDef, key: bytes, token: int, now: int

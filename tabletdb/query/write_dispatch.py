@@ -10,7 +10,7 @@ run as one Paxos read-modify-write of their partition where it has other replica
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
@@ -107,8 +107,8 @@ class DataPath:
             await self.writer.counters.update(table, deltas, cl, self.paxos)
         elif _reads_before_write(stmt, table):
             await self._read_then_write([(stmt, table, bindings)], timestamp, cl, "SIMPLE")
-        else:
-            await self._build_and_write(stmt, table, bindings, timestamp, cl)
+        else:  # no coroutine between here and the commit (``LocalReplica.apply``)
+            await self.writer.write(table, self.writer.mutations_for(stmt, table, bindings, timestamp), cl)
         return VoidResult()
 
     def _require_local(self, table: TableDef, what: str) -> None:
@@ -198,17 +198,11 @@ class DataPath:
         from this replica by ``LocalReplica.apply``, as for any base write)."""
         await self.writer.replicas.local.apply(table, mutations)
 
-    async def _build_and_write(
-        self, stmt: ast.Statement, table: TableDef, bindings: Bindings, timestamp: int | None, cl: int
-    ) -> None:
-        mutations = self.writer.mutations_for(stmt, table, bindings, timestamp)
-        await self.write(table, mutations, cl)
-
-    async def write(
+    def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
-    ) -> None:
+    ) -> Awaitable[object]:
         """Write at ``cl``; each base replica updates views and indexes as it applies (``view_replica``)."""
-        await self.writer.write(table, mutations, cl, write_type)
+        return self.writer.write(table, mutations, cl, write_type)
 
     async def batch(
         self,

@@ -13,7 +13,7 @@ import asyncio
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
@@ -129,11 +129,11 @@ class WriteExecutor:
             return build_delete(stmt, table, bindings, when, current)
         raise InvalidRequest(f"{type(stmt).__name__} is not a data modification statement")
 
-    async def write(
+    def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
-    ) -> None:
+    ) -> Awaitable[object]:
         """Write to the replicas at consistency ``cl`` (durable on each before it counts)."""
-        await self.coordinator.write(table, mutations, cl, write_type)
+        return self.coordinator.write(table, mutations, cl, write_type)
 
     def lock(self, table: TableDef, key: bytes) -> asyncio.Lock:
         found = self._locks.get((table.id.hex, key))

@@ -110,6 +110,8 @@ class NodeCommitter:
         self._unsynced = False
         """Periodic mode: records were appended since the log was last synced."""
         self._sync_timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the writers run on (a node has one; tests may run several in turn)."""
         self._pending: list[_Entry] = []
         self._scheduled = False
         self._in_flight = False
@@ -168,7 +170,9 @@ class NodeCommitter:
     def apply(self, committer: GroupCommitter, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
         """Queue ``mutations`` for ``committer``'s store; the future completes once they are in
         the synced log and committed to the store, or with what applying them raised."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or loop.is_closed():  # kept: get_running_loop() is a getpid() call
+            loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._pending.append((committer, mutations, future))
         committer.outstanding += 1
