@@ -84,7 +84,8 @@ class TabletStore:
 
     Writes (``apply``, ``delete_token_range``, ``compact``) may come from any thread; they are
     serialized by a lock. Reads use the reading connection from one thread at a time (the
-    node's event loop).
+    node's event loop). Deferred rows (``defer_rows``, ``storage.deferred_rows``) belong to that
+    thread too: reads write them first when they could see them.
     """
 
     def __init__(self, path: str | Path) -> None:
