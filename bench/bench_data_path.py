@@ -11,6 +11,7 @@ Figures (data path issue 3), all in one run:
 - `sqlite upsert` / `sqlite select`: the same rows through raw sqlite3 in this process (WAL,
   synchronous=FULL, one transaction per 64 upserts as group commit would give): the storage
   engine's ceiling without CQL, asyncio or the wire.
+- `ratios`: tabletdb's capacity against those baselines.
 
 Reproduce: `.venv/bin/python -m bench.bench_data_path [--duration S] [--concurrency N] [--smp N]`.
 `--profile DIR` runs the node under cProfile (bench/profiled.py) and writes `DIR/insert.prof` and
@@ -241,7 +242,24 @@ def main() -> None:
             _spec(floor.host, floor.port, FLOOR_SELECT, ("int_rand",), args), floor.pid
         ).as_dict()
     figures.update(sqlite_baseline(args.duration, args.concurrency))
+    figures["ratios"] = _ratios(figures)
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
+
+
+def _ratios(figures: dict[str, Any]) -> dict[str, float]:
+    """tabletdb's server capacity (ops per CPU-second; INSERT with its write-out) against raw
+    SQLite's rate in this process, and against the floor server's capacity."""
+    insert, select = figures["tabletdb insert"], figures["tabletdb select"]
+    insert_capacity = insert["extra"].get("capacity_incl_write_out") or insert["capacity_ops_per_cpu_s"]
+    return {
+        "insert capacity / sqlite upserts": round(insert_capacity / figures["sqlite upsert"]["ops_per_s"], 3),
+        "select capacity / sqlite selects": round(
+            select["capacity_ops_per_cpu_s"] / figures["sqlite select"]["ops_per_s"], 3
+        ),
+        "select capacity / floor capacity": round(
+            select["capacity_ops_per_cpu_s"] / figures["floor"]["capacity_ops_per_cpu_s"], 3
+        ),
+    }
 
 
 if __name__ == "__main__":
