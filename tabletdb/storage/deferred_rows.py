@@ -24,7 +24,7 @@ from tabletdb.storage.batch_rows import BatchRows
 class DeferredRows:
     """The writers' rows not yet written to the file, and the partition keys they touch."""
 
-    __slots__ = ("_ends", "_parts", "count", "keys")
+    __slots__ = ("_ends", "_parts", "count", "keys", "size")
 
     def __init__(self) -> None:
         self._parts: BatchRows = ([], [], [], [], [])
@@ -33,9 +33,12 @@ class DeferredRows:
         self.keys: set[bytes] = set()
         """Partition keys with rows here: a read of any other partition need not wait for them."""
         self.count = 0
-        """Partition entries held (one per mutation): what a node's budget counts."""
+        """Partition entries held (one per mutation)."""
+        self.size = 0
+        """Estimated bytes of memory held (what the node's budget counts)."""
 
-    def add(self, rows: BatchRows) -> None:
+    def add(self, rows: BatchRows, size: int = 0) -> None:
+        """Keep ``rows`` (estimated at ``size`` bytes)."""
         partitions, row_markers, cells, collection_tombstones, range_tombstones = self._parts
         new_partitions: list[Any] = rows[0]
         partitions.extend(new_partitions)
@@ -50,6 +53,7 @@ class DeferredRows:
         )
         self.keys.update(p[0] for p in new_partitions)
         self.count += len(new_partitions)
+        self.size += size
 
     @property
     def merged(self) -> BatchRows:
@@ -70,6 +74,7 @@ class DeferredRows:
         self._ends = []
         self.keys = set()
         self.count = 0
+        self.size = 0
 
     def __bool__(self) -> bool:
         return bool(self._ends)

@@ -11,11 +11,11 @@ visible to reads.
 
 A store writes its deferred rows in one unsynced transaction (WAL with ``synchronous=NORMAL``,
 which SQLite keeps free of corruption on power loss but may lose) when it holds ``STORE_BATCH``
-of them, when a read needs them, when the node's stores together hold ``NODE_BUDGET``, and at
-the latest ``WRITE_OUT_S`` after they came: the cost per write of a SQLite transaction falls
-four-fold from one write to a thousand (perf7). These writes run on the loop, one store per
-loop iteration: they do not wait for the disk, and on a worker thread each SQLite call would
-wait for the GIL behind the busy loop.
+of them (or ``STORE_BATCH_BYTES``), when a read needs them, when the node's stores together hold
+``NODE_BUDGET_BYTES``, and at the latest ``WRITE_OUT_S`` after they came: the cost per write of a
+SQLite transaction falls four-fold from one write to a thousand (perf7). These writes run on the
+loop, one store per loop iteration: they do not wait for the disk, and on a worker thread each
+SQLite call would wait for the GIL behind the busy loop.
 
 The log holds what the stores may not have on disk yet. It is emptied when it grows past
 ``trim_bytes``: the next commit first writes every store's deferred rows (on the loop), then its
@@ -64,9 +64,16 @@ STORE_BATCH = 1024
 falling with the transaction size (~11 µs at 1,024 against ~45 µs alone), and a loop pause of
 ~10 ms."""
 
-NODE_BUDGET = 32 * 1024
-"""Deferred writes the node's stores may hold together (memory: ~0.5-1 KB each) before all are
-written out."""
+STORE_BATCH_BYTES = 4 * 1024 * 1024
+"""Deferred bytes that make a store write them out, however few writes (large values)."""
+
+NODE_BUDGET_BYTES = 32 * 1024 * 1024
+"""Estimated memory the node's stores may hold in deferred rows together before all are written
+out: a write counts its log size plus ``WRITE_OVERHEAD`` (the Python objects holding it)."""
+
+WRITE_OVERHEAD = 400
+"""Bytes of tuples and list slots a deferred write holds beyond its values (measured: RSS grew
+~17 MB with ~32,000 small writes deferred)."""
 
 WRITE_OUT_S = 10.0
 """At most this long between a write being deferred and its store writing it out, busy or not:
@@ -121,7 +128,7 @@ class NodeCommitter:
         """Stores given rows (deferred or committed without a sync) since they were last synced
         (owned by the loop; a commit that trims the log takes them over)."""
         self._deferred_bound = 0
-        """At least the writes deferred in all stores (recounted when it passes the budget)."""
+        """At least the bytes deferred in all stores (recounted when it passes the budget)."""
         self._write_out: dict[Path, TabletStore] = {}
         """Stores to write their deferred rows, one per loop iteration (``_write_next``)."""
         self._write_out_timer: asyncio.TimerHandle | None = None
@@ -307,18 +314,19 @@ class NodeCommitter:
             outcomes = [error] * len(batch)
         else:
             self.counters.records += 1
-            for committer, indexes, writers, _ in stores.values():
+            for committer, indexes, writers, blobs in stores.values():
                 store = committer.store
-                for i, rows in zip(indexes, writers):
+                for i, rows, packed in zip(indexes, writers, blobs):
+                    size = len(packed) + WRITE_OVERHEAD
                     try:  # a store closed meanwhile (TRUNCATE, DROP) refuses, as its writes would
-                        store.defer_rows(rows)
+                        store.defer_rows(rows, size)
                     except StorageError as exc:
                         outcomes[i] = exc
                         continue
                     self._dirty[store.path] = store
-                    self._deferred_bound += len(rows[0])
+                    self._deferred_bound += size
                     self.counters.writes += 1
-                if store.deferred_count >= STORE_BATCH:
+                if store.deferred_count >= STORE_BATCH or store.deferred_size >= STORE_BATCH_BYTES:
                     self._queue_write_out(store)
                 committer.flushes += 1
             self._keep_to_budget()
@@ -332,10 +340,10 @@ class NodeCommitter:
         if self._write_out_timer is None and self._deferred_bound:
             loop = asyncio.get_running_loop()
             self._write_out_timer = loop.call_later(WRITE_OUT_S, self._write_out_all)
-        if self._deferred_bound < NODE_BUDGET:
+        if self._deferred_bound < NODE_BUDGET_BYTES:
             return
-        self._deferred_bound = sum(store.deferred_count for store in self._dirty.values())
-        if self._deferred_bound >= NODE_BUDGET:
+        self._deferred_bound = sum(store.deferred_size for store in self._dirty.values())
+        if self._deferred_bound >= NODE_BUDGET_BYTES:
             self._write_out_all()
 
     def _write_out_all(self) -> None:

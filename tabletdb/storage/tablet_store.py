@@ -170,19 +170,25 @@ class TabletStore:
 
         self._transaction(write_all, synced=synced)
 
-    def defer_rows(self, rows: BatchRows) -> None:
-        """Keep ``rows`` to write later with others in one unsynced transaction
-        (``deferred_rows``): only for a caller that has made them durable elsewhere and replays
-        them after a crash (``node_commit``). Reads see them at once. Owner thread only."""
+    def defer_rows(self, rows: BatchRows, size: int = 0) -> None:
+        """Keep ``rows`` (estimated at ``size`` bytes of memory) to write later with others in one
+        unsynced transaction (``deferred_rows``): only for a caller that has made them durable
+        elsewhere and replays them after a crash (``node_commit``). Reads see them at once.
+        Owner thread only."""
         if self._closed:
             raise StorageError(f"tablet store {self.path} is closed (its table was truncated or dropped)")
         if rows[0]:
-            self._deferred.add(rows)
+            self._deferred.add(rows, size)
 
     @property
     def deferred_count(self) -> int:
         """Writes (partition entries) kept by ``defer_rows`` and not written yet."""
         return self._deferred.count
+
+    @property
+    def deferred_size(self) -> int:
+        """Estimated bytes those hold."""
+        return self._deferred.size
 
     def write_deferred(self) -> None:
         """Write the deferred rows in one unsynced transaction.

@@ -258,7 +258,8 @@ def test_a_store_writes_its_rows_out_once_it_holds_a_batch(
 def test_the_node_budget_and_the_period_write_every_store_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(node_commit, "NODE_BUDGET", 6)
+    monkeypatch.setattr(node_commit, "WRITE_OVERHEAD", 1000)
+    monkeypatch.setattr(node_commit, "NODE_BUDGET_BYTES", 6000)  # six small writes
     monkeypatch.setattr(node_commit, "WRITE_OUT_S", 0.05)
     node = Node(tmp_path)
     stores = [node.committer(f"t{i}.db").store for i in range(3)]
@@ -319,3 +320,20 @@ def test_periodic_mode_answers_before_the_sync_and_syncs_within_the_period(
     assert again.replayed == 2
     assert value_of(again.committer("a.db").store, b"k4") == b"v"
     again.close()
+
+
+def test_a_store_writes_out_large_values_by_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(node_commit, "STORE_BATCH_BYTES", 10_000)
+    node = Node(tmp_path)
+    store = node.committer("a.db").store
+
+    async def go() -> list[int]:
+        held = []
+        for i in range(4):
+            await node.committer("a.db").apply([put(b"k%d" % i, b"x" * 4000, 1)])
+            await asyncio.sleep(0)
+            held.append(store.deferred_count)
+        return held
+
+    assert asyncio.run(go()) == [1, 2, 0, 1]  # 4 KB values + 400 bytes each: out at the third
+    node.close()
