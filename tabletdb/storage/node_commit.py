@@ -158,12 +158,13 @@ class NodeCommitter:
                         if not path.exists():
                             continue
                         stores[path] = TabletStore(path)
-                    for blob in writers:
-                        try:
-                            stores[path].apply_rows(tuple(msgpack.unpackb(blob)), synced=False)
-                        except Exception:  # it failed when first applied too; its writer was told
-                            log.exception("commit log replay: a write to %s failed again", path)
+                    store = stores[path]
+                    for blob in writers:  # in large transactions, as deferred rows are written
+                        store.defer_rows(tuple(msgpack.unpackb(blob)))
+                    if store.deferred_count >= _REPLAY_BATCH:
+                        _write_replayed(store)
             for store in stores.values():
+                _write_replayed(store)
                 store.sync_to_disk()
         finally:
             for store in stores.values():
@@ -416,6 +417,18 @@ class NodeCommitter:
 
 _WRITE = "w"
 _REMOVE = "r"
+
+
+_REPLAY_BATCH = 4096
+"""Replayed writes per transaction: a log of 64 MiB holds a few hundred thousand."""
+
+
+def _write_replayed(store: TabletStore) -> None:
+    try:
+        store.write_deferred()  # a write failing alone is dropped and logged there
+    except StorageError:  # the file refuses every write: what the replay can do is report it
+        log.exception("commit log replay: writes to %s failed again; they are lost", store.path)
+        store.discard_deferred()
 
 
 def _under(name: str, prefix: str) -> bool:
