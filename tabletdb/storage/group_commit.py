@@ -14,7 +14,7 @@ cannot fail its neighbours, and each writer gets its own outcome. In-memory stor
 no fsync to overlap and commit on the loop.
 
 Given a ``NodeCommitter`` (the node's storage service does), a committer hands its writes to it
-instead: one log record and fsync per tick for all the node's stores (``node_commit``).
+instead: one log record per tick for all the node's stores (``node_commit``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
-"""Node-wide group commit: one fsync per event-loop tick for every tablet file the tick wrote.
+"""Node-wide group commit: one commit-log record per event-loop tick for every tablet file the
+tick wrote.
 
 Per-store group commit (``group_commit``) pays one fsync per tablet file per tick; with writes
 spread over tens of tablets that is about one fsync per two writes, and a synced SQLite commit
 costs ~160-250 us of CPU against ~35-40 us unsynced (docs/benchmarks.md, perf4). Here the writes
-of a tick, whatever their stores, become one record of a node-wide log (``commit_log``), appended
-and ``fdatasync``-ed once on a ``CommitPool`` worker thread. When that is done, back on the event
-loop, each store is handed its rows to write later (``TabletStore.defer_rows``; reads of the store
-see them at once) and the writers are answered: an acknowledged write is durable (in the log) and
-visible to reads.
+of a tick, whatever their stores, become one record of a node-wide log (``commit_log``). In
+*batch* mode (``commitlog_sync: batch``) the record is appended and ``fdatasync``-ed on a
+``CommitPool`` worker thread before anyone is answered; in *periodic* mode (the default, as in
+Cassandra and ScyllaDB) it is written on the loop (the kernel keeps it through a kill -9 of the
+node) and a worker syncs the log within ``sync_period_s``. Then, on the loop, each store is
+handed its rows to write later (``TabletStore.defer_rows``; reads of the store see them at once)
+and the writers are answered: an acknowledged write is in the log and visible to reads.
 
 A store writes its deferred rows in one unsynced transaction (WAL with ``synchronous=NORMAL``,
 which SQLite keeps free of corruption on power loss but may lose) when it holds ``STORE_BATCH``
@@ -177,7 +180,7 @@ class NodeCommitter:
 
     def apply(self, committer: GroupCommitter, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
         """Queue ``mutations`` for ``committer``'s store; the future completes once they are in
-        the synced log and committed to the store, or with what applying them raised."""
+        the log (synced, in batch mode) and handed to the store, or with what stopped them."""
         loop = self._loop
         if loop is None or loop.is_closed():  # kept: get_running_loop() is a getpid() call
             loop = self._loop = asyncio.get_running_loop()
