@@ -183,7 +183,7 @@ class NodeCommitter:
         the log (synced, in batch mode) and handed to the store, or with what stopped them."""
         loop = self._loop
         if loop is None or loop.is_closed():  # kept: get_running_loop() is a getpid() call
-            loop = self._loop = asyncio.get_running_loop()
+            loop = self._adopt_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._pending.append((committer, mutations, future))
         committer.outstanding += 1
@@ -191,6 +191,15 @@ class NodeCommitter:
             self._scheduled = True
             loop.call_soon(self._flush)
         return future
+
+    def _adopt_running_loop(self) -> asyncio.AbstractEventLoop:
+        """A node has one loop; tests may run several in turn. Timers and callbacks of a loop
+        that closed never fire: forget them, and restart the pending write-outs on this one."""
+        loop = self._loop = asyncio.get_running_loop()
+        self._sync_timer = self._write_out_timer = None
+        if self._write_out:
+            loop.call_soon(self._write_next)
+        return loop
 
     def removed(self, path: Path) -> None:
         """Log (synced) that the data at ``path`` (a file or a directory) is being removed or

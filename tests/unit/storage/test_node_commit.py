@@ -337,3 +337,27 @@ def test_a_store_writes_out_large_values_by_size(tmp_path: Path, monkeypatch: py
 
     assert asyncio.run(go()) == [1, 2, 0, 1]  # 4 KB values + 400 bytes each: out at the third
     node.close()
+
+
+def test_a_new_loop_picks_up_the_write_outs_and_timers_a_closed_one_left(tmp_path: Path) -> None:
+    node = Node(tmp_path, sync_period_s=0.01)
+    store = node.committer("a.db").store
+
+    async def write(key: bytes) -> None:
+        await node.committer("a.db").apply([put(key, b"v", 1)])
+
+    first = asyncio.new_event_loop()
+    first.run_until_complete(write(b"a"))  # arms the sync timer on this loop
+    node.node._write_out[store.path] = store  # as if a write-out were queued when it closed
+    first.close()
+    assert store.deferred_count == 1 and node.node._unsynced
+
+    async def go() -> None:
+        await write(b"b")
+        await asyncio.sleep(0.1)
+
+    asyncio.run(go())
+    assert node.node.counters.write_outs == 1  # the queued write-out ran on the new loop
+    assert store.deferred_count == 1  # "b", deferred after it
+    assert not node.node._unsynced  # and the log synced by a timer of the new loop
+    node.close()
