@@ -203,26 +203,20 @@ class TabletStore:
         try:
             self.apply_rows(self._deferred.merged, synced=False)
         except Exception:
-            writers = self._deferred.writers()
-            self._deferred.clear()
-            self._write_each(writers)
-            return
+            self._write_each(self._deferred.writers())  # raises, keeping them all, if none can be
         self._deferred.clear()
 
     def _write_each(self, writers: list[BatchRows]) -> None:
-        failed: list[tuple[BatchRows, Exception]] = []
+        errors: list[Exception] = []
         for rows in writers:
             try:
                 self.apply_rows(rows, synced=False)
             except Exception as exc:
-                failed.append((rows, exc))
-        if len(failed) < len(writers):
-            for _, error in failed:
-                log.error("tablet store %s: dropped a deferred write that fails alone: %s", self.path, error)
-            return
-        for rows, _ in failed:
-            self._deferred.add(rows)
-        raise StorageError(f"cannot write to tablet store {self.path}: {failed[0][1]}") from failed[0][1]
+                errors.append(exc)
+        if len(errors) == len(writers):
+            raise StorageError(f"cannot write to tablet store {self.path}: {errors[0]}") from errors[0]
+        for error in errors:
+            log.error("tablet store %s: dropped a deferred write that fails alone: %s", self.path, error)
 
     def discard_deferred(self) -> None:
         """Forget the deferred rows: the data of this file is being removed (TRUNCATE, DROP)."""

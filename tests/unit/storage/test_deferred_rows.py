@@ -162,3 +162,23 @@ def test_one_partitions_mutations_write_only_that_partitions_deferred_rows(tmp_p
     assert found.partition_key == b"a" and found.rows[0].cells[0].value == b"1"
     assert store.deferred_count == 0
     store.close()
+
+
+def test_rows_kept_after_a_failed_write_keep_their_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = TabletStore(tmp_path / "t.db")
+    store.defer_rows(rows(put(b"a", b"1", 1)), 100)
+    store.defer_rows(rows(put(b"b", b"2", 1)), 50)
+
+    def disk_full(*_args: object, **_kw: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with monkeypatch.context() as m:
+        m.setattr(TabletStore, "apply_rows", disk_full)
+        with pytest.raises(StorageError):
+            store.write_deferred()
+    assert (store.deferred_count, store.deferred_size) == (2, 150)
+    store.write_deferred()
+    assert (store.deferred_count, store.deferred_size) == (0, 0)
+    store.close()
