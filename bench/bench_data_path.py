@@ -14,6 +14,9 @@ Figures (data path issue 3), all in one run:
 - `ratios`: tabletdb's capacity against those baselines.
 
 Reproduce: `.venv/bin/python -m bench.bench_data_path [--duration S] [--concurrency N] [--smp N]`.
+`--rounds N` runs the INSERT, SELECT and floor loads in turn N times on the same servers and adds
+each round's µs/op and their medians: on a host whose own load drifts, alternating them is the
+way to compare.
 `--profile DIR` runs the node under cProfile (bench/profiled.py) and writes `DIR/insert.prof` and
 `DIR/select.prof` (the event-loop thread during each load) and prints their top entries; the
 profiler roughly doubles the CPU per op, so figures from such a run are not comparable.
@@ -22,12 +25,14 @@ profiler roughly doubles the CPU per op, so figures from such a run are not comp
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pstats
 import random
 import signal
 import sqlite3
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +42,7 @@ from bench.common import (
     RESULT_PREFIX,
     LoadResult,
     LoadSpec,
+    ServerHandle,
     floor_server,
     latency_summary_ms,
     proc_cpu_seconds,
@@ -201,6 +207,13 @@ def main() -> None:
     )
     parser.add_argument("--profile", type=Path, help="directory for cProfile output of the node")
     parser.add_argument("--only-tabletdb", action="store_true", help="skip the floor and sqlite runs")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="INSERT, SELECT and floor loads in turn this many times on the same servers; prints "
+        "each round's µs/op and their medians (the host's own load drifts between runs)",
+    )
     args = parser.parse_args()
     figures: dict[str, Any] = {"benchmark": "data_path", "concurrency": args.concurrency, "smp": args.smp}
     figures["load average before"] = os.getloadavg()
@@ -210,26 +223,36 @@ def main() -> None:
         profile = str(args.profile.resolve() / "node.prof")
     options = [f"commitlog_sync={args.commitlog_sync}"]
     figures["commitlog_sync"] = args.commitlog_sync
-    with tabletdb_server(
-        smp=args.smp, host_octet=args.host_octet, options=options, profile=profile
-    ) as server:
+    with contextlib.ExitStack() as servers:
+        server = servers.enter_context(
+            tabletdb_server(smp=args.smp, host_octet=args.host_octet, options=options, profile=profile)
+        )
+        floor = None
+        if not args.only_tabletdb:  # up beside the node from the start; idle, it costs nothing
+            floor = servers.enter_context(floor_server(("int_rand",), host_octet=args.host_octet + 100))
         _create_schema(server.host, server.port, args.populate)
         if profile:
             _take_profile(server.pid, profile, args.profile / "setup.prof")
-        commits_before = _commit_counters(server.host)
-        insert = run_load(_spec(server.host, server.port, INSERT, ("int_rand", "text16"), args), server.pid)
-        _add_write_out(insert, server.pid)
-        commits = {k: v - commits_before[k] for k, v in _commit_counters(server.host).items()}
-        insert.extra["commit_log"] = commits
-        if commits.get("records"):
-            insert.extra["writes_per_record"] = round(commits["writes"] / commits["records"], 1)
-        if profile:
-            _take_profile(server.pid, profile, args.profile / "insert.prof")
-        select_spec = _spec(server.host, server.port, SELECT, ("int_rand",), args, keys=args.populate)
-        select = run_load(select_spec, server.pid)
-        if profile:
-            _take_profile(server.pid, profile, args.profile / "select.prof")
-        figures["tabletdb insert"], figures["tabletdb select"] = insert.as_dict(), select.as_dict()
+        rounds = []
+        for _ in range(args.rounds):
+            insert = _insert_load(server, args)
+            if profile:
+                _take_profile(server.pid, profile, args.profile / "insert.prof")
+            select_spec = _spec(server.host, server.port, SELECT, ("int_rand",), args, keys=args.populate)
+            select = run_load(select_spec, server.pid).as_dict()
+            if profile:
+                _take_profile(server.pid, profile, args.profile / "select.prof")
+            round_ = {"tabletdb insert": insert, "tabletdb select": select}
+            if floor is not None:
+                floor_spec = _spec(floor.host, floor.port, FLOOR_SELECT, ("int_rand",), args)
+                round_["floor"] = run_load(floor_spec, floor.pid).as_dict()
+            rounds.append(round_)
+    figures.update(rounds[0])
+    if len(rounds) > 1:
+        figures["rounds"] = [_round_summary(r) for r in rounds]
+        figures["median"] = {
+            k: statistics.median(r[k] for r in figures["rounds"]) for k in figures["rounds"][0]
+        }
     if args.profile is not None:
         _print_profile(args.profile / "insert.prof")
         _print_profile(args.profile / "select.prof")
@@ -237,13 +260,34 @@ def main() -> None:
     if args.only_tabletdb:
         print(RESULT_PREFIX + json.dumps(figures), flush=True)
         return
-    with floor_server(("int_rand",), host_octet=args.host_octet + 100) as floor:
-        figures["floor"] = run_load(
-            _spec(floor.host, floor.port, FLOOR_SELECT, ("int_rand",), args), floor.pid
-        ).as_dict()
     figures.update(sqlite_baseline(args.duration, args.concurrency))
     figures["ratios"] = _ratios(figures)
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
+
+
+def _insert_load(server: ServerHandle, args: argparse.Namespace) -> dict[str, Any]:
+    """The INSERT load, charged with its write-out, with the commit log's batching."""
+    commits_before = _commit_counters(server.host)
+    insert = run_load(_spec(server.host, server.port, INSERT, ("int_rand", "text16"), args), server.pid)
+    _add_write_out(insert, server.pid)
+    commits = {k: v - commits_before[k] for k, v in _commit_counters(server.host).items()}
+    insert.extra["commit_log"] = commits
+    if commits.get("records"):
+        insert.extra["writes_per_record"] = round(commits["writes"] / commits["records"], 1)
+    return insert.as_dict()
+
+
+def _round_summary(round_: dict[str, Any]) -> dict[str, float]:
+    """Server CPU µs per op of one round (INSERT with its write-out)."""
+    insert = round_["tabletdb insert"]
+    out = {
+        "insert": insert["extra"].get("server_cpu_us_per_op_incl_write_out")
+        or insert["server_cpu_us_per_op"],
+        "select": round_["tabletdb select"]["server_cpu_us_per_op"],
+    }
+    if "floor" in round_:
+        out["floor"] = round_["floor"]["server_cpu_us_per_op"]
+    return out
 
 
 def _ratios(figures: dict[str, Any]) -> dict[str, float]:
