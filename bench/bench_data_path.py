@@ -280,14 +280,14 @@ def _insert_load(server: ServerHandle, args: argparse.Namespace) -> dict[str, An
 def _round_summary(round_: dict[str, Any]) -> dict[str, float]:
     """Server CPU µs per op of one round (INSERT with its write-out)."""
     insert = round_["tabletdb insert"]
+    charged = insert["extra"].get("server_cpu_us_per_op_incl_write_out")
     out = {
-        "insert": insert["extra"].get("server_cpu_us_per_op_incl_write_out")
-        or insert["server_cpu_us_per_op"],
+        "insert": charged or insert["server_cpu_us_per_op"],
         "select": round_["tabletdb select"]["server_cpu_us_per_op"],
     }
     if "floor" in round_:
         out["floor"] = round_["floor"]["server_cpu_us_per_op"]
-    return out
+    return {k: round(v, 1) for k, v in out.items()}
 
 
 def _ratios(figures: dict[str, Any]) -> dict[str, float]:

@@ -67,6 +67,14 @@ class Handler(Protocol):
         self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
     ) -> Result: ...
 
+    def execute_now(
+        self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
+    ) -> Result | None:
+        """The answer to an EXECUTE that needs no waiting, computed at once (no task is made for
+        it), or None: the server runs ``execute``. What it raises is answered as from
+        ``execute``, so it must raise only what ``execute`` would."""
+        ...
+
     async def batch(self, client: ClientState, batch: Batch) -> Result: ...
 
     def connection_opened(self, client: ClientState) -> None:

@@ -215,11 +215,12 @@ class _ClientProtocol(asyncio.Protocol):
         handler = self.server.handler
         self.server.request_counts[type(request)] += 1
         if isinstance(request, Execute):
-            self._spawn(
-                stream,
-                request,
-                handler.execute(client, request.query_id, request.result_metadata_id, request.params),
-            )
+            if not self._answered_now(stream, request):
+                self._spawn(
+                    stream,
+                    request,
+                    handler.execute(client, request.query_id, request.result_metadata_id, request.params),
+                )
         elif isinstance(request, Query):
             self._spawn(stream, request, handler.query(client, request.query, request.params))
         elif isinstance(request, Prepare):
@@ -239,6 +240,25 @@ class _ClientProtocol(asyncio.Protocol):
             self.write(conn.send(stream, Ready(), request))
         elif isinstance(request, AuthResponse):
             self._spawn(stream, request, self._authenticate(request))
+
+    def _answered_now(self, stream: int, request: Execute) -> bool:
+        """Answer an EXECUTE the handler can answer without waiting (a point read of this node's
+        own store): no task, and the reply leaves with the tick's other replies."""
+        response: Response | None
+        try:
+            response = self.server.handler.execute_now(
+                self.client, request.query_id, request.result_metadata_id, request.params
+            )
+        except CqlError as exc:
+            response = ErrorResponse(error=exc)
+        except Exception as exc:
+            response = ErrorResponse(
+                error=ServerError(f"Internal error processing {type(request).__name__}: {exc!r}")
+            )
+        if response is None:
+            return False
+        self._respond(stream, request, response)
+        return True
 
     def _answer(self, stream: int, request: Request, build: Callable[[], Response]) -> None:
         """Answer synchronously (OPTIONS), turning handler errors into ERROR frames."""

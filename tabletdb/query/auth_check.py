@@ -120,6 +120,11 @@ class AuthService:
     def state(self) -> Callable[[], Group0State]:
         return self._state
 
+    @property
+    def delays_statements(self) -> bool:
+        """Whether statements wait ``test_statement_delay_ms`` first (tests of timeouts)."""
+        return bool(self._delay)
+
     def run_limited(
         self, client: ClientState, kind: str | None, consistency: int, run: Callable[[], Awaitable[T]]
     ) -> Awaitable[T]:

@@ -218,6 +218,34 @@ class QueryProcessor:
             lambda: self._execute(client, stmt, prepared.keyspace, values, params),
         )
 
+    def execute_now(
+        self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
+    ) -> Result | None:
+        """``execute`` of a prepared SELECT that this node's own store answers at once (the direct
+        point read, ``DataPath.select_now``), or None. Takes only the fast path's usual case: a
+        table resolved since the last schema change, values bound by position, a first page, no
+        service-level delay. It needs no timeout (nothing waits), and raises only what
+        ``execute`` would, checking the same permission before it reads."""
+        prepared = self._prepared.get(query_id)
+        if prepared is None or params.names is not None or params.paging_state is not None:
+            return None
+        stmt, cached, catalog = prepared.statement, prepared.table, self._metadata.catalog
+        if not isinstance(stmt, ast.SelectStatement) or cached is None or cached[0] is not catalog:
+            return None
+        table = cached[1]
+        if table.keyspace in (SYSTEM, system_schema.KEYSPACE) or self._auth.delays_statements:
+            return None
+        self._auth.check(client, stmt, prepared.keyspace, catalog)
+        values = params.values
+        result = self._data_path().select_now(stmt, table, Bindings(values), params.consistency)
+        if result is None:
+            return None
+        route = prepared.route
+        payload = (
+            None if route is None or self._routes is None else self._routes.observe(client, route, values)
+        )
+        return result if payload is None else replace(result, custom_payload=payload)
+
     def _execute_dml(
         self,
         client: ClientState,

@@ -255,15 +255,24 @@ class DataPath:
         paging_state: bytes | None,
         cl: int = ONE,
     ) -> RowsResult:
-        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
-            await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
-        now = self.writer.now_seconds()
         if paging_state is None:
-            direct = point_select(stmt, table, bindings, self.writer.reads, cl, now)
+            direct = self.select_now(stmt, table, bindings, cl)
             if direct is not None:
                 return direct
+        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
+            await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
         source = ConsistentReads(self.writer.reads, cl)
+        now = self.writer.now_seconds()
         return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)
+
+    def select_now(
+        self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, cl: int = ONE
+    ) -> RowsResult | None:
+        """A first page answered at once from this node's own store (``select_point``), or None.
+        Serial reads first need a Paxos barrier, so they never are."""
+        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
+            return None
+        return point_select(stmt, table, bindings, self.writer.reads, cl, self.writer.now_seconds())
 
     def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
         return self.writer.stores.tablet_maps()

@@ -165,6 +165,24 @@ def test_statement_needs_its_permission(sessions: tuple[Any, Any], case: Case) -
         grant(admin, case.grant, "REVOKE", "FROM")
 
 
+def test_a_prepared_point_read_checks_the_permission_each_time(sessions: tuple[Any, Any]) -> None:
+    """Prepared reads by key are answered at once from the node's store (no task), after the
+    same check as any EXECUTE, against the grants as they are at that moment."""
+    admin, user = sessions
+    for statement in ks("p40"):
+        admin.execute(statement)
+    admin.execute("INSERT INTO p40.t (k, v) VALUES (1, 10)")
+    select = user.prepare("SELECT v FROM p40.t WHERE k = ?")
+    with pytest.raises(Unauthorized):
+        user.execute(select, (1,))
+    grant(admin, "SELECT ON p40.t", "GRANT", "TO")
+    assert [r.v for r in user.execute(select, (1,))] == [10]
+    assert [r.v for r in user.execute(select, (1,))] == [10]  # the table now resolved: read at once
+    grant(admin, "SELECT ON p40.t", "REVOKE", "FROM")
+    with pytest.raises(Unauthorized):
+        user.execute(select, (1,))
+
+
 def grant(admin: Any, what: str, verb: str, preposition: str) -> None:
     if what == SUPERUSER:
         admin.execute(f"ALTER ROLE {USER} WITH SUPERUSER = {str(verb == 'GRANT').lower()}")

@@ -103,6 +103,11 @@ class FakeHandler:
     def prepared_id(query: str) -> bytes:
         return hashlib.md5(query.encode()).digest()
 
+    def execute_now(
+        self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
+    ) -> Result | None:
+        return None
+
     async def execute(
         self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
     ) -> Result:

@@ -51,3 +51,42 @@ def test_prepared_statements_follow_schema_changes(node: DataNode) -> None:
             await execute(select, 1)
 
     asyncio.run(go())
+
+
+def test_a_point_select_is_answered_at_once_like_execute(node: DataNode) -> None:
+    """``execute_now`` gives ``execute``'s result for a prepared point read once its table is
+    resolved, and None (leave it to ``execute``) whenever that could differ or must wait."""
+
+    def params(*values: int | None, **kw: object) -> QueryParameters:
+        return QueryParameters(1, [None if v is None else codec.serialize(INT, v) for v in values], **kw)  # type: ignore[arg-type]
+
+    async def go() -> None:
+        await node.run(KS)
+        await node.run("CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+        await node.run("INSERT INTO ks.t (k, v) VALUES (1, 10)")
+        select = await node.processor.prepare(node.client, "SELECT * FROM ks.t WHERE k = ?")
+        now = node.processor.execute_now
+        assert now(node.client, select.id, None, params(1)) is None  # table not resolved yet
+        expected = await node.processor.execute(node.client, select.id, None, params(1))
+        for k in (1, 2):
+            answered = now(node.client, select.id, None, params(k))
+            assert answered == await node.processor.execute(node.client, select.id, None, params(k))
+        assert answered is not None and expected == now(node.client, select.id, None, params(1))
+        assert now(node.client, select.id, None, params(1, paging_state=b"x")) is None
+        assert now(node.client, b"unknown", None, params(1)) is None  # execute raises Unprepared
+        insert = await node.processor.prepare(node.client, "INSERT INTO ks.t (k, v) VALUES (?, ?)")
+        await node.processor.execute(node.client, insert.id, None, params(3, 30))
+        assert now(node.client, insert.id, None, params(3, 30)) is None  # writes wait for the commit
+        scan = await node.processor.prepare(node.client, "SELECT * FROM ks.t")
+        await node.processor.execute(node.client, scan.id, None, params())
+        assert now(node.client, scan.id, None, params()) is None  # not a point read
+        schema = await node.processor.prepare(
+            node.client, "SELECT * FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name = ?"
+        )
+        by_name = QueryParameters(1, [b"t"])
+        await node.processor.execute(node.client, schema.id, None, by_name)
+        assert now(node.client, schema.id, None, by_name) is None  # rendered, not stored
+        await node.run("ALTER TABLE ks.t ADD w int")  # a new catalog: resolved again by execute
+        assert now(node.client, select.id, None, params(1)) is None
+
+    asyncio.run(go())
