@@ -47,7 +47,8 @@ class GroupCommitter:
         self._scheduled = False
         self._in_flight = False
         self.flushes = 0
-        """How many transactions were committed (observability and tests)."""
+        """How many transactions were committed - with a node committer, how many log records
+        carried this store's writes (observability and tests)."""
 
     @property
     def idle(self) -> bool:
