@@ -57,6 +57,17 @@ def run_one(name: str) -> tuple[list[dict[str, Any]], int]:
     return results, proc.wait()
 
 
+def table_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """A RESULT as table rows: itself, or one row per load it nests (``bench_data_path`` reports
+    ``"tabletdb insert": {...}``, ``"floor": {...}`` and so on in one RESULT)."""
+    nested = [
+        {"benchmark": result.get("benchmark"), "workload": key, **value}
+        for key, value in result.items()
+        if isinstance(value, dict) and "ops_per_s" in value
+    ]
+    return [result] if "ops_per_s" in result or not nested else nested
+
+
 def cell(fmt: str, value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -81,7 +92,7 @@ def main() -> None:
     failed: list[str] = []
     for name in discover(args.only):
         results, code = run_one(name)
-        rows.extend(results)
+        rows.extend(row for result in results for row in table_rows(result))
         if code != 0 or not results:
             failed.append(f"{name} (exit {code}, {len(results)} results)")
     print()
