@@ -41,7 +41,7 @@ from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.node_info import NodeInfo
 from tabletdb.query.receivers import Receiver, pk_indexes, receivers
-from tabletdb.query.route_check import RouteCheck, RoutePlan, plan_route
+from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
 from tabletdb.query.select_execute import result_columns
 from tabletdb.query.system_tables import (
     AUTH_KEYSPACE,
@@ -200,10 +200,7 @@ class QueryProcessor:
         stmt = prepared.statement
         if isinstance(stmt, _DML):
             dml = stmt
-            route = prepared.route
-            payload = (
-                None if route is None or self._routes is None else self._routes.observe(client, route, values)
-            )
+            payload = self._routed(client, prepared, values)
             result = await self._auth.run_limited(
                 client,
                 prepared.kind,
@@ -240,11 +237,13 @@ class QueryProcessor:
         result = self._data_path().select_now(stmt, table, Bindings(values), params.consistency)
         if result is None:
             return None
-        route = prepared.route
-        payload = (
-            None if route is None or self._routes is None else self._routes.observe(client, route, values)
-        )
+        payload = self._routed(client, prepared, values)
         return result if payload is None else replace(result, custom_payload=payload)
+
+    def _routed(self, client: ClientState, prepared: Prepared, values: list[Value]) -> Payload | None:
+        """Count where this routable request landed; the tablet routing payload to attach, if any."""
+        route, routes = prepared.route, self._routes
+        return None if route is None or routes is None else routes.observe(client, route, values)
 
     def _execute_dml(
         self,

@@ -176,7 +176,7 @@ class TabletStore:
         elsewhere and replays them after a crash (``node_commit``). Reads see them at once.
         Owner thread only."""
         if self._closed:
-            raise StorageError(f"tablet store {self.path} is closed (its table was truncated or dropped)")
+            raise StorageError(f"tablet store {self.path} is closed (table dropped, truncated or stopping)")
         if rows[0]:
             self._deferred.add(rows, size)
 
