@@ -1,0 +1,2 @@
+"""Change data capture: stream ids (and, with the CDC issue, generations, log rows and the
+description tables)."""

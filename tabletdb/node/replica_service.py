@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tabletdb.coordinator.context import Replicas, Timeouts
+from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.net.failure_detector import FailureDetector
 from tabletdb.net.rpc import RpcNode
 from tabletdb.node.config import NodeConfig
-from tabletdb.node.failure_detector import FailureDetector
-from tabletdb.node.storage_service import StorageService
-from tabletdb.query.coordinator_context import Replicas, Timeouts
-from tabletdb.query.replica_local import LocalReplica
-from tabletdb.query.replica_placement import ReplicaPlacement
-from tabletdb.query.replica_verbs import ReplicaVerbs
+from tabletdb.replica.local import LocalReplica
+from tabletdb.replica.storage_service import StorageService
+from tabletdb.replica.verbs import ReplicaVerbs
 
 
 def timeouts_of(config: NodeConfig) -> Timeouts:

@@ -23,36 +23,36 @@ from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING, Any
 
 from tabletdb.auth.model import AuthConfig
+from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, plan_tablet_changes
 from tabletdb.group0.topology import JoinRefused, NodeRecord
+from tabletdb.net.failure_detector import FailureDetector
 from tabletdb.node.config import NodeConfig
-from tabletdb.node.failure_detector import FailureDetector
-from tabletdb.node.features import supported_features
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
-from tabletdb.node.group0_service import Group0Service
+from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
+from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
-from tabletdb.node.maintenance_store import MaintenanceStore
-from tabletdb.node.paxos_service import PaxosService, PaxosTimeouts
 from tabletdb.node.replica_service import build_replicas
-from tabletdb.node.storage_service import StorageService
+from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
 from tabletdb.query.auth_check import AuthService, create_default_superuser
-from tabletdb.query.node_info import NodeInfo, PeerInfo
+from tabletdb.query.data_path import DataPath, catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import RouteCheck
-from tabletdb.query.write_dispatch import DataPath, catalog_views
-from tabletdb.query.write_execute import WriteExecutor
+from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.schema.model import Catalog
+from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.tablets.count import SizingConfig
+from tabletdb.topology.features import supported_features
 
 if TYPE_CHECKING:
-    from tabletdb.node.metrics import NodeMetrics
-    from tabletdb.node.rest_api import RestApi
+    from tabletdb.node.admin.metrics import NodeMetrics
+    from tabletdb.node.admin.rest_api import RestApi
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ class Node:
         Its web framework (aiohttp) is a quarter of the server's import time and CQL does not
         need it, so it is imported in a worker thread while the event loop already answers CQL.
         """
-        module = await asyncio.to_thread(importlib.import_module, "tabletdb.node.rest_api")
+        module = await asyncio.to_thread(importlib.import_module, "tabletdb.node.admin.rest_api")
         group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
         metrics = self._node_metrics()
         ctx = module.ApiContext(
@@ -312,7 +312,7 @@ class Node:
 
     def _node_metrics(self) -> NodeMetrics:
         """The metrics registry; prometheus_client came in with the REST API module, off the loop."""
-        from tabletdb.node.metrics import NodeMetrics
+        from tabletdb.node.admin.metrics import NodeMetrics
 
         return NodeMetrics(
             lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from tabletdb.cql import ast
 from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest
 from tabletdb.query.metadata_store import Decision
-from tabletdb.query.properties import option_value, options_dict
 from tabletdb.schema import (
     ddl_alter_table,
     ddl_functions,
@@ -24,6 +23,7 @@ from tabletdb.schema import (
     indexes,
 )
 from tabletdb.schema.ddl_common import SchemaConfig
+from tabletdb.statements.properties import option_value, options_dict
 
 DDL_STATEMENTS = (
     ast.CreateKeyspace,

@@ -14,10 +14,10 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import TEXT
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.node_info import PARTITIONER, SNITCH, NodeInfo
 from tabletdb.schema import describe as schema_describe
 from tabletdb.schema.describe import DescribeRow
 from tabletdb.schema.model import Catalog
+from tabletdb.systables.node_info import PARTITIONER, SNITCH, NodeInfo
 
 AuthDescriber = Callable[[bool], list[DescribeRow]]
 """Roles, grants, service levels and attachments WITH INTERNALS; the flag is AND PASSWORDS."""

@@ -37,13 +37,19 @@ from tabletdb.protocol.wire import Value
 from tabletdb.query import ddl
 from tabletdb.query.auth_check import AuthService, operation_kind
 from tabletdb.query.auth_exec import AUTH_STATEMENTS, AuthExecutor
+from tabletdb.query.data_path import DataPath, batch_receivers, batch_timestamp
 from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
-from tabletdb.query.node_info import NodeInfo
-from tabletdb.query.receivers import Receiver, pk_indexes, receivers
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
-from tabletdb.query.select_execute import result_columns
-from tabletdb.query.system_tables import (
+from tabletdb.query.select import result_columns
+from tabletdb.schema import system_schema
+from tabletdb.schema.ddl_common import SchemaConfig
+from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.statements.receivers import Receiver, pk_indexes, receivers
+from tabletdb.statements.terms import Bindings, bind_by_name
+from tabletdb.systables.node_info import NodeInfo
+from tabletdb.systables.select import output_columns, select_virtual
+from tabletdb.systables.tables import (
     AUTH_KEYSPACE,
     RENDERERS,
     SYSTEM,
@@ -51,15 +57,9 @@ from tabletdb.query.system_tables import (
     system_auth_keyspace,
     system_keyspace,
 )
-from tabletdb.query.terms import Bindings, bind_by_name
-from tabletdb.query.version_reads import VersionReads
-from tabletdb.query.view_build import build_new_view
-from tabletdb.query.virtual_select import output_columns, select_virtual
-from tabletdb.query.write_dispatch import DataPath, batch_receivers, batch_timestamp
-from tabletdb.query.write_index import build_new_index
-from tabletdb.schema import system_schema
-from tabletdb.schema.ddl_common import SchemaConfig
-from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.systables.version_reads import VersionReads
+from tabletdb.views.build import build_new_view
+from tabletdb.views.index_writes import build_new_index
 
 PREPARED_CACHE_LIMIT = 10_000
 _DML = (ast.SelectStatement, ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement)

@@ -19,7 +19,7 @@ from tabletdb.storage.snapshot_files import live_row_count
 from tests.harness.clients import scylla_session
 from tests.harness.node import NodeFactory, TestNode
 
-pytest.importorskip("tabletdb.query.coordinator_write", reason="needs the replicated data path (branch repl)")
+pytest.importorskip("tabletdb.coordinator.writes", reason="needs the replicated data path (branch repl)")
 
 NTS = "{'class': 'NetworkTopologyStrategy', 'replication_factor': %d}"
 

@@ -112,7 +112,7 @@ def test_raft_ids_are_positive_and_fit_63_bits() -> None:
 
 
 def test_founder_is_the_only_seed_or_the_lowest_of_a_shared_seed_list() -> None:
-    from tabletdb.node.group0_service import founds_cluster
+    from tabletdb.node.group0_shell.service import founds_cluster
 
     assert founds_cluster("10.0.0.5", ())
     assert founds_cluster("10.0.0.5", ("10.0.0.5",))

@@ -12,10 +12,10 @@ from tabletdb.group0.auth_state import with_auth
 from tabletdb.group0.state import Group0State, SchemaCommand, apply
 from tabletdb.query import ddl
 from tabletdb.query.metadata_store import Decision
-from tabletdb.query.system_tables import system_keyspace
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import DdlOutcome, SchemaConfig
 from tabletdb.schema.model import Catalog
+from tabletdb.systables.tables import system_keyspace
 
 
 class MemoryStore:

@@ -21,10 +21,10 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT
 from tabletdb.protocol.wire import UNSET
-from tabletdb.query.read_index import choose_index
-from tabletdb.query.terms import Bindings
-from tabletdb.query.write_index import entries_tables
-from tabletdb.query.write_keys import partition_key
+from tabletdb.statements.keys import partition_key
+from tabletdb.statements.terms import Bindings
+from tabletdb.views.index_reads import choose_index
+from tabletdb.views.index_writes import entries_tables
 from tests.unit.query.data_harness import DataNode
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"
@@ -260,7 +260,7 @@ def test_null_and_unset_index_values_are_refused(node: DataNode) -> None:
 
 
 def test_popular_value_reads_in_narrowing_windows(node: DataNode, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tabletdb.query.read_index as read_index
+    import tabletdb.views.index_reads as read_index
 
     monkeypatch.setattr(read_index, "ENTRY_BATCH", 4)  # windows narrow after a few entries
 

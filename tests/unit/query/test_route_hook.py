@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.protocol.extensions import TABLETS_ROUTING_V1
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult, VoidResult
 from tabletdb.protocol.routing import TABLETS_ROUTING_V1_KEY
+from tabletdb.query.data_path import DataPath, catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import Op, RouteCheck, Target
-from tabletdb.query.write_dispatch import DataPath, catalog_views
-from tabletdb.query.write_execute import WriteExecutor
 from tabletdb.schema.ddl_common import SchemaConfig
 from tests.unit.query.data_harness import HOST, SMP, DataNode
 

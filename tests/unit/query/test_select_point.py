@@ -14,15 +14,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tabletdb.coordinator.consistency import ANY, ONE, QUORUM
+from tabletdb.coordinator.reads import ConsistentReads
 from tabletdb.cql import ast, codec
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT, TEXT
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.coordinator_cl import ANY, ONE, QUORUM
-from tabletdb.query.coordinator_read import ConsistentReads
-from tabletdb.query.select_execute import execute_select
-from tabletdb.query.select_point import point_plan, point_select
-from tabletdb.query.terms import Bindings
+from tabletdb.query.point_select import point_plan, point_select
+from tabletdb.query.select import execute_select
+from tabletdb.statements.terms import Bindings
 from tests.unit.query.data_harness import DataNode
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"

@@ -18,7 +18,7 @@ from tabletdb.cql.types import BIGINT, BOOLEAN, DOUBLE, INT, TEXT, UUID, CqlType
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import PreparedResult, RowsResult
 from tabletdb.protocol.wire import UNSET, Value
-from tabletdb.query.insert_plan import PASS_THROUGH
+from tabletdb.statements.insert_plan import PASS_THROUGH
 from tests.unit.query.data_harness import DataNode
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"

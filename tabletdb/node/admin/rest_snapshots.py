@@ -1,0 +1,280 @@
+"""REST endpoints for backup and restore: the balancing flag, snapshots, tablet file installs.
+
+Each endpoint acts on this node only — the tablets it holds — and the `tabletdb backup` /
+`restore` client walks the tablet map and talks to every replica, so the same endpoints serve
+one node or a cluster. Paths follow Scylla's where Scylla has one
+(`/storage_service/snapshots`, `/storage_service/tablets/balancing`); the file download and the
+tablet load are tabletdb's own.
+
+* ``POST /storage_service/snapshots?tag=T[&kn=ks1,ks2]`` copies every local file of the user
+  tables (or of the named keyspaces) into ``<workdir>/snapshots/T/`` — one consistent SQLite copy
+  per tablet replica — and answers with each file's tablet, token range, size, sha256 and live
+  row count.
+* ``GET /storage_service/snapshots/file?tag=T&path=P`` downloads one of them;
+  ``DELETE /storage_service/snapshots?tag=T`` removes the snapshot.
+* ``POST /storage_service/tablets/load?table_id=I&first_token=A&last_token=B&sha256=H`` with a
+  tablet image as the body: if a local tablet covers exactly (A, B] and is empty, the file is
+  installed whole; otherwise its partitions that fall in local tablets are applied as mutations
+  (last write wins, so loading the same image twice, or over live data, is harmless).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from tabletdb.coordinator.placement import ReplicaPlacement
+from tabletdb.dht.token import TokenRange
+from tabletdb.replica.storage_service import LocalFile, StorageService
+from tabletdb.schema.model import TableDef
+from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.mutation import Mutation
+from tabletdb.storage.snapshot_files import (
+    check_image,
+    file_sha256,
+    has_partitions,
+    image_mutations,
+    live_row_count,
+    place_image,
+    snapshot_to,
+)
+
+if TYPE_CHECKING:
+    from tabletdb.node.admin.rest_api import ApiContext
+
+log = logging.getLogger(__name__)
+
+_TAG = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_APPLY_BATCH = 256
+_UPLOAD_CHUNK = 1 << 20
+
+
+def add_routes(app: web.Application, ctx: ApiContext) -> None:
+    placement = _placement(ctx)
+
+    def bind(route: Callable[[ApiContext, web.Request], Awaitable[Any]]) -> Any:
+        async def handle(request: web.Request) -> web.Response:
+            return web.json_response(await route(ctx, request))
+
+        return handle
+
+    app.add_routes(
+        [
+            web.get("/storage_service/tablets/balancing", bind(_get_balancing)),
+            web.post("/storage_service/tablets/balancing", bind(_set_balancing)),
+            web.post("/storage_service/snapshots", bind(_take_snapshot)),
+            web.delete("/storage_service/snapshots", bind(_delete_snapshot)),
+            web.get("/storage_service/snapshots/file", lambda request: _download(ctx, request)),
+            web.post("/storage_service/tablets/load", lambda r: _load_tablet(ctx, placement, r)),
+        ]
+    )
+
+
+# --- balancing ---------------------------------------------------------------------------------
+
+
+async def _get_balancing(ctx: ApiContext, request: web.Request) -> dict[str, bool]:
+    return {"enabled": ctx.state().balancing_enabled}
+
+
+async def _set_balancing(ctx: ApiContext, request: web.Request) -> dict[str, bool]:
+    text = request.query.get("enabled", "").lower()
+    if text not in ("true", "false"):
+        raise web.HTTPBadRequest(text=f"enabled must be true or false, got {text!r}")
+    if ctx.group0 is None:
+        raise web.HTTPServiceUnavailable(text="node is in maintenance mode: group0 is not running")
+    await ctx.group0.set_balancing(text == "true")
+    log.info("tablet balancing set enabled=%s", text)
+    return {"enabled": ctx.state().balancing_enabled}
+
+
+# --- snapshots ---------------------------------------------------------------------------------
+
+
+def _storage(ctx: ApiContext) -> tuple[StorageService, Path]:
+    if ctx.storage is None or ctx.snapshots_dir is None:
+        raise web.HTTPServiceUnavailable(text="this node has no storage service")
+    return ctx.storage, ctx.snapshots_dir
+
+
+def _tag_dir(ctx: ApiContext, request: web.Request) -> Path:
+    tag = request.query.get("tag", "")
+    if not _TAG.match(tag):
+        raise web.HTTPBadRequest(text=f"snapshot tag must be 1-128 of [A-Za-z0-9._-], got {tag!r}")
+    return _storage(ctx)[1] / tag
+
+
+def _tables(ctx: ApiContext, keyspaces: Iterable[str]) -> list[TableDef]:
+    catalog = ctx.state().metadata.catalog
+    names = list(keyspaces) or sorted(catalog.keyspaces)
+    out: list[TableDef] = []
+    for name in names:
+        ks = catalog.keyspaces.get(name)
+        if ks is None:
+            raise web.HTTPBadRequest(text=f"keyspace {name!r} does not exist")
+        out += [ks.tables[t] for t in sorted(ks.tables)] + [ks.views[v].table for v in sorted(ks.views)]
+    return out
+
+
+def _snapshot_name(table: TableDef, local: LocalFile) -> str:
+    leaf = f"tablet-{local.tablet_id}.db" if local.tablet_id is not None else f"shard-{local.shard}-vnode.db"
+    return f"{table.keyspace}/{table.name}-{table.id.hex}/{leaf}"
+
+
+def _snapshot_one(table: TableDef, local: LocalFile, tag_dir: Path, now: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "keyspace": table.keyspace,
+        "table": table.name,
+        "table_id": str(table.id),
+        "tablet_id": local.tablet_id,
+        "shard": local.shard,
+        "first_token": local.token_range.start,
+        "last_token": local.token_range.end,
+        "path": None,
+        "size": 0,
+        "sha256": None,
+        "rows": 0,
+    }
+    if not local.path.exists():  # never written: nothing to copy
+        return entry
+    relative = _snapshot_name(table, local)
+    target = tag_dir / relative
+    snapshot_to(local.path, target)
+    entry.update(path=relative, size=target.stat().st_size, sha256=file_sha256(target))
+    entry["rows"] = live_row_count(target, now)
+    return entry
+
+
+async def _take_snapshot(ctx: ApiContext, request: web.Request) -> dict[str, Any]:
+    storage, _ = _storage(ctx)
+    tag_dir = _tag_dir(ctx, request)
+    if tag_dir.exists():
+        raise web.HTTPConflict(text=f"snapshot {tag_dir.name!r} already exists on this node")
+    keyspaces = [k for k in request.query.get("kn", "").split(",") if k]
+    tables = _tables(ctx, keyspaces)
+    # Capture the file list on the loop (tablet maps can change later); copy off the loop.
+    work = [(table, local) for table in tables for local in storage.local_files(table)]
+    storage.write_deferred(local.path for _, local in work)
+    tag_dir.mkdir(parents=True)
+    now = int(time.time())
+    files = [await asyncio.to_thread(_snapshot_one, t, local, tag_dir, now) for t, local in work]
+    log.info("snapshot taken tag=%s files=%d", tag_dir.name, len(files))
+    return {"tag": tag_dir.name, "host_id": str(ctx.host_id), "time": now, "files": files}
+
+
+async def _delete_snapshot(ctx: ApiContext, request: web.Request) -> dict[str, bool]:
+    tag_dir = _tag_dir(ctx, request)
+    existed = tag_dir.exists()
+    if existed:
+        await asyncio.to_thread(shutil.rmtree, tag_dir)
+    return {"removed": existed}
+
+
+async def _download(ctx: ApiContext, request: web.Request) -> web.StreamResponse:
+    tag_dir = _tag_dir(ctx, request)
+    path = (tag_dir / request.query.get("path", "")).resolve()
+    if tag_dir.resolve() not in path.parents or not path.is_file():
+        raise web.HTTPNotFound(text=f"no file {request.query.get('path')!r} in snapshot {tag_dir.name!r}")
+    return web.FileResponse(path)
+
+
+# --- loading a tablet image ----------------------------------------------------------------------
+
+
+def _query_int(request: web.Request, name: str) -> int:
+    try:
+        return int(request.query[name])
+    except (KeyError, ValueError):
+        raise web.HTTPBadRequest(text=f"query parameter {name} must be an integer") from None
+
+
+async def _receive(request: web.Request, staging: Path) -> str:
+    digest = hashlib.sha256()
+    with open(staging, "wb") as out:
+        async for chunk in request.content.iter_chunked(_UPLOAD_CHUNK):
+            digest.update(chunk)
+            out.write(chunk)
+    return digest.hexdigest()
+
+
+def _placement(ctx: ApiContext) -> ReplicaPlacement:
+    me = ctx.state().topology.members.get(ctx.host_id)
+    return ReplicaPlacement(
+        ctx.host_id,
+        me.datacenter if me is not None else "",  # only labels replicas; ownership is by host
+        lambda: ctx.state().topology,
+        lambda: ctx.state().metadata.catalog,
+        lambda: ctx.state().metadata.tablets,
+    )
+
+
+async def _load_tablet(ctx: ApiContext, placement: ReplicaPlacement, request: web.Request) -> web.Response:
+    storage, _ = _storage(ctx)
+    try:
+        table_id = uuid.UUID(request.query.get("table_id", ""))
+    except ValueError:
+        raise web.HTTPBadRequest(text="query parameter table_id must be a UUID") from None
+    image_range = TokenRange(_query_int(request, "first_token"), _query_int(request, "last_token"))
+    table = ctx.state().metadata.catalog.by_id(table_id)
+    if table is None:
+        raise web.HTTPNotFound(text=f"no table with id {table_id} (replay the schema first)")
+    incoming = storage.data_dir / ".incoming"
+    incoming.mkdir(parents=True, exist_ok=True)
+    staging = incoming / f"{uuid.uuid4().hex}.db"
+    try:
+        received = await _receive(request, staging)
+        expected = request.query.get("sha256")
+        if expected is not None and expected != received:
+            raise web.HTTPBadRequest(text=f"tablet image checksum {received} != {expected}: transfer damaged")
+        await asyncio.to_thread(check_image, staging)
+        return web.json_response(await _install_or_apply(storage, placement, table, image_range, staging))
+    finally:
+        staging.unlink(missing_ok=True)
+
+
+async def _install_or_apply(
+    storage: StorageService,
+    placement: ReplicaPlacement,
+    table: TableDef,
+    image_range: TokenRange,
+    staging: Path,
+) -> dict[str, Any]:
+    local = storage.local_files(table)
+    same = [f for f in local if f.tablet_id is not None and f.token_range == image_range]
+    # No await between the checks and the rename, so no write slips in; a store with writes
+    # queued or committing (on a worker thread) is not released, and its image goes in as rows.
+    if same and not has_partitions(same[0].path) and storage.release(same[0].path):
+        place_image(staging, same[0].path)
+        return {"mode": "file", "tablet_id": same[0].tablet_id, "partitions": None}
+    tablet_map = storage.tablet_maps().get(table.id)
+    mine = {f.tablet_id for f in local}
+    applied = 0
+    batches: dict[int, tuple[GroupCommitter, list[Mutation]]] = {}
+    for mutation in image_mutations(staging, image_range):
+        if tablet_map is not None and tablet_map.tablet_id_of(mutation.token) not in mine:
+            continue
+        if tablet_map is None and not any(
+            placement.is_local(r) for r in placement.replicas(table, mutation.token)
+        ):
+            continue  # a vnode range this node does not replicate
+        committer = storage.committer(table, mutation.token)
+        pending = batches.setdefault(id(committer), (committer, []))[1]
+        pending.append(mutation)
+        applied += 1
+        if len(pending) >= _APPLY_BATCH:
+            await committer.apply(list(pending))
+            pending.clear()
+    for committer, pending in batches.values():
+        if pending:
+            await committer.apply(pending)
+    return {"mode": "rows", "tablet_id": None, "partitions": applied}

@@ -1,0 +1,405 @@
+"""group0 on a node: the Raft-replicated metadata store, cluster formation and joining.
+
+DDL (`change_schema`): read barrier, decide on the now-current catalog, propose a command that
+names the state id it was decided on, wait until *this* node applied it. If another change won
+the race the command applies as a no-op everywhere and the decision is re-run on the newer
+state, a bounded number of times (DESIGN.md decision 3).
+
+Formation: a node whose seeds are only itself (or none) founds a cluster: its fresh log is
+bootstrapped with itself as the only voter and it registers itself in the topology. Any other
+node with a fresh log asks a seed to join; the seed forwards to the leader, which checks the
+cluster name and the enabled features, records the node in the topology (so every member learns
+its address) and then adds it as a Raft voter. A restarted node just replays its log (or
+snapshot) and catches up from the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tabletdb.group0.balancing import BalancingCommand
+from tabletdb.group0.cluster_state import (
+    Applied,
+    BatchEntry,
+    ClusterState,
+    GroupEntry,
+    SchemaEntry,
+    apply_entry,
+    decode_entry,
+    decode_snapshot,
+    encode_entry,
+    encode_snapshot,
+)
+from tabletdb.group0.topology import (
+    JoinCommand,
+    JoinRefused,
+    NodeRecord,
+    check_join,
+    record_from_plain,
+    record_to_plain,
+)
+from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
+from tabletdb.node.group0_shell.batch import DdlBatcher, TabletPlanner
+from tabletdb.node.group0_shell.guard import DdlTurns
+from tabletdb.node.group0_shell.raft import RaftDriver
+from tabletdb.node.group0_shell.versions import PeerVersions
+from tabletdb.query.metadata_store import Decision
+from tabletdb.raft.errors import ConfChangeError, NotLeaderError
+from tabletdb.raft.storage import DurableLog
+from tabletdb.raft.types import ConfChange, ConfChangeSingle, ConfChangeType, ConfState, Entry, Snapshot
+from tabletdb.schema.catalog_diff import catalog_events
+from tabletdb.schema.ddl_common import DdlOutcome, SchemaChangeEvent
+from tabletdb.schema.model import Catalog
+from tabletdb.systables.node_info import RaftInfo, RaftMember
+from tabletdb.topology.features import BATCH_FEATURE
+
+log = logging.getLogger(__name__)
+
+JOIN_VERB = "g0.join"
+COMMAND_TIMEOUT = 30.0
+JOIN_TIMEOUT = 120.0
+JOIN_RETRY_PAUSE = 0.1
+"""Seeds that are still starting refuse connections at once; asking again costs little."""
+RESTART_BARRIER_TIMEOUT = 15.0
+AGREEMENT_WAIT = 1.0
+"""How long a DDL waits for live peers to report that they applied it before answering."""
+SETTLE_WAIT = 0.5
+"""How long a read of schema versions (system.local, system.peers) waits for live peers to
+catch up with this node's version before it shows them as they are."""
+
+SchemaListener = Callable[[tuple[SchemaChangeEvent, ...]], None]
+MemberListener = Callable[[NodeRecord], None]
+
+
+def founds_cluster(address: str, seeds: tuple[str, ...]) -> bool:
+    """Whether a node with a fresh log founds the cluster instead of joining one.
+
+    Seeds that are only this node (or none) found. When every node lists the same seeds, the
+    lowest seed address founds and the others join it, so a shared seed list cannot leave
+    every seed waiting for another to start the cluster.
+    """
+    if all(seed == address for seed in seeds):
+        return True
+    return address in seeds and address == min(seeds, key=lambda s: ipaddress.ip_address(s).packed)
+
+
+class Group0Service:
+    def __init__(
+        self,
+        directory: Path,
+        record: NodeRecord,
+        cluster_name: str,
+        seeds: tuple[str, ...],
+        tablet_planner: TabletPlanner | None = None,
+    ) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.record = record
+        self.cluster_name = cluster_name
+        self.seeds = seeds
+        self.store = DurableLog.open(str(directory))
+        self.founder = founds_cluster(record.address, seeds)
+        if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
+            self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
+        self._state = decode_snapshot(self.store.snapshot().data)
+        self.rpc = RpcNode(record.raft_id, record.address, record.storage_port)
+        self.driver = RaftDriver(
+            record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_capture
+        )
+        self._waiting: dict[uuid.UUID, asyncio.Future[Applied]] = {}
+        self._schema_listeners: list[SchemaListener] = []
+        self._member_listeners: list[MemberListener] = []
+        self._join_lock = asyncio.Lock()
+        self.turns = DdlTurns(self.driver, self.rpc)
+        self._state_index = self.store.snapshot_meta.index
+        """Raft index of the entry that made the current schema version (for peer versions)."""
+        self.versions = PeerVersions(
+            self.rpc, lambda: (self._state.state_id, self.driver.raft.applied), self._peer_ids
+        )
+        self._ddl = DdlBatcher(
+            lambda: self._state, self.turns, self.driver.wait_applied, self._submit_schema, tablet_planner
+        )
+        self._learn_peers()
+
+    # --- MetadataStore ---------------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._state.metadata.catalog
+
+    @property
+    def state(self) -> ClusterState:
+        return self._state
+
+    def add_listener(self, listener: SchemaListener) -> None:
+        self._schema_listeners.append(listener)
+
+    def add_member_listener(self, listener: MemberListener) -> None:
+        self._member_listeners.append(listener)
+
+    async def change_schema(self, decide: Decision) -> DdlOutcome:
+        """Decide on the latest state and commit; the outcome once this node applied it.
+
+        Changes waiting on this node share one cluster-wide DDL turn and one Raft entry
+        (`group0_batch`); a change that lost a race is re-decided on the newer state.
+        """
+        outcome = await self._ddl.change(decide, COMMAND_TIMEOUT)
+        if not outcome.is_noop:
+            await self.versions.wait_reported(self._state_index, AGREEMENT_WAIT)
+        return outcome
+
+    async def settle_versions(self) -> None:
+        """Return once every live peer reported this node's current schema version (bounded by
+        SETTLE_WAIT): reads of `system.local`/`system.peers` schema versions wait for this, so
+        a driver's agreement check sees a settled moment rather than an apply in flight."""
+        await self.versions.settle(lambda: self._state_index, SETTLE_WAIT)
+
+    async def set_balancing(self, enabled: bool) -> None:
+        """Set group0's tablet-balancing flag; returns once this node applied it."""
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            await self._submit(BalancingCommand(uuid.uuid4(), enabled))
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the internode port, run Raft, and make sure this node is a member.
+
+        Raises JoinRefused if the cluster will not have this node.
+        """
+        await self.rpc.start()
+        self.rpc.register(JOIN_VERB, self._on_join)
+        self.turns.register()
+        self.versions.register()
+        await self.driver.start()
+        self.versions.start()
+        if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
+            self.driver.campaign()  # a lone voter need not wait out an election timeout
+        if self.record.host_id in self._state.topology.members:
+            await self._catch_up()
+        elif self.record.raft_id in self.driver.conf_state.voters:
+            await self._register_self()
+        else:
+            await self._join_via_seeds()
+        log.info("group0 member host_id=%s raft_id=%d", self.record.host_id, self.record.raft_id)
+
+    async def stop(self) -> None:
+        await self._ddl.stop()
+        await self.versions.stop()
+        await self.driver.stop()
+        await self.rpc.stop()
+
+    def close(self) -> None:
+        self.store.sync()
+
+    def status(self) -> dict[str, Any]:
+        status = self.driver.status()
+        leader = self._state.topology.by_raft_id(status["leader"] or 0)
+        status["leader_host_id"] = str(leader.host_id) if leader else None
+        status["group0_id"] = str(self.group0_id) if self.group0_id else None
+        return status
+
+    def raft_info(self) -> RaftInfo | None:
+        """This node's Raft view for system.raft_state (None until the group has a member)."""
+        topology = self._state.topology
+        if topology.group0_id is None:
+            return None
+        status = self.driver.status()
+        by_raft_id = {r.raft_id: r.host_id for r in topology.members.values()}
+        voters = set(status["voters"])
+        members = tuple(
+            RaftMember(by_raft_id[rid], rid in voters)
+            for rid in sorted(voters | set(status["learners"]))
+            if rid in by_raft_id
+        )
+        return RaftInfo(
+            group_id=topology.group0_id,
+            server_id=self.record.host_id,
+            role=status["role"],
+            term=status["term"],
+            commit_index=status["commit_index"],
+            leader=by_raft_id.get(status["leader"] or 0),
+            members=members,
+        )
+
+    @property
+    def group0_id(self) -> uuid.UUID | None:
+        return self._state.topology.group0_id
+
+    # --- membership ------------------------------------------------------------------------------
+
+    async def _catch_up(self) -> None:
+        try:
+            async with asyncio.timeout(RESTART_BARRIER_TIMEOUT):
+                await self.driver.read_barrier()
+        except TimeoutError:
+            log.warning("group0: no quorum after restart; serving the state replayed from the local log")
+
+    async def _register_self(self) -> None:
+        async with asyncio.timeout(JOIN_TIMEOUT):
+            await self.driver.read_barrier()
+            check_join(self._state.topology, self.cluster_name, self.record)
+            (applied,) = await self._submit(JoinCommand(uuid.uuid4(), self.cluster_name, self.record))
+        if not applied.took_effect:
+            raise JoinRefused(f"node {self.record.host_id}: refused when its registration was applied")
+
+    async def _join_via_seeds(self) -> None:
+        seeds = [s for s in self.seeds if s != self.record.address]
+        for i, seed in enumerate(seeds):
+            self.rpc.add_peer(-(i + 1), seed, self.record.storage_port)  # seeds share our port
+        payload = {"cluster_name": self.cluster_name, "record": record_to_plain(self.record)}
+        deadline = time.monotonic() + JOIN_TIMEOUT
+        attempt = 0
+        while True:
+            peer = -(attempt % len(seeds) + 1)
+            attempt += 1
+            try:
+                reply = await self.rpc.call(peer, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+                # Our log is empty until the leader's first snapshot arrives: learn the members'
+                # addresses from the reply so our answers reach the leader before that.
+                for raft_id, address, *port in reply["members"]:  # no port: a seed of an older build
+                    self.driver.add_peer(raft_id, address, port[0] if port else self.record.storage_port)
+                break
+            except RemoteError as exc:
+                if "JoinRefused" in str(exc):
+                    raise JoinRefused(str(exc).split("JoinRefused: ", 1)[-1]) from None
+                last_error: Exception = exc
+            except RpcError as exc:
+                last_error = exc
+            if time.monotonic() > deadline:
+                raise JoinRefused(f"could not join through seeds {', '.join(seeds)}: {last_error}")
+            log.info("group0 join attempt failed (%s); retrying", last_error)
+            await asyncio.sleep(JOIN_RETRY_PAUSE)
+        async with asyncio.timeout(JOIN_TIMEOUT):
+            await self.driver.read_barrier()
+
+    async def _on_join(self, src: int, payload: Any) -> dict[str, Any]:
+        if not self.driver.is_leader:
+            leader = self.driver.raft.leader
+            if leader is None:
+                raise RuntimeError("no group0 leader known yet; retry")
+            reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+            return reply
+        record = record_from_plain(payload["record"])
+        async with self._join_lock:
+            await self.driver.read_barrier()
+            check_join(self._state.topology, payload["cluster_name"], record)
+            if self._state.topology.members.get(record.host_id) != record:
+                (applied,) = await self._submit(JoinCommand(uuid.uuid4(), payload["cluster_name"], record))
+                if not applied.took_effect:
+                    raise JoinRefused(f"node {record.host_id}: refused when its join was applied")
+            await self._add_voter(record.raft_id)
+        log.info("group0 admitted host_id=%s address=%s", record.host_id, record.address)
+        members = [[r.raft_id, r.address, r.storage_port] for r in self._state.topology.members.values()]
+        return {"leader": self.record.raft_id, "members": members}
+
+    async def _add_voter(self, raft_id: int) -> None:
+        change = ConfChange((ConfChangeSingle(ConfChangeType.ADD_VOTER, raft_id),))
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            while raft_id not in self.driver.conf_state.voters:
+                if not self.driver.is_leader:
+                    raise RuntimeError("lost group0 leadership while adding a voter; retry")
+                # ConfChangeError: another change is in flight; wait for it to apply, then retry.
+                with contextlib.suppress(ConfChangeError):
+                    self.driver.propose_conf_change(change)
+                try:
+                    async with asyncio.timeout(1.0):
+                        while raft_id not in self.driver.conf_state.voters:
+                            await self.driver.changed()
+                except TimeoutError:
+                    continue
+
+    # --- proposing and applying ------------------------------------------------------------------
+
+    async def _submit_schema(self, entries: Sequence[SchemaEntry]) -> list[Applied]:
+        """One Raft entry for all of `entries` once every member can read batches; before
+        that, one entry each (all proposed at once, so they still share the leader's round)."""
+        if len(entries) == 1 or BATCH_FEATURE in self._state.topology.enabled_features:
+            return await self._submit(entries[0] if len(entries) == 1 else BatchEntry(tuple(entries)))
+        return [a for e in entries for a in await self._submit(e)]
+
+    async def _submit(self, entry: GroupEntry) -> list[Applied]:
+        """Propose `entry` until this node applied it; its commands' outcomes. Proposals may
+        repeat (apply is idempotent for joins and a no-op for a schema command whose state
+        moved on)."""
+        ids = [e.command_id for e in entry.entries] if isinstance(entry, BatchEntry) else [entry.command_id]
+        loop = asyncio.get_running_loop()
+        futures = [self._waiting.setdefault(cid, loop.create_future()) for cid in ids]
+        data = encode_entry(entry)
+        try:
+            while True:
+                try:
+                    self.driver.propose(data)
+                except NotLeaderError:
+                    await asyncio.sleep(0.05)
+                    continue
+                try:
+                    return list(await asyncio.wait_for(asyncio.shield(asyncio.gather(*futures)), timeout=2.0))
+                except TimeoutError:
+                    log.info("group0 command %s not applied yet; proposing again", ids[0])
+        finally:
+            for cid in ids:
+                self._waiting.pop(cid, None)
+
+    def _apply(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            try:
+                decoded = decode_entry(entry.data)
+            except (ValueError, KeyError, TypeError) as exc:  # same bytes everywhere: all skip it
+                log.error("group0 entry %d undecodable, skipped: %s", entry.index, exc)
+                continue
+            before = self._state.state_id
+            self._state, outcomes = apply_entry(self._state, decoded)
+            if self._state.state_id != before:
+                self._state_index = entry.index
+                self.versions.changed()
+            for applied in outcomes:
+                self._announce(applied)
+
+    def _announce(self, applied: Applied) -> None:
+        """Wake the command's proposer (if it is ours) and tell listeners what changed."""
+        fut = self._waiting.get(applied.command_id)
+        if fut is not None and not fut.done():
+            fut.set_result(applied)
+        if applied.events:
+            for listener in self._schema_listeners:
+                listener(applied.events)
+        if applied.joined is not None:
+            self._learn_peers()
+            for member_listener in self._member_listeners:
+                member_listener(applied.joined)
+
+    def _install(self, snapshot: Snapshot) -> None:
+        before = self._state.metadata.catalog
+        self._state = decode_snapshot(snapshot.data)
+        self._state_index = snapshot.meta.index
+        self.versions.changed()
+        self._learn_peers()
+        # The commands the snapshot stands for never pass through _apply here: announce what
+        # changed, or drivers connected to this node keep stale metadata.
+        events = catalog_events(before, self._state.metadata.catalog)
+        if events:
+            for listener in self._schema_listeners:
+                listener(events)
+        log.info("group0 snapshot installed from the leader index=%d", snapshot.meta.index)
+
+    def _snapshot_capture(self) -> Callable[[], bytes]:
+        state = self._state  # immutable: encoding it later, in another thread, is safe
+        return lambda: encode_snapshot(state)
+
+    def peer_schema_version(self, raft_id: int) -> uuid.UUID | None:
+        """The schema version `system.peers` shows for a member (None until it reported one)."""
+        return self.versions.version_of(raft_id, self._state.state_id, self._state_index)
+
+    def _peer_ids(self) -> list[int]:
+        return [m.raft_id for m in self._state.topology.members.values() if m.raft_id != self.record.raft_id]
+
+    def _learn_peers(self) -> None:
+        for member in self._state.topology.members.values():
+            self.driver.add_peer(member.raft_id, member.address, member.storage_port)

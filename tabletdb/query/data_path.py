@@ -1,0 +1,328 @@
+"""The data path's entry points for the processor: DML, BATCH, TRUNCATE and SELECT on user tables.
+
+Kept apart from ``processor`` so the protocol handler only resolves tables and dispatches.
+Statements that read before they write (list element set/delete by index, list removal by
+value, UDT field set/delete) and counter updates (built as deltas, ``coordinator_counter``)
+run as one Paxos read-modify-write of their partition where it has other replicas
+(``paxos_rmw``), and under a local lock where this node is its only replica.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from tabletdb.coordinator.consistency import LOCAL_SERIAL, ONE, SERIAL
+from tabletdb.coordinator.executor import WriteExecutor
+from tabletdb.coordinator.reads import ConsistentReads
+from tabletdb.cql import ast
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.types import BIGINT
+from tabletdb.paxos.counters import counter_coordinator
+from tabletdb.paxos.lwt import (
+    execute_conditional,
+    execute_conditional_batch,
+    is_conditional,
+    serial_read_barrier,
+)
+from tabletdb.paxos.read_modify_write import read_modify_write
+from tabletdb.paxos.rounds import PaxosRounds
+from tabletdb.protocol.responses import Result, RowsResult, VoidResult
+from tabletdb.protocol.wire import Unset
+from tabletdb.query.point_select import point_select
+from tabletdb.query.select import execute_select
+from tabletdb.schema.model import Catalog, TableDef, ViewDef
+from tabletdb.statements.keys import partition_key
+from tabletdb.statements.modifications import CurrentCells, where_of
+from tabletdb.statements.receivers import Receiver, receivers
+from tabletdb.statements.terms import Bindings, term_value
+from tabletdb.storage.mutation import Mutation
+from tabletdb.tablets.tablet_map import TabletMap
+from tabletdb.views.updates import ViewUpdates
+from tabletdb.views.view_rows import derived_tables
+
+Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
+ViewsOf = Callable[[TableDef], Sequence[ViewDef]]
+"""The materialized views of a base table (from the current catalog)."""
+
+
+def _partitions(stmt: Modification, table: TableDef, bindings: Bindings) -> list[tuple[bytes, int]]:
+    """The partitions an UPDATE or DELETE writes: (partition key, token) for each."""
+    assert not isinstance(stmt, ast.InsertStatement)  # INSERT never reads before writing
+    r = where_of(stmt.where, table, bindings)
+    if r.partition_keys is None:
+        raise InvalidRequest("Some partition key parts are missing")
+    return [partition_key(table, pk) for pk in r.partition_keys]
+
+
+def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
+    if table.is_counter:
+        return True
+    if isinstance(stmt, ast.UpdateStatement):
+        return any(
+            isinstance(a, ast.SetElement | ast.SubtractFromColumn | ast.SetField) for a in stmt.assignments
+        )
+    if isinstance(stmt, ast.DeleteStatement):
+        return any(isinstance(t, ast.ElementRef | ast.FieldRef) for t in stmt.targets)
+    return False
+
+
+def _refuse_conditional_counters(table: TableDef) -> None:
+    """As Cassandra: a counter's value is a sum of increments, not a value a condition can pin."""
+    if table.is_counter:
+        raise InvalidRequest(
+            f"Conditional updates are not supported on counter tables ({table.keyspace}.{table.name})"
+        )
+
+
+class DataPath:
+    def __init__(
+        self, writer: WriteExecutor, views_of: ViewsOf | None = None, paxos: PaxosRounds | None = None
+    ) -> None:
+        self._views_of = views_of
+        self.writer = writer
+        self.counters = counter_coordinator(writer)
+        local = writer.replicas.local
+        if views_of is not None and local.derived is None:
+            local.derived = ViewUpdates(writer.replicas, views_of, writer.now_seconds)
+        self.paxos = paxos
+        """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
+
+    async def modify(
+        self,
+        stmt: Modification,
+        table: TableDef,
+        bindings: Bindings,
+        timestamp: int | None,
+        cl: int = ONE,
+        serial: int | None = None,
+    ) -> Result:
+        if is_conditional(stmt):
+            _refuse_conditional_counters(table)
+            if self.paxos is None:
+                self._require_local(table, "Conditional statements (LWT)")
+            return await execute_conditional(
+                self.writer, stmt, table, bindings, timestamp, self.write, self.paxos, serial
+            )
+        if table.is_counter:
+            deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
+            await self.counters.update(table, deltas, cl, self.paxos)
+        elif _reads_before_write(stmt, table):
+            await self._read_then_write([(stmt, table, bindings)], timestamp, cl, "SIMPLE")
+        else:  # no coroutine between here and the commit (``LocalReplica.apply``)
+            await self.writer.write(table, self.writer.mutations_for(stmt, table, bindings, timestamp), cl)
+        return VoidResult()
+
+    def _require_local(self, table: TableDef, what: str) -> None:
+        """A node without Paxos (maintenance mode) runs LWT under a local lock on its own stores:
+        refuse where they are not the only replica.
+
+        Doing it anyway would read one replica's (possibly stale) data and write the result to
+        all, silently losing updates.
+        """
+        if not self.writer.replicas.placement.local_only(table):
+            raise InvalidRequest(
+                f"{what} on {table.keyspace}.{table.name} need Paxos across its replicas, which this "
+                "node does not run (maintenance mode)"
+            )
+
+    async def _read_then_write(
+        self,
+        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        timestamp: int | None,
+        cl: int,
+        write_type: str,
+    ) -> None:
+        """Statements whose mutations depend on the stored value, all built from one read.
+
+        Where every partition they touch has this node as its only replica, the read is of the
+        local stores under the table's lock. Otherwise they must touch one partition, and one
+        Paxos round reads it from a quorum and commits what the statements build from that read
+        (``paxos_rmw``), so no concurrent update slips between the read and the write.
+        """
+        ts = timestamp if timestamp is not None else self.writer.timestamps.next()
+        targets: dict[tuple[str, bytes], tuple[TableDef, int]] = {}
+        for stmt, table, bindings in statements:
+            if _reads_before_write(stmt, table):
+                keys = _partitions(stmt, table, bindings)
+            else:  # builds without reading
+                keys = [
+                    (m.partition_key, m.token) for m in self.writer.mutations_for(stmt, table, bindings, ts)
+                ]
+            targets.update({(table.id.hex, key): (table, token) for key, token in keys})
+        placement = self.writer.replicas.placement
+        if all(placement.only_local(placement.replicas(table, token)) for table, token in targets.values()):
+            async with self.writer.lock(statements[0][1], b""):
+                await self._build_and_write_all(statements, ts, cl, write_type)
+            return
+        if self.paxos is None:
+            raise InvalidRequest(
+                "List element and UDT field updates and removals of a replicated table need Paxos "
+                "across its replicas, which this node does not run (maintenance mode)"
+            )
+        if len(targets) != 1:
+            raise InvalidRequest(
+                "List element and UDT field updates and removals of a replicated table must "
+                "touch one partition per statement or batch (IN on the partition key, or a batch "
+                "spanning partitions, is not supported with them)"
+            )
+        (((_, key), (table, token)),) = targets.items()
+
+        def build(current: CurrentCells, ballot_micros: int) -> list[Mutation]:
+            return [
+                m
+                for stmt, t, bindings in statements
+                for m in self.writer.mutations_for(stmt, t, bindings, ts, current=current)
+            ]
+
+        now = self.writer.now_seconds()
+        await read_modify_write(
+            self.paxos, self.writer.replicas, table, (key, token), build, cl, write_type, now
+        )
+
+    async def _build_and_write_all(
+        self,
+        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        ts: int,
+        cl: int,
+        write_type: str,
+    ) -> None:
+        """Build every statement before writing any (each reads the state before the others)."""
+        built = [
+            (table, self.writer.mutations_for(stmt, table, bindings, ts))
+            for stmt, table, bindings in statements
+        ]
+        for table, mutations in built:
+            await self.write(table, mutations, cl, write_type)
+
+    async def apply_committed(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
+        """A Paxos commit this replica learnt: applied here only (views and indexes are updated
+        from this replica by ``LocalReplica.apply``, as for any base write)."""
+        await self.writer.replicas.local.apply(table, mutations)
+
+    def write(
+        self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
+    ) -> Awaitable[object]:
+        """Write at ``cl``; each base replica updates views and indexes as it applies (``view_replica``)."""
+        return self.writer.write(table, mutations, cl, write_type)
+
+    async def batch(
+        self,
+        kind: str,
+        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        timestamp: int | None,
+        cl: int = ONE,
+        serial: int | None = None,
+    ) -> Result:
+        """All statements share one timestamp; all are validated before any is written.
+
+        A batch with conditions is one lightweight transaction (``lwt``) on one partition.
+        """
+        if any(is_conditional(stmt) for stmt, _, _ in statements):
+            for _, table, _ in statements:
+                _refuse_conditional_counters(table)
+            if self.paxos is None:
+                self._require_local(statements[0][1], "Conditional batches (LWT)")
+            return await execute_conditional_batch(self.writer, statements, self.write, self.paxos, serial)
+        ts = timestamp if timestamp is not None else self.writer.timestamps.next()
+        per_table: dict[str, tuple[TableDef, list[Mutation]]] = {}
+        counters = {t.is_counter for _, t, _ in statements}
+        if len(counters) > 1:
+            raise InvalidRequest("Counter and non-counter mutations cannot exist in the same batch")
+        if kind == "COUNTER" and counters != {True}:
+            raise InvalidRequest("Only counter mutations are allowed in COUNTER batches")
+        if kind != "COUNTER" and counters == {True}:
+            raise InvalidRequest("Cannot include a counter statement in a logged batch")
+        write_type = {"LOGGED": "BATCH", "UNLOGGED": "UNLOGGED_BATCH"}.get(kind, "COUNTER")
+        if counters == {False} and any(_reads_before_write(stmt, table) for stmt, table, _ in statements):
+            await self._read_then_write(statements, ts, cl, write_type)
+            return VoidResult()
+        for stmt, table, bindings in statements:
+            per_table.setdefault(table.id.hex, (table, []))[1].extend(
+                self.writer.mutations_for(stmt, table, bindings, ts, deltas=table.is_counter)
+            )
+        for table, mutations in per_table.values():
+            if table.is_counter:
+                await self.counters.update(table, mutations, cl, self.paxos)
+            else:
+                await self.write(table, mutations, cl, write_type)
+        return VoidResult()
+
+    async def select(
+        self,
+        stmt: ast.SelectStatement,
+        table: TableDef,
+        bindings: Bindings,
+        page_size: int | None,
+        paging_state: bytes | None,
+        cl: int = ONE,
+    ) -> RowsResult:
+        if paging_state is None:
+            direct = self.select_now(stmt, table, bindings, cl)
+            if direct is not None:
+                return direct
+        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
+            await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
+        source = ConsistentReads(self.writer.reads, cl)
+        now = self.writer.now_seconds()
+        return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)
+
+    def select_now(
+        self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, cl: int = ONE
+    ) -> RowsResult | None:
+        """A first page answered at once from this node's own store (``select_point``), or None.
+        Serial reads first need a Paxos barrier, so they never are."""
+        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
+            return None
+        return point_select(stmt, table, bindings, self.writer.reads, cl, self.writer.now_seconds())
+
+    def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
+        return self.writer.stores.tablet_maps()
+
+    async def truncate(self, table: TableDef) -> Result:
+        views = self._views_of(table) if self._views_of is not None else []
+        for derived in derived_tables(table, views):  # views and index entries go with the data
+            await self.writer.coordinator.truncate(derived)
+        await self.writer.coordinator.truncate(table)
+        return VoidResult()
+
+
+def batch_receivers(
+    stmt: ast.BatchStatement, table_of: Callable[[ast.QualifiedName], TableDef]
+) -> list[Receiver]:
+    """Bind receivers of a BATCH: each statement's, in order (markers are numbered across it)."""
+    out: list[Receiver] = []
+    for sub in stmt.statements:
+        out.extend(receivers(sub, table_of(sub.table)))
+    return out
+
+
+def catalog_views(catalog: Callable[[], Catalog]) -> ViewsOf:
+    """``ViewsOf`` reading the node's current catalog; every write asks, so the answer is kept
+    per table until the catalog object changes (a schema change replaces it)."""
+    seen: list[Catalog | None] = [None]
+    cache: dict[tuple[str, str], Sequence[ViewDef]] = {}
+
+    def views_of(table: TableDef) -> Sequence[ViewDef]:
+        current = catalog()
+        if current is not seen[0]:
+            seen[0] = current
+            cache.clear()
+        key = (table.keyspace, table.name)
+        found = cache.get(key)
+        if found is None:
+            ks = current.keyspace(table.keyspace)
+            found = cache[key] = () if ks is None else tuple(ks.views_of(table.name))
+        return found
+
+    return views_of
+
+
+def batch_timestamp(stmt: ast.BatchStatement, bindings: Bindings, default: int | None) -> int | None:
+    """``BEGIN BATCH USING TIMESTAMP t``: it overrides the protocol's default timestamp."""
+    if stmt.attributes.timestamp is None:
+        return default
+    value = term_value(stmt.attributes.timestamp, BIGINT, "[timestamp]", bindings)
+    if value is None:
+        raise InvalidRequest("Invalid null value of timestamp")
+    return default if isinstance(value, Unset) else int(value)

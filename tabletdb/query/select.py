@@ -1,0 +1,422 @@
+"""SELECT on user tables: restrictions -> rows from storage -> filter, project, aggregate, page.
+
+The paging state is msgpack ``[version, token, partition key, last clustering or None, rows
+left under LIMIT, rows left in the current partition under PER PARTITION LIMIT]``: a position,
+so concurrent writes never make a page repeat or skip rows outside what they changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from tabletdb.coordinator.rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
+from tabletdb.cql import ast, codec
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.jsonvalues import to_json
+from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
+from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
+from tabletdb.protocol.responses import RowsResult
+from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
+from tabletdb.statements.insert_plan import PASS_THROUGH
+from tabletdb.statements.relations import relation_predicate
+from tabletdb.statements.restrictions import Restrictions, analyze, single_value
+from tabletdb.statements.terms import Bindings, term_value
+from tabletdb.views.index_reads import (
+    IndexLookup,
+    choose_index,
+    element_filter,
+    index_rows,
+    unindexed_filtering,
+)
+
+PAGING_VERSION = 1
+DEFAULT_PAGE = 10_000
+AGGREGATES = ("count", "min", "max", "sum", "avg")
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    type: CqlType
+    column: str | None
+    kind: str = "column"  # column | writetime | ttl | count | min | max | sum | avg
+
+
+def outputs_of(stmt: ast.SelectStatement, table: TableDef) -> list[Output]:
+    if stmt.selectors is None:
+        return [Output(c.name, c.type, c.name) for c in table.columns]
+    return [_output(sel, table) for sel in stmt.selectors]
+
+
+def result_columns(stmt: ast.SelectStatement, table: TableDef) -> list[ColumnSpec]:
+    outs = [Output("[json]", TEXT, None)] if stmt.json else outputs_of(stmt, table)
+    return [ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outs]
+
+
+def _col(table: TableDef, name: str) -> Any:
+    col = table.column(name)
+    if col is None:
+        raise InvalidRequest(f"Undefined column name {name}")
+    return col
+
+
+def _output(sel: ast.Selector, table: TableDef) -> Output:
+    expr = sel.expr
+    if isinstance(expr, ast.ColumnRef):
+        col = _col(table, expr.name)
+        return Output(sel.alias or col.name, col.type, col.name)
+    if isinstance(expr, ast.CountRows):
+        return Output(sel.alias or "count", BIGINT, None, "count")
+    if isinstance(expr, ast.FunctionCall) and expr.name.lower() == "token":
+        names = [a.name for a in expr.args if isinstance(a, ast.ColumnRef)]
+        if names != [c.name for c in table.partition_key]:
+            raise InvalidRequest("token() takes exactly the partition key columns, in order")
+        return Output(sel.alias or f"system.token({', '.join(names)})", BIGINT, None, "token")
+    if isinstance(expr, ast.FunctionCall) and len(expr.args) == 1:
+        fn = expr.name.lower()
+        arg = expr.args[0]
+        if fn == "count" and isinstance(arg, ast.Literal):
+            return Output(sel.alias or "count", BIGINT, None, "count")
+        if isinstance(arg, ast.ColumnRef):
+            col = _col(table, arg.name)
+            if fn in ("writetime", "ttl"):
+                if col.is_primary_key:
+                    raise InvalidRequest(f"Cannot use selection function {fn} on PRIMARY KEY part {col.name}")
+                return Output(
+                    sel.alias or f"{fn}({col.name})", BIGINT if fn == "writetime" else INT, col.name, fn
+                )
+            if fn in AGGREGATES:
+                out_type = BIGINT if fn == "count" else col.type
+                return Output(sel.alias or f"system.{fn}({col.name})", out_type, col.name, fn)
+    raise InvalidRequest(f"Unsupported selector {expr}")
+
+
+def _filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[dict[str, Any]], bool]:
+    if isinstance(rel.lhs, ast.ElementRef):
+        return element_filter(rel, table, bindings)
+    if not isinstance(rel.lhs, ast.ColumnRef):
+        raise InvalidRequest("Only restrictions on plain columns can be filtered")
+    col = _col(table, rel.lhs.name)
+    return relation_predicate(col.name, col.type, rel, bindings)
+
+
+def _positive(term: ast.Term | None, bindings: Bindings, what: str) -> int | None:
+    if term is None:
+        return None
+    value = term_value(term, INT, what, bindings)
+    if value is None or not isinstance(value, int) or value <= 0:
+        raise InvalidRequest(f"{what} must be strictly positive")
+    return value
+
+
+def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> bool:
+    if not stmt.order_by:
+        return False
+    if r.partition_keys is None:
+        raise InvalidRequest(
+            "ORDER BY is only supported when the partition key is restricted by an EQ or an IN."
+        )
+    cks = table.clustering_key
+    flips = set()
+    for i, o in enumerate(stmt.order_by):
+        if i >= len(cks) or o.column != cks[i].name:
+            raise InvalidRequest(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, "
+                f"got {o.column}"
+            )
+        natural = cks[i].clustering_order is not ClusteringOrder.DESC
+        flips.add(o.ascending != natural)
+    if len(flips) > 1:
+        raise InvalidRequest("Unsupported order by relation")
+    return flips.pop()
+
+
+def _decode_state(state: bytes | None) -> tuple[Position | None, int | None, int | None]:
+    if not state:
+        return None, None, None
+    try:
+        v, token, pk, ck, left, part_left = msgpack.unpackb(state)
+    except (ValueError, TypeError, msgpack.ExtraData) as exc:
+        raise InvalidRequest("Invalid value for the paging state") from exc
+    if v != PAGING_VERSION:
+        raise InvalidRequest("Invalid value for the paging state")
+    return Position(token, pk, ck), left, part_left
+
+
+@dataclass(frozen=True)
+class SelectPlan:
+    """What a SELECT's execution needs that depends only on its text and its table definition,
+    built once per (statement, table) pair instead of on every bound execution."""
+
+    outputs: list[Output]
+    aggregate: bool
+    group_key: list[str] | None
+    metadata: RowsMetadata
+    """Result metadata of a non-JSON result (its id computed once, here)."""
+    stored: list[bool]
+    """Per output: a regular single-cell column of a type whose stored bytes are its canonical
+    encoding, so a row's value is sent as stored instead of decoded and encoded again."""
+    point_key: list[tuple[ColumnDef, ast.Term]] | None
+    """The partition key columns and their terms, in WHERE order, when the WHERE clause is exactly
+    one ``=`` per partition key column on a table without indexes: the restrictions are then that
+    single partition, bound without the general analysis."""
+    point_order: list[int]
+    """For each partition key column in key order, its index in ``point_key``."""
+
+
+_PLANS: dict[tuple[int, int], tuple[ast.SelectStatement, TableDef, SelectPlan]] = {}
+_PLAN_LIMIT = 1024
+
+
+def plan_of(stmt: ast.SelectStatement, table: TableDef) -> SelectPlan:
+    """The cached plan of ``stmt`` on this table definition (a schema change makes a new TableDef,
+    so it gets a new plan); entries are checked by identity, so a reused id() cannot alias."""
+    key = (id(stmt), id(table))
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is stmt and cached[1] is table:
+        return cached[2]
+    outputs = outputs_of(stmt, table)
+    point_key = _point_key(stmt, table)
+    names = [col.name for col, _ in point_key or ()]
+    plan = SelectPlan(
+        outputs,
+        any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by),
+        _group_key(stmt, table),
+        _metadata([ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]),
+        [_is_stored(o, table) for o in outputs],
+        point_key,
+        [names.index(c.name) for c in table.partition_key] if point_key is not None else [],
+    )
+    if len(_PLANS) >= _PLAN_LIMIT:
+        _PLANS.clear()
+    _PLANS[key] = (stmt, table, plan)
+    return plan
+
+
+def _metadata(columns: list[ColumnSpec]) -> RowsMetadata:
+    metadata = RowsMetadata(columns)
+    _ = metadata.metadata_id  # computed once; every page's copy shares it
+    return metadata
+
+
+def _is_stored(o: Output, table: TableDef) -> bool:
+    col = table.column(o.column) if o.kind == "column" and o.column is not None else None
+    return (
+        col is not None
+        and not col.is_primary_key
+        and isinstance(col.type, NativeType)
+        and col.type.name in PASS_THROUGH
+    )
+
+
+def _point_key(stmt: ast.SelectStatement, table: TableDef) -> list[tuple[ColumnDef, ast.Term]] | None:
+    if table.indexes or len(stmt.where) != len(table.partition_key):
+        return None
+    out: list[tuple[ColumnDef, ast.Term]] = []
+    for rel in stmt.where:
+        if not isinstance(rel.lhs, ast.ColumnRef) or rel.op != "=" or isinstance(rel.rhs, ast.InValues):
+            return None
+        col = table.column(rel.lhs.name)
+        if col is None or col not in table.partition_key:
+            return None
+        out.append((col, rel.rhs))
+    if len({col.name for col, _ in out}) != len(out):
+        return None
+    return out
+
+
+def _restrictions(
+    stmt: ast.SelectStatement, table: TableDef, plan: SelectPlan, bindings: Bindings
+) -> tuple[Restrictions, IndexLookup | None]:
+    if plan.point_key is not None:
+        values = [single_value(term, col, bindings) for col, term in plan.point_key]
+        return Restrictions(partition_keys=[[values[i] for i in plan.point_order]]), None
+    r = analyze(stmt.where, table, bindings, _filter)
+    lookup = choose_index(stmt.where, table, bindings)
+    filtered = unindexed_filtering(r, table, lookup)
+    if filtered and not stmt.allow_filtering:
+        raise InvalidRequest(
+            "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
+            "performance. If you want to execute this query despite the performance unpredictability, "
+            f"use ALLOW FILTERING (restricted: {', '.join(filtered)})"
+        )
+    return r, lookup
+
+
+async def execute_select(
+    stmt: ast.SelectStatement,
+    table: TableDef,
+    source: PartitionSource,
+    bindings: Bindings,
+    page_size: int | None,
+    paging_state: bytes | None,
+    now: int,
+) -> RowsResult:
+    plan = plan_of(stmt, table)
+    r, lookup = _restrictions(stmt, table, plan, bindings)
+    outputs = plan.outputs
+    aggregate = plan.aggregate
+    group_key = plan.group_key
+    result_limit = _positive(stmt.limit, bindings, "LIMIT")
+    limit = None if aggregate else result_limit
+    per_partition = _positive(stmt.per_partition_limit, bindings, "PER PARTITION LIMIT")
+    reverse = _reverse(stmt, table, r)
+    after, left, part_left = _decode_state(paging_state)
+    if left is not None:
+        limit = left
+    rows: AsyncGenerator[OutRow, None]
+    if r.partition_keys is not None:
+        rows = lookup_rows(table, source, r, now, after, reverse)
+    elif lookup is not None:
+        rows = index_rows(table, lookup, source, r, now, after)
+    else:
+        rows = scan_rows(table, source, r, now, after)
+    page = page_size if page_size and page_size > 0 and not aggregate else None
+    taken: list[OutRow] = []
+    current_key = (after.token, after.partition_key) if after is not None else None
+    in_partition = 0 if part_left is None or per_partition is None else per_partition - part_left
+    more = False
+    last: OutRow | None = None
+    last_count = 0
+    async for row in rows:
+        key = (row.token, row.partition_key)
+        if key != current_key:
+            current_key, in_partition = key, 0
+        if stmt.distinct and in_partition >= 1:
+            continue
+        if per_partition is not None and in_partition >= per_partition:
+            continue
+        if not all(f(row.values) for f in r.filters):
+            continue
+        if (limit is not None and len(taken) >= limit) or (page is not None and len(taken) >= page):
+            more = limit is None or len(taken) < limit
+            break
+        taken.append(row)
+        last = row
+        in_partition += 1
+        last_count = in_partition
+    await rows.aclose()
+    next_state = None
+    if more and last is not None:
+        left_after = None if limit is None else limit - len(taken)
+        part_after = None if per_partition is None else per_partition - last_count
+        next_state = msgpack.packb(
+            [PAGING_VERSION, last.token, last.partition_key, last.clustering, left_after, part_after]
+        )
+    if not aggregate and not stmt.json:
+        return RowsResult(plan.metadata.with_paging_state(next_state), encode_rows(plan, taken))
+    if not aggregate:
+        result = [[_value(o, row) for o in outputs] for row in taken]
+    elif group_key is None:
+        result = [_aggregate(outputs, taken)]
+    else:
+        result = [_aggregate(outputs, group) for group in _groups(taken, group_key)]
+    if aggregate and result_limit is not None:
+        result = result[:result_limit]
+    metadata = plan.metadata.with_paging_state(next_state)
+    if stmt.json:
+        result = [[_json_row(outputs, values)] for values in result]
+        outputs = [Output("[json]", TEXT, None)]
+        metadata = RowsMetadata([ColumnSpec(table.keyspace, table.name, "[json]", TEXT)], next_state)
+    encoded = [
+        [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
+    ]
+    return RowsResult(metadata, encoded)
+
+
+def encode_rows(plan: SelectPlan, rows: list[OutRow]) -> list[list[bytes | None]]:
+    """Rows of a plain (non-aggregate, non-JSON) result, stored bytes sent as they are."""
+    out: list[list[bytes | None]] = []
+    pairs = list(zip(plan.outputs, plan.stored))
+    for row in rows:
+        encoded: list[bytes | None] = []
+        for o, stored in pairs:
+            if stored:
+                cell = row.cells.get(o.column or "")
+                encoded.append(None if cell is None else cell.value)
+                continue
+            v = _value(o, row)
+            encoded.append(None if v is None else codec.serialize(o.type, v))
+        out.append(encoded)
+    return out
+
+
+def _group_key(stmt: ast.SelectStatement, table: TableDef) -> list[str] | None:
+    if not stmt.group_by:
+        return None
+    primary = [c.name for c in table.primary_key]
+    if list(stmt.group_by) != primary[: len(stmt.group_by)]:
+        raise InvalidRequest(
+            f"Group by is only supported on a prefix of the primary key ({', '.join(primary)}), "
+            f"got {', '.join(stmt.group_by)}"
+        )
+    return list(stmt.group_by)
+
+
+def _groups(rows: list[OutRow], key: list[str]) -> Iterator[list[OutRow]]:
+    """Consecutive rows sharing the GROUP BY columns (rows arrive in primary-key order)."""
+    group: list[OutRow] = []
+    current: tuple[Any, ...] | None = None
+    for row in rows:
+        values = tuple(row.values.get(name) for name in key)
+        if group and values != current:
+            yield group
+            group = []
+        current = values
+        group.append(row)
+    if group:
+        yield group
+
+
+def _value(o: Output, row: OutRow) -> Any:
+    if o.kind == "column":
+        return row.values.get(o.column or "")
+    if o.kind == "token":
+        return row.token
+    cell = row.cells.get(o.column or "")
+    if cell is None:
+        return None
+    return cell.timestamp if o.kind == "writetime" else cell.ttl_remaining
+
+
+def _aggregate(outputs: list[Output], rows: list[OutRow]) -> list[Any]:
+    out: list[Any] = []
+    for o in outputs:
+        if o.kind == "count":
+            out.append(sum(1 for r in rows if o.column is None or r.values.get(o.column) is not None))
+            continue
+        values = [r.values.get(o.column or "") for r in rows]
+        present = [v for v in values if v is not None]
+        if o.kind == "min":
+            out.append(min(present) if present else None)
+        elif o.kind == "max":
+            out.append(max(present) if present else None)
+        elif o.kind in ("sum", "avg"):
+            out.append(_sum_avg(o, present))
+        else:
+            out.append(_value(o, rows[0]) if rows else None)
+    return out
+
+
+def _sum_avg(o: Output, present: list[Any]) -> Any:
+    total = sum(present) if present else 0
+    if o.kind == "sum":
+        return total
+    if not present:
+        return 0
+    if isinstance(o.type, NativeType) and o.type.name in ("float", "double", "decimal"):
+        return total / len(present)
+    return int(total / len(present)) if total >= 0 else -int(-total / len(present))
+
+
+def _json_row(outputs: list[Output], values: list[Any]) -> str:
+    fields = (
+        f"{json.dumps(o.name)}: {'null' if v is None else to_json(o.type, v)}"
+        for o, v in zip(outputs, values)
+    )
+    return "{" + ", ".join(fields) + "}"

@@ -1,0 +1,265 @@
+"""Which TabletStore serves which tablet (or vnode shard) of which table on this node.
+
+Files follow DESIGN.md's layout, ``<workdir>/data/<keyspace>/<table>-<table id hex>/shard-<n>/``,
+holding ``tablet-<id>.db`` for tablet tables and one ``vnode.db`` per shard for vnode tables (the
+shard of a token is ``dht.shard_of``). Stores are opened on first use and kept open; truncate and
+drop close them before deleting the files, so no write lands in a file that is going away.
+Writes are committed node-wide, one log record per tick (``storage.node_commit``, log in
+``<data>/.commitlog/``, synced per record or periodically), replayed when the service starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.dht.sharding import shard_of
+from tabletdb.dht.token import FULL_RING, TokenRange
+from tabletdb.replica.stores import Segment
+from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.storage.fsync import fsync_path
+from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
+from tabletdb.storage.tablet_store import TabletStore
+from tabletdb.tablets.tablet_map import TabletMap, TabletMapLookup
+
+log = logging.getLogger(__name__)
+
+VNODE_FILE = "vnode.db"
+COMMIT_LOG = Path(".commitlog") / "commit.log"
+"""The node-wide commit log, under the data directory (no keyspace name starts with a dot)."""
+
+
+def table_directory(data_dir: Path, table: TableDef) -> Path:
+    return data_dir / table.keyspace / f"{table.name}-{table.id.hex}"
+
+
+def tablet_file(data_dir: Path, table: TableDef, shard: int, tablet_id: int) -> Path:
+    return table_directory(data_dir, table) / f"shard-{shard}" / f"tablet-{tablet_id}.db"
+
+
+def vnode_file(data_dir: Path, table: TableDef, shard: int) -> Path:
+    return table_directory(data_dir, table) / f"shard-{shard}" / VNODE_FILE
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """One file of a table on this node: a tablet replica, or one shard of a vnode table."""
+
+    tablet_id: int | None
+    """None for a vnode table's shard file."""
+    shard: int
+    token_range: TokenRange
+    path: Path
+
+
+class StorageService:
+    """Opens, caches, truncates and removes the stores of this node (implements query.DataStores)."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        host_id: uuid.UUID,
+        smp: int,
+        ignore_msb: int,
+        tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
+        *,
+        node_commit: bool = True,
+        commitlog_sync_period_s: float | None = None,
+    ) -> None:
+        """``commitlog_sync_period_s``: None syncs the commit log before each write is answered
+        (``commitlog_sync: batch``); a period writes it before and syncs it every period
+        (``periodic``, Cassandra's default); see ``storage.node_commit``."""
+        self.data_dir = data_dir
+        self._node_commit: NodeCommitter | None = None
+        """One log record per tick for all stores (``storage.node_commit``); its log is replayed
+        here, before any store is opened. False: each store syncs its own commits."""
+        if node_commit:
+            self._node_commit = NodeCommitter(
+                data_dir / COMMIT_LOG, data_dir, sync_period_s=commitlog_sync_period_s
+            )
+            self._node_commit.replay()
+        self.host_id = host_id
+        self.smp = smp
+        self.ignore_msb = ignore_msb
+        self._tablet_maps = tablet_maps
+        self._open: dict[Path, GroupCommitter] = {}
+        self._known_tables: FrozenMap[uuid.UUID, tuple[str, str]] | None = None
+        self._by_key: dict[tuple[int, int], tuple[TabletMap | None, GroupCommitter]] = {}
+        """(table id as an int, tablet id or -1 - shard) -> (the map it was computed from,
+        committer). Keyed by ``UUID.int``, not the UUID: ``uuid.UUID.__hash__`` is Python code and
+        every mutation looks up here; an int hashes in C and compares equal exactly when the
+        UUIDs do."""
+        self._map_of = TabletMapLookup(tablet_maps)
+
+    # -- lookup ------------------------------------------------------------------------------
+
+    def committer(self, table: TableDef, token: int) -> GroupCommitter:
+        table_int = table.id.int
+        tablet_map = self._map_of(table.id)
+        if tablet_map is None:
+            key = (table_int, -1 - shard_of(token, self.smp, self.ignore_msb))
+        else:
+            key = (table_int, tablet_map.tablet_id_of(token))
+        found = self._by_key.get(key)
+        if found is not None and found[0] is tablet_map:
+            return found[1]
+        # the path maths is slow next to a dict lookup: done once per store and tablet map
+        committer = self._committer_at(self._path_for(table, token))
+        self._by_key[key] = (tablet_map, committer)
+        return committer
+
+    def store(self, table: TableDef, token: int) -> TabletStore:
+        return self.committer(table, token).store
+
+    def segments(self, table: TableDef) -> Sequence[Segment]:
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is None:
+            stores = tuple(
+                self._committer_at(vnode_file(self.data_dir, table, s)).store for s in range(self.smp)
+            )
+            return [Segment(FULL_RING, stores)]
+        out: list[Segment] = []
+        for tablet_id, info in enumerate(tablet_map.tablets):
+            shard = self._local_shard(table, info.replicas, tablet_id)
+            if shard is None:
+                continue
+            path = tablet_file(self.data_dir, table, shard, tablet_id)
+            out.append(Segment(tablet_map.range_of(tablet_id), (self._committer_at(path).store,)))
+        return out
+
+    def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
+        return self._tablet_maps()
+
+    def local_files(self, table: TableDef) -> list[LocalFile]:
+        """Every file this node holds (or would create) for ``table``, in token order; backup
+        snapshots them and restore installs into them. Files never written need not exist."""
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is None:
+            shards = range(self.smp)
+            return [LocalFile(None, s, FULL_RING, vnode_file(self.data_dir, table, s)) for s in shards]
+        out: list[LocalFile] = []
+        for tablet_id, info in enumerate(tablet_map.tablets):
+            shard = self._local_shard(table, info.replicas, tablet_id)
+            if shard is not None:
+                path = tablet_file(self.data_dir, table, shard, tablet_id)
+                out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
+        return out
+
+    def commit_counters(self) -> CommitCounters | None:
+        """What the node-wide commit did (None without one): metrics."""
+        return None if self._node_commit is None else self._node_commit.counters
+
+    def write_deferred(self, paths: Iterable[Path] | None = None) -> None:
+        """Have the open stores at ``paths`` (None: all) write the rows they deferred: a copy is
+        about to be made from the files themselves (backup), which sees only what is written."""
+        for path in list(self._open) if paths is None else paths:
+            committer = self._open.get(path)
+            if committer is not None:
+                committer.store.write_deferred()
+
+    def release(self, path: Path) -> bool:
+        """Close the store at ``path`` if it is open, so its file can be replaced (restore).
+        False, and nothing closed, while it has writes queued or committing."""
+        committer = self._open.get(path)
+        if committer is None:
+            return True
+        if not committer.idle:
+            return False
+        self._removing(path)
+        self._by_key.clear()
+        del self._open[path]
+        committer.store.close()
+        return True
+
+    def _path_for(self, table: TableDef, token: int) -> Path:
+        tablet_map = self._tablet_maps().get(table.id)
+        if tablet_map is None:
+            return vnode_file(self.data_dir, table, shard_of(token, self.smp, self.ignore_msb))
+        tablet_id = tablet_map.tablet_id_of(token)
+        shard = self._local_shard(table, tablet_map.tablets[tablet_id].replicas, tablet_id)
+        if shard is None:
+            raise InvalidRequest(
+                f"tablet {tablet_id} of {table.keyspace}.{table.name} has no replica on this node "
+                f"({self.host_id}); its replication places it elsewhere"
+            )
+        return tablet_file(self.data_dir, table, shard, tablet_id)
+
+    def _local_shard(
+        self, table: TableDef, replicas: Sequence[tuple[uuid.UUID, int]], tablet_id: int
+    ) -> int | None:
+        for host, shard in replicas:
+            if host == self.host_id:
+                return shard
+        return None
+
+    def _committer_at(self, path: Path) -> GroupCommitter:
+        committer = self._open.get(path)
+        if committer is None:
+            new = not path.exists()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            committer = GroupCommitter(TabletStore(path), node=self._node_commit)
+            if new and self._node_commit is not None:
+                # its commits are not synced: the file's directory entries must be, or a replay
+                # after power loss would find no file to apply the log to
+                _fsync_directories(path.parent, self.data_dir)
+            self._open[path] = committer
+        return committer
+
+    # -- removal -----------------------------------------------------------------------------
+
+    def truncate(self, table: TableDef) -> None:
+        self._remove_directory(table_directory(self.data_dir, table))
+
+    def _removing(self, path: Path) -> None:
+        """Before the data at ``path`` is removed or replaced: no write logged for it until now
+        may be replayed over what comes after (``NodeCommitter.removed``)."""
+        if self._node_commit is not None:
+            self._node_commit.removed(path)
+
+    def follow_schema(self, catalog: Catalog) -> None:
+        """Delete the files of tables that the last catalog seen had and ``catalog`` lacks (DROP).
+
+        Only tables seen to disappear are removed, never tables merely unknown yet: while the
+        metadata log replays at start-up the catalog is behind the data on disk, and a directory
+        it does not list yet is a table that will reappear, not garbage.
+        """
+        # catalog.ids shares structure with the previous catalog's map, so the difference costs
+        # what the change touched, not the size of the schema.
+        if self._known_tables is not None:
+            for table_id in self._known_tables.keys_missing_from(catalog.ids):
+                for directory in self.data_dir.glob(f"*/*-{table_id.hex}"):
+                    self._remove_directory(directory)
+        self._known_tables = catalog.ids
+
+    def _remove_directory(self, directory: Path) -> None:
+        self._removing(directory)
+        self._by_key.clear()
+        for path in [p for p in self._open if directory in p.parents]:
+            self._open.pop(path).store.close()
+        if directory.exists():
+            shutil.rmtree(directory)
+            log.info("removed table data directory=%s", directory)
+
+    def close(self) -> None:
+        self._by_key.clear()
+        for committer in self._open.values():
+            committer.store.close()
+        self._open.clear()
+        if self._node_commit is not None:
+            self._node_commit.close()
+            self._node_commit = None
+
+
+def _fsync_directories(directory: Path, top: Path) -> None:
+    """fsync ``directory`` and its parents up to and including ``top``."""
+    for current in (directory, *directory.parents):
+        fsync_path(current)
+        if current == top or top not in current.parents:
+            return

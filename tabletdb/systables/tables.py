@@ -1,0 +1,328 @@
+"""The `system` keyspace's virtual tables: system.local, peers, versions, scylla_local, clients.
+
+Like system_schema (rendered by `tabletdb.schema.system_schema`), these tables store nothing:
+each SELECT renders rows from the node's state (DESIGN.md decision 2). There is deliberately no
+`system.peers_v2` — ScyllaDB has none, and drivers fall back to `system.peers` when the query
+fails with "unconfigured table peers_v2" (spec/clients.md 3.3).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabletdb.auth import system_tables as auth_tables
+from tabletdb.auth.model import AuthState
+from tabletdb.cql.types import (
+    BIGINT,
+    BLOB,
+    BOOLEAN,
+    INET,
+    INT,
+    TEXT,
+    UUID,
+    CqlType,
+    MapType,
+    SetType,
+)
+from tabletdb.protocol.handler import ClientState
+from tabletdb.qos.model import QosState
+from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.schema.model import (
+    LOCAL,
+    Catalog,
+    ClusteringOrder,
+    ColumnDef,
+    ColumnKind,
+    KeyspaceDef,
+    KeyspaceSchema,
+    Replication,
+    TableDef,
+    order_columns,
+)
+from tabletdb.schema.options import TableOptions
+from tabletdb.schema.system_schema import legacy_table_id
+from tabletdb.systables.node_info import (
+    CQL_VERSION,
+    NATIVE_PROTOCOL_VERSION,
+    PARTITIONER,
+    RELEASE_VERSION,
+    NodeInfo,
+)
+from tabletdb.systables.tablets import TABLETS_TABLE, tablets_rows
+from tabletdb.tablets.tablet_map import TabletMap
+
+SYSTEM = "system"
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SystemState:
+    """Everything system tables are rendered from, captured once per request."""
+
+    node: NodeInfo
+    catalog: Catalog
+    clients: tuple[ClientState, ...]
+    group0_id: str | None = None
+    auth: AuthState = field(default_factory=AuthState)
+    qos: QosState = field(default_factory=QosState)
+    tablets: Mapping[uuid.UUID, TabletMap] = field(default_factory=dict)
+
+
+def _define(name: str, pk: list[str], ck: list[str], columns: dict[str, CqlType], comment: str) -> TableDef:
+    cols = [ColumnDef(n, columns[n], ColumnKind.PARTITION_KEY, i) for i, n in enumerate(pk)]
+    cols += [
+        ColumnDef(n, columns[n], ColumnKind.CLUSTERING, i, ClusteringOrder.ASC) for i, n in enumerate(ck)
+    ]
+    cols += [ColumnDef(n, t, ColumnKind.REGULAR) for n, t in columns.items() if n not in pk and n not in ck]
+    return TableDef(
+        SYSTEM, name, legacy_table_id(SYSTEM, name), order_columns(cols), TableOptions(comment=comment)
+    )
+
+
+_TEXT_SET = SetType(TEXT)
+_FROZEN_TEXT_MAP = MapType(TEXT, TEXT, frozen=True)
+
+LOCAL_TABLE = _define(
+    "local",
+    ["key"],
+    [],
+    {
+        "key": TEXT,
+        "bootstrapped": TEXT,
+        "broadcast_address": INET,
+        "cluster_name": TEXT,
+        "cql_version": TEXT,
+        "data_center": TEXT,
+        "gossip_generation": INT,
+        "host_id": UUID,
+        "listen_address": INET,
+        "native_protocol_version": TEXT,
+        "partitioner": TEXT,
+        "rack": TEXT,
+        "release_version": TEXT,
+        "rpc_address": INET,
+        "schema_version": UUID,
+        "supported_features": TEXT,
+        "tokens": _TEXT_SET,
+        "truncated_at": MapType(UUID, BLOB),
+    },
+    "information about the local node",
+)
+
+PEERS_TABLE = _define(
+    "peers",
+    ["peer"],
+    [],
+    {
+        "peer": INET,
+        "data_center": TEXT,
+        "host_id": UUID,
+        "preferred_ip": INET,
+        "rack": TEXT,
+        "release_version": TEXT,
+        "rpc_address": INET,
+        "schema_version": UUID,
+        "supported_features": TEXT,
+        "tokens": _TEXT_SET,
+    },
+    "information about known peers in the cluster",
+)
+
+VERSIONS_TABLE = _define(
+    "versions",
+    ["key"],
+    [],
+    {"key": TEXT, "build_id": TEXT, "build_mode": TEXT, "version": TEXT},
+    "Version information",
+)
+
+SCYLLA_LOCAL_TABLE = _define(
+    "scylla_local",
+    ["key"],
+    [],
+    {"key": TEXT, "value": TEXT},
+    "Scylla specific information about the local node",
+)
+
+CLIENTS_TABLE = _define(
+    "clients",
+    ["address"],
+    ["port", "client_type"],
+    {
+        "address": INET,
+        "port": INT,
+        "client_type": TEXT,
+        "client_options": _FROZEN_TEXT_MAP,
+        "connection_stage": TEXT,
+        "driver_name": TEXT,
+        "driver_version": TEXT,
+        "hostname": TEXT,
+        "protocol_version": INT,
+        "shard_id": INT,
+        "ssl_enabled": BOOLEAN,
+        "username": TEXT,
+    },
+    "list of connected clients",
+)
+
+
+def _tokens(tokens: Iterable[int]) -> tuple[str, ...]:
+    return tuple(sorted(str(t) for t in tokens))
+
+
+def _local_rows(state: SystemState) -> list[Row]:
+    node = state.node
+    return [
+        {
+            "key": "local",
+            "bootstrapped": node.bootstrapped,
+            "broadcast_address": node.broadcast_address,
+            "cluster_name": node.cluster_name,
+            "cql_version": CQL_VERSION,
+            "data_center": node.data_center,
+            "gossip_generation": None,
+            "host_id": node.host_id,
+            "listen_address": node.listen_address,
+            "native_protocol_version": NATIVE_PROTOCOL_VERSION,
+            "partitioner": PARTITIONER,
+            "rack": node.rack,
+            "release_version": RELEASE_VERSION,
+            "rpc_address": node.rpc_address,
+            "schema_version": state.catalog.version,
+            "supported_features": ",".join(node.supported_features),
+            "tokens": _tokens(node.tokens),
+            "truncated_at": None,
+        }
+    ]
+
+
+def _peer_rows(state: SystemState) -> list[Row]:
+    peers = sorted(state.node.peers, key=lambda p: p.address.packed)
+    return [
+        {
+            "peer": p.address,
+            "data_center": p.data_center,
+            "host_id": p.host_id,
+            "preferred_ip": None,
+            "rack": p.rack,
+            "release_version": p.release_version,
+            "rpc_address": p.rpc_address,
+            "schema_version": p.schema_version,
+            "supported_features": p.supported_features,
+            "tokens": _tokens(p.tokens),
+        }
+        for p in peers
+    ]
+
+
+def _versions_rows(state: SystemState) -> list[Row]:
+    return [{"key": "local", "build_id": "", "build_mode": "release", "version": state.node.product_version}]
+
+
+def _scylla_local_rows(state: SystemState) -> list[Row]:
+    values = {
+        "enabled_features": ",".join(state.node.supported_features),
+        "raft_group0_id": state.group0_id,
+    }
+    return [{"key": k, "value": v} for k, v in sorted(values.items()) if v is not None]
+
+
+def _clients_rows(state: SystemState) -> list[Row]:
+    rows = []
+    for c in sorted(state.clients, key=lambda c: (ipaddress.ip_address(c.peer[0]).packed, c.peer[1])):
+        rows.append(
+            {
+                "address": ipaddress.ip_address(c.peer[0]),
+                "port": c.peer[1],
+                "client_type": "cql",
+                "client_options": tuple(sorted(c.startup_options.items())),
+                "connection_stage": "READY" if c.ready else "ESTABLISHED",
+                "driver_name": c.driver_name,
+                "driver_version": c.driver_version,
+                "hostname": None,
+                "protocol_version": c.protocol_version,
+                "shard_id": c.shard,
+                "ssl_enabled": False,
+                "username": c.user or "anonymous",
+            }
+        )
+    return rows
+
+
+RAFT_STATE_TABLE = _define(
+    "raft_state",
+    ["group_id"],
+    ["disposition", "server_id"],
+    {
+        "group_id": UUID,
+        "disposition": TEXT,
+        "server_id": UUID,
+        "can_vote": BOOLEAN,
+        "is_leader": BOOLEAN,
+        "is_local": BOOLEAN,
+        "local_role": TEXT,
+        "term": BIGINT,
+        "commit_index": BIGINT,
+    },
+    "group0 Raft membership (Scylla's columns) and this node's role, term and commit index",
+)
+
+
+def _raft_state_rows(state: SystemState) -> list[Row]:
+    raft = state.node.raft
+    if raft is None:
+        return []
+    return [
+        {
+            "group_id": raft.group_id,
+            "disposition": "CURRENT",
+            "server_id": m.server_id,
+            "can_vote": m.can_vote,
+            "is_leader": m.server_id == raft.leader,
+            "is_local": m.server_id == raft.server_id,
+            "local_role": raft.role,
+            "term": raft.term,
+            "commit_index": raft.commit_index,
+        }
+        for m in sorted(raft.members, key=lambda m: m.server_id.bytes)
+    ]
+
+
+RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
+    "local": (LOCAL_TABLE, _local_rows),
+    "peers": (PEERS_TABLE, _peer_rows),
+    "versions": (VERSIONS_TABLE, _versions_rows),
+    "scylla_local": (SCYLLA_LOCAL_TABLE, _scylla_local_rows),
+    "clients": (CLIENTS_TABLE, _clients_rows),
+    "tablets": (TABLETS_TABLE, lambda state: tablets_rows(state.catalog, state.tablets)),
+    "raft_state": (RAFT_STATE_TABLE, _raft_state_rows),
+}
+
+
+def _auth_renderer(name: str) -> Callable[[SystemState], list[Row]]:
+    def render(state: SystemState) -> list[Row]:
+        return auth_tables.render(name, state.auth, state.qos) or []
+
+    return render
+
+
+RENDERERS.update({t.name: (t, _auth_renderer(t.name)) for t in auth_tables.AUTH_TABLES})
+
+
+def system_keyspace() -> KeyspaceSchema:
+    """The `system` keyspace as drivers see it in system_schema (LocalStrategy)."""
+    definition = KeyspaceDef(SYSTEM, Replication(LOCAL), durable_writes=True)
+    return KeyspaceSchema(definition, tables=FrozenMap({name: t for name, (t, _) in RENDERERS.items()}))
+
+
+AUTH_KEYSPACE = "system_auth"
+
+
+def system_auth_keyspace() -> KeyspaceSchema:
+    """An empty `system_auth`: roles live in `system` (ScyllaDB's group0-managed auth), but the
+    keyspace is still listed, and cqlsh looks it up to print LIST ROLES/PERMISSIONS results."""
+    return KeyspaceSchema(KeyspaceDef(AUTH_KEYSPACE, Replication(LOCAL), durable_writes=True))

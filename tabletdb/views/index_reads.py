@@ -1,0 +1,206 @@
+"""SELECTs answered through a global secondary index instead of a full scan.
+
+A query that does not pin its partitions and restricts an indexed column (``v = ?``, ``s CONTAINS
+?``, ``m CONTAINS KEY ?``, ``f = ?`` on a frozen collection's full() index) reads the index
+partition of that value: entries in base-row order (token, partition key, clustering), so the base
+rows come back in the order a scan yields them, and the same paging position resumes either way.
+Each base row fetched is passed through the query's restrictions again (by the caller, with every
+other filter), which is what keeps results identical to a filtered scan even when an entry is stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tabletdb.coordinator.rows import (
+    STATIC_ONLY,
+    OutRow,
+    PartitionSource,
+    Position,
+    partition_rows,
+    scan_rows,
+)
+from tabletdb.cql import ast, codec
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.types import BIGINT, CqlType, MapType, TupleType
+from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
+from tabletdb.protocol.wire import Unset
+from tabletdb.schema.index_table import indexed_value_type
+from tabletdb.schema.indexes import parse_target
+from tabletdb.schema.model import TableDef
+from tabletdb.statements.keys import clustering_bound, decode_clustering, partition_key
+from tabletdb.statements.relations import relation_predicate
+from tabletdb.statements.restrictions import Restrictions, filtering_columns
+from tabletdb.statements.terms import Bindings, term_bytes, term_value
+from tabletdb.storage.mutation import Bound, ClusteringSlice
+from tabletdb.views.index_writes import entries_tables
+
+ENTRY_BATCH = 256
+"""Entries a token window should hold: fewer widen the next window, more narrow it."""
+FIRST_WINDOW = 1 << 60
+"""Base tokens in the first window (1/16 of the ring): a rare value takes three reads, a common
+one reads about a sixteenth of its entries before the windows narrow to ENTRY_BATCH."""
+Row = dict[str, Any]
+
+_OPERATORS = {"simple": "=", "full": "=", "values": "CONTAINS", "keys": "CONTAINS KEY"}
+
+
+@dataclass(frozen=True)
+class IndexLookup:
+    """The index a query reads through: its entries table, the indexed column, the value sought
+    (serialized; empty when no entry can hold it, and the query then scans)."""
+
+    entries: TableDef
+    column: str
+    value: bytes
+
+
+def choose_index(where: Sequence[ast.Relation], table: TableDef, bindings: Bindings) -> IndexLookup | None:
+    """The index answering the first restriction an index can answer (``=`` on a value,
+    ``CONTAINS``, ``CONTAINS KEY``, ``m[k] =``), if any."""
+    for index, entries in entries_tables(table):
+        column_name, kind, _ = parse_target(index.target)
+        column = table.column(column_name)
+        if column is None:
+            continue
+        for rel in where:
+            if _restricted_column(rel) != column_name or isinstance(rel.rhs, ast.InValues):
+                continue
+            value: object
+            if kind == "entries" and isinstance(rel.lhs, ast.ElementRef) and rel.op == "=":
+                value = _entry_bytes(column.type, rel.lhs.key, rel.rhs, column_name, bindings)
+            elif isinstance(rel.lhs, ast.ColumnRef) and rel.op == _OPERATORS.get(kind):
+                value = term_bytes(rel.rhs, indexed_value_type(column.type, kind), column_name, bindings)
+            else:
+                continue
+            if value is None or isinstance(value, Unset):
+                what = "null" if value is None else "unset"
+                raise InvalidRequest(f"Unsupported {what} value for column {column_name}")
+            return IndexLookup(entries, column_name, value if isinstance(value, bytes) else b"")
+    return None
+
+
+def unindexed_filtering(r: Restrictions, table: TableDef, lookup: IndexLookup | None) -> list[str]:
+    """The restricted columns that make the query filter, so that it needs ALLOW FILTERING.
+
+    With an index to read through, that is every filtered column but the indexed one (clustering
+    restrictions are checked on the rows the index yields); one index serves a query, as in
+    Cassandra. Indexes without an entries table (local, custom) keep exempting their columns.
+    """
+    filtered = filtering_columns(r, table)
+    if lookup is not None:
+        clustering = {c.name for c in table.clustering_key}
+        return [c for c in filtered if c != lookup.column and c not in clustering]
+    tableless = {parse_target(i.target)[0] for i in table.indexes if i.table_id is None}
+    return [] if set(filtered) <= tableless else filtered
+
+
+def _restricted_column(rel: ast.Relation) -> str | None:
+    if isinstance(rel.lhs, ast.ColumnRef):
+        return rel.lhs.name
+    if isinstance(rel.lhs, ast.ElementRef):
+        return rel.lhs.column
+    return None
+
+
+def _entry_bytes(t: CqlType, key: ast.Term, value: ast.Term, column: str, bindings: Bindings) -> bytes:
+    assert isinstance(t, MapType)
+    k = term_value(key, t.key, f"key({column})", bindings)
+    v = term_value(value, t.value, f"value({column})", bindings)
+    if k is None or v is None or isinstance(k, Unset) or isinstance(v, Unset):
+        raise InvalidRequest(f"Unsupported null or unset value for column {column}")
+    return codec.serialize(TupleType((t.key, t.value)), (k, v))
+
+
+def element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[Row], bool]:
+    """``m[k] = v`` (and other comparisons) on a map element, as a row predicate."""
+    assert isinstance(rel.lhs, ast.ElementRef)
+    column = table.column(rel.lhs.column)
+    if column is None:
+        raise InvalidRequest(f"Undefined column name {rel.lhs.column}")
+    if not isinstance(column.type, MapType):
+        raise InvalidRequest(f"Column {column.name} cannot be used as a map (element restriction)")
+    key = term_value(rel.lhs.key, column.type.key, f"key({column.name})", bindings)
+    if key is None or isinstance(key, Unset):
+        raise InvalidRequest(f"Invalid null or unset map key for column {column.name}")
+    name = f"{column.name}[{key!r}]"
+    compare = relation_predicate(name, column.type.value, rel, bindings)
+
+    def element_of(row: Row) -> bool:
+        found = next((v for k, v in row.get(column.name) or () if k == key), None)
+        return compare({name: found})
+
+    return element_of
+
+
+async def index_rows(
+    table: TableDef,
+    lookup: IndexLookup,
+    source: PartitionSource,
+    r: Restrictions,
+    now: int,
+    after: Position | None,
+) -> AsyncGenerator[OutRow, None]:
+    """The base rows the index lists for the value, in scan order, resuming after ``after``.
+
+    The index partition is read in windows of base tokens that widen (x4) while they come back
+    sparse and narrow towards ENTRY_BATCH entries when they come back full, so a page of a
+    popular value does not read every entry after it.
+    """
+    if not lookup.value:
+        async for row in scan_rows(table, source, r, now, after):
+            yield row
+        return
+    entries = lookup.entries
+    key, token = partition_key(entries, [lookup.value])
+    wanted = TokenRange(r.token_start, r.token_end) if r.token_start != r.token_end else None
+    keep = r.slices(table) if table.clustering_key and (r.lower or r.upper or r.full_clustering) else None
+    start = _resume(entries, after)
+    low = MIN_TOKEN if after is None else after.token
+    width = FIRST_WINDOW
+    while low < MAX_TOKEN:
+        high = min(MAX_TOKEN, low + width)
+        end = clustering_bound(entries, [codec.serialize(BIGINT, high)], lower=False, inclusive=True)
+        data = await source.read_partition(
+            entries, key, token, now, ClusteringSlice(start, Bound(end, False)), False
+        )
+        found = 0 if data is None else len(data.rows)
+        for entry in data.rows if data is not None else ():
+            token_raw, base_key, clustering = decode_clustering(entries, entry.clustering)
+            assert token_raw is not None and base_key is not None
+            base_token = codec.deserialize(BIGINT, token_raw)
+            if wanted is not None and not wanted.contains(base_token):
+                continue
+            async for row in _base_rows(table, source, base_token, base_key, clustering or b"", keep, now):
+                yield row
+        low, start = high, Bound(end, inclusive=True)
+        width = max(1, width * 4 if found < ENTRY_BATCH else width * ENTRY_BATCH // found)
+
+
+def _resume(entries: TableDef, after: Position | None) -> Bound | None:
+    if after is None:
+        return None
+    token_raw = codec.serialize(BIGINT, after.token)
+    if after.clustering is None or after.clustering == STATIC_ONLY:
+        prefix = [token_raw, after.partition_key]
+    else:
+        prefix = [token_raw, after.partition_key, after.clustering]
+    return Bound(clustering_bound(entries, prefix, lower=False, inclusive=True), inclusive=True)
+
+
+async def _base_rows(
+    table: TableDef,
+    source: PartitionSource,
+    token: int,
+    key: bytes,
+    clustering: bytes,
+    keep: Sequence[ClusteringSlice] | None,
+    now: int,
+) -> AsyncGenerator[OutRow, None]:
+    one = ClusteringSlice(Bound(clustering), Bound(clustering)) if table.clustering_key else ClusteringSlice()
+    data = await source.read_partition(table, key, token, now, one, False)
+    if data is not None:
+        for row in partition_rows(table, data, keep, static_only_row=False):
+            yield row
