@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tabletdb.coordinator.placement import Replica, ReplicaSet
-from tabletdb.cql.errors import InvalidRequest, Unavailable
-from tabletdb.protocol.requests import (
+from tabletdb.cql.consistency import (
     ALL,
     ANY,
     EACH_QUORUM,
@@ -31,9 +30,10 @@ from tabletdb.protocol.requests import (
     THREE,
     TWO,
 )
-from tabletdb.protocol.requests import CONSISTENCY_NAMES as NAMES
+from tabletdb.cql.consistency import CONSISTENCY_NAMES as NAMES
+from tabletdb.cql.errors import InvalidRequest, Unavailable
 
-# The level codes and names are the protocol's; re-exported so the coordinator modules read them here.
+# The level codes and names (tabletdb.cql.consistency), re-exported so the coordinator modules read them here.
 __all__ = ["ALL", "ANY", "EACH_QUORUM", "LOCAL_ONE", "LOCAL_QUORUM", "LOCAL_SERIAL", "NAMES", "ONE", "QUORUM"]
 __all__ += ["SERIAL", "THREE", "TWO", "Requirement", "ResponseTracker", "check_available", "read_targets"]
 __all__ += ["requirement"]

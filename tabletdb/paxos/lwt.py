@@ -22,12 +22,12 @@ from typing import Any
 from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.coordinator.rows import partition_rows
 from tabletdb.cql import ast, codec
+from tabletdb.cql.consistency import LOCAL_SERIAL, SERIAL
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BOOLEAN, CqlType, ListType, MapType
 from tabletdb.paxos.messages import Ballot
 from tabletdb.paxos.rounds import PaxosRounds, Reconciler, cells_in, encode_mutations
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
-from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.schema.model import ColumnDef, TableDef
 from tabletdb.statements.keys import partition_key

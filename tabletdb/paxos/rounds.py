@@ -17,9 +17,9 @@ from typing import Protocol
 
 import msgpack
 
+from tabletdb.cql.consistency import SERIAL
 from tabletdb.dht.token import TokenRange
 from tabletdb.paxos.messages import Ballot
-from tabletdb.protocol.requests import SERIAL
 from tabletdb.replica.wire import mutations_from_plain, mutations_to_plain
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.modifications import CurrentCells

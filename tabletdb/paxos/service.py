@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from tabletdb.coordinator.consistency import ResponseTracker
 from tabletdb.coordinator.context import Replicas
 from tabletdb.coordinator.placement import Replica, ReplicaSet
+from tabletdb.cql.consistency import LOCAL_SERIAL, SERIAL
 from tabletdb.cql.errors import InvalidRequest, Unavailable, WriteTimeout
 from tabletdb.net.rpc import Handler, RpcError
 from tabletdb.paxos.acceptor import DurableAcceptor
@@ -46,7 +47,6 @@ from tabletdb.paxos.messages import (
 )
 from tabletdb.paxos.proposer import Done, NeedValue, Outcome, Output, Proposer, Send, Timing
 from tabletdb.paxos.rounds import OnRead, decode_mutations, encode_mutations
-from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.paxos_state import PaxosStateCommitter, PaxosStateStore

@@ -11,26 +11,10 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tabletdb.cql.consistency import CONSISTENCY_NAMES, LOCAL_SERIAL, SERIAL
 from tabletdb.cql.errors import ProtocolError
 from tabletdb.protocol.frames import OpCode
 from tabletdb.protocol.wire import UNSET, Reader, Value
-
-# Consistency levels (the `[consistency]` codes).
-ANY, ONE, TWO, THREE, QUORUM, ALL = 0x0000, 0x0001, 0x0002, 0x0003, 0x0004, 0x0005
-LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL, LOCAL_ONE = 0x0006, 0x0007, 0x0008, 0x0009, 0x000A
-CONSISTENCY_NAMES: dict[int, str] = {
-    ANY: "ANY",
-    ONE: "ONE",
-    TWO: "TWO",
-    THREE: "THREE",
-    QUORUM: "QUORUM",
-    ALL: "ALL",
-    LOCAL_QUORUM: "LOCAL_QUORUM",
-    EACH_QUORUM: "EACH_QUORUM",
-    SERIAL: "SERIAL",
-    LOCAL_SERIAL: "LOCAL_SERIAL",
-    LOCAL_ONE: "LOCAL_ONE",
-}
 
 # Query-parameter flags (v4).
 QF_VALUES = 0x01

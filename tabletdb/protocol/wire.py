@@ -12,32 +12,15 @@ import struct
 import uuid
 
 from tabletdb.cql.errors import ProtocolError
+from tabletdb.cql.values import UNSET, Unset, Value
+
+__all__ = ["UNSET", "Reader", "Unset", "Value"]
 
 _BYTE = struct.Struct(">B")
 _SHORT = struct.Struct(">H")
 _INT = struct.Struct(">i")
 _UINT = struct.Struct(">I")
 _LONG = struct.Struct(">q")
-
-
-class Unset:
-    """The `[value]` of length -2: a bound variable the client chose not to set (v4+)."""
-
-    _instance: Unset | None = None
-
-    def __new__(cls) -> Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET = Unset()
-
-# A bound value as received: bytes, null, or unset.
-Value = bytes | None | Unset
 
 
 class Reader:

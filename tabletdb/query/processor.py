@@ -21,6 +21,7 @@ from tabletdb.cql.errors import (
     Unprepared,
 )
 from tabletdb.cql.parser import parse_statement
+from tabletdb.cql.values import Value
 from tabletdb.group0.state import Group0State
 from tabletdb.protocol.extensions import build_supported
 from tabletdb.protocol.handler import ClientState
@@ -33,7 +34,6 @@ from tabletdb.protocol.responses import (
     SetKeyspaceResult,
     VoidResult,
 )
-from tabletdb.protocol.wire import Value
 from tabletdb.query import ddl
 from tabletdb.query.auth_check import AuthService, operation_kind
 from tabletdb.query.auth_exec import AUTH_STATEMENTS, AuthExecutor

@@ -21,13 +21,13 @@ from enum import IntEnum
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import CqlError
+from tabletdb.cql.values import Value
 from tabletdb.dht.murmur3 import partition_key_bytes, token_of
 from tabletdb.dht.sharding import shard_of
 from tabletdb.dht.token import MIN_TOKEN
 from tabletdb.protocol.extensions import TABLETS_ROUTING_V1
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.routing import routing_payload
-from tabletdb.protocol.wire import Value
 from tabletdb.schema.model import TableDef
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
 

@@ -19,7 +19,7 @@ from typing import Any
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import NativeType
-from tabletdb.protocol.wire import Unset
+from tabletdb.cql.values import Unset
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.statements.cells import CellChanges, WriteTime, whole_value
 from tabletdb.statements.keys import encode_clustering, partition_key

@@ -16,7 +16,7 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import from_json
 from tabletdb.cql.types import INT, TEXT, CqlType, MapType, SetType
-from tabletdb.protocol.wire import Unset
+from tabletdb.cql.values import Unset
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.statements.cells import (
     CellChanges,

@@ -9,7 +9,7 @@ from typing import Any
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import CqlType, ListType, MapType, SetType
-from tabletdb.protocol.wire import Unset
+from tabletdb.cql.values import Unset
 from tabletdb.statements.terms import Bindings, term_value
 
 Row = dict[str, Any]

@@ -14,8 +14,8 @@ from typing import Any
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, ListType, TupleType
+from tabletdb.cql.values import Unset
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN
-from tabletdb.protocol.wire import Unset
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.statements.keys import clustering_bound, encode_clustering, partition_key
 from tabletdb.statements.slices import is_mixed, mixed_order_slices

@@ -17,7 +17,7 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.literals import literal_value
 from tabletdb.cql.types import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
-from tabletdb.protocol.wire import UNSET, Unset, Value
+from tabletdb.cql.values import UNSET, Unset, Value
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ from tabletdb.coordinator.rows import (
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, MapType, TupleType
+from tabletdb.cql.values import Unset
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
-from tabletdb.protocol.wire import Unset
 from tabletdb.schema.index_table import indexed_value_type
 from tabletdb.schema.indexes import parse_target
 from tabletdb.schema.model import TableDef

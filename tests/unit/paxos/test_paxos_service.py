@@ -19,6 +19,7 @@ import msgpack
 import pytest
 
 from tabletdb.coordinator.context import Timeouts
+from tabletdb.cql.consistency import LOCAL_SERIAL, SERIAL
 from tabletdb.cql.errors import Unavailable, WriteTimeout
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
@@ -26,7 +27,6 @@ from tabletdb.net.rpc import Handler
 from tabletdb.paxos.messages import Ballot
 from tabletdb.paxos.rounds import Reconciler, encode_mutations
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
-from tabletdb.protocol.requests import LOCAL_SERIAL, SERIAL
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
 from tests.unit.coordinator.replica_cluster import Cluster, host
 

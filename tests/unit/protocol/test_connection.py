@@ -11,6 +11,8 @@ from cassandra import ConsistencyLevel
 from cassandra import protocol as dp
 from cassandra.query import BatchType
 
+from tabletdb.cql.consistency import LOCAL_ONE, LOCAL_SERIAL
+from tabletdb.cql.values import UNSET
 from tabletdb.protocol.connection import (
     Connection,
     ConnectionEvent,
@@ -21,8 +23,6 @@ from tabletdb.protocol.connection import (
 from tabletdb.protocol.extensions import LWT_ADD_METADATA_MARK, USE_METADATA_ID
 from tabletdb.protocol.frames import encode_frame
 from tabletdb.protocol.requests import (
-    LOCAL_ONE,
-    LOCAL_SERIAL,
     AuthResponse,
     Batch,
     Execute,
@@ -34,7 +34,6 @@ from tabletdb.protocol.requests import (
 )
 from tabletdb.protocol.responses import AuthSuccess, ErrorResponse, Ready, VoidResult
 from tabletdb.protocol.sasl import PASSWORD_AUTHENTICATOR
-from tabletdb.protocol.wire import UNSET
 from tests.unit.protocol.driver_oracle import (
     PLAIN_FEATURES,
     SCYLLA_FEATURES,

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tabletdb.cql.errors import ProtocolError
+from tabletdb.cql.values import UNSET
 from tabletdb.protocol import wire
 from tabletdb.protocol.frames import (
     FIRST_FRAME_MAX_BODY,
@@ -22,7 +23,7 @@ from tabletdb.protocol.frames import (
     compressor_for,
     encode_frame,
 )
-from tabletdb.protocol.wire import UNSET, Reader
+from tabletdb.protocol.wire import Reader
 
 texts = st.text(max_size=40)
 

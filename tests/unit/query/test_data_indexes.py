@@ -20,7 +20,7 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT
-from tabletdb.protocol.wire import UNSET
+from tabletdb.cql.values import UNSET
 from tabletdb.statements.keys import partition_key
 from tabletdb.statements.terms import Bindings
 from tabletdb.views.index_reads import choose_index

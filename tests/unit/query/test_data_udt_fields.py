@@ -11,7 +11,7 @@ import pytest
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import INT
-from tabletdb.protocol.wire import UNSET
+from tabletdb.cql.values import UNSET
 from tests.unit.query.data_harness import DataNode
 
 

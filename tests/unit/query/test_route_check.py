@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT
+from tabletdb.cql.values import UNSET, Value
 from tabletdb.dht.sharding import shard_of
 from tabletdb.dht.token import MIN_TOKEN
 from tabletdb.protocol.extensions import TABLETS_ROUTING_V1
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.routing import TABLETS_ROUTING_V1_KEY
-from tabletdb.protocol.wire import UNSET, Value
 from tabletdb.query.route_check import Op, RouteCheck, RoutePlan, Target, plan_route, routing_token
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionStage

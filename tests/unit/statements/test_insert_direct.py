@@ -15,7 +15,7 @@ from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import BIGINT, BLOB, DOUBLE, INT, TEXT, UUID
-from tabletdb.protocol.wire import UNSET
+from tabletdb.cql.values import UNSET
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, ColumnKind, TableDef
 from tabletdb.statements.cells import WriteTime
 from tabletdb.statements.insert_plan import insert_plan, planned_insert
