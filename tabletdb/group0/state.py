@@ -31,6 +31,7 @@ from tabletdb.group0.tablets_state import (
 )
 from tabletdb.qos.model import QosState
 from tabletdb.schema import serialize
+from tabletdb.schema.ddl_common import DdlOutcome
 from tabletdb.schema.model import ZERO_VERSION, Catalog
 from tabletdb.schema.mutations import Mutation, apply_mutations
 
@@ -64,6 +65,13 @@ class SchemaCommand:
 
 
 Command = SchemaCommand
+
+
+def with_auth(command: SchemaCommand, outcome: DdlOutcome) -> SchemaCommand:
+    """`command` carrying the outcome's auth and service-level mutations, if it has any."""
+    if isinstance(outcome, auth_state.AuthOutcome) and (outcome.auth_mutations or outcome.qos_mutations):
+        return replace(command, auth_mutations=outcome.auth_mutations, qos_mutations=outcome.qos_mutations)
+    return command
 
 
 def apply(state: Group0State, command: Command) -> tuple[Group0State, bool]:
@@ -138,4 +146,5 @@ __all__ = [
     "decode_state",
     "encode_command",
     "encode_state",
+    "with_auth",
 ]

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from tabletdb.group0.auth_state import with_auth
 from tabletdb.group0.state import (
     Group0State,
     SchemaCommand,
@@ -24,6 +23,7 @@ from tabletdb.group0.state import (
     decode_state,
     encode_command,
     encode_state,
+    with_auth,
 )
 from tabletdb.group0.state_id import timeuuid_after
 from tabletdb.group0.tablets_state import TabletChange, TabletMaps
