@@ -33,15 +33,18 @@ $(CASSANDRA_VENV)/.installed:
 run: install
 	$(BIN)/tabletdb cluster up --nodes 3 --workdir work/cluster
 
+# lint-imports checks the layer order between packages; tools/check_structure.py what it does
+# not: import cycles between modules, package sizes and the data plane's imports of protocol.
 lint: install
-	$(BIN)/ruff check tabletdb tests bench
-	$(BIN)/ruff format --check tabletdb tests bench
+	$(BIN)/ruff check tabletdb tests bench tools
+	$(BIN)/ruff format --check tabletdb tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python tools/check_structure.py tabletdb
 
 format: install
-	$(BIN)/ruff format tabletdb tests bench
-	$(BIN)/ruff check --fix tabletdb tests bench
+	$(BIN)/ruff format tabletdb tests bench tools
+	$(BIN)/ruff check --fix tabletdb tests bench tools
 
 test: install lint
 	$(BIN)/pytest -q -rfEs -n 2 -m "not slow" $(PYTEST_ARGS)

@@ -1,16 +1,17 @@
-"""Benchmark: Raft commits per second on three real processes over loopback, fsync on, batching on
-and off; the disk's raw fsync rate; and simulated operations per wall-clock second.
+"""Benchmark: Raft commits per second on three real processes over loopback, fsync on; the disk's
+raw fsync rate; and simulated operations per wall-clock second.
 
-Figures (Raft issue): commits/s of three `tabletdb.net.raft_host` processes on 127.0.98.1-3, with
-the leader's CPU per commit (utime+stime from /proc/<pid>/stat over the measurement window), for
-batching on (every proposal read in one event-loop iteration shares one Ready and one fsync) and
-off (one fsync per proposal). The baseline from the same run is a loop of write+fsync of a small
-record in the same file system: no unbatched commit can beat it, since each needs at least one
-fsync on the leader and one on a follower. The simulator's rate is `tabletdb sim raft` on one
-process (the CLI uses every CPU; seeds are independent, so it scales with cores).
+Figures (Raft issue): commits/s of three members on 127.0.98.1-3, each a `tests.harness.raft_member`
+process (group0's Raft shell, `node.group0_shell.raft.RaftDriver`, with a state machine that keeps
+the applied entries), with the leader's CPU per commit (utime+stime from /proc/<pid>/stat over the
+measurement window). The shell handles each proposal and message on arrival (its own Ready and
+fsync). The baseline from the same run is a loop of write+fsync of a small record in the same file
+system: no such commit can beat it, since each needs at least one fsync on the leader and one on a
+follower. The simulator's rate is `tabletdb sim raft` on one process (the CLI uses every CPU; seeds
+are independent, so it scales with cores).
 
 The load client is this process: `--concurrency` coroutines each keep one `raft.propose` RPC in
-flight against the leader, with unique 64-byte payloads (the host matches replies by payload).
+flight against the leader, with unique 64-byte payloads (the member matches replies by payload).
 
 Reproduce: `.venv/bin/python -m bench.bench_raft [--duration S] [--concurrency N] [--sim-seeds K]`.
 """
@@ -88,10 +89,9 @@ def fsync_baseline(
 
 @dataclass
 class RaftCluster:
-    """Three fresh `raft_host` processes; `pids` maps node id to process id."""
+    """Three fresh `raft_member` processes; `pids` maps node id to process id."""
 
     directory: Path
-    batch: bool
     procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -105,12 +105,11 @@ class RaftCluster:
     def start(self) -> None:
         for host, port in self.addresses.values():
             if not port_is_free(host, port):
-                raise RuntimeError(f"{host}:{port} is taken (a raft host left over from an earlier run?)")
+                raise RuntimeError(f"{host}:{port} is taken (a raft member left over from an earlier run?)")
         peers = ",".join(f"{n}={h}:{p}" for n, (h, p) in self.addresses.items())
         for node in NODES:
-            argv = [sys.executable, "-m", "tabletdb.net.raft_host", "--id", str(node)]
+            argv = [sys.executable, "-m", "tests.harness.raft_member", "--id", str(node)]
             argv += ["--dir", str(self.directory / f"n{node}"), "--peers", peers]
-            argv += [] if self.batch else ["--no-batch"]
             log = open(self.directory / f"n{node}.log", "wb")  # noqa: SIM115 - the child owns it
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, cwd=REPO)
             log.close()
@@ -119,7 +118,7 @@ class RaftCluster:
             line = proc.stdout.readline()
             if not line.startswith(b"ready"):
                 tail = (self.directory / f"n{node}.log").read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"raft host {node} did not start (exit {proc.poll()}):\n{tail}")
+                raise RuntimeError(f"raft member {node} did not start (exit {proc.poll()}):\n{tail}")
 
     def stop(self) -> None:
         for proc in self.procs.values():
@@ -134,9 +133,9 @@ class RaftCluster:
 
 
 @contextlib.contextmanager
-def raft_cluster(batch: bool, parent: str | None) -> Iterator[RaftCluster]:
+def raft_cluster(parent: str | None) -> Iterator[RaftCluster]:
     with tempfile.TemporaryDirectory(prefix="bench-raft-", dir=parent) as tmp:
-        cluster = RaftCluster(Path(tmp), batch)
+        cluster = RaftCluster(Path(tmp))
         try:
             cluster.start()
             yield cluster
@@ -154,7 +153,7 @@ async def find_leader(client: RpcNode, timeout: float = 30.0) -> int:
         for node in NODES:
             with contextlib.suppress(RpcError, OSError):
                 status = await client.call(node, "raft.status", timeout=1.0)
-                if status["role"] == "LEADER":
+                if status["role"] == "leader":
                     return node
         await asyncio.sleep(0.05)
     raise RuntimeError(f"no Raft leader elected within {timeout}s")
@@ -236,9 +235,9 @@ def _figures(
     after: dict[str, Any],
     rss: int,
 ) -> dict[str, Any]:
-    leader = before["status"]["id"]
+    leader = before["status"]["server_id"]
     s0, s1 = before["status"], after["status"]
-    commits = s1["commit"] - s0["commit"]
+    commits = s1["commit_index"] - s0["commit_index"]
     syncs = s1["syncs"] - s0["syncs"]
     persist = s1["persist_seconds"] - s0["persist_seconds"]
     cpu = {n: after["cpu"][n] - before["cpu"][n] for n in NODES}
@@ -246,7 +245,7 @@ def _figures(
     client_cpu = after["client_cpu"] - before["client_cpu"]
     return {
         "benchmark": "raft",
-        "workload": f"3 procs, fsync, batching {'on' if cluster.batch else 'off'}, conc {concurrency}",
+        "workload": f"3 procs, fsync, group0 shell, conc {concurrency}",
         "ops": commits,
         "seconds": duration,
         "ops_per_s": commits / duration,
@@ -261,7 +260,7 @@ def _figures(
         "commits_per_leader_fsync": commits / syncs if syncs else None,
         "leader_persist_mean_ms": persist / syncs * 1000 if syncs else None,
         "leader_persist_share": persist / duration,
-        "leader_changed": s1["term"] != s0["term"] or s1["role"] != "LEADER",
+        "leader_changed": s1["term"] != s0["term"] or s1["role"] != "leader",
         "server_rss_mb": rss / 2**20,
         "errors": window.errors,
         "first_error": window.first_error,
@@ -302,7 +301,7 @@ def _baseline(parent: str | None, seconds: float, when: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--duration", type=float, default=10.0, help="measurement seconds per mode")
+    parser.add_argument("--duration", type=float, default=10.0, help="measurement seconds")
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--idle", type=float, default=3.0, help="seconds to measure the idle leader's CPU")
     parser.add_argument("--concurrency", type=int, default=64, help="proposals in flight")
@@ -313,10 +312,9 @@ def main() -> None:
     args = parser.parse_args()
     # The disk is shared and its fsync rate drifts: measure the floor before and after the runs.
     print(RESULT_PREFIX + json.dumps(_baseline(args.dir, args.fsync_seconds, "before")), flush=True)
-    for batch in (True, False):
-        with raft_cluster(batch, args.dir) as cluster:
-            figures = asyncio.run(drive(cluster, args.concurrency, args.warmup, args.duration, args.idle))
-        print(RESULT_PREFIX + json.dumps(figures), flush=True)
+    with raft_cluster(args.dir) as cluster:
+        figures = asyncio.run(drive(cluster, args.concurrency, args.warmup, args.duration, args.idle))
+    print(RESULT_PREFIX + json.dumps(figures), flush=True)
     print(RESULT_PREFIX + json.dumps(_baseline(args.dir, args.fsync_seconds, "after")), flush=True)
     print(RESULT_PREFIX + json.dumps(simulated_rate(args.sim_seeds, args.sim_ops)), flush=True)
 

@@ -6,6 +6,9 @@ functions (roles, permissions, service_levels) validate a statement against it a
 on every node. Nothing here does I/O; password hashing is CPU-heavy and meant to run off the
 event loop.
 
+The package itself imports nothing (import from the module that owns a name): its modules import
+one another, and a package that re-exported them would sit in every one of those import cycles.
+
 Entry points:
 - roles: create_role/alter_role/drop_role, create_user/alter_user/drop_user, grant_role/revoke_role,
   default_superuser; listing: list_roles, list_users
@@ -17,86 +20,3 @@ Entry points:
 - statement_access: required_permissions (data/schema statements -> (permission, resource))
 - describe: describe_auth; system_tables: AUTH_TABLES, render; serialize: to_plain/from_plain
 """
-
-from tabletdb.auth.authorization import (
-    authorize,
-    check_permission,
-    creator_grants,
-    function_dropped,
-    has_permission,
-    keyspace_creator_grants,
-    keyspace_dropped,
-    table_dropped,
-)
-from tabletdb.auth.describe import check_may_describe_passwords, describe_auth
-from tabletdb.auth.listing import list_roles, list_users
-from tabletdb.auth.login import BAD_CREDENTIALS, authenticate
-from tabletdb.auth.model import (
-    ALLOW_ALL_AUTHENTICATOR,
-    ALLOW_ALL_AUTHORIZER,
-    CASSANDRA_AUTHORIZER,
-    PASSWORD_AUTHENTICATOR,
-    AuthConfig,
-    AuthState,
-    Role,
-)
-from tabletdb.auth.mutations import AuthMutation, apply_auth_mutations
-from tabletdb.auth.passwords import hash_password, verify_password
-from tabletdb.auth.permissions import grant_permissions, list_permissions, revoke_permissions
-from tabletdb.auth.resources import Permission
-from tabletdb.auth.roles import (
-    alter_role,
-    alter_user,
-    create_role,
-    create_user,
-    default_superuser,
-    drop_role,
-    drop_user,
-    grant_role,
-    revoke_role,
-)
-from tabletdb.auth.service_levels import decide_service_level, effective_timeout_ms, list_service_levels
-
-__all__ = [
-    "ALLOW_ALL_AUTHENTICATOR",
-    "ALLOW_ALL_AUTHORIZER",
-    "BAD_CREDENTIALS",
-    "CASSANDRA_AUTHORIZER",
-    "PASSWORD_AUTHENTICATOR",
-    "AuthConfig",
-    "AuthMutation",
-    "AuthState",
-    "Permission",
-    "Role",
-    "alter_role",
-    "alter_user",
-    "apply_auth_mutations",
-    "authenticate",
-    "authorize",
-    "check_may_describe_passwords",
-    "check_permission",
-    "create_role",
-    "create_user",
-    "creator_grants",
-    "decide_service_level",
-    "default_superuser",
-    "describe_auth",
-    "drop_role",
-    "drop_user",
-    "effective_timeout_ms",
-    "function_dropped",
-    "grant_permissions",
-    "grant_role",
-    "has_permission",
-    "hash_password",
-    "keyspace_creator_grants",
-    "keyspace_dropped",
-    "list_permissions",
-    "list_roles",
-    "list_service_levels",
-    "list_users",
-    "revoke_permissions",
-    "revoke_role",
-    "table_dropped",
-    "verify_password",
-]

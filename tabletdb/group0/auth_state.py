@@ -3,13 +3,14 @@
 Auth and service-level changes ride on the same group0 command as schema changes, so a CREATE
 TABLE and the creator's grants on the new table commit (or are retried) together. The auth and
 qos packages own the values and their apply; this module only fixes how group0 entries and
-snapshots carry them, so `group0.state` needs one line per use.
+snapshots carry them, so `group0.state` needs one line per use. It knows nothing of the command
+itself: `group0.state` builds on this module, not the other way round.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from tabletdb.auth.model import AuthState
 from tabletdb.auth.mutations import AuthMutation, apply_auth_mutations
@@ -17,9 +18,6 @@ from tabletdb.auth.serialize import AuthDecodeError, from_plain, to_plain
 from tabletdb.qos.model import QosState
 from tabletdb.qos.mutations import QosMutation, apply_qos_mutations
 from tabletdb.schema.ddl_common import DdlOutcome
-
-if TYPE_CHECKING:
-    from tabletdb.group0.state import SchemaCommand
 
 AuthMutations = tuple[AuthMutation, ...]
 QosMutations = tuple[QosMutation, ...]
@@ -68,7 +66,7 @@ class AuthOutcome(DdlOutcome):
     """A decision's outcome that also changes roles, grants or service levels.
 
     A subclass of the schema outcome, so every metadata store commits it through its one
-    `change_schema` path and only has to pass `with_auth` the command it built."""
+    `change_schema` path and only has to pass `group0.state.with_auth` the command it built."""
 
     auth_mutations: AuthMutations = ()
     qos_mutations: QosMutations = ()
@@ -76,13 +74,3 @@ class AuthOutcome(DdlOutcome):
     @property
     def is_noop(self) -> bool:
         return not (self.mutations or self.auth_mutations or self.qos_mutations)
-
-
-Command = TypeVar("Command", bound="SchemaCommand")
-
-
-def with_auth(command: Command, outcome: DdlOutcome) -> Command:
-    """`command` carrying the outcome's auth and service-level mutations, if it has any."""
-    if isinstance(outcome, AuthOutcome) and (outcome.auth_mutations or outcome.qos_mutations):
-        return replace(command, auth_mutations=outcome.auth_mutations, qos_mutations=outcome.qos_mutations)
-    return command

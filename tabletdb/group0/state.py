@@ -1,12 +1,18 @@
-"""group0: the replicated metadata state machine (DESIGN.md decisions 2-4).
+"""group0's metadata state and the schema command that changes it (DESIGN.md decisions 2-4).
 
-The state is one immutable value; a command names the state id it was decided on and the new
-id it produces. Apply is deterministic and a no-op when the state has moved on, so every node
-that applies the same log reaches the same state, and the deciding node learns (by comparing
-ids) whether its command took effect or must be re-decided on the newer state.
+`Group0State` is one immutable value: the schema catalog, the tablet maps of tables in tablets
+keyspaces, roles and grants (`auth`) and service levels (`qos`). A `SchemaCommand` names the
+state id it was decided on and the new id it produces, and carries the catalog mutations together
+with the tablet-map changes and the auth and service-level mutations that go with them, so they
+commit (or go stale) as one. Apply is deterministic and a no-op when the state has moved on, so
+every node that applies the same log reaches the same state, and the deciding node learns (by
+comparing ids) whether its command took effect or must be re-decided on the newer state. The
+state id is the catalog's version, i.e. the schema version.
 
-Today the state holds the schema catalog; roles, service levels, topology, tablet maps, CDC
-generations and features join it as their issues land — each as another field and command.
+Membership and features (`group0.topology`), the tablet-balancing flag and their commands live
+one level up, in `group0.cluster_state.ClusterState`, which also defines group0's Raft entries
+and snapshots; this module fixes how a schema command and this state are encoded inside them.
+CDC generations are not in group0 yet.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from tabletdb.group0.tablets_state import (
 )
 from tabletdb.qos.model import QosState
 from tabletdb.schema import serialize
+from tabletdb.schema.ddl_common import DdlOutcome
 from tabletdb.schema.model import ZERO_VERSION, Catalog
 from tabletdb.schema.mutations import Mutation, apply_mutations
 
@@ -64,6 +71,13 @@ class SchemaCommand:
 
 
 Command = SchemaCommand
+
+
+def with_auth(command: SchemaCommand, outcome: DdlOutcome) -> SchemaCommand:
+    """`command` carrying the outcome's auth and service-level mutations, if it has any."""
+    if isinstance(outcome, auth_state.AuthOutcome) and (outcome.auth_mutations or outcome.qos_mutations):
+        return replace(command, auth_mutations=outcome.auth_mutations, qos_mutations=outcome.qos_mutations)
+    return command
 
 
 def apply(state: Group0State, command: Command) -> tuple[Group0State, bool]:
@@ -138,4 +152,5 @@ __all__ = [
     "decode_state",
     "encode_command",
     "encode_state",
+    "with_auth",
 ]

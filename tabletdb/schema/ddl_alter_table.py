@@ -24,7 +24,7 @@ from tabletdb.schema.ddl_table import (
     check_table_options,
     resolve_in,
 )
-from tabletdb.schema.indexes import target_columns
+from tabletdb.schema.index_targets import target_columns
 from tabletdb.schema.model import (
     Catalog,
     ColumnDef,

@@ -16,7 +16,7 @@ from tabletdb.cql.identifiers import quote_identifier as q
 from tabletdb.cql.identifiers import quote_string
 from tabletdb.cql.types import CqlType, UserType
 from tabletdb.schema.ddl_common import SYSTEM_KEYSPACES
-from tabletdb.schema.indexes import describe_target
+from tabletdb.schema.index_targets import describe_target
 from tabletdb.schema.model import (
     CDC_LOG_SUFFIX,
     AggregateDef,

@@ -11,8 +11,8 @@ same whichever way a query runs.
 from __future__ import annotations
 
 from tabletdb.cql.types import BIGINT, BLOB, CqlType, ListType, MapType, SetType, TupleType
-from tabletdb.schema.indexes import parse_target
-from tabletdb.schema.model import ColumnDef, ColumnKind, IndexDef, TableDef
+from tabletdb.schema.index_targets import parse_target
+from tabletdb.schema.tables import ColumnDef, ColumnKind, IndexDef, TableDef
 
 VALUE = "idx_value"
 TOKEN = "idx_token"

@@ -10,39 +10,28 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from enum import StrEnum
-from functools import cached_property
 
 from tabletdb.cql.types import CqlType, UserType
 from tabletdb.schema.frozenmap import FrozenMap
-from tabletdb.schema.options import Pairs, TableOptions
+from tabletdb.schema.index_table import index_table
+from tabletdb.schema.options import Pairs
+from tabletdb.schema.tables import (
+    CDC_PARTITIONER,
+    ClusteringOrder,
+    ColumnDef,
+    ColumnKind,
+    DroppedColumn,
+    IndexDef,
+    IndexKind,
+    TableDef,
+    order_columns,
+)
 
 NTS = "org.apache.cassandra.locator.NetworkTopologyStrategy"
 SIMPLE = "org.apache.cassandra.locator.SimpleStrategy"
 LOCAL = "org.apache.cassandra.locator.LocalStrategy"
 EVERYWHERE = "org.apache.cassandra.locator.EverywhereStrategy"
-CDC_PARTITIONER = "com.scylladb.dht.CDCPartitioner"
 CDC_LOG_SUFFIX = "_scylla_cdc_log"  # a base table t has its CDC log in t_scylla_cdc_log
-
-
-class ColumnKind(StrEnum):
-    PARTITION_KEY = "partition_key"
-    CLUSTERING = "clustering"
-    STATIC = "static"
-    REGULAR = "regular"
-
-
-class ClusteringOrder(StrEnum):
-    ASC = "ASC"
-    DESC = "DESC"
-    NONE = "NONE"
-
-
-class IndexKind(StrEnum):
-    KEYS = "KEYS"
-    COMPOSITES = "COMPOSITES"
-    CUSTOM = "CUSTOM"
-
 
 RackList = tuple[str, ...]
 ZERO_VERSION = uuid.UUID(int=0)
@@ -80,136 +69,6 @@ class KeyspaceDef:
     @property
     def uses_tablets(self) -> bool:
         return self.tablets is not None and self.tablets.enabled
-
-
-@dataclass(frozen=True)
-class ColumnDef:
-    name: str
-    type: CqlType
-    kind: ColumnKind
-    position: int = -1
-    clustering_order: ClusteringOrder = ClusteringOrder.NONE
-
-    @property
-    def is_primary_key(self) -> bool:
-        return self.kind in (ColumnKind.PARTITION_KEY, ColumnKind.CLUSTERING)
-
-
-@dataclass(frozen=True)
-class DroppedColumn:
-    type: CqlType
-    timestamp: int  # microseconds since the epoch, the DROP's write timestamp
-
-
-@dataclass(frozen=True)
-class IndexDef:
-    """A secondary index. `options` holds `target` (and `class_name` for custom indexes).
-
-    `table_id` names the hidden table holding the index's entries (`schema.index_table`); None
-    for indexes that have none (custom and local indexes, and ones created before index tables
-    existed), which queries then answer by scanning and filtering.
-    """
-
-    name: str
-    table: str
-    kind: IndexKind
-    options: Pairs
-    table_id: uuid.UUID | None = None
-
-    @property
-    def target(self) -> str:
-        return dict(self.options)["target"]
-
-    @property
-    def custom_class(self) -> str | None:
-        return dict(self.options).get("class_name")
-
-
-def order_columns(columns: tuple[ColumnDef, ...] | list[ColumnDef]) -> tuple[ColumnDef, ...]:
-    """Scylla's column order (SELECT *, DESCRIBE): partition key and clustering columns by
-    position, then static columns, then regular columns, each by name bytes."""
-    rank = {
-        ColumnKind.PARTITION_KEY: 0,
-        ColumnKind.CLUSTERING: 1,
-        ColumnKind.STATIC: 2,
-        ColumnKind.REGULAR: 3,
-    }
-
-    def key(c: ColumnDef) -> tuple[int, int, bytes]:
-        return (rank[c.kind], c.position, c.name.encode())
-
-    return tuple(sorted(columns, key=key))
-
-
-@dataclass(frozen=True)
-class TableDef:
-    keyspace: str
-    name: str
-    id: uuid.UUID
-    columns: tuple[ColumnDef, ...]
-    options: TableOptions = field(default_factory=TableOptions)
-    dropped_columns: tuple[tuple[str, DroppedColumn], ...] = ()
-    is_compact_storage: bool = False
-    indexes: tuple[IndexDef, ...] = ()
-    partitioner: str | None = None  # only a non-default one, e.g. CDC_PARTITIONER for CDC log tables
-
-    @property
-    def is_cdc_log(self) -> bool:
-        return self.partitioner == CDC_PARTITIONER
-
-    @cached_property  # cached ones: a frozen table never changes, and the data path asks per request
-    def _by_name(self) -> dict[str, ColumnDef]:
-        return {c.name: c for c in self.columns}
-
-    def column(self, name: str) -> ColumnDef | None:
-        return self._by_name.get(name)
-
-    @cached_property
-    def partition_key(self) -> tuple[ColumnDef, ...]:
-        return tuple(c for c in self.columns if c.kind is ColumnKind.PARTITION_KEY)
-
-    @cached_property
-    def clustering_key(self) -> tuple[ColumnDef, ...]:
-        return tuple(c for c in self.columns if c.kind is ColumnKind.CLUSTERING)
-
-    @cached_property
-    def primary_key(self) -> tuple[ColumnDef, ...]:
-        return self.partition_key + self.clustering_key
-
-    @cached_property
-    def static_columns(self) -> tuple[ColumnDef, ...]:
-        return tuple(c for c in self.columns if c.kind is ColumnKind.STATIC)
-
-    @cached_property
-    def regular_columns(self) -> tuple[ColumnDef, ...]:
-        return tuple(c for c in self.columns if c.kind is ColumnKind.REGULAR)
-
-    @cached_property
-    def is_counter(self) -> bool:
-        return any(c.type.is_counter for c in self.columns if not c.is_primary_key)
-
-    @property
-    def is_dense(self) -> bool:
-        """COMPACT STORAGE with clustering columns: one value cell per clustering row."""
-        return self.is_compact_storage and bool(self.clustering_key)
-
-    @property
-    def flags(self) -> frozenset[str]:
-        """system_schema.tables.flags; drivers take an empty set as a compact static-only table."""
-        result = set()
-        if self.is_counter:
-            result.add("counter")
-        if not self.is_compact_storage or len(self.clustering_key) > 1:
-            result.add("compound")
-        if self.is_dense:
-            result.add("dense")
-        return frozenset(result)
-
-    def dropped(self, name: str) -> DroppedColumn | None:
-        return dict(self.dropped_columns).get(name)
-
-    def index(self, name: str) -> IndexDef | None:
-        return next((i for i in self.indexes if i.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -347,8 +206,6 @@ class Catalog:
         return found if found is not None else self._index_table(where[0], table_id)
 
     def _index_table(self, keyspace: str, table_id: uuid.UUID) -> TableDef | None:
-        from tabletdb.schema.index_table import index_table  # it builds on this module
-
         ks = self.keyspaces.get(keyspace)
         for table in ks.tables.values() if ks is not None else ():
             for index in table.indexes:
@@ -365,3 +222,33 @@ class Catalog:
             if index is not None:
                 return table, index
         return None
+
+
+__all__ = [
+    "CDC_LOG_SUFFIX",
+    "CDC_PARTITIONER",
+    "EVERYWHERE",
+    "LOCAL",
+    "NTS",
+    "SIMPLE",
+    "ZERO_VERSION",
+    "AggregateDef",
+    "Catalog",
+    "ClusteringOrder",
+    "ColumnDef",
+    "ColumnKind",
+    "DroppedColumn",
+    "FunctionDef",
+    "FunctionKey",
+    "IndexDef",
+    "IndexKind",
+    "KeyspaceDef",
+    "KeyspaceSchema",
+    "KeyspaceTablets",
+    "RackList",
+    "Replication",
+    "TableDef",
+    "UserTypeDef",
+    "ViewDef",
+    "order_columns",
+]

@@ -28,7 +28,7 @@ from tabletdb.cql.types import BIGINT, CqlType, MapType, TupleType
 from tabletdb.cql.values import Unset
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
 from tabletdb.schema.index_table import indexed_value_type
-from tabletdb.schema.indexes import parse_target
+from tabletdb.schema.index_targets import parse_target
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.keys import clustering_bound, decode_clustering, partition_key
 from tabletdb.statements.relations import relation_predicate

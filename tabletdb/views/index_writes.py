@@ -24,7 +24,7 @@ from tabletdb.cql.types import BIGINT, ListType, MapType, SetType, TupleType
 from tabletdb.replica.derived_locks import derived_locks
 from tabletdb.schema.ddl_common import SchemaChangeEvent
 from tabletdb.schema.index_table import index_tables, indexed_value_type
-from tabletdb.schema.indexes import parse_target
+from tabletdb.schema.index_targets import parse_target
 from tabletdb.schema.model import Catalog, IndexDef, TableDef
 from tabletdb.statements.keys import MAX_KEY_COMPONENT, encode_clustering, partition_key
 from tabletdb.statements.restrictions import Restrictions

@@ -10,36 +10,19 @@ tabletdb's own: the group0 view `tabletdb status` prints. `/metrics` is the Prom
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.node.admin import rest_snapshots
+from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
-from tabletdb.replica.storage_service import StorageService
 
 log = logging.getLogger(__name__)
 
 SYSTEM_KEYSPACES = ("system", "system_schema")
-
-
-@dataclass(frozen=True)
-class ApiContext:
-    host_id: uuid.UUID
-    address: str
-    state: Callable[[], ClusterState]
-    group0: Group0Service | None
-    """None in maintenance mode: there is no Raft to ask."""
-    metrics: NodeMetrics | None = None
-    storage: StorageService | None = None
-    snapshots_dir: Path | None = None
-    """Backup and restore endpoints (node.rest_snapshots) act on these."""
 
 
 def build_app(ctx: ApiContext) -> web.Application:
@@ -159,3 +142,7 @@ class RestApi:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+
+# The runner builds the context through this module (it imports it off the event loop).
+__all__ = ["ApiContext", "RestApi", "build_app"]

@@ -29,12 +29,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.dht.token import TokenRange
+from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.replica.storage_service import LocalFile, StorageService
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.group_commit import GroupCommitter
@@ -48,9 +49,6 @@ from tabletdb.storage.snapshot_files import (
     place_image,
     snapshot_to,
 )
-
-if TYPE_CHECKING:
-    from tabletdb.node.admin.rest_api import ApiContext
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from tabletdb.cql.errors import ServerError
-from tabletdb.group0.auth_state import with_auth
 from tabletdb.group0.cluster_state import Applied, ClusterState, SchemaEntry
-from tabletdb.group0.state import Group0State, SchemaCommand
+from tabletdb.group0.state import Group0State, SchemaCommand, with_auth
 from tabletdb.group0.state import apply as apply_group0
 from tabletdb.group0.state_id import timeuuid_after
 from tabletdb.group0.tablets_state import TabletChange

@@ -1,8 +1,9 @@
 """The asyncio shell that runs group0's Raft core: ticks, the durable log, RPC and snapshots.
 
-`net.raft_host.RaftHost` runs a fixed member list and no state machine; group0 needs members
-added at run time (a peer's address is learnt from the replicated topology), an applier, read
-barriers and snapshots of the applied state, so it gets this shell.
+It is the project's one Raft shell: members are added at run time (a peer's address is learnt
+from the replicated topology), the state machine comes in as an applier, an installer and a
+snapshot capture, and it serves read barriers. The Raft crash test and benchmark run it too,
+around a state machine that only keeps the applied entries (`tests.harness.raft_member`).
 
 Each Ready is handled in the order `raft.types` requires: persist (snapshot, entries, hard
 state, one fsync), send, apply, advance. Messages to each peer leave through a queue and a

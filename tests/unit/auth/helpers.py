@@ -6,8 +6,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tabletdb.auth import AuthConfig, AuthState, apply_auth_mutations
-from tabletdb.auth.mutations import AuthMutation
+from tabletdb.auth.model import AuthConfig, AuthState
+from tabletdb.auth.mutations import AuthMutation, apply_auth_mutations
 from tabletdb.cql.parser import parse
 from tabletdb.cql.types import INT
 from tabletdb.schema.model import (

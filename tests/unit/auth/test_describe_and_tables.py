@@ -5,9 +5,10 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from tabletdb.auth import AuthConfig, apply_auth_mutations, describe_auth, grant_permissions
-from tabletdb.auth.describe import check_may_describe_passwords
-from tabletdb.auth.mutations import PutRole, RevokeAllOn
+from tabletdb.auth.describe import check_may_describe_passwords, describe_auth
+from tabletdb.auth.model import AuthConfig
+from tabletdb.auth.mutations import PutRole, RevokeAllOn, apply_auth_mutations
+from tabletdb.auth.permissions import grant_permissions
 from tabletdb.auth.serialize import AuthDecodeError, from_plain, to_plain
 from tabletdb.auth.system_tables import AUTH_TABLES, ROLE_PERMISSIONS, ROLES, render
 from tabletdb.cql.errors import Unauthorized
@@ -109,7 +110,9 @@ def test_describe_output_replays_to_the_same_state() -> None:
         for r in describe_auth(state, QosState(), True, ENFORCING)
         if r.type.startswith(("role", "grant"))
     ]
-    from tabletdb.auth import AuthState, grant_role, roles
+    from tabletdb.auth import roles
+    from tabletdb.auth.model import AuthState
+    from tabletdb.auth.roles import grant_role
 
     replayed = AuthState()
     for text in statements:

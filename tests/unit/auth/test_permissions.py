@@ -6,23 +6,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabletdb.auth import (
-    AuthState,
-    Permission,
-    Role,
-    apply_auth_mutations,
+from tabletdb.auth import resources as res
+from tabletdb.auth.authorization import (
     check_permission,
     creator_grants,
-    grant_permissions,
     has_permission,
     keyspace_creator_grants,
     keyspace_dropped,
-    list_permissions,
-    revoke_permissions,
     table_dropped,
 )
-from tabletdb.auth import resources as res
-from tabletdb.auth.mutations import AddMembership, AddPermissions, AuthMutation, PutRole
+from tabletdb.auth.model import AuthState, Role
+from tabletdb.auth.mutations import AddMembership, AddPermissions, AuthMutation, PutRole, apply_auth_mutations
+from tabletdb.auth.permissions import grant_permissions, list_permissions, revoke_permissions
+from tabletdb.auth.resources import Permission
 from tabletdb.cql.errors import InvalidRequest, Unauthorized
 from tests.unit.auth.helpers import ENFORCING, OPEN, catalog, roles_state, stmt
 

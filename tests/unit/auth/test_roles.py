@@ -9,9 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabletdb.auth import AuthConfig, AuthState, Permission, apply_auth_mutations, authenticate, roles
+from tabletdb.auth import roles
 from tabletdb.auth.listing import list_roles, list_users
-from tabletdb.auth.mutations import AddPermissions
+from tabletdb.auth.login import authenticate
+from tabletdb.auth.model import AuthConfig, AuthState
+from tabletdb.auth.mutations import AddPermissions, apply_auth_mutations
+from tabletdb.auth.resources import Permission
 from tabletdb.cql import ast_auth as ast
 from tabletdb.cql.errors import BadCredentials, InvalidRequest, Unauthorized
 from tests.unit.auth.helpers import ENFORCING, OPEN, SALT, roles_state, run, stmt

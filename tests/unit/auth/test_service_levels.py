@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tabletdb.auth import decide_service_level, effective_timeout_ms, list_service_levels
+from tabletdb.auth.service_levels import decide_service_level, effective_timeout_ms, list_service_levels
 from tabletdb.cql.errors import InvalidRequest, Unauthorized
 from tabletdb.qos import QosState, apply_qos_mutations
 from tests.unit.auth.helpers import ENFORCING, OPEN, roles_state, stmt

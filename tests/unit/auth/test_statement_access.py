@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tabletdb.auth import Permission
+from tabletdb.auth.resources import Permission
 from tabletdb.auth.statement_access import required_permissions
 from tabletdb.cql.errors import InvalidRequest
 from tests.unit.auth.helpers import catalog, stmt

@@ -10,7 +10,7 @@ from tabletdb.auth.model import AuthState, Role
 from tabletdb.auth.mutations import AddMembership, AddPermissions, PutRole, apply_auth_mutations
 from tabletdb.auth.resources import Permission
 from tabletdb.auth.serialize import from_plain, to_plain
-from tabletdb.group0.auth_state import AuthOutcome, with_auth
+from tabletdb.group0.auth_state import AuthOutcome
 from tabletdb.group0.state import (
     Group0State,
     SchemaCommand,
@@ -19,6 +19,7 @@ from tabletdb.group0.state import (
     decode_state,
     encode_command,
     encode_state,
+    with_auth,
 )
 from tabletdb.qos.model import ServiceLevel
 from tabletdb.qos.mutations import Attach, PutLevel

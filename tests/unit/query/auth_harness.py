@@ -8,8 +8,7 @@ import uuid
 
 from tabletdb.cql import ast
 from tabletdb.cql.parser import parse_statement
-from tabletdb.group0.auth_state import with_auth
-from tabletdb.group0.state import Group0State, SchemaCommand, apply
+from tabletdb.group0.state import Group0State, SchemaCommand, apply, with_auth
 from tabletdb.query import ddl
 from tabletdb.query.metadata_store import Decision
 from tabletdb.schema import system_schema

@@ -1,20 +1,27 @@
-"""An in-process node for data-path tests: metadata store, storage service and processor, no sockets.
+"""An in-process node for data-path tests: group0, storage service and processor, no CQL server.
 
-The clock is a plain attribute so TTL tests move time explicitly instead of sleeping.
+Metadata goes through the node's own group0 service, as the lone founding member of its
+cluster (its Raft log under the test's directory; only an internode port on 127.0.0.1, never
+contacted). Group0 keeps tasks on the event loop it started on, so the node owns its loop, as a
+node process does, and tests run their coroutines on it with `drive`. The clock is a plain
+attribute so TTL tests move time explicitly instead of sleeping.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.cql import codec
 from tabletdb.cql.values import Value
-from tabletdb.group0.state import Group0State
-from tabletdb.group0.tablets_state import TabletChange, plan_tablet_changes
-from tabletdb.node.group0_shell.metadata_local import LocalMetadataStore
+from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.group0.tablets_state import TabletChange, TabletMaps, plan_tablet_changes
+from tabletdb.group0.topology import NodeRecord
+from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult
@@ -25,9 +32,12 @@ from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog
 from tabletdb.tablets.allocation import NodeCapacity
 from tabletdb.tablets.count import SizingConfig
+from tabletdb.topology.features import supported_features
 
 HOST = uuid.UUID(int=7)
 SMP = 2
+ADDRESS = "127.0.0.1"
+T = TypeVar("T")
 
 
 class Clock:
@@ -41,13 +51,18 @@ class Clock:
 class DataNode:
     def __init__(self, workdir: Path, commitlog_sync_period_s: float | None = None) -> None:
         self.clock = Clock()
-        self.metadata = LocalMetadataStore(workdir / "raft", tablet_planner=self._plan)
+        self._loop = asyncio.Runner()
+        record = NodeRecord(
+            HOST, ADDRESS, ADDRESS, "dc1", "rack1", (), supported_features(), SMP, storage_port=0
+        )
+        self.metadata = Group0Service(workdir / "raft", record, "data-harness", (), tablet_planner=self._plan)
+        self.drive(self.metadata.start())
         self.storage = StorageService(
             workdir / "data",
             HOST,
             SMP,
             12,
-            lambda: self.metadata.tablets,
+            lambda: self.tablets,
             commitlog_sync_period_s=commitlog_sync_period_s,
         )
         self.processor = QueryProcessor(
@@ -62,9 +77,18 @@ class DataNode:
         self.metadata.add_listener(lambda _e: self.storage.follow_schema(self.metadata.catalog))
         self.client = ClientState(1, ("127.0.0.1", 1), 0)
 
-    def _plan(self, state: Group0State, after: Catalog) -> tuple[TabletChange, ...]:
+    def drive(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` to completion on the node's event loop."""
+        return self._loop.run(coro)
+
+    @property
+    def tablets(self) -> TabletMaps:
+        return self.metadata.state.metadata.tablets
+
+    def _plan(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
         node = NodeCapacity(HOST, "dc1", "rack1", SMP)
-        return plan_tablet_changes(state.catalog, after, state.tablets, [node], SizingConfig())
+        metadata = state.metadata
+        return plan_tablet_changes(metadata.catalog, after, metadata.tablets, [node], SizingConfig())
 
     async def run(
         self,
@@ -94,5 +118,7 @@ class DataNode:
                 return out
 
     def close(self) -> None:
+        self.drive(self.metadata.stop())
         self.storage.close()
         self.metadata.close()
+        self._loop.close()

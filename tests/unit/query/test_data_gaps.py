@@ -4,7 +4,6 @@ partition key."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def test_insert_of_static_columns_only_needs_no_clustering_key(node: DataNode) -
         with pytest.raises(InvalidRequest, match="clustering key parts are missing: c"):
             await node.run("INSERT INTO ks.t (p) VALUES (1)")
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_token_bounds_given_as_token_of_values(node: DataNode) -> None:
@@ -57,7 +56,7 @@ def test_token_bounds_given_as_token_of_values(node: DataNode) -> None:
         )
         assert [codec.deserialize(TEXT, row[0]) for row in bound.rows] == ordered[:3]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_clustering_restriction_without_partition_key_needs_allow_filtering(node: DataNode) -> None:
@@ -73,4 +72,4 @@ def test_clustering_restriction_without_partition_key_needs_allow_filtering(node
         await node.run("CREATE INDEX ON ks.t (c)")
         assert await node.rows("SELECT p, c FROM ks.t WHERE c = 1") == [(1, 1)]
 
-    asyncio.run(go())
+    node.drive(go())

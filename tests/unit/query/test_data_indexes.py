@@ -8,7 +8,6 @@ read in one page or many.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -129,7 +128,7 @@ def test_indexed_queries_match_filtered_scans(node: DataNode) -> None:
                     assert await node.rows(query) == want, query
                     assert await node.rows(query, page_size=2) == want, query
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_stale_entries_are_deleted_and_ttl_entries_expire(node: DataNode) -> None:
@@ -152,7 +151,7 @@ def test_stale_entries_are_deleted_and_ttl_entries_expire(node: DataNode) -> Non
         assert entries_of(node, "t", "v_idx", 12) == 0
         assert await node.rows("SELECT p, c FROM ks.t WHERE v = 12") == []
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_create_index_builds_existing_data_and_drop_removes_it(node: DataNode) -> None:
@@ -176,7 +175,7 @@ def test_create_index_builds_existing_data_and_drop_removes_it(node: DataNode) -
             await node.run("SELECT p FROM ks.t WHERE v = 'v0'")
         assert await node.rows("SELECT p, c, v FROM ks.t WHERE v = 'v0' ALLOW FILTERING") == want
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_paging_through_index_resumes_after_concurrent_writes(node: DataNode) -> None:
@@ -198,7 +197,7 @@ def test_paging_through_index_resumes_after_concurrent_writes(node: DataNode) ->
         assert sorted(seen) == list(range(0, 30, 2))
         assert len(seen) == len(set(seen))
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_truncate_empties_index_and_views(node: DataNode) -> None:
@@ -218,7 +217,7 @@ def test_truncate_empties_index_and_views(node: DataNode) -> None:
         assert await node.rows("SELECT * FROM ks.by_v") == []
         assert await node.rows("SELECT * FROM ks.t WHERE v = 1") == []
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_which_restrictions_an_index_spares_allow_filtering(node: DataNode) -> None:
@@ -242,7 +241,7 @@ def test_which_restrictions_an_index_spares_allow_filtering(node: DataNode) -> N
                 await node.run(f"SELECT p, c FROM ks.t WHERE {where}")
         assert await node.rows("SELECT p, c FROM ks.t WHERE v = 1 AND w = 3 ALLOW FILTERING") == [(1, 3)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_null_and_unset_index_values_are_refused(node: DataNode) -> None:
@@ -256,7 +255,7 @@ def test_null_and_unset_index_values_are_refused(node: DataNode) -> None:
         with pytest.raises(InvalidRequest, match="unset value for column v"):
             await node.run("SELECT p FROM ks.t WHERE v = ?", [UNSET])
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_popular_value_reads_in_narrowing_windows(node: DataNode, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -276,4 +275,4 @@ def test_popular_value_reads_in_narrowing_windows(node: DataNode, monkeypatch: p
         for page in (None, 1, 7, 100):
             assert await node.rows("SELECT p, c FROM ks.t WHERE v = 0", page_size=page) == want
 
-    asyncio.run(go())
+    node.drive(go())

@@ -60,7 +60,7 @@ def test_lwt(node: DataNode) -> None:
         assert decoded(await node.run("DELETE FROM ks.t WHERE p = 1 AND c = 1 IF EXISTS"))[1] == [(True,)]
         assert await node.rows("SELECT * FROM ks.t") == []
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_concurrent_lwt_applies_once(node: DataNode) -> None:
@@ -72,7 +72,7 @@ def test_concurrent_lwt_applies_once(node: DataNode) -> None:
         )
         assert sum(decoded(r)[1][0][0] for r in results) == 1
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_counters(node: DataNode) -> None:
@@ -93,7 +93,7 @@ def test_counters(node: DataNode) -> None:
                 await node.run(conditional)
         assert await node.rows("SELECT n FROM ks.c WHERE p = 1") == [(43,)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_batch_shares_timestamp_and_static_rows(node: DataNode) -> None:
@@ -110,7 +110,7 @@ def test_batch_shares_timestamp_and_static_rows(node: DataNode) -> None:
         await node.run("UPDATE ks.t SET s = 'only' WHERE p = 3")
         assert await node.rows("SELECT p, c, s FROM ks.t WHERE p = 3") == [(3, None, "only")]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_json_and_token_ranges(node: DataNode) -> None:
@@ -128,7 +128,7 @@ def test_json_and_token_ranges(node: DataNode) -> None:
         high = await node.rows(f"SELECT p FROM ks.t WHERE token(p) > {middle}")
         assert len(low) == 20 and len(high) == 19
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def codec_int() -> Any:
@@ -147,4 +147,4 @@ def test_batch_using_timestamp(node: DataNode) -> None:
         )
         assert sorted(await node.rows("SELECT p, writetime(v) FROM ks.t")) == [(1, 1234), (2, 1234)]
 
-    asyncio.run(go())
+    node.drive(go())

@@ -8,7 +8,6 @@ for range DELETE.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import operator
 import random
@@ -83,7 +82,7 @@ def test_mixed_order_slices_match_tuple_comparison(node: DataNode) -> None:
             assert reverse == want[::-1], where
             assert await node.rows(f"SELECT b, c, d FROM ks.t WHERE a = 0 AND {where}", page_size=3) == want
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_mixed_order_range_delete(node: DataNode) -> None:
@@ -103,4 +102,4 @@ def test_mixed_order_range_delete(node: DataNode) -> None:
             want = sorted((r for r in rows if not gone(r)), key=clustering_order)
             assert await node.rows(f"SELECT b, c, d FROM ks.t WHERE a = {a}") == want, where
 
-    asyncio.run(go())
+    node.drive(go())

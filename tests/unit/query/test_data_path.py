@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +18,6 @@ def node(tmp_path: Path) -> Iterator[DataNode]:
     n.close()
 
 
-def run(coro: object) -> object:
-    return asyncio.run(coro)  # type: ignore[arg-type]
-
-
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"
 
 
@@ -34,7 +29,7 @@ async def _setup(node: DataNode, table: str) -> None:
 def test_insert_select_update_delete(node: DataNode) -> None:
     async def go() -> None:
         await _setup(node, "CREATE TABLE ks.t (p int, c int, v text, s int static, PRIMARY KEY (p, c))")
-        assert len(node.metadata.tablets) == 1
+        assert len(node.tablets) == 1
         for c in range(5):
             await node.run(f"INSERT INTO ks.t (p, c, v) VALUES (1, {c}, 'v{c}')")
         await node.run("UPDATE ks.t SET s = 9 WHERE p = 1")
@@ -48,7 +43,7 @@ def test_insert_select_update_delete(node: DataNode) -> None:
         await node.run("DELETE FROM ks.t WHERE p = 1")
         assert await node.rows("SELECT * FROM ks.t") == []
 
-    run(go())
+    node.drive(go())
 
 
 def test_collections(node: DataNode) -> None:
@@ -67,7 +62,7 @@ def test_collections(node: DataNode) -> None:
         await node.run("DELETE m[5], l[0] FROM ks.t WHERE p = 1")
         assert await node.rows("SELECT l, m FROM ks.t WHERE p = 1") == [((10, 3), ((-1, "y"),))]
 
-    run(go())
+    node.drive(go())
 
 
 def test_timestamps_and_ttl(node: DataNode) -> None:
@@ -81,7 +76,7 @@ def test_timestamps_and_ttl(node: DataNode) -> None:
         node.clock.now += 11
         assert await node.rows("SELECT * FROM ks.t WHERE p = 2") == []
 
-    run(go())
+    node.drive(go())
 
 
 def test_paging_counts_and_filtering(node: DataNode) -> None:
@@ -107,7 +102,7 @@ def test_paging_counts_and_filtering(node: DataNode) -> None:
             (6, 1),
         ]
 
-    run(go())
+    node.drive(go())
 
 
 def test_validation_stores_nothing(node: DataNode) -> None:
@@ -124,7 +119,7 @@ def test_validation_stores_nothing(node: DataNode) -> None:
             )
         assert await node.rows("SELECT * FROM ks.t") == []
 
-    run(go())
+    node.drive(go())
 
 
 def test_truncate_and_drop_remove_files(node: DataNode, tmp_path: Path) -> None:
@@ -138,6 +133,6 @@ def test_truncate_and_drop_remove_files(node: DataNode, tmp_path: Path) -> None:
         assert await node.rows("SELECT * FROM ks.t") == []
         await node.run("DROP TABLE ks.t")
         assert not list((tmp_path / "data" / "ks").glob("t-*"))
-        assert len(node.metadata.tablets) == 0
+        assert len(node.tablets) == 0
 
-    run(go())
+    node.drive(go())

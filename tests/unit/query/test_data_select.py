@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def test_group_by_and_aggregates(node: DataNode) -> None:
         with pytest.raises(InvalidRequest, match="prefix"):
             await node.rows("SELECT count(*) FROM ks.t GROUP BY a")
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_distinct_and_multi_column_slices(node: DataNode) -> None:
@@ -58,7 +57,7 @@ def test_distinct_and_multi_column_slices(node: DataNode) -> None:
             (0,),
         ]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_indexed_column_needs_no_allow_filtering(node: DataNode) -> None:
@@ -69,7 +68,7 @@ def test_indexed_column_needs_no_allow_filtering(node: DataNode) -> None:
         await node.run("CREATE INDEX ON ks.t (v)")
         assert await node.rows("SELECT p, a, b FROM ks.t WHERE v = 13") == [(1, 1, 1)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_default_ttl_and_using_ttl_zero(node: DataNode) -> None:
@@ -82,7 +81,7 @@ def test_default_ttl_and_using_ttl_zero(node: DataNode) -> None:
         node.clock.now += 100
         assert await node.rows("SELECT p FROM ks.e") == [(2,)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_descending_clustering_ranges(node: DataNode) -> None:
@@ -105,4 +104,4 @@ def test_descending_clustering_ranges(node: DataNode) -> None:
         await node.run("DELETE FROM ks.d WHERE p = 1 AND c < 2")
         assert await node.rows("SELECT c FROM ks.d WHERE p = 1") == [(5,), (4,), (3,), (2,)]
 
-    asyncio.run(go())
+    node.drive(go())

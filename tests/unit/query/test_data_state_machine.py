@@ -6,7 +6,6 @@ test says so, so TTL expiry is exact and the test has no timing thresholds.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import shutil
 import tempfile
@@ -37,13 +36,12 @@ class DataPathMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(dir=SCRATCH))
-        self.loop = asyncio.new_event_loop()
         self.node = DataNode(self.dir)
         self.model = Model()
         self.unique = itertools.count()
 
     def run(self, cql: str) -> None:
-        self.loop.run_until_complete(self.node.run(cql))
+        self.node.drive(self.node.run(cql))
 
     def ts(self, base: int) -> int:
         """Unique timestamps in random order: the drawn base dominates, the counter breaks ties."""
@@ -110,12 +108,11 @@ class DataPathMachine(RuleBasedStateMachine):
     def reads_match_the_model(self) -> None:
         if not hasattr(self, "node") or not self.node.metadata.catalog.table("ks", "t"):
             return
-        got = self.loop.run_until_complete(self.node.rows("SELECT p, c, v, st FROM ks.t", page_size=3))
+        got = self.node.drive(self.node.rows("SELECT p, c, v, st FROM ks.t", page_size=3))
         assert sorted(got) == self.model.rows(self.now)
 
     def teardown(self) -> None:
         self.node.close()
-        self.loop.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ def test_default_count_and_system_tablets(node: DataNode) -> None:
     async def go() -> None:
         await node.run("CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}")
         await node.run("CREATE TABLE ks.t (p int PRIMARY KEY)")
-        (tablet_map,) = node.metadata.tablets.values()
+        (tablet_map,) = node.tablets.values()
         # spec/tablets.md: per-shard floor ceil(10 * 2 shards / rf 1) = 20, rounded up to 32
         assert tablet_map.tablet_count == 32
         rows = await node.rows("SELECT table_name, tablet_count, last_token, replicas FROM system.tablets")
@@ -35,7 +34,7 @@ def test_default_count_and_system_tablets(node: DataNode) -> None:
         assert {r[3][0][0] for r in rows} == {HOST}
         assert sorted(shards.count(s) for s in range(SMP)) == [16, 16]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 @pytest.mark.parametrize(("key", "tablet"), [("hello", 2), ("key1", 4)])
@@ -49,7 +48,7 @@ def test_rows_land_in_the_spec_tablet(node: DataNode, tmp_path: Path, key: str, 
         )
         await node.run("CREATE TABLE ks.t (p text PRIMARY KEY, v int)")
         await node.run(f"INSERT INTO ks.t (p, v) VALUES ('{key}', 1)")
-        (tablet_map,) = node.metadata.tablets.values()
+        (tablet_map,) = node.tablets.values()
         assert tablet_map.tablet_count == 8
         (path,) = (tmp_path / "data" / "ks").glob("t-*/shard-*/tablet-*.db")
         assert path.name == f"tablet-{tablet}.db"
@@ -58,7 +57,7 @@ def test_rows_land_in_the_spec_tablet(node: DataNode, tmp_path: Path, key: str, 
         with TabletStore(path) as store:
             assert store.read_partition(key.encode(), 0) is not None
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_vnode_keyspace_has_no_tablet_map(node: DataNode, tmp_path: Path) -> None:
@@ -68,7 +67,7 @@ def test_vnode_keyspace_has_no_tablet_map(node: DataNode, tmp_path: Path) -> Non
             "AND tablets = {'enabled': false}"
         )
         await node.run("CREATE TABLE ks.t (p int PRIMARY KEY, v int)")
-        assert len(node.metadata.tablets) == 0
+        assert len(node.tablets) == 0
         for p in range(50):
             await node.run(f"INSERT INTO ks.t (p, v) VALUES ({p}, {p})")
         files = sorted(p.parent.name for p in (tmp_path / "data" / "ks").glob("t-*/shard-*/vnode.db"))
@@ -78,15 +77,15 @@ def test_vnode_keyspace_has_no_tablet_map(node: DataNode, tmp_path: Path) -> Non
         tokens = await node.rows("SELECT token(p) FROM ks.t")
         assert [t[0] for t in tokens] == sorted(t[0] for t in tokens)
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_table_ids_are_uuid(node: DataNode) -> None:
     async def go() -> None:
         await node.run("CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}")
         await node.run("CREATE TABLE ks.t (p int PRIMARY KEY)")
-        (table_id,) = node.metadata.tablets
+        (table_id,) = node.tablets
         assert isinstance(table_id, uuid.UUID)
         assert node.metadata.catalog.by_id(table_id) is not None
 
-    asyncio.run(go())
+    node.drive(go())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,7 +43,7 @@ def test_set_and_delete_fields(node: DataNode) -> None:
         await node.run("DELETE a.num FROM ks.u WHERE id = 2")
         assert await node.rows("SELECT * FROM ks.u WHERE id = 2") == []  # UPDATE wrote no row marker
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_bound_field_values_unset_and_null(node: DataNode) -> None:
@@ -58,7 +57,7 @@ def test_bound_field_values_unset_and_null(node: DataNode) -> None:
         await node.run("UPDATE ks.u SET a.num = ? WHERE id = 1", [None])
         assert await node.rows("SELECT a FROM ks.u WHERE id = 1") == [(("x", None),)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_field_errors(node: DataNode) -> None:
@@ -73,7 +72,7 @@ def test_field_errors(node: DataNode) -> None:
         with pytest.raises(InvalidRequest, match="is not a user type"):
             await node.run("UPDATE ks.u SET n.x = 1 WHERE id = 1")
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_non_frozen_udt_with_every_field_null_is_null(node: DataNode) -> None:
@@ -83,4 +82,4 @@ def test_non_frozen_udt_with_every_field_null_is_null(node: DataNode) -> None:
         # the frozen value is one blob and keeps its null fields; the non-frozen one has no fields left
         assert await node.rows("SELECT a, f FROM ks.u WHERE id = 1") == [(None, (None, None))]
 
-    asyncio.run(go())
+    node.drive(go())

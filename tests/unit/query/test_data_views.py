@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +38,7 @@ def test_view_tracks_base(node: DataNode) -> None:
         await node.run("UPDATE ks.users SET email = null WHERE id = 1")
         assert await node.rows("SELECT * FROM ks.by_email") == []
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"
@@ -74,7 +73,7 @@ def test_view_where_restrictions_select_base_rows(node: DataNode) -> None:
         assert sorted(await node.rows("SELECT c, p FROM ks.ones")) == [(1, 1), (2, 0), (3, 0)]
         assert sorted(await node.rows("SELECT c, p FROM ks.high")) == [(2, 0), (2, 1), (3, 0)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_view_rows_expire_with_base_ttls(node: DataNode) -> None:
@@ -98,7 +97,7 @@ def test_view_rows_expire_with_base_ttls(node: DataNode) -> None:
         assert await node.rows("SELECT * FROM ks.b WHERE p = 1") == []
         assert await node.rows("SELECT * FROM ks.by_k") == []
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_view_row_moves_when_its_key_changes(node: DataNode) -> None:
@@ -120,7 +119,7 @@ def test_view_row_moves_when_its_key_changes(node: DataNode) -> None:
         await node.run("UPDATE ks.b SET k = 7 WHERE p = 1 AND c = 1")
         assert await node.rows("SELECT k, p, c, v FROM ks.by_k") == [(7, 1, 1, 50)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_moved_view_row_leaves_nothing_behind_with_client_timestamps(node: DataNode) -> None:
@@ -144,7 +143,7 @@ def test_moved_view_row_leaves_nothing_behind_with_client_timestamps(node: DataN
         await node.run("UPDATE ks.b USING TIMESTAMP 270 SET k = 7 WHERE p = 1")
         assert await node.rows("SELECT k, p, v FROM ks.by_k") == [(7, 1, None)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 async def _random_base_writes(node: DataNode, rng: random.Random, count: int) -> None:
@@ -191,4 +190,4 @@ def test_views_mirror_the_base_under_random_writes(node: DataNode) -> None:
             high = sorted((c, p, k, v) for p, c, k, v in base if c >= 1 and v is not None and v >= 1)
             assert sorted(await node.rows("SELECT c, p, k, v FROM ks.high")) == high
 
-    asyncio.run(go())
+    node.drive(go())

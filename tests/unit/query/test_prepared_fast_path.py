@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,7 +49,7 @@ def test_prepared_statements_follow_schema_changes(node: DataNode) -> None:
         with pytest.raises(InvalidRequest, match="unconfigured table t"):
             await execute(select, 1)
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_a_point_select_is_answered_at_once_like_execute(node: DataNode) -> None:
@@ -89,4 +88,4 @@ def test_a_point_select_is_answered_at_once_like_execute(node: DataNode) -> None
         await node.run("ALTER TABLE ks.t ADD w int")  # a new catalog: resolved again by execute
         assert now(node.client, select.id, None, params(1)) is None
 
-    asyncio.run(go())
+    node.drive(go())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,4 +68,4 @@ def test_execute_on_the_wrong_shard_answers_with_the_tablet(node: tuple[DataNode
         assert sum(counts.values()) == 2  # the scan is not single-partition: not counted
         assert routes.counters.payloads_sent == 1
 
-    asyncio.run(go())
+    n.drive(go())

@@ -5,7 +5,6 @@ hands to the general encoder."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import tempfile
 from pathlib import Path
@@ -142,7 +141,7 @@ def test_direct_point_read_equals_the_general_path(
     with tempfile.TemporaryDirectory(prefix="select-point-") as tmp:
         node = DataNode(Path(tmp))
         try:
-            asyncio.run(go(node))
+            node.drive(go(node))
         finally:
             node.close()
 
@@ -182,6 +181,6 @@ def test_what_the_direct_read_leaves_to_the_general_path(tmp_path: Path) -> None
 
     node = DataNode(tmp_path)
     try:
-        asyncio.run(go(node))
+        node.drive(go(node))
     finally:
         node.close()

@@ -3,7 +3,6 @@ as the general paths: same rows, same refusals naming the column."""
 
 from __future__ import annotations
 
-import asyncio
 import struct
 import uuid
 from collections.abc import Iterator
@@ -63,7 +62,7 @@ def test_point_read_on_a_composite_key_in_any_where_order(node: DataNode) -> Non
         with pytest.raises(InvalidRequest, match="Invalid unset value for column a"):
             await _execute(node, select, [_ser(TEXT, "x"), UNSET])
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_point_read_pages_and_follows_a_schema_change(node: DataNode) -> None:
@@ -90,7 +89,7 @@ def test_point_read_pages_and_follows_a_schema_change(node: DataNode) -> None:
         assert [c.name for c in again.metadata.columns] == ["k", "c", "v", "w"]
         assert _decoded(again)[0] == (1, 0, "v0", 7)
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_insert_stores_bound_values_as_the_general_path_would(node: DataNode) -> None:
@@ -120,7 +119,7 @@ def test_insert_stores_bound_values_as_the_general_path_would(node: DataNode) ->
             await _execute(node, insert, [UNSET, _ser(INT, 1), _ser(BIGINT, 2), b"\xff", UNSET, UNSET])
         assert await node.rows("SELECT k, c FROM ks.t") == [(1, 2)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_static_only_insert_through_the_plan(node: DataNode) -> None:
@@ -131,7 +130,7 @@ def test_static_only_insert_through_the_plan(node: DataNode) -> None:
         await _execute(node, insert, [_ser(INT, 1), _ser(INT, 9)])
         assert await node.rows("SELECT k, c, s, v FROM ks.t") == [(1, None, 9, None)]
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 @pytest.mark.parametrize("name", sorted(PASS_THROUGH))

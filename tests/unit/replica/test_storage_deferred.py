@@ -4,7 +4,6 @@ not released for a restore to replace its file."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from tabletdb.storage.snapshot_files import live_row_count, snapshot_to
@@ -20,7 +19,7 @@ def _filled(tmp_path: Path) -> DataNode:
         for k in range(50):
             await node.run(f"INSERT INTO ks.t (k, v) VALUES ({k}, {k})")
 
-    asyncio.run(fill())
+    node.drive(fill())
     return node
 
 
@@ -48,6 +47,6 @@ def test_truncate_drops_deferred_rows_and_a_deferring_store_is_not_released(tmp_
     table = node.metadata.catalog.table("ks", "t")
     held = [f.path for f in node.storage.local_files(table) if f.path.exists()]
     assert held and not any(node.storage.release(p) for p in held)
-    asyncio.run(node.run("TRUNCATE ks.t"))
-    assert asyncio.run(node.rows("SELECT k FROM ks.t")) == []
+    node.drive(node.run("TRUNCATE ks.t"))
+    assert node.drive(node.rows("SELECT k FROM ks.t")) == []
     node.close()

@@ -17,7 +17,8 @@ from tabletdb.schema.ddl_types import (
     drop_type,
 )
 from tabletdb.schema.ddl_views import alter_view, create_view, drop_view
-from tabletdb.schema.indexes import create_index, describe_target, drop_index, parse_target
+from tabletdb.schema.index_targets import describe_target, parse_target
+from tabletdb.schema.indexes import create_index, drop_index
 from tabletdb.schema.model import Catalog, ColumnKind, IndexKind
 
 from .helpers import apply, next_id, with_keyspace, with_table

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def test_a_new_view_shows_existing_rows_and_then_follows_writes(node: DataNode) 
         expected = {row for row in expected if row[1] != 2 and row[1:3] != (1, 2)} | {(100, 1, 2, "w1")}
         assert set(await node.rows("SELECT v, k, c, w FROM ks.by_v")) == expected
 
-    asyncio.run(go())
+    node.drive(go())
 
 
 def test_built_view_rows_keep_the_base_write_times_and_ttls(node: DataNode) -> None:
@@ -56,4 +55,4 @@ def test_built_view_rows_keep_the_base_write_times_and_ttls(node: DataNode) -> N
         rows = await node.rows("SELECT writetime(w), ttl(w) FROM ks.by_v WHERE v = 5")
         assert len(rows) == 1 and rows[0][0] == 1000 and 0 < rows[0][1] <= 5000
 
-    asyncio.run(go())
+    node.drive(go())

@@ -1,7 +1,8 @@
-"""Three real Raft processes over loopback: kill -9 the leader during 1,000 proposals.
+"""Three Raft processes on group0's shell over loopback: kill -9 the leader during 1,000 proposals.
 
 Every proposal acknowledged to the client must be in every node's committed log afterwards, and
-all committed logs must be identical.
+all committed logs must be identical. The members are `tests.harness.raft_member` processes:
+`RaftDriver` with a state machine that keeps the applied entries.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tabletdb.net.rpc import RpcError, RpcNode
+
+REPO = Path(__file__).resolve().parents[4]
 
 PROPOSALS = 1000
 CONCURRENCY = 16
@@ -40,10 +43,11 @@ class Cluster:
 
     def start(self, node: int) -> None:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tabletdb.net.raft_host", "--id", str(node), "--dir",
+            [sys.executable, "-m", "tests.harness.raft_member", "--id", str(node), "--dir",
              str(self.tmp / f"n{node}"), "--peers", self.peers],
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONHASHSEED": "0"},
+            cwd=REPO,
         )  # fmt: skip
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith(b"ready")
@@ -65,7 +69,7 @@ async def _leader(client: RpcNode, alive: set[int]) -> int | None:
             status: dict[str, Any] = await client.call(node, "raft.status", timeout=0.5)
         except (RpcError, OSError):
             continue
-        if status["role"] == "LEADER":
+        if status["role"] == "leader":
             return node
     return None
 

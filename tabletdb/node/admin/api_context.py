@@ -1,0 +1,30 @@
+"""What the REST admin API's endpoints act on: this node's identity, state and services.
+
+A module of its own because both the API's core routes (`node.admin.rest_api`) and the backup
+and restore routes (`node.admin.rest_snapshots`) take it, and rest_api registers those routes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.node.admin.metrics import NodeMetrics
+from tabletdb.node.group0_shell.service import Group0Service
+from tabletdb.replica.storage_service import StorageService
+
+
+@dataclass(frozen=True)
+class ApiContext:
+    host_id: uuid.UUID
+    address: str
+    state: Callable[[], ClusterState]
+    group0: Group0Service | None
+    """None in maintenance mode: there is no Raft to ask."""
+    metrics: NodeMetrics | None = None
+    storage: StorageService | None = None
+    snapshots_dir: Path | None = None
+    """Backup and restore endpoints (node.admin.rest_snapshots) act on these."""

@@ -1,0 +1,1 @@
+"""Developer tools the Makefile runs; not part of the installed package."""
