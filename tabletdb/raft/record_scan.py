@@ -12,14 +12,16 @@ and that lives here once:
   written after it. That is damage to bytes already written (media, a stray write, an edit), and
   the records in it were acknowledged once; dropping them silently loses data.
 
-So `scan_records` stops at the first bad record and looks for a valid record starting at a
-later byte offset (`next_record`); the caller decides what damage means for its log. It tries
-first where the bad record's own header says it ends (``claimed_end``): damage inside a payload
-leaves the header right, and this spares checking every byte offset of a large record, each of
-which may read a length that fits the file and cost a crc32 over that many bytes. A later
-"record" found by chance in garbage would need a matching crc32 (odds of 2**-32 per offset), so
-each format must make sure a run of zero bytes, what a power loss most often leaves, never parses
-as a valid record.
+So `scan_records` stops at the first bad record and finds the first valid record starting at a
+later byte offset (`next_record`); the caller decides what damage means for its log. Every byte
+offset is a candidate, and each may read a length that fits the file and cost a crc32 over that
+many bytes; so the search first looks where the bad record's own header says it ends
+(``claimed_end``; damage inside a payload leaves the header right). If a valid record starts
+there, any valid record between must end by it (a chain of records meeting it), so the offsets
+in between are tried against the data up to that point only, which keeps each crc32 within the
+damaged record. A "record" found by chance in garbage would need a matching crc32 (odds of
+2**-32 per offset), so each format must make sure a run of zero bytes, what a power loss most
+often leaves, never parses as a valid record.
 """
 
 from __future__ import annotations
@@ -88,11 +90,16 @@ def scan_records(
 def next_record(
     data: bytes, bad: int, record_at: RecordAt[T], claimed_end: ClaimedEnd, header_size: int
 ) -> int | None:
-    """The offset after ``bad`` where the next valid record starts, or None if none does."""
+    """The first offset after ``bad`` where a valid record starts, or None if none does."""
     claimed = claimed_end(data, bad)
     if bad < claimed <= len(data) - header_size and record_at(data, claimed) is not None:
-        return claimed
-    for later in range(bad + 1, len(data) - header_size + 1):
-        if record_at(data, later) is not None:
-            return later
+        between = _first_valid(data[:claimed], bad + 1, record_at, header_size)  # see above
+        return claimed if between is None else between
+    return _first_valid(data, bad + 1, record_at, header_size)
+
+
+def _first_valid(data: bytes, start: int, record_at: RecordAt[T], header_size: int) -> int | None:
+    for offset in range(start, len(data) - header_size + 1):
+        if record_at(data, offset) is not None:
+            return offset
     return None
