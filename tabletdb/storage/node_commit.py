@@ -26,10 +26,9 @@ worker fsyncs every store given rows since the last reset (``TabletStore.sync_to
 commit is in flight at a time and its own rows are deferred after its append), resets the log,
 and appends. Removing or replacing data (TRUNCATE, DROP, a restore replacing a file) first logs a
 *removal* record for the path (``removed``) and drops the path's deferred rows, so a replay
-never applies rows logged before it to what is there after. At start (``replay``) every whole
-write record not followed by a removal of its path is applied again to its store if the file
-exists; that is harmless for what the stores already have, because every upsert is
-last-write-wins (counters are stored as totals, each built by one Paxos round, so they too).
+never applies rows logged before it to what is there after. At start (``replay``,
+``commit_replay``) every valid write record not followed by a removal of its path is applied
+again to its store if the file exists; a log damaged between valid records stops the start.
 
 A write that cannot be packed for the log fails alone. Rows that the store later fails to write
 while the rest of the deferred batch succeeds are dropped and logged (``write_deferred``): they
@@ -50,6 +49,7 @@ import msgpack
 from tabletdb.storage.batch_rows import BatchRows, batch_rows
 from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.commit_pool import CommitPool, default_pool
+from tabletdb.storage.commit_replay import REMOVE, WRITE, replay
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.tablet_store import StorageError, TabletStore
 
@@ -157,45 +157,22 @@ class NodeCommitter:
         self._write_out_timer: asyncio.TimerHandle | None = None
         self.counters = CommitCounters()
 
-    def replay(self) -> int:
-        """Apply the log's write records to their stores again, sync them, empty the log.
+    def replay(self, *, skip_corrupt: bool = False) -> int:
+        """Apply the log's write records to their stores again, sync them, empty the log
+        (``commit_replay``); how many write records were replayed.
 
-        Run once at start, before any store is opened. Rows logged before a removal of their
-        path are skipped, and so are files that no longer exist (their table was dropped or
-        truncated). Returns how many write records were replayed.
+        Run once at start, before any store is opened. A log corrupt between valid records
+        raises ``CommitLogCorrupt`` and is left as it is (the log is closed: this committer is
+        unusable) unless ``skip_corrupt``.
         """
-        records = [msgpack.unpackb(payload) for payload in self._log.records()]
-        removals = [(i, record[1]) for i, record in enumerate(records) if record[0] == _REMOVE]
-        stores: dict[Path, TabletStore] = {}
-        count = 0
         try:
-            for i, record in enumerate(records):
-                if record[0] != _WRITE:
-                    continue
-                count += 1
-                for name, writers in record[1]:
-                    if any(j > i and _under(name, prefix) for j, prefix in removals):
-                        continue
-                    path = self._root / name
-                    if path not in stores:
-                        if not path.exists():
-                            continue
-                        stores[path] = TabletStore(path)
-                    store = stores[path]
-                    for blob in writers:  # in large transactions, as deferred rows are written
-                        store.defer_rows(tuple(msgpack.unpackb(blob)))
-                    if store.deferred_count >= _REPLAY_BATCH:
-                        _write_replayed(store)
-            for store in stores.values():
-                _write_replayed(store)
-                store.sync_to_disk()
-        finally:
-            for store in stores.values():
-                store.close()
+            count = replay(self._log, self._root, skip_corrupt=skip_corrupt)
+        except BaseException:
+            with self._log_lock:
+                self._log.close()
+            raise
         with self._log_lock:
             self._log.reset()
-        if count:
-            log.info("commit log replayed records=%d stores=%d", count, len(stores))
         return count
 
     def attach(self, store: TabletStore) -> LoggedStore:
@@ -228,7 +205,7 @@ class NodeCommitter:
     def removed(self, path: Path) -> None:
         """Log (synced) that the data at ``path`` (a file or a directory) is being removed or
         replaced: a replay skips every row logged for it before. Call before removing it."""
-        payload: bytes = msgpack.packb([_REMOVE, self._name(path)])
+        payload: bytes = msgpack.packb([REMOVE, self._name(path)])
         with self._log_lock:
             self._log.append(payload)
         for dirty in [p for p in self._dirty if p == path or path in p.parents]:
@@ -276,7 +253,7 @@ class NodeCommitter:
             self._settle(batch, outcomes)
             return
         payload: bytes = msgpack.packb(
-            [_WRITE, [[logged.name, blobs] for logged, _, _, blobs in stores.values()]]
+            [WRITE, [[logged.name, blobs] for logged, _, _, blobs in stores.values()]]
         )
         to_sync: list[TabletStore] = []
         # the log may be emptied only once every row it holds is in a file to sync
@@ -442,23 +419,3 @@ class NodeCommitter:
             return str(path.relative_to(self._root))
         except ValueError:
             return str(path)
-
-
-_WRITE = "w"
-_REMOVE = "r"
-
-
-_REPLAY_BATCH = 4096
-"""Replayed writes per transaction: a log of 64 MiB holds a few hundred thousand."""
-
-
-def _write_replayed(store: TabletStore) -> None:
-    try:
-        store.write_deferred()  # a write failing alone is dropped and logged there
-    except StorageError:  # the file refuses every write: what the replay can do is report it
-        log.exception("commit log replay: writes to %s failed again; they are lost", store.path)
-        store.discard_deferred()
-
-
-def _under(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix.rstrip("/") + "/")
