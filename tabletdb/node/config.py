@@ -92,6 +92,10 @@ class NodeConfig:
     maintenance_mode: bool = False
     commitlog_sync: str = "periodic"
     commitlog_sync_period_in_ms: int = 10000
+    commitlog_skip_corrupt_records: bool = False
+    """Start even if the commit log is damaged between valid records: skip the damaged bytes
+    (their writes are lost, reported at ERROR, a copy of the log kept) and replay the rest.
+    Without it such a node refuses to start (``storage.commit_replay``)."""
     read_request_timeout_in_ms: int = 5000
     write_request_timeout_in_ms: int = 2000
     range_request_timeout_in_ms: int = 10000
@@ -337,6 +341,7 @@ _PARSERS: dict[str, Parser] = {
     "maintenance_mode": _parse_bool,
     "commitlog_sync": _choice_parser(COMMITLOG_SYNC_MODES),
     "commitlog_sync_period_in_ms": _int_parser(1),
+    "commitlog_skip_corrupt_records": _parse_bool,
     "read_request_timeout_in_ms": _int_parser(1),
     "write_request_timeout_in_ms": _int_parser(1),
     "range_request_timeout_in_ms": _int_parser(1),

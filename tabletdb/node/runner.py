@@ -43,9 +43,11 @@ from tabletdb.query.auth_check import AuthService, create_default_superuser
 from tabletdb.query.data_path import DataPath, catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import RouteCheck
+from tabletdb.raft.storage_records import CorruptLogError
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.schema.model import Catalog
+from tabletdb.storage.commit_records import CommitLogCorrupt
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.topology.features import supported_features
@@ -109,6 +111,7 @@ class Node:
             commitlog_sync_period_s=(
                 config.commitlog_sync_period_in_ms / 1000 if config.commitlog_sync == "periodic" else None
             ),
+            commitlog_skip_corrupt_records=config.commitlog_skip_corrupt_records,
         )
         self.storage.follow_schema(self.metadata.catalog)
         group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
@@ -414,7 +417,11 @@ async def _main(config: NodeConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    node = Node(config)
+    try:
+        node = Node(config)
+    except (CommitLogCorrupt, CorruptLogError) as exc:  # damaged durable state: one line, no traceback
+        print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
+        return 1
     try:
         await node.run(stop)
     except JoinRefused as exc:

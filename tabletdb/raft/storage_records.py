@@ -4,7 +4,11 @@ A record is ``length:u32 | crc32:u32 | type:u8 | payload`` (little-endian); the 
 the type byte and the payload, so a torn write (a short record) and a flipped bit are both
 caught. `scan` tells a torn *tail* (only garbage follows the bad record: drop it) from
 corruption in the *middle* (a valid record follows: refuse to start), because silently dropping
-acknowledged entries behind a bad record would break Raft's promises.
+acknowledged entries behind a bad record would break Raft's promises. How the two are told apart
+is shared with the node's commit log (`record_scan`). A bad *last* record is a torn tail even
+when it is whole-sized: a power loss can leave a record's length on disk without its bytes, and
+nothing after it was ever synced, so nothing depending on it was sent. A zero type byte is never
+valid, so a run of zeros never parses as a record.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 from enum import IntEnum
+
+from tabletdb.raft.record_scan import scan_records
 
 HEADER = struct.Struct("<IIB")
 MAX_PAYLOAD = 64 << 20
@@ -46,8 +52,8 @@ def encode_record(rtype: RecordType, payload: bytes) -> bytes:
     return HEADER.pack(len(payload), zlib.crc32(body), rtype) + payload
 
 
-def _record_at(data: bytes, offset: int) -> tuple[RecordType, bytes, int] | None:
-    """The valid record starting at `offset` as (type, payload, end), or None."""
+def _record_at(data: bytes, offset: int) -> tuple[tuple[RecordType, bytes], int] | None:
+    """The valid record starting at `offset` as ((type, payload), end), or None."""
     if offset + HEADER.size > len(data):
         return None
     length, crc, rtype = HEADER.unpack_from(data, offset)
@@ -59,7 +65,7 @@ def _record_at(data: bytes, offset: int) -> tuple[RecordType, bytes, int] | None
     payload = data[offset + HEADER.size : end]
     if zlib.crc32(bytes([rtype]) + payload) != crc:
         return None
-    return RecordType(rtype), payload, end
+    return (RecordType(rtype), payload), end
 
 
 @dataclass
@@ -72,19 +78,18 @@ class ScanResult:
 
 def scan(data: bytes, file: str) -> ScanResult:
     """Parse all records; a damaged record followed by any valid record raises CorruptLogError."""
-    records: list[tuple[RecordType, bytes]] = []
-    offset = 0
-    while offset < len(data):
-        record = _record_at(data, offset)
-        if record is None:
-            reason = _describe_damage(data, offset)
-            for later in range(offset + 1, len(data) - HEADER.size + 1):
-                if _record_at(data, later) is not None:
-                    raise CorruptLogError(file, offset, reason)
-            return ScanResult(records, offset, reason)
-        rtype, payload, offset = record
-        records.append((rtype, payload))
-    return ScanResult(records, offset)
+    found = scan_records(data, _record_at, _describe_damage, _claimed_end, HEADER.size)
+    damage = found.damage
+    if damage is not None and not damage.torn_tail:
+        raise CorruptLogError(file, damage.offset, damage.reason)
+    return ScanResult(found.records, found.end, damage.reason if damage is not None else None)
+
+
+def _claimed_end(data: bytes, offset: int) -> int:
+    if offset + HEADER.size > len(data):
+        return len(data)
+    length: int = HEADER.unpack_from(data, offset)[0]
+    return offset + HEADER.size + length
 
 
 def _describe_damage(data: bytes, offset: int) -> str:

@@ -72,10 +72,13 @@ class StorageService:
         *,
         node_commit: bool = True,
         commitlog_sync_period_s: float | None = None,
+        commitlog_skip_corrupt_records: bool = False,
     ) -> None:
         """``commitlog_sync_period_s``: None syncs the commit log before each write is answered
         (``commitlog_sync: batch``); a period writes it before and syncs it every period
-        (``periodic``, Cassandra's default); see ``storage.node_commit``."""
+        (``periodic``, Cassandra's default); see ``storage.node_commit``. A commit log damaged
+        between valid records raises ``CommitLogCorrupt`` unless ``commitlog_skip_corrupt_records``
+        (``storage.commit_replay``)."""
         self.data_dir = data_dir
         self._node_commit: NodeCommitter | None = None
         """One log record per tick for all stores (``storage.node_commit``); its log is replayed
@@ -84,7 +87,7 @@ class StorageService:
             self._node_commit = NodeCommitter(
                 data_dir / COMMIT_LOG, data_dir, sync_period_s=commitlog_sync_period_s
             )
-            self._node_commit.replay()
+            self._node_commit.replay(skip_corrupt=commitlog_skip_corrupt_records)
         self.host_id = host_id
         self.smp = smp
         self.ignore_msb = ignore_msb

@@ -2,7 +2,9 @@
 
 Modules: ``mutation`` (the write unit), ``reconcile`` (last-write-wins order, live read results),
 ``sqlite_schema`` (file layout and LWW upserts), ``read_path`` (live view of a partition),
-``stored_mutations`` (export by partition), ``tablet_store`` (TabletStore), ``group_commit``.
+``stored_mutations`` (export by partition), ``tablet_store`` (TabletStore), ``group_commit``,
+``node_commit`` (the node-wide commit log: ``commit_log`` appends, ``commit_records`` frames and
+reads back, ``commit_replay`` replays at start).
 """
 
 from tabletdb.storage.group_commit import GroupCommitter

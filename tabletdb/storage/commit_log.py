@@ -1,24 +1,19 @@
 """An append-only, checksummed log file: the node-wide commit log's file.
 
-Each record is ``[u32 length][u32 crc32 of the payload][payload]`` (little-endian). A crash in the
-middle of an append leaves a torn tail: ``records`` stops at the first record that is short or
-whose checksum fails, so a torn record is dropped, never replayed - it was never acknowledged,
-because ``append`` returns only after the whole record is written (to the disk with ``sync``,
-else to the OS, which keeps it through a crash of the process but not of the machine).
-``reset`` empties the file (synced) once everything it holds is durable elsewhere.
+Records are framed as ``commit_records`` describes (length, crc32, payload), which also reads a
+log back and tells a torn tail (dropped) from corruption (refused). ``append`` returns only after
+the whole record is written (to the disk with ``sync``, else to the OS, which keeps it through a
+crash of the process but not of the machine). ``reset`` empties the file (synced) once
+everything it holds is durable elsewhere.
 """
 
 from __future__ import annotations
 
 import os
-import struct
-import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
+from tabletdb.storage.commit_records import CommitLogCorrupt, LogContents, encode, read_log
 from tabletdb.storage.fsync import fsync_path
-
-_HEADER = struct.Struct("<II")
 
 
 class CommitLog:
@@ -39,7 +34,7 @@ class CommitLog:
         """Write one record; with ``sync`` also make it durable (``fdatasync``) before returning."""
         if self._fd < 0:  # never write through a closed descriptor: its number may be reused
             raise OSError("the commit log is closed")
-        record = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+        record = encode(payload)
         view = memoryview(record)
         while view:
             written = os.write(self._fd, view)
@@ -55,19 +50,17 @@ class CommitLog:
             raise OSError("the commit log is closed")
         os.fdatasync(self._fd)
 
-    def records(self) -> Iterator[bytes]:
-        """Every whole record in order, up to the first torn or corrupt one."""
-        with open(self.path, "rb") as f:
-            data = f.read()
-        pos = 0
-        while pos + _HEADER.size <= len(data):
-            length, crc = _HEADER.unpack_from(data, pos)
-            start = pos + _HEADER.size
-            payload = data[start : start + length]
-            if len(payload) < length or zlib.crc32(payload) != crc:
-                return
-            yield payload
-            pos = start + length
+    def read(self) -> LogContents:
+        """Every valid record, and where the file's bad bytes are (``commit_records``)."""
+        return read_log(self.path)
+
+    def records(self) -> list[bytes]:
+        """Every whole record in order, a torn tail dropped; CommitLogCorrupt if the file is
+        damaged between valid records."""
+        contents = self.read()
+        if contents.corrupt:
+            raise CommitLogCorrupt(self.path, contents)
+        return contents.records
 
     def reset(self) -> None:
         """Empty the file, durably."""

@@ -14,17 +14,20 @@ cannot fail its neighbours, and each writer gets its own outcome. In-memory stor
 no fsync to overlap and commit on the loop.
 
 Given a ``NodeCommitter`` (the node's storage service does), a committer hands its writes to it
-instead: one log record per tick for all the node's stores (``node_commit``).
+instead: one log record per tick for all the node's stores (``node_commit``). The node committer
+then owns that store's commit state (``LoggedStore``: writes outstanding, records, the store's
+name in the log); this object only reads it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 from tabletdb.storage.commit_pool import CommitPool, default_pool
 from tabletdb.storage.mutation import Mutation
-from tabletdb.storage.node_commit import NodeCommitter
+from tabletdb.storage.node_commit import LoggedStore, NodeCommitter
 from tabletdb.storage.tablet_store import TabletStore
 
 _Batch = list[tuple[Sequence[Mutation], asyncio.Future[None]]]
@@ -38,30 +41,39 @@ class GroupCommitter:
     ) -> None:
         self.store = store
         self._pool = pool
-        self._node = node if not store.in_memory else None
-        self.outstanding = 0
-        """Writes handed to the node committer and not yet answered."""
-        self.log_name: str | None = None
-        """The store's name in the node committer's log (set by it on first use)."""
+        self._logged: LoggedStore | None = None
+        """The node committer's state for this store (None: this object commits the store)."""
+        self._to_node: Callable[[Sequence[Mutation]], asyncio.Future[None]] | None = None
+        """``node.apply`` bound to this store's handle (a C-level partial: one call per write)."""
+        if node is not None and not store.in_memory:
+            self._logged = node.attach(store)
+            self._to_node = functools.partial(node.apply, self._logged)
         self._pending: _Batch = []
         self._scheduled = False
         self._in_flight = False
-        self.flushes = 0
+        self._flushes = 0
+        """Transactions this object committed (without a node committer only)."""
+
+    @property
+    def flushes(self) -> int:
         """How many transactions were committed - with a node committer, how many log records
         carried this store's writes (observability and tests)."""
+        return self._flushes if self._logged is None else self._logged.records
 
     @property
     def idle(self) -> bool:
         """Nothing queued, committing or deferred: the store may be closed (restore replaces its file)."""
-        busy = self._pending or self._scheduled or self._in_flight or self.outstanding
+        outstanding = self._logged is not None and self._logged.outstanding
+        busy = self._pending or self._scheduled or self._in_flight or outstanding
         return not (busy or self.store.deferred_count)
 
     def apply(self, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
         """Queue ``mutations``; the future completes once they are durable, or with what applying
         them raised. A plain future rather than a coroutine, so ``gather`` over several stores
         wraps no task around each (a task per write costs more than the rest of the queueing)."""
-        if self._node is not None:
-            return self._node.apply(self, mutations)
+        to_node = self._to_node
+        if to_node is not None:
+            return to_node(mutations)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._pending.append((mutations, future))
@@ -98,7 +110,7 @@ class GroupCommitter:
             self.store.apply([m for mutations, _ in batch for m in mutations])
         except Exception:
             return [self._apply_alone(mutations) for mutations, _ in batch]
-        self.flushes += 1
+        self._flushes += 1
         return [None] * len(batch)
 
     def _apply_alone(self, mutations: Sequence[Mutation]) -> BaseException | None:
@@ -106,7 +118,7 @@ class GroupCommitter:
             self.store.apply(mutations)
         except Exception as exc:
             return exc
-        self.flushes += 1
+        self._flushes += 1
         return None
 
 

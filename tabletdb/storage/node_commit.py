@@ -26,10 +26,9 @@ worker fsyncs every store given rows since the last reset (``TabletStore.sync_to
 commit is in flight at a time and its own rows are deferred after its append), resets the log,
 and appends. Removing or replacing data (TRUNCATE, DROP, a restore replacing a file) first logs a
 *removal* record for the path (``removed``) and drops the path's deferred rows, so a replay
-never applies rows logged before it to what is there after. At start (``replay``) every whole
-write record not followed by a removal of its path is applied again to its store if the file
-exists; that is harmless for what the stores already have, because every upsert is
-last-write-wins (counters are stored as totals, each built by one Paxos round, so they too).
+never applies rows logged before it to what is there after. At start (``replay``,
+``commit_replay``) every valid write record not followed by a removal of its path is applied
+again to its store if the file exists; a log damaged between valid records stops the start.
 
 A write that cannot be packed for the log fails alone. Rows that the store later fails to write
 while the rest of the deferred batch succeeds are dropped and logged (``write_deferred``): they
@@ -44,18 +43,15 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgpack
 
 from tabletdb.storage.batch_rows import BatchRows, batch_rows
 from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.commit_pool import CommitPool, default_pool
+from tabletdb.storage.commit_replay import REMOVE, WRITE, replay
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.tablet_store import StorageError, TabletStore
-
-if TYPE_CHECKING:
-    from tabletdb.storage.group_commit import GroupCommitter
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +78,9 @@ WRITE_OUT_S = 10.0
 """At most this long between a write being deferred and its store writing it out, busy or not:
 it bounds what a restart replays and how stale the files are for a copy made around the node."""
 
-_Entry = tuple["GroupCommitter", Sequence[Mutation], "asyncio.Future[None]"]
+_Entry = tuple["LoggedStore", Sequence[Mutation], "asyncio.Future[None]"]
+_StoreBatch = tuple["LoggedStore", list[int], list[BatchRows], list[bytes]]
+"""One store's part of a tick: its handle, the batch indexes of its writers, their rows, packed."""
 
 
 @dataclass
@@ -96,6 +94,28 @@ class CommitCounters:
     write_outs: int = 0
     """Transactions writing a store's deferred rows started by the committer (batch full, budget,
     period, log trim, stop); reads that need the rows write them too, uncounted."""
+
+
+class LoggedStore:
+    """The commit state the node committer keeps for one store, and only it writes: the store's
+    name in the log, its writes not yet answered, the records that carried its writes.
+
+    The per-store ``GroupCommitter`` holds one (from ``NodeCommitter.attach``) to hand its writes
+    over and reads it to tell whether the store is idle; keeping the state here rather than on
+    the group committer leaves one owner of the commit accounting. A plain object rather than a
+    dict entry of the node committer: a write bumps ``outstanding`` without a hash lookup.
+    """
+
+    __slots__ = ("name", "outstanding", "records", "store")
+
+    def __init__(self, store: TabletStore, name: str) -> None:
+        self.store = store
+        self.name = name
+        """The store's path as recorded: computed once, path arithmetic is slow."""
+        self.outstanding = 0
+        """Writes handed to the node committer and not yet answered."""
+        self.records = 0
+        """Log records that carried this store's writes (observability and tests)."""
 
 
 class NodeCommitter:
@@ -137,56 +157,37 @@ class NodeCommitter:
         self._write_out_timer: asyncio.TimerHandle | None = None
         self.counters = CommitCounters()
 
-    def replay(self) -> int:
-        """Apply the log's write records to their stores again, sync them, empty the log.
+    def replay(self, *, skip_corrupt: bool = False) -> int:
+        """Apply the log's write records to their stores again, sync them, empty the log
+        (``commit_replay``); how many write records were replayed.
 
-        Run once at start, before any store is opened. Rows logged before a removal of their
-        path are skipped, and so are files that no longer exist (their table was dropped or
-        truncated). Returns how many write records were replayed.
+        Run once at start, before any store is opened. A log corrupt between valid records
+        raises ``CommitLogCorrupt`` and is left as it is (the log is closed: this committer is
+        unusable) unless ``skip_corrupt``.
         """
-        records = [msgpack.unpackb(payload) for payload in self._log.records()]
-        removals = [(i, record[1]) for i, record in enumerate(records) if record[0] == _REMOVE]
-        stores: dict[Path, TabletStore] = {}
-        count = 0
         try:
-            for i, record in enumerate(records):
-                if record[0] != _WRITE:
-                    continue
-                count += 1
-                for name, writers in record[1]:
-                    if any(j > i and _under(name, prefix) for j, prefix in removals):
-                        continue
-                    path = self._root / name
-                    if path not in stores:
-                        if not path.exists():
-                            continue
-                        stores[path] = TabletStore(path)
-                    store = stores[path]
-                    for blob in writers:  # in large transactions, as deferred rows are written
-                        store.defer_rows(tuple(msgpack.unpackb(blob)))
-                    if store.deferred_count >= _REPLAY_BATCH:
-                        _write_replayed(store)
-            for store in stores.values():
-                _write_replayed(store)
-                store.sync_to_disk()
-        finally:
-            for store in stores.values():
-                store.close()
+            count = replay(self._log, self._root, skip_corrupt=skip_corrupt)
+        except BaseException:
+            with self._log_lock:
+                self._log.close()
+            raise
         with self._log_lock:
             self._log.reset()
-        if count:
-            log.info("commit log replayed records=%d stores=%d", count, len(stores))
         return count
 
-    def apply(self, committer: GroupCommitter, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
-        """Queue ``mutations`` for ``committer``'s store; the future completes once they are in
+    def attach(self, store: TabletStore) -> LoggedStore:
+        """The handle through which ``store``'s writes go to this committer (one per store)."""
+        return LoggedStore(store, self._name(store.path))
+
+    def apply(self, logged: LoggedStore, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
+        """Queue ``mutations`` for ``logged``'s store; the future completes once they are in
         the log (synced, in batch mode) and handed to the store, or with what stopped them."""
         loop = self._loop
         if loop is None or loop.is_closed():  # kept: get_running_loop() is a getpid() call
             loop = self._adopt_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        self._pending.append((committer, mutations, future))
-        committer.outstanding += 1
+        self._pending.append((logged, mutations, future))
+        logged.outstanding += 1
         if not self._scheduled and not self._in_flight:
             self._scheduled = True
             loop.call_soon(self._flush)
@@ -204,7 +205,7 @@ class NodeCommitter:
     def removed(self, path: Path) -> None:
         """Log (synced) that the data at ``path`` (a file or a directory) is being removed or
         replaced: a replay skips every row logged for it before. Call before removing it."""
-        payload: bytes = msgpack.packb([_REMOVE, self._name(path)])
+        payload: bytes = msgpack.packb([REMOVE, self._name(path)])
         with self._log_lock:
             self._log.append(payload)
         for dirty in [p for p in self._dirty if p == path or path in p.parents]:
@@ -236,15 +237,15 @@ class NodeCommitter:
         if not batch:
             return
         outcomes: list[BaseException | None] = [None] * len(batch)
-        stores: dict[int, tuple[GroupCommitter, list[int], list[BatchRows], list[bytes]]] = {}
-        for i, (committer, mutations, _) in enumerate(batch):
+        stores: dict[int, _StoreBatch] = {}
+        for i, (logged, mutations, _) in enumerate(batch):
             try:  # each writer packed alone, so one that cannot be (an out-of-range int) fails alone
                 rows = batch_rows(mutations)
                 packed: bytes = msgpack.packb(rows)
             except Exception as exc:
                 outcomes[i] = exc
                 continue
-            entry = stores.setdefault(id(committer), (committer, [], [], []))
+            entry = stores.setdefault(id(logged), (logged, [], [], []))
             entry[1].append(i)
             entry[2].append(rows)
             entry[3].append(packed)
@@ -252,7 +253,7 @@ class NodeCommitter:
             self._settle(batch, outcomes)
             return
         payload: bytes = msgpack.packb(
-            [_WRITE, [[self._name_of(c), blobs] for c, _, _, blobs in stores.values()]]
+            [WRITE, [[logged.name, blobs] for logged, _, _, blobs in stores.values()]]
         )
         to_sync: list[TabletStore] = []
         # the log may be emptied only once every row it holds is in a file to sync
@@ -315,7 +316,7 @@ class NodeCommitter:
         self,
         batch: list[_Entry],
         outcomes: list[BaseException | None],
-        stores: dict[int, tuple[GroupCommitter, list[int], list[BatchRows], list[bytes]]],
+        stores: dict[int, _StoreBatch],
         to_sync: list[TabletStore],
         error: BaseException | None,
     ) -> None:
@@ -327,8 +328,8 @@ class NodeCommitter:
             outcomes = [error] * len(batch)
         else:
             self.counters.records += 1
-            for committer, indexes, writers, blobs in stores.values():
-                store = committer.store
+            for logged, indexes, writers, blobs in stores.values():
+                store = logged.store
                 for i, rows, packed in zip(indexes, writers, blobs):
                     size = len(packed) + WRITE_OVERHEAD
                     try:  # a store closed meanwhile (TRUNCATE, DROP) refuses, as its writes would
@@ -341,7 +342,7 @@ class NodeCommitter:
                     self.counters.writes += 1
                 if store.deferred_count >= STORE_BATCH or store.deferred_size >= STORE_BATCH_BYTES:
                     self._queue_write_out(store)
-                committer.flushes += 1
+                logged.records += 1
             self._keep_to_budget()
         self._settle(batch, outcomes)
         if self._pending and not self._scheduled:
@@ -403,8 +404,8 @@ class NodeCommitter:
         return complete
 
     def _settle(self, batch: list[_Entry], outcomes: list[BaseException | None]) -> None:
-        for (committer, _, future), outcome in zip(batch, outcomes):
-            committer.outstanding -= 1
+        for (logged, _, future), outcome in zip(batch, outcomes):
+            logged.outstanding -= 1
             if future.done():  # the writer was cancelled; its data is applied anyway
                 continue
             if outcome is None:
@@ -412,36 +413,9 @@ class NodeCommitter:
             else:
                 future.set_exception(outcome)
 
-    def _name_of(self, committer: GroupCommitter) -> str:
-        """``_name`` of the committer's store, computed once (path arithmetic is slow)."""
-        name = committer.log_name
-        if name is None:
-            name = committer.log_name = self._name(committer.store.path)
-        return name
-
     def _name(self, path: Path) -> str:
         """The store's path as recorded: relative to the data directory when under it."""
         try:
             return str(path.relative_to(self._root))
         except ValueError:
             return str(path)
-
-
-_WRITE = "w"
-_REMOVE = "r"
-
-
-_REPLAY_BATCH = 4096
-"""Replayed writes per transaction: a log of 64 MiB holds a few hundred thousand."""
-
-
-def _write_replayed(store: TabletStore) -> None:
-    try:
-        store.write_deferred()  # a write failing alone is dropped and logged there
-    except StorageError:  # the file refuses every write: what the replay can do is report it
-        log.exception("commit log replay: writes to %s failed again; they are lost", store.path)
-        store.discard_deferred()
-
-
-def _under(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix.rstrip("/") + "/")

@@ -50,6 +50,7 @@ def test_defaults_match_scylla() -> None:
     assert c.native_transport_max_frame_size_in_mb == 256
     assert c.authenticator == "AllowAllAuthenticator" and c.authorizer == "AllowAllAuthorizer"
     assert c.seeds == () and not c.maintenance_mode and c.commitlog_sync == "periodic"
+    assert not c.commitlog_skip_corrupt_records  # a corrupt commit log stops the start
 
 
 def test_derived_addresses_follow_listen_address() -> None:
@@ -135,6 +136,16 @@ def test_rackdc_properties_beside_the_config_file(tmp_path: Path) -> None:
     assert (simple.dc, simple.rack) == ("datacenter1", "rack1")  # SimpleSnitch ignores the file
 
 
+def test_skipping_commit_log_corruption_is_a_key_like_any_other() -> None:
+    """``-o commitlog_skip_corrupt_records=true`` arrives as a string, a YAML file gives a bool."""
+    assert load_config(
+        None, {"workdir": "w", "commitlog_skip_corrupt_records": "true"}
+    ).commitlog_skip_corrupt_records
+    assert load_config(
+        None, {"workdir": "w", "commitlog-skip-corrupt-records": True}
+    ).commitlog_skip_corrupt_records
+
+
 def test_dashed_keys_are_accepted() -> None:
     assert load_config(None, {"workdir": "w", "native-transport-port": 9500}).native_transport_port == 9500
 
@@ -150,6 +161,7 @@ def test_dashed_keys_are_accepted() -> None:
         ("authorizer", "Nope", "CassandraAuthorizer"),
         ("tablets_mode_for_new_keyspaces", "sometimes", "enforced"),
         ("commitlog_sync", "never", "periodic"),
+        ("commitlog_skip_corrupt_records", "maybe", "true or false"),
         ("listen_address", "not-an-ip", "IPv4"),
         ("seeds", 5, "list of IP addresses"),
         ("maintenance_mode", "perhaps", "true or false"),

@@ -36,12 +36,18 @@ class Node:
     """Stores under one data directory sharing a NodeCommitter; ``crash`` drops it all without
     syncing or emptying the log, and loses the rows the stores deferred, as a kill -9 would."""
 
-    def __init__(self, root: Path, trim_bytes: int = 1 << 30, sync_period_s: float | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        trim_bytes: int = 1 << 30,
+        sync_period_s: float | None = None,
+        skip_corrupt: bool = False,
+    ) -> None:
         self.root = root
         self.node = NodeCommitter(
             root / ".commitlog" / "commit.log", root, trim_bytes=trim_bytes, sync_period_s=sync_period_s
         )
-        self.replayed = self.node.replay()
+        self.replayed = self.node.replay(skip_corrupt=skip_corrupt)
         self.committers: dict[str, GroupCommitter] = {}
 
     def committer(self, name: str) -> GroupCommitter:
