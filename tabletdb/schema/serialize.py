@@ -74,6 +74,10 @@ column) plus two levels per level of a type nested `MAX_TYPE_NESTING` (128) deep
 user type is (a dict holding a list). Decoding takes two Python frames per level."""
 
 
+_SCALARS = frozenset({bool, int, float, str, bytes})
+"""Plain types that stand for themselves (checked by exact type: the hot path of decoding)."""
+
+
 class SchemaDecodeError(ValueError):
     """Stored or replicated schema data is not in the expected form."""
 
@@ -131,15 +135,31 @@ class PlainCodec:
 
     def from_plain(self, data: Any, _depth: int = 0) -> Any:
         """Inverse of `to_plain`."""
-        if data is None or isinstance(data, bool | int | float | str | bytes):
+        if data is None or type(data) in _SCALARS:
             return data
         if _depth > MAX_PLAIN_DEPTH:
             raise PlainNestingError(f"{self.what} data nested deeper than {MAX_PLAIN_DEPTH} levels")
         depth = _depth + 1
         if isinstance(data, list):
-            return tuple(self.from_plain(v, depth) for v in data)
+            return tuple([v if v is None or type(v) in _SCALARS else self.from_plain(v, depth) for v in data])
         if not isinstance(data, dict):
+            if isinstance(data, bool | int | float | str | bytes):  # a subclass: msgpack builds none
+                return data
             raise self.error(f"unexpected {type(data).__name__} in {self.what} data")
+        name = data.get("@")
+        if name is not None:  # a dataclass, the common case: scalar fields are taken as they are
+            cls = self.classes.get(name)
+            if cls is None:
+                raise self.error(f"unknown class {name!r} in {self.what} data")
+            kwargs = {
+                k: v if v is None or type(v) in _SCALARS else self.from_plain(v, depth)
+                for k, v in data.items()
+                if k != "@"
+            }
+            try:
+                return cls(**kwargs)
+            except TypeError as e:
+                raise self.error(f"bad fields for {cls.__name__}: {e}") from e
         if "@u" in data:
             return uuid.UUID(bytes=bytes(data["@u"]))
         if "@n" in data:
@@ -153,14 +173,7 @@ class PlainCodec:
             return FrozenMap(
                 (self.from_plain(k, depth + 1), self.from_plain(v, depth + 1)) for k, v in data["@m"]
             )
-        cls = self.classes.get(data.get("@", ""))
-        if cls is None:
-            raise self.error(f"unknown class {data.get('@')!r} in {self.what} data")
-        kwargs = {k: self.from_plain(v, depth) for k, v in data.items() if k != "@"}
-        try:
-            return cls(**kwargs)
-        except TypeError as e:
-            raise self.error(f"bad fields for {cls.__name__}: {e}") from e
+        raise self.error(f"unknown class None in {self.what} data")
 
 
 _SCHEMA_CODEC = PlainCodec(_CLASSES, _ENUMS, "schema", SchemaDecodeError)
