@@ -338,7 +338,10 @@ class Node:
         if isinstance(self.metadata, Group0Service):
             if not await _unless_stopped(self.metadata.start(), stop):
                 await self.metadata.stop()
-                log.warning("node stopped while joining the cluster")
+                if self.exit_code == EXIT_GROUP0_HALTED:
+                    log.warning("node stopped: group0 could not apply a committed entry (the ERROR above)")
+                else:
+                    log.warning("node stopped while joining the cluster")
                 return
             if self.failure_detector is not None:
                 self.failure_detector.start()
