@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tabletdb.cql.types import INT, CqlType, ListType
+from tabletdb.group0.balancing import BalancingCommand
 from tabletdb.group0.cluster_state import (
     Applied,
     BatchEntry,
@@ -22,6 +23,7 @@ from tabletdb.group0.cluster_state import (
     encode_entry,
 )
 from tabletdb.group0.state import SchemaCommand
+from tabletdb.group0.topology import JoinCommand, NodeRecord
 from tabletdb.node.group0_shell import admission
 from tabletdb.node.group0_shell.admission import Unreplicable, encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher
@@ -104,6 +106,14 @@ def test_an_entry_that_would_decode_to_something_else_is_refused(monkeypatch: py
     monkeypatch.setattr(admission, "decode_entry", lambda data: other)  # a codec that is not symmetric
     with pytest.raises(Unreplicable, match="would not decode to the change that was decided"):
         encode_checked(entry)
+
+
+def test_membership_and_balancing_commands_pass_unchanged() -> None:
+    record = NodeRecord(
+        uuid.uuid4(), "127.0.0.1", "127.0.0.1", "dc1", "r1", (1, -5), frozenset({"B", "A", "C"})
+    )
+    for entry in (JoinCommand(uuid.uuid4(), "cluster", record), BalancingCommand(uuid.uuid4(), False)):
+        assert encode_checked(entry) == encode_entry(entry)
 
 
 def test_a_nan_inside_is_not_mistaken_for_a_difference() -> None:
