@@ -438,7 +438,10 @@ async def _main(config: NodeConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    node = Node(config)
+    try:
+        node = Node(config)
+    except ApplyFailed:  # group0's snapshot cannot be decoded (logged with its index and term)
+        return EXIT_GROUP0_HALTED
     try:
         await node.run(stop)
     except JoinRefused as exc:
