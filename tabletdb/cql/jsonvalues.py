@@ -159,7 +159,7 @@ def _map_key_from_json(t: CqlType, key: str) -> Any:
         return key
     try:
         return _from_json(t, json.loads(key, parse_float=Decimal))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON (or nested too deeply for it): as a string
         return _from_json(t, key)
 
 

@@ -9,7 +9,8 @@ from lark import Token
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.parse_terms import TermCallbacks, fail, present
+from tabletdb.cql.parse_errors import fail
+from tabletdb.cql.parse_terms import TermCallbacks, present
 
 
 class StatementCallbacks(TermCallbacks):

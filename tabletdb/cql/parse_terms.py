@@ -7,26 +7,15 @@ that rule's kept children in order (None for an optional part that was not writt
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 from lark import Token
 
 from tabletdb.cql import ast
 from tabletdb.cql import types as t
 from tabletdb.cql.identifiers import RESERVED_KEYWORDS
-
-
-class SemanticSyntaxError(Exception):
-    """Raised from a callback; parser.py turns it into a CqlSyntaxError at `token`'s position."""
-
-    def __init__(self, message: str, token: Token | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.token = token
-
-
-def fail(message: str, token: Token | None = None) -> NoReturn:
-    raise SemanticSyntaxError(message, token)
+from tabletdb.cql.parse_errors import fail
+from tabletdb.cql.parse_nesting import NestingChecks
 
 
 def unquote_string(token: str) -> str:
@@ -41,14 +30,18 @@ def present(items: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(item for item in items if item is not None)
 
 
-class TermCallbacks:
-    """Callbacks that build ast terms; owns the per-statement bind-marker counter."""
+class TermCallbacks(NestingChecks):
+    """Callbacks that build ast terms; owns the per-statement bind-marker counter and, through
+    NestingChecks, the depths of the statement's types and terms."""
 
     def __init__(self) -> None:
+        NestingChecks.__init__(self)
         self._marker_count = 0
 
     def reset_markers(self) -> None:
+        """Start a statement afresh: markers count from 0 and no depths are remembered."""
         self._marker_count = 0
+        self._forget_depths()
 
     # ----------------------------------------------------------------------------- names
 
@@ -94,25 +87,25 @@ class TermCallbacks:
     def frozen_type(self, inner: t.CqlType) -> t.CqlType:
         if isinstance(inner, t.NativeType):
             fail(f"frozen<> is only allowed on collections, tuples, and user-defined types: {inner}")
-        return inner.frozen_form()
+        return self._same_type_depth(inner.frozen_form(), inner)
 
     def list_type(self, element: t.CqlType) -> t.CqlType:
-        return t.ListType(element)
+        return self._nested_type(t.ListType(element), (element,))
 
     def set_type(self, element: t.CqlType) -> t.CqlType:
-        return t.SetType(element)
+        return self._nested_type(t.SetType(element), (element,))
 
     def map_type(self, key: t.CqlType, value: t.CqlType) -> t.CqlType:
-        return t.MapType(key, value)
+        return self._nested_type(t.MapType(key, value), (key, value))
 
     def tuple_type(self, *elements: t.CqlType) -> t.CqlType:
-        return t.TupleType(elements)
+        return self._nested_type(t.TupleType(elements), elements)
 
     def vector_type(self, element: t.CqlType, dimension: Token) -> t.CqlType:
         size = int(dimension)
         if size <= 0:
             fail(f"vector dimension must be positive, got {size}", dimension)
-        return t.VectorType(element, size)
+        return self._nested_type(t.VectorType(element, size), (element,))
 
     def custom_type(self, token: Token) -> t.CqlType:
         return t.CustomType(unquote_string(token))
@@ -169,16 +162,24 @@ class TermCallbacks:
         return marker
 
     def tuple_literal(self, *items: ast.Term) -> ast.TupleLiteral:
-        return ast.TupleLiteral(items)
+        literal = ast.TupleLiteral(items)
+        self._nested_term(literal, items)
+        return literal
 
     def list_literal(self, *items: ast.Term | None) -> ast.ListLiteral:
-        return ast.ListLiteral(present(items))
+        literal = ast.ListLiteral(present(items))
+        self._nested_term(literal, literal.items)
+        return literal
 
     def set_literal(self, *items: ast.Term) -> ast.SetLiteral:
-        return ast.SetLiteral(items)
+        literal = ast.SetLiteral(items)
+        self._nested_term(literal, items)
+        return literal
 
     def map_literal(self, *entries: tuple[ast.Term, ast.Term] | None) -> ast.MapLiteral:
-        return ast.MapLiteral(present(entries))
+        literal = ast.MapLiteral(present(entries))
+        self._nested_term(literal, (term for pair in literal.pairs for term in pair))
+        return literal
 
     def map_entry(self, key: ast.Term, value: ast.Term) -> tuple[ast.Term, ast.Term]:
         return (key, value)
@@ -188,7 +189,9 @@ class TermCallbacks:
         for name in names:
             if names.count(name) > 1:
                 fail(f"duplicate field {name!r} in user type literal")
-        return ast.UdtLiteral(fields)
+        literal = ast.UdtLiteral(fields)
+        self._nested_term(literal, (term for _, term in fields))
+        return literal
 
     def udt_field(self, name: str, value: ast.Term) -> tuple[str, ast.Term]:
         return (name, value)
@@ -203,10 +206,14 @@ class TermCallbacks:
         return (None, "token")
 
     def function_call(self, name: tuple[str | None, str], *args: ast.Term | None) -> ast.FunctionCall:
-        return ast.FunctionCall(name[0], name[1], present(args))
+        call = ast.FunctionCall(name[0], name[1], present(args))
+        self._nested_term(call, call.args)
+        return call
 
     def type_hint(self, cql_type: t.CqlType, term: ast.Term) -> ast.TypeCast:
-        return ast.TypeCast(cql_type, term)
+        cast = ast.TypeCast(cql_type, term)
+        self._nested_term(cast, (term,))
+        return cast
 
     # -------------------------------------------------------------------------- selectors
 
@@ -223,7 +230,9 @@ class TermCallbacks:
         return ast.ColumnRef(name)
 
     def element_ref(self, column: str, key: ast.Term) -> ast.ElementRef:
-        return ast.ElementRef(column, key)
+        ref = ast.ElementRef(column, key)
+        self._nested_term(ref, (key,))
+        return ref
 
     def field_ref(self, column: str, field: str) -> ast.FieldRef:
         return ast.FieldRef(column, field)
@@ -231,7 +240,9 @@ class TermCallbacks:
     field_or_column = field_ref
 
     def sel_call(self, name: tuple[str | None, str], *args: ast.Expr | None) -> ast.FunctionCall:
-        return ast.FunctionCall(name[0], name[1], present(args))
+        call = ast.FunctionCall(name[0], name[1], present(args))
+        self._nested_term(call, call.args)
+        return call
 
     def count_rows(self, name: tuple[str | None, str]) -> ast.CountRows:
         if name != (None, "count"):
@@ -239,7 +250,9 @@ class TermCallbacks:
         return ast.CountRows()
 
     def cast(self, expr: ast.Expr, cql_type: t.CqlType) -> ast.Cast:
-        return ast.Cast(expr, cql_type)
+        cast = ast.Cast(expr, cql_type)
+        self._nested_term(cast, (expr,))
+        return cast
 
     # -------------------------------------------------------------------------- relations
 
@@ -247,34 +260,44 @@ class TermCallbacks:
         return str(token)
 
     def rel_compare(self, lhs: Any, op: str, rhs: ast.Term) -> ast.Relation:
+        self._check_relation(lhs, rhs)
         return ast.Relation(lhs, op, rhs)
 
     def rel_in(self, lhs: Any, values: ast.InValues | ast.BindMarker) -> ast.Relation:
+        self._check_relation(lhs, values)
         return ast.Relation(lhs, "IN", values)
 
     def rel_contains(self, column: str, value: ast.Term) -> ast.Relation:
+        self._check_relation(None, value)
         return ast.Relation(ast.ColumnRef(column), "CONTAINS", value)
 
     def rel_contains_key(self, column: str, value: ast.Term) -> ast.Relation:
+        self._check_relation(None, value)
         return ast.Relation(ast.ColumnRef(column), "CONTAINS KEY", value)
 
     def rel_like(self, column: str, value: ast.Term) -> ast.Relation:
+        self._check_relation(None, value)
         return ast.Relation(ast.ColumnRef(column), "LIKE", value)
 
     def rel_is_not_null(self, column: str) -> ast.Relation:
         return ast.Relation(ast.ColumnRef(column), "IS NOT", ast.Null())
 
     def rel_token(self, columns: tuple[str, ...], op: str, value: ast.Term) -> ast.Relation:
+        self._check_relation(None, value)
         return ast.Relation(ast.TokenOf(columns), op, value)
 
     def rel_multi(self, columns: tuple[str, ...], op: str, value: ast.Term) -> ast.Relation:
+        self._check_relation(None, value)
         return ast.Relation(ast.ColumnTuple(columns), op, value)
 
     def rel_multi_in(self, columns: tuple[str, ...], values: ast.InValues | ast.BindMarker) -> ast.Relation:
+        self._check_relation(None, values)
         return ast.Relation(ast.ColumnTuple(columns), "IN", values)
 
     def in_list(self, *items: ast.Term | None) -> ast.InValues:
-        return ast.InValues(present(items))
+        values = ast.InValues(present(items))
+        self._nested_term(values, values.items, levels=0)  # a list, not a term of its own
+        return values
 
     def in_values(self, marker: ast.BindMarker) -> ast.BindMarker:
         return marker

@@ -26,7 +26,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from tabletdb.cql import ast
 from tabletdb.cql.errors import CqlSyntaxError
 from tabletdb.cql.parse_auth import AuthCallbacks
-from tabletdb.cql.parse_terms import SemanticSyntaxError
+from tabletdb.cql.parse_errors import SemanticSyntaxError
 from tabletdb.cql.types import CqlType
 
 CACHE_SIZE = 4096
@@ -224,6 +224,8 @@ def _end_position(text: str) -> tuple[int, int]:
 
 
 def _describe_semantic(text: str, exc: SemanticSyntaxError) -> str:
+    if not exc.positioned:
+        return exc.message
     token = exc.token
     if token is not None and token.line is not None and token.column is not None:
         return f"line {token.line}:{token.column - 1} {exc.message}"

@@ -32,6 +32,7 @@ from tabletdb.net.failure_detector import FailureDetector
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
+from tabletdb.node.group0_shell.raft import ApplyFailed
 from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.replica_service import build_replicas
@@ -58,6 +59,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+EXIT_GROUP0_HALTED = 3
+"""Exit status of a node that stopped because group0 could not apply a committed entry."""
+
 GROUP0_DIR = ("raft", "group0-cluster")
 
 
@@ -73,6 +77,9 @@ class Node:
 
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
+        self.exit_code = 0
+        """What the process exits with once `run` returns."""
+        self._stop: asyncio.Event | None = None
         workdir = config.workdir
         workdir.mkdir(parents=True, exist_ok=True)
         # The CQL parser loads in a thread while the node opens its stores and starts group0;
@@ -94,6 +101,7 @@ class Node:
                 config.cluster_name,
                 config.seeds,
                 tablet_planner=self._plan_tablets,
+                on_halt=self._halt,
             )
             self.metadata.add_member_listener(self._announce_new_node)
             self.failure_detector = FailureDetector(
@@ -195,6 +203,12 @@ class Node:
             c.target_tablet_size_in_bytes, c.tablets_initial_scale_factor, float(c.tablets_per_shard_goal)
         )
         return plan_tablet_changes(state.metadata.catalog, after, state.metadata.tablets, nodes, sizing)
+
+    def _halt(self, failure: ApplyFailed) -> None:
+        """group0 could not apply a committed entry (it logged which): stop, exiting non-zero."""
+        self.exit_code = EXIT_GROUP0_HALTED
+        if self._stop is not None:
+            self._stop.set()
 
     def _rpc_address(self) -> str:
         return self.config.rpc_address or self.config.listen_address
@@ -322,11 +336,15 @@ class Node:
         )
 
     async def run(self, stop: asyncio.Event) -> None:
+        self._stop = stop
         started = time.monotonic()
         if isinstance(self.metadata, Group0Service):
             if not await _unless_stopped(self.metadata.start(), stop):
                 await self.metadata.stop()
-                log.warning("node stopped while joining the cluster")
+                if self.exit_code == EXIT_GROUP0_HALTED:
+                    log.warning("node stopped: group0 could not apply a committed entry (the ERROR above)")
+                else:
+                    log.warning("node stopped while joining the cluster")
                 return
             if self.failure_detector is not None:
                 self.failure_detector.start()
@@ -371,14 +389,20 @@ class Node:
 
 
 async def _unless_stopped(work: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
-    """Run `work` unless `stop` is set first (a SIGTERM while joining); True if it completed."""
+    """Run `work` unless `stop` is set first (a SIGTERM while joining, or group0 halting on
+    an entry it replays); True if it completed. Once stopping, an error `work` ended with
+    because of what stopped the node is only logged."""
     task = asyncio.ensure_future(work)
     stopped = asyncio.ensure_future(stop.wait())
     await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
     stopped.cancel()
-    if task.done():
+    if task.done() and not stop.is_set():
         task.result()
         return True
+    if task.done():
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("start-up ended by the stop: %r", task.exception())
+        return False
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
@@ -422,10 +446,12 @@ async def _main(config: NodeConfig) -> int:
     except (CommitLogCorrupt, CorruptLogError) as exc:  # damaged durable state: one line, no traceback
         print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
+    except ApplyFailed:  # group0's snapshot cannot be decoded (logged with its index and term)
+        return EXIT_GROUP0_HALTED
     try:
         await node.run(stop)
     except JoinRefused as exc:
         log.error("node refused by the cluster: %s", exc)
         print(f"tabletdb: cannot join the cluster: {exc}", file=sys.stderr, flush=True)
         return 1
-    return 0
+    return node.exit_code

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tabletdb.cql.errors import AlreadyExists, InvalidRequest
+from tabletdb.cql.nesting import check_type_nesting
 from tabletdb.cql.types import NATIVE_TYPE_NAMES, CqlType
 from tabletdb.schema.ddl_common import (
     NOOP,
@@ -20,7 +21,7 @@ from tabletdb.schema.ddl_common import (
     ensure_user_modifiable,
     require_keyspace,
 )
-from tabletdb.schema.model import Catalog, KeyspaceSchema, UserTypeDef
+from tabletdb.schema.model import Catalog, ColumnDef, KeyspaceSchema, UserTypeDef
 from tabletdb.schema.mutations import DropType, Mutation, PutTable, PutType, PutView
 from tabletdb.schema.typeutil import references_udt, resolve_type, substitute_udt
 
@@ -70,6 +71,7 @@ def create_type(
         raise InvalidRequest(f"A user type must have at least one field: {keyspace}.{name}")
     types = tuple(_field_type(catalog, keyspace, name, t) for _, t in fields)
     udt = UserTypeDef(keyspace, name, tuple(names), types)
+    check_type_nesting(udt.as_type(), f"Type {keyspace}.{name}")
     return DdlOutcome((PutType(udt),), (SchemaChangeEvent(Change.CREATED, Target.TYPE, keyspace, name),))
 
 
@@ -83,7 +85,11 @@ def _require_type(catalog: Catalog, keyspace: str, name: str) -> tuple[KeyspaceS
 
 
 def _propagate(ks: KeyspaceSchema, new: UserTypeDef) -> DdlOutcome:
-    """The new type plus every type/table/view using it, rewritten with the new fields."""
+    """The new type plus every type/table/view using it, rewritten with the new fields.
+
+    A field added deep inside makes every type and column that uses the type deeper too, so
+    each rewritten one is checked against the nesting limit again."""
+    check_type_nesting(new.as_type(), f"Type {new.keyspace}.{new.name}")
     mutations: list[Mutation] = [PutType(new)]
     events = [SchemaChangeEvent(Change.UPDATED, Target.TYPE, new.keyspace, new.name)]
     for other in sorted(ks.types.values(), key=lambda u: u.name):
@@ -91,19 +97,27 @@ def _propagate(ks: KeyspaceSchema, new: UserTypeDef) -> DdlOutcome:
             references_udt(t, new.keyspace, new.name) for t in other.field_types
         ):
             changed = replace(other, field_types=tuple(substitute_udt(t, new) for t in other.field_types))
+            check_type_nesting(changed.as_type(), f"Type {other.keyspace}.{other.name}")
             mutations.append(PutType(changed))
             events.append(SchemaChangeEvent(Change.UPDATED, Target.TYPE, new.keyspace, other.name))
     for table in sorted(ks.tables.values(), key=lambda t: t.name):
         if any(references_udt(c.type, new.keyspace, new.name) for c in table.columns):
             columns = tuple(replace(c, type=substitute_udt(c.type, new)) for c in table.columns)
+            _check_columns(columns, f"{new.keyspace}.{table.name}")
             mutations.append(PutTable(replace(table, columns=columns)))
             events.append(SchemaChangeEvent(Change.UPDATED, Target.TABLE, new.keyspace, table.name))
     for view in sorted(ks.views.values(), key=lambda v: v.name):
         if any(references_udt(c.type, new.keyspace, new.name) for c in view.table.columns):
             columns = tuple(replace(c, type=substitute_udt(c.type, new)) for c in view.table.columns)
+            _check_columns(columns, f"{new.keyspace}.{view.name}")
             mutations.append(PutView(replace(view, table=replace(view.table, columns=columns))))
             events.append(SchemaChangeEvent(Change.UPDATED, Target.TABLE, new.keyspace, view.name))
     return DdlOutcome(tuple(mutations), tuple(events))
+
+
+def _check_columns(columns: tuple[ColumnDef, ...], table: str) -> None:
+    for column in columns:
+        check_type_nesting(column.type, f"Column {column.name} of {table}")
 
 
 def alter_type_add(catalog: Catalog, keyspace: str, name: str, field: str, field_type: CqlType) -> DdlOutcome:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.nesting import check_type_nesting
 from tabletdb.cql.types import (
     CqlType,
     ListType,
@@ -29,9 +30,12 @@ def resolve_type(t: CqlType, keyspace: str, lookup: TypeLookup) -> CqlType:
     """Replace every UserTypeRef by the catalog's UserType and normalise frozenness.
 
     Inside a frozen type everything is frozen; a non-frozen collection may not hold
-    multi-cell values (as in ScyllaDB, the user has to write `frozen<...>`).
+    multi-cell values (as in ScyllaDB, the user has to write `frozen<...>`). Types nested deeper
+    than `MAX_TYPE_NESTING`, as written or once user types are inlined, are refused.
     """
+    check_type_nesting(t)  # before any recursion over it: types also come from outside the parser
     resolved = _resolve(t, keyspace, lookup)
+    check_type_nesting(resolved)  # user types add the levels of their fields
     _check_nesting(resolved, t)
     return resolved
 

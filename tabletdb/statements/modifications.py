@@ -165,7 +165,7 @@ def _json_values(stmt: ast.InsertStatement, table: TableDef, bindings: Bindings)
         raise InvalidRequest("Got null for INSERT JSON values")
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: arrays or objects nested too deeply
         raise InvalidRequest(f"Could not decode JSON string as a map: {exc}") from exc
     if not isinstance(doc, dict):
         raise InvalidRequest("Could not decode JSON string as a map")

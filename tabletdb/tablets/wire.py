@@ -19,8 +19,23 @@ def _replicas_to_plain(replicas: tuple[TabletReplica, ...] | None) -> list[list[
     return None if replicas is None else [[r.host.bytes, r.shard] for r in replicas]
 
 
-def _replicas_from_plain(data: list[list[Any]] | None) -> tuple[TabletReplica, ...] | None:
-    return None if data is None else tuple(TabletReplica(uuid.UUID(bytes=bytes(h)), int(s)) for h, s in data)
+_Replicas = dict[tuple[bytes, int], TabletReplica]
+
+
+def _replicas_from_plain(data: list[list[Any]] | None, seen: _Replicas) -> tuple[TabletReplica, ...] | None:
+    """`seen` holds the replicas decoded so far for this map: a map names a few hosts many times,
+    and building each host's UUID once made decoding a new table's map about three times faster
+    (every node decodes every map it applies; the proposer decodes it once more to check it)."""
+    if data is None:
+        return None
+    replicas = []
+    for h, s in data:
+        key = (bytes(h), int(s))
+        replica = seen.get(key)
+        if replica is None:
+            replica = seen[key] = TabletReplica(uuid.UUID(bytes=key[0]), key[1])
+        replicas.append(replica)
+    return tuple(replicas)
 
 
 def tablet_map_to_plain(tm: TabletMap) -> dict[str, Any]:
@@ -46,12 +61,13 @@ def tablet_map_from_plain(data: dict[str, Any]) -> TabletMap:
     if data.get("v") != WIRE_VERSION:
         raise ValueError(f"unsupported tablet map wire version {data.get('v')!r}, expected {WIRE_VERSION}")
     tablets: list[TabletInfo] = []
+    seen: _Replicas = {}
     for last, replicas, new_replicas, stage, transition in data["tablets"]:
         tablets.append(
             TabletInfo(
                 int(last),
-                _replicas_from_plain(replicas) or (),
-                _replicas_from_plain(new_replicas),
+                _replicas_from_plain(replicas, seen) or (),
+                _replicas_from_plain(new_replicas, seen),
                 None if stage is None else TransitionStage(stage),
                 None if transition is None else TransitionKind(transition),
             )

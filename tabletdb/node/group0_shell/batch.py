@@ -25,6 +25,7 @@ from tabletdb.group0.state import Group0State, SchemaCommand, with_auth
 from tabletdb.group0.state import apply as apply_group0
 from tabletdb.group0.state_id import timeuuid_after
 from tabletdb.group0.tablets_state import TabletChange
+from tabletdb.node.group0_shell.admission import Unreplicable
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.query.metadata_store import Decision
 from tabletdb.schema.ddl_common import DdlOutcome
@@ -147,7 +148,10 @@ class DdlBatcher:
             state, _ = apply_group0(state, command)  # the next change is decided on this one
         if not decided:
             return []
-        applied = await self._submit([entry for _, _, entry in decided])
+        try:
+            applied = await self._submit([entry for _, _, entry in decided])
+        except Unreplicable as refused:
+            return _without_culprit(decided, refused)
         stale: list[_Pending] = []
         for (item, outcome, _), result in zip(decided, applied, strict=True):
             if result.took_effect:
@@ -169,6 +173,17 @@ class DdlBatcher:
             changes = self._tablet_planner(dataclasses.replace(cluster, metadata=state), preview.catalog)
             command = dataclasses.replace(command, tablet_changes=changes)
         return command
+
+
+def _without_culprit(
+    decided: list[tuple[_Pending, DdlOutcome, SchemaEntry]], refused: Unreplicable
+) -> list[_Pending]:
+    """Fail the change whose command would not replicate; the others, decided on top of it and
+    not proposed either, are decided again in the next turn (not counted as lost races)."""
+    culprits = [item for item, _, entry in decided if entry.command_id == refused.command_id]
+    for item in culprits or [item for item, _, _ in decided]:
+        _settle(item, error=refused)
+    return [item for item, _, _ in decided if culprits and item not in culprits]
 
 
 def _settle(item: _Pending, outcome: DdlOutcome | None = None, error: BaseException | None = None) -> None:

@@ -12,6 +12,13 @@ the core so flow control recovers. When the applied index is `snapshot_every` pa
 snapshot, the applied state is snapshotted and the log before it is dropped. The state is an
 immutable value, so it is captured at once and encoded in a worker thread: a snapshot costs
 what the whole state costs, and encoding it on the event loop stalled every request for it.
+
+An entry (or snapshot) the state machine cannot apply halts the driver for good: it logs the
+entry's index, term and the error at ERROR, stops processing (no more applies, acks, votes or
+ticks) and tells its owner, which stops the node with a non-zero exit. Skipping the entry would
+let this node's state go its own way; waiting would keep commit and applied index apart for good
+and stall every request that waits on applying. A restarted node replays the same entry and
+halts the same way, until an operator deals with it.
 """
 
 from __future__ import annotations
@@ -59,6 +66,24 @@ Capture = Callable[[], Callable[[], bytes]]
 """Capture the applied state now; the returned function encodes it (safe in another thread)."""
 
 
+class ApplyFailed(Exception):
+    """The committed entry (or snapshot) at `index`, of `term`, could not be applied here;
+    the applier raises it from the error to name the entry at fault."""
+
+    def __init__(self, index: int, term: int, cause: BaseException) -> None:
+        super().__init__(f"index={index} term={term}: {type(cause).__name__}: {cause}")
+        self.index = index
+        self.term = term
+        self.cause = cause
+
+
+class Halted(RuntimeError):
+    """The driver halted on an entry it could not apply; nothing more is done through it."""
+
+
+Halter = Callable[[ApplyFailed], None]
+
+
 class RaftDriver:
     def __init__(
         self,
@@ -69,6 +94,7 @@ class RaftDriver:
         install: Installer,
         snapshot_capture: Capture,
         snapshot_every: int = SNAPSHOT_EVERY,
+        on_halt: Halter | None = None,
     ) -> None:
         self.id = raft_id
         self.rpc = rpc
@@ -91,6 +117,9 @@ class RaftDriver:
         self._applied_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._changed = asyncio.Event()
+        self._on_halt = on_halt
+        self.halted: ApplyFailed | None = None
+        """Set once an entry could not be applied: the driver then does nothing more."""
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -148,6 +177,7 @@ class RaftDriver:
 
     def propose(self, data: bytes) -> None:
         """Hand `data` to the leader (NotLeaderError while no leader is known)."""
+        self._refuse_if_halted()
         self.raft.propose(data)
         self.process()
 
@@ -166,6 +196,7 @@ class RaftDriver:
         bounds the total time.
         """
         while True:
+            self._refuse_if_halted()
             context = os.urandom(16)
             fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
             self._reads[context] = fut
@@ -222,23 +253,21 @@ class RaftDriver:
     async def _ticker(self) -> None:
         while True:
             await asyncio.sleep(TICK_SECONDS)
-            self.raft.tick()
-            self.process()
+            if self.halted is None:
+                self.raft.tick()
+                self.process()
 
     def process(self) -> None:
+        if self.halted is not None:
+            return
         raft = self.raft
         while raft.has_ready():
             rd = raft.ready()
             self._persist(rd)
             for m in rd.messages:
                 self._outbox(m.dst).put_nowait(m)
-            if rd.snapshot is not None:
-                self._install(rd.snapshot)
-            normal = [
-                e for e in rd.committed_entries if e.kind == EntryKind.NORMAL and e.index > raft.applied
-            ]
-            if normal:
-                self._apply(normal)
+            if not self._apply_ready(rd):
+                return  # halted: the Ready is never advanced, nothing after it is applied
             for rs in rd.read_states:
                 fut = self._reads.get(rs.context)
                 if fut is not None and not fut.done():
@@ -248,6 +277,49 @@ class RaftDriver:
         if self._snapshot_due():
             self._snapshot_in_background()
         self._changed.set()
+
+    def _apply_ready(self, rd: Ready) -> bool:
+        """Install the Ready's snapshot and apply its new committed entries; False (and the
+        driver halted) if the state machine could not."""
+        normal = [
+            e for e in rd.committed_entries if e.kind == EntryKind.NORMAL and e.index > self.raft.applied
+        ]
+        try:
+            if rd.snapshot is not None:
+                try:
+                    self._install(rd.snapshot)
+                except Exception as exc:
+                    raise ApplyFailed(rd.snapshot.meta.index, rd.snapshot.meta.term, exc) from exc
+            if normal:
+                try:
+                    self._apply(normal)
+                except ApplyFailed:
+                    raise
+                except Exception as exc:  # an applier that cannot say which entry: the first
+                    raise ApplyFailed(normal[0].index, normal[0].term, exc) from exc
+        except ApplyFailed as failure:
+            self._halt(failure)
+            return False
+        return True
+
+    def _halt(self, failure: ApplyFailed) -> None:
+        self.halted = failure
+        log.error(
+            "group0 entry index=%d term=%d could not be applied on this node, which stops now "
+            "(it would stop on it again after a restart): %s: %s",
+            failure.index,
+            failure.term,
+            type(failure.cause).__name__,
+            failure.cause,
+            exc_info=failure.cause,
+        )
+        self._changed.set()
+        if self._on_halt is not None:
+            self._on_halt(failure)
+
+    def _refuse_if_halted(self) -> None:
+        if self.halted is not None:
+            raise Halted(f"group0 halted on an entry it could not apply ({self.halted})")
 
     def _snapshot_due(self) -> bool:
         """Every `snapshot_every` entries, and not before the log since the last snapshot is as
@@ -308,6 +380,6 @@ class RaftDriver:
 
     async def _on_message(self, src: int, payload: Any) -> None:
         m = codec.message_from_obj(payload)
-        if m.dst == self.id:
+        if m.dst == self.id and self.halted is None:
             self.raft.step(m)
             self.process()

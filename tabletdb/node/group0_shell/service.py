@@ -35,7 +35,6 @@ from tabletdb.group0.cluster_state import (
     apply_entry,
     decode_entry,
     decode_snapshot,
-    encode_entry,
     encode_snapshot,
 )
 from tabletdb.group0.topology import (
@@ -47,9 +46,10 @@ from tabletdb.group0.topology import (
     record_to_plain,
 )
 from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
+from tabletdb.node.group0_shell.admission import encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher, TabletPlanner
 from tabletdb.node.group0_shell.guard import DdlTurns
-from tabletdb.node.group0_shell.raft import RaftDriver
+from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
 from tabletdb.node.group0_shell.versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
@@ -99,7 +99,10 @@ class Group0Service:
         cluster_name: str,
         seeds: tuple[str, ...],
         tablet_planner: TabletPlanner | None = None,
+        on_halt: Halter | None = None,
     ) -> None:
+        """`on_halt` is called once if a committed entry cannot be applied here: the node must
+        stop (see raft.py)."""
         directory.mkdir(parents=True, exist_ok=True)
         self.record = record
         self.cluster_name = cluster_name
@@ -108,10 +111,16 @@ class Group0Service:
         self.founder = founds_cluster(record.address, seeds)
         if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
             self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
-        self._state = decode_snapshot(self.store.snapshot().data)
+        self._state = self._restored_snapshot()
         self.rpc = RpcNode(record.raft_id, record.address, record.storage_port)
         self.driver = RaftDriver(
-            record.raft_id, self.rpc, self.store, self._apply, self._install, self._snapshot_capture
+            record.raft_id,
+            self.rpc,
+            self.store,
+            self._apply,
+            self._install,
+            self._snapshot_capture,
+            on_halt=on_halt,
         )
         self._waiting: dict[uuid.UUID, asyncio.Future[Applied]] = {}
         self._schema_listeners: list[SchemaListener] = []
@@ -127,6 +136,17 @@ class Group0Service:
             lambda: self._state, self.turns, self.driver.wait_applied, self._submit_schema, tablet_planner
         )
         self._learn_peers()
+
+    def _restored_snapshot(self) -> ClusterState:
+        """The state in the log's snapshot; one that cannot be decoded stops the node as an
+        entry that cannot be applied does (the error names its index and term)."""
+        snapshot = self.store.snapshot()
+        try:
+            return decode_snapshot(snapshot.data)
+        except Exception as exc:
+            meta = snapshot.meta
+            log.error("group0 snapshot index=%d term=%d cannot be decoded: %r", meta.index, meta.term, exc)
+            raise ApplyFailed(meta.index, meta.term, exc) from exc
 
     # --- MetadataStore ---------------------------------------------------------------------------
 
@@ -319,19 +339,24 @@ class Group0Service:
 
     async def _submit_schema(self, entries: Sequence[SchemaEntry]) -> list[Applied]:
         """One Raft entry for all of `entries` once every member can read batches; before
-        that, one entry each (all proposed at once, so they still share the leader's round)."""
+        that, one entry each (all proposed at once, so they still share the leader's round).
+        Raises Unreplicable, proposing none of them, if one would not decode on every node."""
         if len(entries) == 1 or BATCH_FEATURE in self._state.topology.enabled_features:
             return await self._submit(entries[0] if len(entries) == 1 else BatchEntry(tuple(entries)))
-        return [a for e in entries for a in await self._submit(e)]
+        checked = [(e, encode_checked(e)) for e in entries]
+        return [a for e, data in checked for a in await self._propose(e, data)]
 
     async def _submit(self, entry: GroupEntry) -> list[Applied]:
-        """Propose `entry` until this node applied it; its commands' outcomes. Proposals may
-        repeat (apply is idempotent for joins and a no-op for a schema command whose state
-        moved on)."""
+        """Propose `entry` once it passed its round trip (`admission`); see `_propose`."""
+        return await self._propose(entry, encode_checked(entry))
+
+    async def _propose(self, entry: GroupEntry, data: bytes) -> list[Applied]:
+        """Propose `entry` (encoded as `data`) until this node applied it; its commands'
+        outcomes. Proposals may repeat (apply is idempotent for joins and a no-op for a schema
+        command whose state moved on)."""
         ids = [e.command_id for e in entry.entries] if isinstance(entry, BatchEntry) else [entry.command_id]
         loop = asyncio.get_running_loop()
         futures = [self._waiting.setdefault(cid, loop.create_future()) for cid in ids]
-        data = encode_entry(entry)
         try:
             while True:
                 try:
@@ -348,19 +373,24 @@ class Group0Service:
                 self._waiting.pop(cid, None)
 
     def _apply(self, entries: list[Entry]) -> None:
+        """Apply committed entries in order; raises ApplyFailed naming the first one that could
+        not be decoded or applied (the driver then halts and the node stops: skipping it would
+        leave this node's state apart from the others')."""
         for entry in entries:
             try:
-                decoded = decode_entry(entry.data)
-            except (ValueError, KeyError, TypeError) as exc:  # same bytes everywhere: all skip it
-                log.error("group0 entry %d undecodable, skipped: %s", entry.index, exc)
-                continue
-            before = self._state.state_id
-            self._state, outcomes = apply_entry(self._state, decoded)
-            if self._state.state_id != before:
-                self._state_index = entry.index
-                self.versions.changed()
-            for applied in outcomes:
-                self._announce(applied)
+                self._apply_one(entry)
+            except Exception as exc:
+                raise ApplyFailed(entry.index, entry.term, exc) from exc
+
+    def _apply_one(self, entry: Entry) -> None:
+        decoded = decode_entry(entry.data)
+        before = self._state.state_id
+        self._state, outcomes = apply_entry(self._state, decoded)
+        if self._state.state_id != before:
+            self._state_index = entry.index
+            self.versions.changed()
+        for applied in outcomes:
+            self._announce(applied)
 
     def _announce(self, applied: Applied) -> None:
         """Wake the command's proposer (if it is ours) and tell listeners what changed."""
