@@ -121,8 +121,8 @@ class Node:
         )
         self.writer = WriteExecutor(self.storage, replicas=self.replicas)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
-        data = DataPath(self.writer, catalog_views(lambda: self.metadata.catalog))
-        self.paxos = self._paxos(data)
+        self.paxos = self._paxos()
+        data = DataPath(self.writer, catalog_views(lambda: self.metadata.catalog), self.paxos)
         placement = self.replicas.placement
         self.routes = RouteCheck(
             self.identity.host_id,
@@ -162,7 +162,7 @@ class Node:
         self.rest_api: RestApi | None = None
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
 
-    def _paxos(self, data: DataPath) -> PaxosService | None:
+    def _paxos(self) -> PaxosService | None:
         """Conditional statements run Paxos across replicas in a cluster (a maintenance node: a lock)."""
         if not isinstance(self.metadata, Group0Service):
             return None
@@ -172,13 +172,12 @@ class Node:
             str(c.workdir / "paxos" / "paxos.db"),
             lambda table_id: group0.catalog.by_id(table_id),
             self.replicas,
-            data.apply_committed,
+            self.replicas.local.apply,
             PaxosTimeouts(c.cas_contention_timeout_in_ms / 1000, c.write_request_timeout_in_ms / 1000),
         )
         paxos.register()
         paxos.follow_schema(group0.catalog)
         group0.add_listener(lambda _events: paxos.follow_schema(group0.catalog))
-        data.paxos = paxos
         return paxos
 
     def _plan_tablets(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:

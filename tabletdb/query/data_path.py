@@ -195,11 +195,6 @@ class DataPath:
         for table, mutations in built:
             await self.write(table, mutations, cl, write_type)
 
-    async def apply_committed(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """A Paxos commit this replica learnt: applied here only (views and indexes are updated
-        from this replica by ``LocalReplica.apply``, as for any base write)."""
-        await self.writer.replicas.local.apply(table, mutations)
-
     def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
     ) -> Awaitable[object]:
