@@ -23,7 +23,7 @@ from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING, Any
 
 from tabletdb.auth.model import AuthConfig
-from tabletdb.coordinator.executor import WriteExecutor
+from tabletdb.coordinator.executor import ServerClock
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, plan_tablet_changes
@@ -34,13 +34,13 @@ from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
-from tabletdb.node.replica_service import build_replicas
+from tabletdb.node.replica_service import build_data_plane, build_replicas
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
 from tabletdb.query.auth_check import AuthService, create_default_superuser
-from tabletdb.query.data_path import DataPath, catalog_views
+from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import RouteCheck
 from tabletdb.replica.storage_service import StorageService
@@ -119,10 +119,10 @@ class Node:
             group0.rpc if group0 is not None else None,
             self.failure_detector,
         )
-        self.writer = WriteExecutor(self.storage, replicas=self.replicas)
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         self.paxos = self._paxos()
-        data = DataPath(self.writer, catalog_views(lambda: self.metadata.catalog), self.paxos)
+        views_of = catalog_views(lambda: self.metadata.catalog)
+        plane = build_data_plane(self.storage, self.replicas, ServerClock(), views_of, self.paxos)
         placement = self.replicas.placement
         self.routes = RouteCheck(
             self.identity.host_id,
@@ -141,7 +141,7 @@ class Node:
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
-            data=data,
+            data=plane.data,
             auth=AuthService(
                 AuthConfig(config.authenticator, config.authorizer),
                 lambda: self.metadata.state.metadata,
@@ -149,6 +149,7 @@ class Node:
             ),
             routes=self.routes,
             settle_versions=group0.settle_versions if group0 is not None else None,
+            backfill=plane.backfill,
         )
         self.server = CqlServer(
             self.processor,

@@ -9,16 +9,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tabletdb.coordinator.executor import WriteExecutor
+from tabletdb.coordinator.executor import ServerClock
+from tabletdb.coordinator.reads import ReadCoordinator
 from tabletdb.cql import codec
 from tabletdb.cql.values import Value
 from tabletdb.group0.state import Group0State
 from tabletdb.group0.tablets_state import TabletChange, plan_tablet_changes
 from tabletdb.node.group0_shell.metadata_local import LocalMetadataStore
+from tabletdb.node.replica_service import build_data_plane, single_node_replicas
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.data_path import DataPath, catalog_views
+from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaConfig
@@ -50,14 +52,18 @@ class DataNode:
             lambda: self.metadata.tablets,
             commitlog_sync_period_s=commitlog_sync_period_s,
         )
+        replicas = single_node_replicas(self.storage)
+        views_of = catalog_views(lambda: self.metadata.catalog)
+        self.plane = build_data_plane(self.storage, replicas, ServerClock(self.clock), views_of, None)
+        self.reads = ReadCoordinator(replicas)
+        """Reads of this node's replicas, as the data path makes them (tests call them directly)."""
         self.processor = QueryProcessor(
             lambda: None,  # type: ignore[arg-type,return-value]
             self.metadata,
             SchemaConfig(datacenters=("dc1",)),
             lambda: [],
-            data=DataPath(
-                WriteExecutor(self.storage, self.clock), catalog_views(lambda: self.metadata.catalog)
-            ),
+            data=self.plane.data,
+            backfill=self.plane.backfill,
         )
         self.metadata.add_listener(lambda _e: self.storage.follow_schema(self.metadata.catalog))
         self.client = ClientState(1, ("127.0.0.1", 1), 0)
