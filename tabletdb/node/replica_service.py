@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tabletdb.coordinator.context import Replicas, Timeouts
+from tabletdb.coordinator.context import Replicas, Timeouts, Transport
 from tabletdb.coordinator.executor import PartitionLocks, ServerClock, WriteExecutor
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.coordinator.reads import ReadCoordinator
@@ -26,13 +26,14 @@ from tabletdb.node.config import NodeConfig
 from tabletdb.paxos.counters import CounterCoordinator
 from tabletdb.paxos.rounds import PaxosRounds
 from tabletdb.query.data_path import DataPath, ViewsOf
-from tabletdb.replica.derived_locks import derived_locks
+from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.stores import DataStores
 from tabletdb.replica.verbs import ReplicaVerbs
 from tabletdb.schema.model import Catalog
 from tabletdb.views.backfill import Backfill
+from tabletdb.views.updates import ViewUpdates
 
 
 def timeouts_of(config: NodeConfig) -> Timeouts:
@@ -45,16 +46,28 @@ def timeouts_of(config: NodeConfig) -> Timeouts:
     )
 
 
-def single_node_replicas(stores: StorageService) -> Replicas:
+@dataclass(frozen=True)
+class ViewMaintenance:
+    """What a node's base replicas maintain views and indexes with (``ViewUpdates``), and what
+    the rest of its data plane shares with them: the clock, and the locks the fill of new views
+    and indexes (``Backfill``) holds against their derived writes."""
+
+    views_of: ViewsOf
+    clock: ServerClock
+    locks: DerivedLocks
+
+
+def single_node_replicas(stores: StorageService, views: ViewMaintenance) -> Replicas:
     """A cluster of one: every token is on this node (in-process tests, tools)."""
     placement = ReplicaPlacement(uuid.UUID(int=0), "", Topology, Catalog, stores.tablet_maps)
-    return Replicas(placement, LocalReplica(stores))
+    return _replicas(placement, stores, views, None, None, Timeouts())
 
 
 def build_replicas(
     config: NodeConfig,
     storage: StorageService,
     state: Callable[[], ClusterState],
+    views: ViewMaintenance,
     rpc: RpcNode | None,
     failure_detector: FailureDetector | None,
 ) -> Replicas:
@@ -66,13 +79,28 @@ def build_replicas(
         lambda: state().metadata.catalog,
         lambda: state().metadata.tablets,
     )
-    local = LocalReplica(storage)
+    is_up = failure_detector.is_up if failure_detector is not None else None
+    replicas = _replicas(placement, storage, views, rpc, is_up, timeouts_of(config))
     if rpc is not None:
-        verbs = ReplicaVerbs(local, lambda table_id: state().metadata.catalog.by_id(table_id))
+        verbs = ReplicaVerbs(replicas.local, lambda table_id: state().metadata.catalog.by_id(table_id))
         for verb, handler in verbs.handlers().items():
             rpc.register(verb, handler)
-    is_up = failure_detector.is_up if failure_detector is not None else None
-    return Replicas(placement, local, rpc, is_up, timeouts_of(config))
+    return replicas
+
+
+def _replicas(
+    placement: ReplicaPlacement,
+    stores: StorageService,
+    views: ViewMaintenance,
+    transport: Transport | None,
+    is_up: Callable[[int], bool] | None,
+    timeouts: Timeouts,
+) -> Replicas:
+    """Bottom-up: the replicas view updates go to (their local one applies directly), the view
+    updates over them, then the local replica that applies base writes with their view updates."""
+    direct = Replicas(placement, LocalReplica(stores), transport, is_up, timeouts)
+    updates = ViewUpdates(direct, views.views_of, views.clock.now_seconds, views.locks)
+    return Replicas(placement, LocalReplica(stores, updates), transport, is_up, timeouts)
 
 
 @dataclass(frozen=True)
@@ -84,17 +112,14 @@ class DataPlane:
 
 
 def build_data_plane(
-    stores: DataStores,
-    replicas: Replicas,
-    clock: ServerClock,
-    views_of: ViewsOf,
-    paxos: PaxosRounds | None,
+    stores: DataStores, replicas: Replicas, views: ViewMaintenance, paxos: PaxosRounds | None
 ) -> DataPlane:
     """The coordinators over ``replicas`` and everything built on them, each given what it uses.
 
     ``paxos`` None: a node without Paxos (maintenance mode, in-process tests) runs conditional
     and read-before-write statements under local locks where it is the only replica.
     """
+    clock = views.clock
     writes = WriteCoordinator(replicas)
     reads = ReadCoordinator(replicas)
     writer = WriteExecutor(stores, clock)
@@ -111,8 +136,8 @@ def build_data_plane(
         writes=writes,
         reads=reads,
         counters=counters,
-        views_of=views_of,
+        views_of=views.views_of,
         paxos=paxos,
     )
-    backfill = Backfill(replicas.placement, derived_locks(replicas.local), reads, writes, clock)
+    backfill = Backfill(replicas.placement, views.locks, reads, writes, clock)
     return DataPlane(data, backfill)

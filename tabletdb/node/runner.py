@@ -34,7 +34,7 @@ from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
-from tabletdb.node.replica_service import build_data_plane, build_replicas
+from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, build_replicas
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
@@ -43,6 +43,7 @@ from tabletdb.query.auth_check import AuthService, create_default_superuser
 from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import RouteCheck
+from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.schema.model import Catalog
@@ -112,17 +113,18 @@ class Node:
         )
         self.storage.follow_schema(self.metadata.catalog)
         group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
+        views = ViewMaintenance(catalog_views(lambda: self.metadata.catalog), ServerClock(), DerivedLocks())
         self.replicas = build_replicas(
             config,
             self.storage,
             lambda: self.metadata.state,
+            views,
             group0.rpc if group0 is not None else None,
             self.failure_detector,
         )
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         self.paxos = self._paxos()
-        views_of = catalog_views(lambda: self.metadata.catalog)
-        plane = build_data_plane(self.storage, self.replicas, ServerClock(), views_of, self.paxos)
+        plane = build_data_plane(self.storage, self.replicas, views, self.paxos)
         placement = self.replicas.placement
         self.routes = RouteCheck(
             self.identity.host_id,

@@ -41,7 +41,6 @@ from tabletdb.statements.receivers import Receiver, receivers
 from tabletdb.statements.terms import Bindings, term_value
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
-from tabletdb.views.updates import ViewUpdates
 from tabletdb.views.view_rows import derived_tables
 
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
@@ -105,9 +104,6 @@ class DataPath:
         self._reads = reads
         self._counters = counters
         self._views_of = views_of
-        local = replicas.local
-        if local.derived is None:
-            local.derived = ViewUpdates(replicas, views_of, clock.now_seconds)
         self._paxos = paxos
         """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
 

@@ -3,7 +3,7 @@
 Run by the coordinator of CREATE MATERIALIZED VIEW once the view is in the catalog (from then
 on every base replica also maintains it for new writes, ``view_replica``). The coordinator scans
 the base and writes the view rows through the write coordinator: where it is the base's only
-replica it holds the table against derived writes (``derived_locks``) and reads its own stores;
+replica it holds the table against derived writes (``DerivedLocks``) and reads its own stores;
 where the base is replicated it reads at QUORUM and writes at QUORUM without a lock. Each view
 row is stamped with the newest timestamp of its base row's cells (as ScyllaDB's view builder
 does), not a fresh one: a write racing the build derives its changes at its own, later,

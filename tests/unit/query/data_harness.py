@@ -16,12 +16,13 @@ from tabletdb.cql.values import Value
 from tabletdb.group0.state import Group0State
 from tabletdb.group0.tablets_state import TabletChange, plan_tablet_changes
 from tabletdb.node.group0_shell.metadata_local import LocalMetadataStore
-from tabletdb.node.replica_service import build_data_plane, single_node_replicas
+from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, single_node_replicas
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
+from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog
@@ -52,9 +53,11 @@ class DataNode:
             lambda: self.metadata.tablets,
             commitlog_sync_period_s=commitlog_sync_period_s,
         )
-        replicas = single_node_replicas(self.storage)
-        views_of = catalog_views(lambda: self.metadata.catalog)
-        self.plane = build_data_plane(self.storage, replicas, ServerClock(self.clock), views_of, None)
+        views = ViewMaintenance(
+            catalog_views(lambda: self.metadata.catalog), ServerClock(self.clock), DerivedLocks()
+        )
+        replicas = single_node_replicas(self.storage, views)
+        self.plane = build_data_plane(self.storage, replicas, views, None)
         self.reads = ReadCoordinator(replicas)
         """Reads of this node's replicas, as the data path makes them (tests call them directly)."""
         self.processor = QueryProcessor(
