@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
-from tabletdb.group0.cluster_state import ClusterState
-from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, plan_tablet_changes
+from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.net.failure_detector import FailureDetector
 from tabletdb.node.config import NodeConfig
@@ -46,7 +45,6 @@ from tabletdb.query.route_check import RouteCheck
 from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
-from tabletdb.schema.model import Catalog
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.topology.features import supported_features
@@ -81,7 +79,6 @@ class Node:
         self.identity: NodeIdentity = load_or_create_identity(workdir, config.num_tokens)
         self.features = supported_features()
         group0_dir = workdir.joinpath(*GROUP0_DIR)
-        self._replica_load = ReplicaLoad()
         self.metadata: Group0Service | MaintenanceStore
         self.failure_detector: FailureDetector | None = None
         if config.maintenance_mode:
@@ -92,7 +89,7 @@ class Node:
                 self._record(),
                 config.cluster_name,
                 config.seeds,
-                tablet_planner=self._plan_tablets,
+                tablet_planner=self._tablet_planner(),
             )
             self.metadata.add_member_listener(self._announce_new_node)
             self.failure_detector = FailureDetector(
@@ -183,17 +180,14 @@ class Node:
         group0.add_listener(lambda _events: paxos.follow_schema(group0.catalog))
         return paxos
 
-    def _plan_tablets(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
-        """Tablet maps for tables a schema change creates, placed over every member's shards."""
+    def _tablet_planner(self) -> TabletPlanner:
+        """The tablet placement policy with this node's sizing settings (and itself as the cluster
+        until its join is recorded)."""
         c = self.config
-        members = [(r.host_id, r.datacenter, r.rack, r.shard_count) for r in state.topology.members.values()]
-        if not members:  # the founder's first DDL can precede its own join record
-            members = [(self.identity.host_id, c.dc, c.rack, c.smp)]
-        nodes = self._replica_load.cluster_capacity(members, state.metadata.tablets)
         sizing = SizingConfig(
             c.target_tablet_size_in_bytes, c.tablets_initial_scale_factor, float(c.tablets_per_shard_goal)
         )
-        return plan_tablet_changes(state.metadata.catalog, after, state.metadata.tablets, nodes, sizing)
+        return TabletPlanner(sizing, (self.identity.host_id, c.dc, c.rack, c.smp))
 
     def _rpc_address(self) -> str:
         return self.config.rpc_address or self.config.listen_address

@@ -38,6 +38,7 @@ from tabletdb.group0.cluster_state import (
     encode_entry,
     encode_snapshot,
 )
+from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import (
     JoinCommand,
     JoinRefused,
@@ -47,7 +48,7 @@ from tabletdb.group0.topology import (
     record_to_plain,
 )
 from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
-from tabletdb.node.group0_shell.batch import DdlBatcher, TabletPlanner
+from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.node.group0_shell.raft import RaftDriver
 from tabletdb.node.group0_shell.versions import PeerVersions
