@@ -20,7 +20,6 @@ from tabletdb.coordinator.reads import ReadCoordinator
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.topology import Topology
-from tabletdb.net.failure_detector import FailureDetector
 from tabletdb.net.rpc import RpcNode
 from tabletdb.node.config import NodeConfig
 from tabletdb.paxos.counters import CounterCoordinator
@@ -30,7 +29,7 @@ from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.stores import DataStores
-from tabletdb.replica.verbs import ReplicaVerbs
+from tabletdb.replica.verbs import ReplicaVerbs, TableOf
 from tabletdb.schema.model import Catalog
 from tabletdb.views.backfill import Backfill
 from tabletdb.views.updates import ViewUpdates
@@ -60,35 +59,23 @@ class ViewMaintenance:
 def single_node_replicas(stores: StorageService, views: ViewMaintenance) -> Replicas:
     """A cluster of one: every token is on this node (in-process tests, tools)."""
     placement = ReplicaPlacement(uuid.UUID(int=0), "", Topology, Catalog, stores.tablet_maps)
-    return _replicas(placement, stores, views, None, None, Timeouts())
+    return build_replicas(placement, stores, views, None, None, Timeouts())
 
 
-def build_replicas(
-    config: NodeConfig,
-    storage: StorageService,
-    state: Callable[[], ClusterState],
-    views: ViewMaintenance,
-    rpc: RpcNode | None,
-    failure_detector: FailureDetector | None,
-) -> Replicas:
-    """The coordinator's view of the cluster; registers the replica verbs on ``rpc`` if given."""
-    placement = ReplicaPlacement(
-        storage.host_id,
-        config.dc,
+def cluster_placement(
+    host_id: uuid.UUID, datacenter: str, state: Callable[[], ClusterState]
+) -> ReplicaPlacement:
+    """Replicas placed by group0's topology, catalog and tablet maps, as this node last applied them."""
+    return ReplicaPlacement(
+        host_id,
+        datacenter,
         lambda: state().topology,
         lambda: state().metadata.catalog,
         lambda: state().metadata.tablets,
     )
-    is_up = failure_detector.is_up if failure_detector is not None else None
-    replicas = _replicas(placement, storage, views, rpc, is_up, timeouts_of(config))
-    if rpc is not None:
-        verbs = ReplicaVerbs(replicas.local, lambda table_id: state().metadata.catalog.by_id(table_id))
-        for verb, handler in verbs.handlers().items():
-            rpc.register(verb, handler)
-    return replicas
 
 
-def _replicas(
+def build_replicas(
     placement: ReplicaPlacement,
     stores: StorageService,
     views: ViewMaintenance,
@@ -101,6 +88,13 @@ def _replicas(
     direct = Replicas(placement, LocalReplica(stores), transport, is_up, timeouts)
     updates = ViewUpdates(direct, views.views_of, views.clock.now_seconds, views.locks)
     return Replicas(placement, LocalReplica(stores, updates), transport, is_up, timeouts)
+
+
+def register_replica_verbs(rpc: RpcNode, local: LocalReplica, tables: TableOf) -> None:
+    """Serve ``local`` to other nodes' coordinators over ``rpc``."""
+    verbs = ReplicaVerbs(local, tables)
+    for verb, handler in verbs.handlers().items():
+        rpc.register(verb, handler)
 
 
 @dataclass(frozen=True)

@@ -16,29 +16,24 @@ import logging
 import signal
 import sys
 import time
-import uuid
-from collections.abc import Coroutine
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
-from tabletdb.net.failure_detector import FailureDetector
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
-from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
-from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
-from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, build_replicas
-from tabletdb.paxos.service import PaxosService, PaxosTimeouts
+from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
+from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
-from tabletdb.query.auth_check import AuthService, create_default_superuser
+from tabletdb.query.auth_check import AuthService
 from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import RouteCheck
@@ -54,8 +49,6 @@ if TYPE_CHECKING:
     from tabletdb.node.admin.rest_api import RestApi
 
 log = logging.getLogger(__name__)
-
-GROUP0_DIR = ("raft", "group0-cluster")
 
 
 def product_version() -> str:
@@ -78,24 +71,19 @@ class Node:
         self._parser_loading = parser_load_in_background()
         self.identity: NodeIdentity = load_or_create_identity(workdir, config.num_tokens)
         self.features = supported_features()
-        group0_dir = workdir.joinpath(*GROUP0_DIR)
-        self.metadata: Group0Service | MaintenanceStore
-        self.failure_detector: FailureDetector | None = None
+        self.membership: Membership
         if config.maintenance_mode:
-            self.metadata = MaintenanceStore(group0_dir)
+            self.membership = MaintenanceNode(config)
         else:
-            self.metadata = Group0Service(
-                group0_dir,
+            self.membership = ClusterMember(
+                config,
                 self._record(),
-                config.cluster_name,
-                config.seeds,
-                tablet_planner=self._tablet_planner(),
+                self._tablet_planner(),
+                self._peer_records,
+                self._announce_status,
+                self._announce_new_node,
             )
-            self.metadata.add_member_listener(self._announce_new_node)
-            self.failure_detector = FailureDetector(
-                self.metadata.rpc, self._peer_records, self._announce_status
-            )
-            self.failure_detector.register()
+        self.metadata = self.membership.metadata
         self._base_info = self._node_info()
         self._info_cache: tuple[object, NodeInfo] | None = None
         self.storage = StorageService(
@@ -109,20 +97,11 @@ class Node:
             ),
         )
         self.storage.follow_schema(self.metadata.catalog)
-        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
         views = ViewMaintenance(catalog_views(lambda: self.metadata.catalog), ServerClock(), DerivedLocks())
-        self.replicas = build_replicas(
-            config,
-            self.storage,
-            lambda: self.metadata.state,
-            views,
-            group0.rpc if group0 is not None else None,
-            self.failure_detector,
-        )
+        placement = cluster_placement(self.identity.host_id, config.dc, lambda: self.metadata.state)
+        self.replicas = self.membership.replicas(placement, self.storage, views, timeouts_of(config))
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
-        self.paxos = self._paxos()
-        plane = build_data_plane(self.storage, self.replicas, views, self.paxos)
-        placement = self.replicas.placement
+        plane = build_data_plane(self.storage, self.replicas, views, self.membership.paxos(self.replicas))
         self.routes = RouteCheck(
             self.identity.host_id,
             config.smp,
@@ -147,7 +126,7 @@ class Node:
                 config.test_statement_delay_ms,
             ),
             routes=self.routes,
-            settle_versions=group0.settle_versions if group0 is not None else None,
+            settle_versions=self.membership.settle_versions,
             backfill=plane.backfill,
         )
         self.server = CqlServer(
@@ -161,24 +140,6 @@ class Node:
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
-
-    def _paxos(self) -> PaxosService | None:
-        """Conditional statements run Paxos across replicas in a cluster (a maintenance node: a lock)."""
-        if not isinstance(self.metadata, Group0Service):
-            return None
-        c, group0 = self.config, self.metadata
-        paxos = PaxosService(
-            group0.rpc,
-            str(c.workdir / "paxos" / "paxos.db"),
-            lambda table_id: group0.catalog.by_id(table_id),
-            self.replicas,
-            self.replicas.local.apply,
-            PaxosTimeouts(c.cas_contention_timeout_in_ms / 1000, c.write_request_timeout_in_ms / 1000),
-        )
-        paxos.register()
-        paxos.follow_schema(group0.catalog)
-        group0.add_listener(lambda _events: paxos.follow_schema(group0.catalog))
-        return paxos
 
     def _tablet_planner(self) -> TabletPlanner:
         """The tablet placement policy with this node's sizing settings (and itself as the cluster
@@ -211,8 +172,8 @@ class Node:
     def info(self) -> NodeInfo:
         """This node, its peers and its Raft view from group0 (rebuilt only when they change)."""
         state = self.metadata.state
-        raft = self.metadata.raft_info() if isinstance(self.metadata, Group0Service) else None
-        versions = self.metadata.versions.view_key() if isinstance(self.metadata, Group0Service) else None
+        raft = self.membership.raft_info()
+        versions = self.membership.versions_key()
         key = (state.topology, state.state_id, raft, versions)
         if self._info_cache is not None and self._info_cache[0] == key:
             return self._info_cache[1]
@@ -225,7 +186,7 @@ class Node:
                 rack=r.rack,
                 rpc_address=ipaddress.ip_address(r.rpc_address),
                 tokens=r.tokens,
-                schema_version=self._peer_schema_version(r.raft_id, state.state_id),
+                schema_version=self.membership.peer_schema_version(r.raft_id, state.state_id),
                 supported_features=",".join(sorted(r.supported_features)),
             )
             for r in state.topology.members.values()
@@ -234,13 +195,6 @@ class Node:
         info = replace(self._base_info, peers=peers, raft=raft)
         self._info_cache = (key, info)
         return info
-
-    def _peer_schema_version(self, raft_id: int, local: uuid.UUID) -> uuid.UUID | None:
-        """What the peer last told us it applied (group0_versions); a maintenance-mode node has
-        no peers to ask and shows its own log's version."""
-        if isinstance(self.metadata, Group0Service):
-            return self.metadata.peer_schema_version(raft_id)
-        return local
 
     def _node_info(self) -> NodeInfo:
         c = self.config
@@ -289,13 +243,12 @@ class Node:
         need it, so it is imported in a worker thread while the event loop already answers CQL.
         """
         module = await asyncio.to_thread(importlib.import_module, "tabletdb.node.admin.rest_api")
-        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
         metrics = self._node_metrics()
         ctx = module.ApiContext(
             self.identity.host_id,
             self._record().address,
             lambda: self.metadata.state,
-            group0,
+            self.membership.group0,
             metrics=metrics,
             storage=self.storage,
             snapshots_dir=self.config.workdir / "snapshots",
@@ -316,19 +269,8 @@ class Node:
 
     async def run(self, stop: asyncio.Event) -> None:
         started = time.monotonic()
-        if isinstance(self.metadata, Group0Service):
-            if not await _unless_stopped(self.metadata.start(), stop):
-                await self.metadata.stop()
-                log.warning("node stopped while joining the cluster")
-                return
-            if self.failure_detector is not None:
-                self.failure_detector.start()
-            if self.metadata.founder:
-                await create_default_superuser(
-                    self.metadata, lambda: self.metadata.state.metadata, self.config.cluster_name
-                )
-        else:
-            log.warning("node in maintenance mode: not joining the cluster; schema changes refused")
+        if not await self.membership.start(stop):
+            return
         await asyncio.to_thread(self._parser_loading.join)
         await self.server.start()
         tune_for_serving()  # start-up's objects are built: keep the collector off them from now on
@@ -353,29 +295,9 @@ class Node:
             if self.rest_api is not None:
                 await self.rest_api.stop()
             self.storage.close()
-            if self.paxos is not None:
-                self.paxos.close()
-            if self.failure_detector is not None:
-                await self.failure_detector.stop()
-            if isinstance(self.metadata, Group0Service):
-                await self.metadata.stop()
+            await self.membership.stop()
             self.metadata.close()
             log.warning("node stopped")
-
-
-async def _unless_stopped(work: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
-    """Run `work` unless `stop` is set first (a SIGTERM while joining); True if it completed."""
-    task = asyncio.ensure_future(work)
-    stopped = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    stopped.cancel()
-    if task.done():
-        task.result()
-        return True
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    return False
 
 
 def _print_how_to_connect(address: str, port: int) -> None:
