@@ -78,6 +78,9 @@ def _add(delta: Mutation, row: RowWrite, cell: Cell, current: CurrentCells, stam
 
 
 class CounterCoordinator:
+    """One per node (the node's wiring builds it), so updates of a partition that meet on this
+    coordinator share Paxos rounds."""
+
     def __init__(
         self,
         replicas: Replicas,
