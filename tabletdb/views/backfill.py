@@ -20,6 +20,9 @@ from tabletdb.replica.derived_locks import DerivedLocks
 
 @dataclass(frozen=True)
 class Backfill:
+    """The parts a fill uses, built once by the node's wiring and handed to the processor (the
+    coordinator of the DDL), so the fill reaches for nothing else."""
+
     placement: ReplicaPlacement
     """Whether this node is the base's only replica (the local, locked fill)."""
     locks: DerivedLocks
