@@ -51,6 +51,9 @@ class NodeMetadata(MetadataStore, Protocol):
 
 
 class Membership(Protocol):
+    """What differs between the modes: the runner builds one from the config and takes each
+    piece from it once, while it wires the node."""
+
     @property
     def metadata(self) -> NodeMetadata: ...
 
