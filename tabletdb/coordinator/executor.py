@@ -1,31 +1,23 @@
-"""Executing writes on this node: timestamps, per-partition serialization, group commit.
+"""Executing a write statement on this node, up to its mutations: server time, current cells.
 
 Server timestamps are wall-clock microseconds made strictly increasing per node, so two writes
 from one client never tie. Statements that read before writing (list index, counters, LWT) hold
-the partition's lock from the read to the durable write; plain writes skip it. Mutations go to
-their replicas through ``coordinator_write`` (the local one through its group committer); the
-client is answered once enough replicas have synced them for the consistency level.
+a partition's lock (``PartitionLocks``) from the read to the durable write where this node is
+the partition's only replica; plain writes skip it. The mutations go to their replicas through
+the write coordinator (``coordinator_write``), which the data path is handed separately.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from tabletdb.coordinator.consistency import ONE
-from tabletdb.coordinator.context import Replicas
-from tabletdb.coordinator.placement import ReplicaPlacement
-from tabletdb.coordinator.reads import ReadCoordinator
-from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.group0.topology import Topology
-from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.stores import DataStores
-from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.schema.model import TableDef
 from tabletdb.statements.modifications import CurrentCells, build_delete, build_insert, build_update, time_of
 from tabletdb.statements.terms import Bindings
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
@@ -38,53 +30,61 @@ def _no_cells(key: bytes, token: int, ck: bytes, static: bool, column: str) -> S
     return ()
 
 
-class TimestampSource:
-    """Microsecond write timestamps, strictly increasing on this node."""
+class ServerClock:
+    """This node's time as writes see it: one clock for write timestamps and for TTL expiry, so a
+    test (or a simulation) that moves it moves both."""
 
     def __init__(self, clock: Clock = time.time) -> None:
         self._clock = clock
         self._last = 0
 
-    def next(self) -> int:
+    def timestamp(self) -> int:
+        """A microsecond write timestamp, strictly greater than any this clock gave before."""
         now = int(self._clock() * 1_000_000)
         self._last = max(self._last + 1, now)
         return self._last
 
-
-def single_node_replicas(stores: DataStores) -> Replicas:
-    """A cluster of one: every token is on this node (in-process tests, tools)."""
-    placement = ReplicaPlacement(uuid.UUID(int=0), "", Topology, Catalog, stores.tablet_maps)
-    return Replicas(placement, LocalReplica(stores))
+    def now_seconds(self) -> int:
+        """Whole seconds: what TTLs count from and what expiry is judged against."""
+        return int(self._clock())
 
 
-class WriteExecutor:
-    """Builds mutations (timestamps, read-before-write) and hands them to the write coordinator."""
+class PartitionLocks:
+    """One asyncio lock per (table, partition key), for read-before-write where this node is the
+    partition's only replica: held from the read of its stores to the durable write."""
 
-    def __init__(
-        self, stores: DataStores, clock: Clock = time.time, replicas: Replicas | None = None
-    ) -> None:
-        self.stores = stores
-        self.clock = clock
-        self.timestamps = TimestampSource(clock)
-        self.replicas = replicas if replicas is not None else single_node_replicas(stores)
-        self.coordinator = WriteCoordinator(self.replicas)
-        self.reads = ReadCoordinator(self.replicas)
+    def __init__(self) -> None:
         self._locks: weakref.WeakValueDictionary[tuple[str, bytes], asyncio.Lock]
         self._locks = weakref.WeakValueDictionary()
         """Held locks stay alive through their holders and waiters; idle ones are dropped."""
 
-    def now_seconds(self) -> int:
-        return int(self.clock())
+    def lock(self, table: TableDef, key: bytes) -> asyncio.Lock:
+        found = self._locks.get((table.id.hex, key))
+        if found is None:
+            found = self._locks[(table.id.hex, key)] = asyncio.Lock()
+        return found
+
+
+class WriteExecutor:
+    """Turns modification statements into mutations: validated, stamped with this node's time,
+    and (for read-before-write operations) built on the current cells."""
+
+    def __init__(self, stores: DataStores, clock: ServerClock) -> None:
+        self._stores = stores
+        self._clock = clock
 
     def current_cells(self, table: TableDef) -> CurrentCells:
         def read(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
-            store = self.stores.store(table, token)
+            store = self._stores.store(table, token)
             if static:
-                data = store.read_partition(key, self.now_seconds(), limit=0)
+                data = store.read_partition(key, self._clock.now_seconds(), limit=0)
                 row = None if data is None else data.static_row
             else:
                 data = store.read_partition(
-                    key, self.now_seconds(), ClusteringSlice(Bound(ck), Bound(ck)), include_static=False
+                    key,
+                    self._clock.now_seconds(),
+                    ClusteringSlice(Bound(ck), Bound(ck)),
+                    include_static=False,
                 )
                 row = None if data is None or not data.rows else data.rows[0]
             return () if row is None else row.cells_of(column)
@@ -109,8 +109,8 @@ class WriteExecutor:
         replicas' reconciled partition).
         """
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
-            ts = default_ts if default_ts is not None else self.timestamps.next()
-            when = time_of(stmt.attributes, table, bindings, ts, self.now_seconds())
+            ts = default_ts if default_ts is not None else self._clock.timestamp()
+            when = time_of(stmt.attributes, table, bindings, ts, self._clock.now_seconds())
             if current is None:
                 current = _no_cells if deltas else self.current_cells(table)
             if isinstance(stmt, ast.InsertStatement):
@@ -119,15 +119,3 @@ class WriteExecutor:
                 return build_update(stmt, table, bindings, when, current)
             return build_delete(stmt, table, bindings, when, current)
         raise InvalidRequest(f"{type(stmt).__name__} is not a data modification statement")
-
-    def write(
-        self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
-    ) -> Awaitable[object]:
-        """Write to the replicas at consistency ``cl`` (durable on each before it counts)."""
-        return self.coordinator.write(table, mutations, cl, write_type)
-
-    def lock(self, table: TableDef, key: bytes) -> asyncio.Lock:
-        found = self._locks.get((table.id.hex, key))
-        if found is None:
-            found = self._locks[(table.id.hex, key)] = asyncio.Lock()
-        return found

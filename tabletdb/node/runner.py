@@ -16,38 +16,32 @@ import logging
 import signal
 import sys
 import time
-import uuid
-from collections.abc import Coroutine
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tabletdb.auth.model import AuthConfig
-from tabletdb.coordinator.executor import WriteExecutor
+from tabletdb.coordinator.executor import ServerClock
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
-from tabletdb.group0.cluster_state import ClusterState
-from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, plan_tablet_changes
+from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
-from tabletdb.net.failure_detector import FailureDetector
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
-from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed
-from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
-from tabletdb.node.replica_service import build_replicas
-from tabletdb.paxos.service import PaxosService, PaxosTimeouts
+from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
+from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
-from tabletdb.query.auth_check import AuthService, create_default_superuser
-from tabletdb.query.data_path import DataPath, catalog_views
+from tabletdb.query.auth_check import AuthService
+from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import RouteCheck
 from tabletdb.raft.storage_records import CorruptLogError
+from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
-from tabletdb.schema.model import Catalog
 from tabletdb.storage.commit_records import CommitLogCorrupt
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.tablets.count import SizingConfig
@@ -61,8 +55,6 @@ log = logging.getLogger(__name__)
 
 EXIT_GROUP0_HALTED = 3
 """Exit status of a node that stopped because group0 could not apply a committed entry."""
-
-GROUP0_DIR = ("raft", "group0-cluster")
 
 
 def product_version() -> str:
@@ -88,26 +80,20 @@ class Node:
         self._parser_loading = parser_load_in_background()
         self.identity: NodeIdentity = load_or_create_identity(workdir, config.num_tokens)
         self.features = supported_features()
-        group0_dir = workdir.joinpath(*GROUP0_DIR)
-        self._replica_load = ReplicaLoad()
-        self.metadata: Group0Service | MaintenanceStore
-        self.failure_detector: FailureDetector | None = None
+        self.membership: Membership
         if config.maintenance_mode:
-            self.metadata = MaintenanceStore(group0_dir)
+            self.membership = MaintenanceNode(config)
         else:
-            self.metadata = Group0Service(
-                group0_dir,
+            self.membership = ClusterMember(
+                config,
                 self._record(),
-                config.cluster_name,
-                config.seeds,
-                tablet_planner=self._plan_tablets,
+                self._tablet_planner(),
+                self._peer_records,
+                self._announce_status,
+                self._announce_new_node,
                 on_halt=self._halt,
             )
-            self.metadata.add_member_listener(self._announce_new_node)
-            self.failure_detector = FailureDetector(
-                self.metadata.rpc, self._peer_records, self._announce_status
-            )
-            self.failure_detector.register()
+        self.metadata = self.membership.metadata
         self._base_info = self._node_info()
         self._info_cache: tuple[object, NodeInfo] | None = None
         self.storage = StorageService(
@@ -122,19 +108,11 @@ class Node:
             commitlog_skip_corrupt_records=config.commitlog_skip_corrupt_records,
         )
         self.storage.follow_schema(self.metadata.catalog)
-        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
-        self.replicas = build_replicas(
-            config,
-            self.storage,
-            lambda: self.metadata.state,
-            group0.rpc if group0 is not None else None,
-            self.failure_detector,
-        )
-        self.writer = WriteExecutor(self.storage, replicas=self.replicas)
+        views = ViewMaintenance(catalog_views(lambda: self.metadata.catalog), ServerClock(), DerivedLocks())
+        placement = cluster_placement(self.identity.host_id, config.dc, lambda: self.metadata.state)
+        self.replicas = self.membership.replicas(placement, self.storage, views, timeouts_of(config))
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
-        data = DataPath(self.writer, catalog_views(lambda: self.metadata.catalog))
-        self.paxos = self._paxos(data)
-        placement = self.replicas.placement
+        plane = build_data_plane(self.storage, self.replicas, views, self.membership.paxos(self.replicas))
         self.routes = RouteCheck(
             self.identity.host_id,
             config.smp,
@@ -152,14 +130,15 @@ class Node:
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
-            data=data,
+            data=plane.data,
             auth=AuthService(
                 AuthConfig(config.authenticator, config.authorizer),
                 lambda: self.metadata.state.metadata,
                 config.test_statement_delay_ms,
             ),
             routes=self.routes,
-            settle_versions=group0.settle_versions if group0 is not None else None,
+            settle_versions=self.membership.settle_versions,
+            backfill=plane.backfill,
         )
         self.server = CqlServer(
             self.processor,
@@ -173,36 +152,14 @@ class Node:
         self.rest_api: RestApi | None = None
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
 
-    def _paxos(self, data: DataPath) -> PaxosService | None:
-        """Conditional statements run Paxos across replicas in a cluster (a maintenance node: a lock)."""
-        if not isinstance(self.metadata, Group0Service):
-            return None
-        c, group0 = self.config, self.metadata
-        paxos = PaxosService(
-            group0.rpc,
-            str(c.workdir / "paxos" / "paxos.db"),
-            lambda table_id: group0.catalog.by_id(table_id),
-            self.replicas,
-            data.apply_committed,
-            PaxosTimeouts(c.cas_contention_timeout_in_ms / 1000, c.write_request_timeout_in_ms / 1000),
-        )
-        paxos.register()
-        paxos.follow_schema(group0.catalog)
-        group0.add_listener(lambda _events: paxos.follow_schema(group0.catalog))
-        data.paxos = paxos
-        return paxos
-
-    def _plan_tablets(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
-        """Tablet maps for tables a schema change creates, placed over every member's shards."""
+    def _tablet_planner(self) -> TabletPlanner:
+        """The tablet placement policy with this node's sizing settings (and itself as the cluster
+        until its join is recorded)."""
         c = self.config
-        members = [(r.host_id, r.datacenter, r.rack, r.shard_count) for r in state.topology.members.values()]
-        if not members:  # the founder's first DDL can precede its own join record
-            members = [(self.identity.host_id, c.dc, c.rack, c.smp)]
-        nodes = self._replica_load.cluster_capacity(members, state.metadata.tablets)
         sizing = SizingConfig(
             c.target_tablet_size_in_bytes, c.tablets_initial_scale_factor, float(c.tablets_per_shard_goal)
         )
-        return plan_tablet_changes(state.metadata.catalog, after, state.metadata.tablets, nodes, sizing)
+        return TabletPlanner(sizing, (self.identity.host_id, c.dc, c.rack, c.smp))
 
     def _halt(self, failure: ApplyFailed) -> None:
         """group0 could not apply a committed entry (it logged which): stop, exiting non-zero."""
@@ -232,8 +189,8 @@ class Node:
     def info(self) -> NodeInfo:
         """This node, its peers and its Raft view from group0 (rebuilt only when they change)."""
         state = self.metadata.state
-        raft = self.metadata.raft_info() if isinstance(self.metadata, Group0Service) else None
-        versions = self.metadata.versions.view_key() if isinstance(self.metadata, Group0Service) else None
+        raft = self.membership.raft_info()
+        versions = self.membership.versions_key()
         key = (state.topology, state.state_id, raft, versions)
         if self._info_cache is not None and self._info_cache[0] == key:
             return self._info_cache[1]
@@ -246,7 +203,7 @@ class Node:
                 rack=r.rack,
                 rpc_address=ipaddress.ip_address(r.rpc_address),
                 tokens=r.tokens,
-                schema_version=self._peer_schema_version(r.raft_id, state.state_id),
+                schema_version=self.membership.peer_schema_version(r.raft_id, state.state_id),
                 supported_features=",".join(sorted(r.supported_features)),
             )
             for r in state.topology.members.values()
@@ -255,13 +212,6 @@ class Node:
         info = replace(self._base_info, peers=peers, raft=raft)
         self._info_cache = (key, info)
         return info
-
-    def _peer_schema_version(self, raft_id: int, local: uuid.UUID) -> uuid.UUID | None:
-        """What the peer last told us it applied (group0_versions); a maintenance-mode node has
-        no peers to ask and shows its own log's version."""
-        if isinstance(self.metadata, Group0Service):
-            return self.metadata.peer_schema_version(raft_id)
-        return local
 
     def _node_info(self) -> NodeInfo:
         c = self.config
@@ -310,13 +260,12 @@ class Node:
         need it, so it is imported in a worker thread while the event loop already answers CQL.
         """
         module = await asyncio.to_thread(importlib.import_module, "tabletdb.node.admin.rest_api")
-        group0 = self.metadata if isinstance(self.metadata, Group0Service) else None
         metrics = self._node_metrics()
         ctx = module.ApiContext(
             self.identity.host_id,
             self._record().address,
             lambda: self.metadata.state,
-            group0,
+            self.membership.group0,
             metrics=metrics,
             storage=self.storage,
             snapshots_dir=self.config.workdir / "snapshots",
@@ -338,22 +287,8 @@ class Node:
     async def run(self, stop: asyncio.Event) -> None:
         self._stop = stop
         started = time.monotonic()
-        if isinstance(self.metadata, Group0Service):
-            if not await _unless_stopped(self.metadata.start(), stop):
-                await self.metadata.stop()
-                if self.exit_code == EXIT_GROUP0_HALTED:
-                    log.warning("node stopped: group0 could not apply a committed entry (the ERROR above)")
-                else:
-                    log.warning("node stopped while joining the cluster")
-                return
-            if self.failure_detector is not None:
-                self.failure_detector.start()
-            if self.metadata.founder:
-                await create_default_superuser(
-                    self.metadata, lambda: self.metadata.state.metadata, self.config.cluster_name
-                )
-        else:
-            log.warning("node in maintenance mode: not joining the cluster; schema changes refused")
+        if not await self.membership.start(stop):
+            return
         await asyncio.to_thread(self._parser_loading.join)
         await self.server.start()
         tune_for_serving()  # start-up's objects are built: keep the collector off them from now on
@@ -378,35 +313,9 @@ class Node:
             if self.rest_api is not None:
                 await self.rest_api.stop()
             self.storage.close()
-            if self.paxos is not None:
-                self.paxos.close()
-            if self.failure_detector is not None:
-                await self.failure_detector.stop()
-            if isinstance(self.metadata, Group0Service):
-                await self.metadata.stop()
+            await self.membership.stop()
             self.metadata.close()
             log.warning("node stopped")
-
-
-async def _unless_stopped(work: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
-    """Run `work` unless `stop` is set first (a SIGTERM while joining, or group0 halting on
-    an entry it replays); True if it completed. Once stopping, an error `work` ended with
-    because of what stopped the node is only logged."""
-    task = asyncio.ensure_future(work)
-    stopped = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    stopped.cancel()
-    if task.done() and not stop.is_set():
-        task.result()
-        return True
-    if task.done():
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("start-up ended by the stop: %r", task.exception())
-        return False
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    return False
 
 
 def _print_how_to_connect(address: str, port: int) -> None:

@@ -28,7 +28,6 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from tabletdb.coordinator.context import Replicas
-from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest
@@ -79,6 +78,9 @@ def _add(delta: Mutation, row: RowWrite, cell: Cell, current: CurrentCells, stam
 
 
 class CounterCoordinator:
+    """One per node (the node's wiring builds it), so updates of a partition that meet on this
+    coordinator share Paxos rounds."""
+
     def __init__(
         self,
         replicas: Replicas,
@@ -140,15 +142,3 @@ class CounterCoordinator:
         async with self._lock(table, delta.partition_key):
             total = add_deltas(delta, self._local_cells(table), self._timestamps())
             await self._writes.write(table, [total], cl, "COUNTER")
-
-
-def counter_coordinator(writer: WriteExecutor) -> CounterCoordinator:
-    """The counter coordinator over a write executor's replicas, locks and clocks."""
-    return CounterCoordinator(
-        writer.replicas,
-        writer.coordinator,
-        writer.current_cells,
-        writer.lock,
-        writer.timestamps.next,
-        writer.now_seconds,
-    )

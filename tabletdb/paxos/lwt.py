@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from tabletdb.coordinator.executor import WriteExecutor
+from tabletdb.coordinator.executor import PartitionLocks, ServerClock, WriteExecutor
 from tabletdb.coordinator.rows import partition_rows
 from tabletdb.cql import ast, codec
 from tabletdb.cql.consistency import LOCAL_SERIAL, SERIAL
@@ -29,6 +29,7 @@ from tabletdb.paxos.messages import Ballot
 from tabletdb.paxos.rounds import PaxosRounds, Reconciler, cells_in, encode_mutations
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
+from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import ColumnDef, TableDef
 from tabletdb.statements.keys import partition_key
 from tabletdb.statements.modifications import CurrentCells, where_of
@@ -188,6 +189,9 @@ def _refuse_timestamp(stmt: Modification) -> None:
 
 async def execute_conditional(
     writer: WriteExecutor,
+    clock: ServerClock,
+    locks: PartitionLocks,
+    stores: DataStores,
     stmt: Modification,
     table: TableDef,
     bindings: Bindings,
@@ -196,7 +200,8 @@ async def execute_conditional(
     paxos: PaxosRounds | None = None,
     serial: int | None = None,
 ) -> RowsResult:
-    """``write`` applies the mutations durably (and keeps views up to date) on a lone node.
+    """``write`` applies the mutations durably (and keeps views up to date) on a lone node, where
+    the partition is read from this node's ``stores`` under its lock in ``locks``.
 
     Only USING TIMESTAMP is refused: drivers send a protocol-level default timestamp with every
     request, and Cassandra and ScyllaDB ignore it for conditional statements (their write time
@@ -213,11 +218,14 @@ async def execute_conditional(
         mutations = writer.mutations_for(stmt, table, bindings, ts, current=cells) if applied else None
         return mutations, _result(table, applied, shown, current)
 
-    return await _transact(writer, table, key, token, write, paxos, serial, decide)
+    return await _transact(clock, locks, stores, table, key, token, write, paxos, serial, decide)
 
 
 async def execute_conditional_batch(
     writer: WriteExecutor,
+    clock: ServerClock,
+    locks: PartitionLocks,
+    stores: DataStores,
     statements: Sequence[tuple[Modification, TableDef, Bindings]],
     write: Write,
     paxos: PaxosRounds | None = None,
@@ -244,7 +252,7 @@ async def execute_conditional_batch(
     key, token = keys.pop()
 
     def decide(row_at: RowAt, ts: int | None, cells: CurrentCells | None) -> Decision:
-        at = ts if ts is not None else writer.timestamps.next()
+        at = ts if ts is not None else clock.timestamp()
         seen: list[tuple[Row | None, list[ColumnDef]]] = []
         holds = True
         for stmt, bindings, ck in checks:
@@ -261,7 +269,7 @@ async def execute_conditional_batch(
         ]
         return mutations, _result(table, True, [], None)
 
-    return await _transact(writer, table, key, token, write, paxos, serial, decide)
+    return await _transact(clock, locks, stores, table, key, token, write, paxos, serial, decide)
 
 
 async def serial_read_barrier(
@@ -283,7 +291,9 @@ async def serial_read_barrier(
 
 
 async def _transact(
-    writer: WriteExecutor,
+    clock: ServerClock,
+    locks: PartitionLocks,
+    stores: DataStores,
     table: TableDef,
     key: bytes,
     token: int,
@@ -293,8 +303,8 @@ async def _transact(
     decide: Callable[[RowAt, int | None, CurrentCells | None], Decision],
 ) -> RowsResult:
     if paxos is None:
-        async with writer.lock(table, key):
-            store, now = writer.stores.store(table, token), writer.now_seconds()
+        async with locks.lock(table, key):
+            store, now = stores.store(table, token), clock.now_seconds()
             mutations, result = decide(lambda ck: _row_in(store, table, key, ck, now), None, None)
             if mutations is not None:
                 await write(table, mutations)
@@ -302,7 +312,7 @@ async def _transact(
     results: list[RowsResult] = []
 
     def on_read(ballot: Ballot, reads: Sequence[bytes | None]) -> bytes | None:
-        now = writer.now_seconds()
+        now = clock.now_seconds()
         with _RECONCILER.reconciled(reads) as merged:
             row_at: RowAt = (
                 (lambda ck: None) if merged is None else (lambda ck: _row_in(merged, table, key, ck, now))

@@ -13,13 +13,15 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from tabletdb.coordinator.consistency import LOCAL_SERIAL, ONE, SERIAL
-from tabletdb.coordinator.executor import WriteExecutor
-from tabletdb.coordinator.reads import ConsistentReads
+from tabletdb.coordinator.context import Replicas
+from tabletdb.coordinator.executor import PartitionLocks, ServerClock, WriteExecutor
+from tabletdb.coordinator.reads import ConsistentReads, ReadCoordinator
+from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT
 from tabletdb.cql.values import Unset
-from tabletdb.paxos.counters import counter_coordinator
+from tabletdb.paxos.counters import CounterCoordinator
 from tabletdb.paxos.lwt import (
     execute_conditional,
     execute_conditional_batch,
@@ -31,6 +33,7 @@ from tabletdb.paxos.rounds import PaxosRounds
 from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.query.point_select import point_select
 from tabletdb.query.select import execute_select
+from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.statements.keys import partition_key
 from tabletdb.statements.modifications import CurrentCells, where_of
@@ -38,7 +41,6 @@ from tabletdb.statements.receivers import Receiver, receivers
 from tabletdb.statements.terms import Bindings, term_value
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
-from tabletdb.views.updates import ViewUpdates
 from tabletdb.views.view_rows import derived_tables
 
 Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
@@ -76,16 +78,33 @@ def _refuse_conditional_counters(table: TableDef) -> None:
 
 
 class DataPath:
+    """The processor's entry points to user data, built from the data plane's parts (``node``
+    wires them): each entry point uses only the parts it needs."""
+
     def __init__(
-        self, writer: WriteExecutor, views_of: ViewsOf | None = None, paxos: PaxosRounds | None = None
+        self,
+        *,
+        writer: WriteExecutor,
+        clock: ServerClock,
+        locks: PartitionLocks,
+        stores: DataStores,
+        replicas: Replicas,
+        writes: WriteCoordinator,
+        reads: ReadCoordinator,
+        counters: CounterCoordinator,
+        views_of: ViewsOf,
+        paxos: PaxosRounds | None = None,
     ) -> None:
+        self._writer = writer
+        self._clock = clock
+        self._locks = locks
+        self._stores = stores
+        self._replicas = replicas
+        self._writes = writes
+        self._reads = reads
+        self._counters = counters
         self._views_of = views_of
-        self.writer = writer
-        self.counters = counter_coordinator(writer)
-        local = writer.replicas.local
-        if views_of is not None and local.derived is None:
-            local.derived = ViewUpdates(writer.replicas, views_of, writer.now_seconds)
-        self.paxos = paxos
+        self._paxos = paxos
         """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
 
     async def modify(
@@ -99,18 +118,28 @@ class DataPath:
     ) -> Result:
         if is_conditional(stmt):
             _refuse_conditional_counters(table)
-            if self.paxos is None:
+            if self._paxos is None:
                 self._require_local(table, "Conditional statements (LWT)")
             return await execute_conditional(
-                self.writer, stmt, table, bindings, timestamp, self.write, self.paxos, serial
+                self._writer,
+                self._clock,
+                self._locks,
+                self._stores,
+                stmt,
+                table,
+                bindings,
+                timestamp,
+                self.write,
+                self._paxos,
+                serial,
             )
         if table.is_counter:
-            deltas = self.writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
-            await self.counters.update(table, deltas, cl, self.paxos)
+            deltas = self._writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
+            await self._counters.update(table, deltas, cl, self._paxos)
         elif _reads_before_write(stmt, table):
             await self._read_then_write([(stmt, table, bindings)], timestamp, cl, "SIMPLE")
         else:  # no coroutine between here and the commit (``LocalReplica.apply``)
-            await self.writer.write(table, self.writer.mutations_for(stmt, table, bindings, timestamp), cl)
+            await self._writes.write(table, self._writer.mutations_for(stmt, table, bindings, timestamp), cl)
         return VoidResult()
 
     def _require_local(self, table: TableDef, what: str) -> None:
@@ -120,7 +149,7 @@ class DataPath:
         Doing it anyway would read one replica's (possibly stale) data and write the result to
         all, silently losing updates.
         """
-        if not self.writer.replicas.placement.local_only(table):
+        if not self._replicas.placement.local_only(table):
             raise InvalidRequest(
                 f"{what} on {table.keyspace}.{table.name} need Paxos across its replicas, which this "
                 "node does not run (maintenance mode)"
@@ -140,22 +169,22 @@ class DataPath:
         Paxos round reads it from a quorum and commits what the statements build from that read
         (``paxos_rmw``), so no concurrent update slips between the read and the write.
         """
-        ts = timestamp if timestamp is not None else self.writer.timestamps.next()
+        ts = timestamp if timestamp is not None else self._clock.timestamp()
         targets: dict[tuple[str, bytes], tuple[TableDef, int]] = {}
         for stmt, table, bindings in statements:
             if _reads_before_write(stmt, table):
                 keys = _partitions(stmt, table, bindings)
             else:  # builds without reading
                 keys = [
-                    (m.partition_key, m.token) for m in self.writer.mutations_for(stmt, table, bindings, ts)
+                    (m.partition_key, m.token) for m in self._writer.mutations_for(stmt, table, bindings, ts)
                 ]
             targets.update({(table.id.hex, key): (table, token) for key, token in keys})
-        placement = self.writer.replicas.placement
+        placement = self._replicas.placement
         if all(placement.only_local(placement.replicas(table, token)) for table, token in targets.values()):
-            async with self.writer.lock(statements[0][1], b""):
+            async with self._locks.lock(statements[0][1], b""):
                 await self._build_and_write_all(statements, ts, cl, write_type)
             return
-        if self.paxos is None:
+        if self._paxos is None:
             raise InvalidRequest(
                 "List element and UDT field updates and removals of a replicated table need Paxos "
                 "across its replicas, which this node does not run (maintenance mode)"
@@ -172,13 +201,11 @@ class DataPath:
             return [
                 m
                 for stmt, t, bindings in statements
-                for m in self.writer.mutations_for(stmt, t, bindings, ts, current=current)
+                for m in self._writer.mutations_for(stmt, t, bindings, ts, current=current)
             ]
 
-        now = self.writer.now_seconds()
-        await read_modify_write(
-            self.paxos, self.writer.replicas, table, (key, token), build, cl, write_type, now
-        )
+        now = self._clock.now_seconds()
+        await read_modify_write(self._paxos, self._replicas, table, (key, token), build, cl, write_type, now)
 
     async def _build_and_write_all(
         self,
@@ -189,22 +216,17 @@ class DataPath:
     ) -> None:
         """Build every statement before writing any (each reads the state before the others)."""
         built = [
-            (table, self.writer.mutations_for(stmt, table, bindings, ts))
+            (table, self._writer.mutations_for(stmt, table, bindings, ts))
             for stmt, table, bindings in statements
         ]
         for table, mutations in built:
             await self.write(table, mutations, cl, write_type)
 
-    async def apply_committed(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
-        """A Paxos commit this replica learnt: applied here only (views and indexes are updated
-        from this replica by ``LocalReplica.apply``, as for any base write)."""
-        await self.writer.replicas.local.apply(table, mutations)
-
     def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
     ) -> Awaitable[object]:
         """Write at ``cl``; each base replica updates views and indexes as it applies (``view_replica``)."""
-        return self.writer.write(table, mutations, cl, write_type)
+        return self._writes.write(table, mutations, cl, write_type)
 
     async def batch(
         self,
@@ -221,10 +243,19 @@ class DataPath:
         if any(is_conditional(stmt) for stmt, _, _ in statements):
             for _, table, _ in statements:
                 _refuse_conditional_counters(table)
-            if self.paxos is None:
+            if self._paxos is None:
                 self._require_local(statements[0][1], "Conditional batches (LWT)")
-            return await execute_conditional_batch(self.writer, statements, self.write, self.paxos, serial)
-        ts = timestamp if timestamp is not None else self.writer.timestamps.next()
+            return await execute_conditional_batch(
+                self._writer,
+                self._clock,
+                self._locks,
+                self._stores,
+                statements,
+                self.write,
+                self._paxos,
+                serial,
+            )
+        ts = timestamp if timestamp is not None else self._clock.timestamp()
         per_table: dict[str, tuple[TableDef, list[Mutation]]] = {}
         counters = {t.is_counter for _, t, _ in statements}
         if len(counters) > 1:
@@ -239,11 +270,11 @@ class DataPath:
             return VoidResult()
         for stmt, table, bindings in statements:
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
-                self.writer.mutations_for(stmt, table, bindings, ts, deltas=table.is_counter)
+                self._writer.mutations_for(stmt, table, bindings, ts, deltas=table.is_counter)
             )
         for table, mutations in per_table.values():
             if table.is_counter:
-                await self.counters.update(table, mutations, cl, self.paxos)
+                await self._counters.update(table, mutations, cl, self._paxos)
             else:
                 await self.write(table, mutations, cl, write_type)
         return VoidResult()
@@ -261,10 +292,10 @@ class DataPath:
             direct = self.select_now(stmt, table, bindings, cl)
             if direct is not None:
                 return direct
-        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
-            await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
-        source = ConsistentReads(self.writer.reads, cl)
-        now = self.writer.now_seconds()
+        if cl in (SERIAL, LOCAL_SERIAL) and self._paxos is not None:
+            await serial_read_barrier(self._paxos, stmt, table, bindings, cl)
+        source = ConsistentReads(self._reads, cl)
+        now = self._clock.now_seconds()
         return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)
 
     def select_now(
@@ -272,18 +303,19 @@ class DataPath:
     ) -> RowsResult | None:
         """A first page answered at once from this node's own store (``select_point``), or None.
         Serial reads first need a Paxos barrier, so they never are."""
-        if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
+        if cl in (SERIAL, LOCAL_SERIAL) and self._paxos is not None:
             return None
-        return point_select(stmt, table, bindings, self.writer.reads, cl, self.writer.now_seconds())
+        return point_select(stmt, table, bindings, self._reads, cl, self._clock.now_seconds())
 
     def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
-        return self.writer.stores.tablet_maps()
+        return self._stores.tablet_maps()
 
     async def truncate(self, table: TableDef) -> Result:
-        views = self._views_of(table) if self._views_of is not None else []
-        for derived in derived_tables(table, views):  # views and index entries go with the data
-            await self.writer.coordinator.truncate(derived)
-        await self.writer.coordinator.truncate(table)
+        for derived in derived_tables(
+            table, self._views_of(table)
+        ):  # views and index entries go with the data
+            await self._writes.truncate(derived)
+        await self._writes.truncate(table)
         return VoidResult()
 
 

@@ -58,6 +58,7 @@ from tabletdb.systables.tables import (
     system_keyspace,
 )
 from tabletdb.systables.version_reads import VersionReads
+from tabletdb.views.backfill import Backfill
 from tabletdb.views.build import build_new_view
 from tabletdb.views.index_writes import build_new_index
 
@@ -94,6 +95,7 @@ class QueryProcessor:
         auth: AuthService | None = None,
         routes: RouteCheck | None = None,
         settle_versions: Callable[[], Awaitable[None]] | None = None,
+        backfill: Backfill | None = None,
     ) -> None:
         empty = Group0State()  # immutable: one for every request, not a new one per lookup
         self._auth = auth or AuthService(AuthConfig(), lambda: empty)
@@ -101,6 +103,8 @@ class QueryProcessor:
             self._auth.config, self._auth.state, metadata, self._catalog_with_system
         )
         self._data = data
+        self._backfill = backfill
+        """Fills a new view or index from existing data (None: nothing to fill, no data path)."""
         self._node = node
         self._metadata = metadata
         self._schema_config = schema_config
@@ -381,10 +385,10 @@ class QueryProcessor:
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
             return VoidResult()
-        if isinstance(stmt, ast.CreateIndex) and self._data is not None:
-            await build_new_index(self._data.writer, self._metadata.catalog, outcome.events[0])
-        if isinstance(stmt, ast.CreateMaterializedView) and self._data is not None:
-            await build_new_view(self._data.writer, self._metadata.catalog, outcome.events[0])
+        if isinstance(stmt, ast.CreateIndex) and self._backfill is not None:
+            await build_new_index(self._backfill, self._metadata.catalog, outcome.events[0])
+        if isinstance(stmt, ast.CreateMaterializedView) and self._backfill is not None:
+            await build_new_view(self._backfill, self._metadata.catalog, outcome.events[0])
         first = outcome.events[0]
         return SchemaChangeResult(
             change=first.change.value,

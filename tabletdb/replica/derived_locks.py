@@ -5,18 +5,22 @@ write to the same partition (both would derive from the same "before"), so such 
 lock per base partition: writes to different partitions still run concurrently and share group
 commits. Building an index over existing data takes the table exclusively: it waits for the
 derived writes in flight to finish and holds new ones back until the build is done.
+
+One node has one ``DerivedLocks``: its wiring hands the same object to the base replica's view
+updates (``ViewUpdates``) and to the fill of new views and indexes (``Backfill``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 
 
 class DerivedLocks:
+    """Per-partition locks for derived writes, table-wide holds for builds, and their stamps."""
+
     def __init__(self) -> None:
         self._partitions: dict[tuple[uuid.UUID, bytes], tuple[asyncio.Lock, int]] = {}
         self._active: dict[uuid.UUID, int] = {}
@@ -84,15 +88,3 @@ class DerivedLocks:
             del self._partitions[key]
         else:
             self._partitions[key] = (lock, users - 1)
-
-
-_by_owner: weakref.WeakKeyDictionary[object, DerivedLocks] = weakref.WeakKeyDictionary()
-
-
-def derived_locks(owner: object) -> DerivedLocks:
-    """The locks of one node's write executor (``owner``)."""
-    found = _by_owner.get(owner)
-    if found is None:
-        found = DerivedLocks()
-        _by_owner[owner] = found
-    return found

@@ -37,11 +37,11 @@ class DerivedApply(Protocol):
 class LocalReplica:
     """Replica-side operations on this node's stores (the ``DataStores`` of the node)."""
 
-    def __init__(self, stores: DataStores) -> None:
+    def __init__(self, stores: DataStores, derived: DerivedApply | None = None) -> None:
         self.stores = stores
-        self.derived: DerivedApply | None = None
-        """Set once the catalog's views are known: base writes of tables with views or indexes
-        (client writes, Paxos commits, read repair alike) then update them from this replica."""
+        self._derived = derived
+        """Base writes of tables with views or indexes (client writes, Paxos commits, read repair
+        alike) update them from this replica through it; None: a replica that only applies."""
 
     def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
         """Apply durably (views and indexes updated from here if ``table`` has any).
@@ -50,8 +50,9 @@ class LocalReplica:
         common path that is the commit's own future, so a write pays no coroutine frame per
         layer between the request and its commit. They raise at the call what they cannot
         start (a token this node holds no replica of)."""
-        if self.derived is not None and self.derived.maintains(table):
-            return self.derived.apply(table, mutations)
+        derived = self._derived
+        if derived is not None and derived.maintains(table):
+            return derived.apply(table, mutations)
         return self.apply_direct(table, mutations)
 
     def apply_direct(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:

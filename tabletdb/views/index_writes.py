@@ -16,12 +16,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tabletdb.coordinator.consistency import ONE, QUORUM
-from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.coordinator.reads import ConsistentReads
 from tabletdb.coordinator.rows import scan_rows
+from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import codec
 from tabletdb.cql.types import BIGINT, ListType, MapType, SetType, TupleType
-from tabletdb.replica.derived_locks import derived_locks
 from tabletdb.schema.ddl_common import SchemaChangeEvent
 from tabletdb.schema.index_table import index_tables, indexed_value_type
 from tabletdb.schema.index_targets import parse_target
@@ -29,6 +28,7 @@ from tabletdb.schema.model import Catalog, IndexDef, TableDef
 from tabletdb.statements.keys import MAX_KEY_COMPONENT, encode_clustering, partition_key
 from tabletdb.statements.restrictions import Restrictions
 from tabletdb.storage.mutation import Mutation, RowMarker, RowWrite
+from tabletdb.views.backfill import Backfill
 from tabletdb.views.base_snapshot import BaseRow
 
 Entry = tuple[bytes, bytes]
@@ -138,7 +138,7 @@ def index_mutations(
             yield entries, mutations
 
 
-async def build_indexes(writer: WriteExecutor, table: TableDef) -> int:
+async def build_indexes(backfill: Backfill, table: TableDef) -> int:
     """Write the entries of every index of ``table`` for the data it already holds.
 
     Run by the coordinator of CREATE INDEX once it is applied. Where this node is the table's
@@ -151,33 +151,32 @@ async def build_indexes(writer: WriteExecutor, table: TableDef) -> int:
     with one fresh server timestamp; rewriting an entry that already exists is harmless.
     Returns the rows indexed.
     """
-    if writer.replicas.placement.local_only(table):
-        locks = derived_locks(writer.replicas.local)
-        async with locks.building(table.id):
-            return await _build(writer, table, ONE, locks.stamp(writer.timestamps.next()))
-    return await _build(writer, table, QUORUM, writer.timestamps.next())
+    if backfill.placement.local_only(table):
+        async with backfill.locks.building(table.id):
+            return await _build(backfill, table, ONE, backfill.locks.stamp(backfill.clock.timestamp()))
+    return await _build(backfill, table, QUORUM, backfill.clock.timestamp())
 
 
-async def _build(writer: WriteExecutor, table: TableDef, cl: int, timestamp: int) -> int:
-    now = writer.now_seconds()
+async def _build(backfill: Backfill, table: TableDef, cl: int, timestamp: int) -> int:
+    now = backfill.clock.now_seconds()
     count = 0
     partition: dict[bytes, BaseRow] = {}
     current: tuple[int, bytes] | None = None
-    source = ConsistentReads(writer.reads, cl)
+    source = ConsistentReads(backfill.reads, cl)
     async for row in scan_rows(table, source, Restrictions(), now, None):
         if current is not None and (row.token, row.partition_key) != current:
-            await _write_entries(writer, table, current, partition, timestamp, now, cl)
+            await _write_entries(backfill.writes, table, current, partition, timestamp, now, cl)
             partition = {}
         current = (row.token, row.partition_key)
         partition[row.clustering or b""] = BaseRow(row.values, row.cells, None)
         count += 1
     if current is not None:
-        await _write_entries(writer, table, current, partition, timestamp, now, cl)
+        await _write_entries(backfill.writes, table, current, partition, timestamp, now, cl)
     return count
 
 
 async def _write_entries(
-    writer: WriteExecutor,
+    writes: WriteCoordinator,
     table: TableDef,
     where: tuple[int, bytes],
     rows: Mapping[bytes, BaseRow],
@@ -187,12 +186,12 @@ async def _write_entries(
 ) -> None:
     token, key = where
     for entries, mutations in index_mutations(table, token, key, {}, rows, timestamp, now):
-        await writer.write(entries, mutations, cl)
+        await writes.write(entries, mutations, cl)
 
 
-async def build_new_index(writer: WriteExecutor, catalog: Catalog, event: SchemaChangeEvent) -> None:
+async def build_new_index(backfill: Backfill, catalog: Catalog, event: SchemaChangeEvent) -> None:
     """After CREATE INDEX: index the existing data of the table the change event names."""
     table = catalog.table(event.keyspace, event.name)
     if table is not None and entries_tables(table):
-        indexed = await build_indexes(writer, table)
+        indexed = await build_indexes(backfill, table)
         log.info("built indexes table=%s.%s rows=%d", table.keyspace, table.name, indexed)

@@ -2,7 +2,7 @@
 
 Every replica that applies a write to a table with materialized views or secondary indexes
 (a client write, a Paxos commit, a read repair) derives the view and index entries changes from
-its own before/after read of the partition, under that partition's lock (``derived_locks``),
+its own before/after read of the partition, under that partition's lock (``DerivedLocks``),
 with the same timestamps as on a single node (``DerivedLocks.stamp``), and sends them to its
 *paired* view replica: the i-th replica of the base token in placement order pairs with the
 i-th replica of the view (or index entries) token, within this node's datacenter, so each view
@@ -25,7 +25,7 @@ from tabletdb.coordinator.consistency import ONE
 from tabletdb.coordinator.context import Replicas
 from tabletdb.coordinator.placement import Replica, ReplicaSet
 from tabletdb.coordinator.writes import WriteCoordinator
-from tabletdb.replica.derived_locks import derived_locks
+from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.wire import VERB_APPLY, mutations_to_plain
 from tabletdb.schema.model import TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
@@ -56,12 +56,20 @@ def paired_replica(local: Callable[[Replica], bool], base: ReplicaSet, view: Rep
 
 
 class ViewUpdates:
-    """The ``LocalReplica.derived`` of a node: base apply plus paired view and index updates."""
+    """The ``derived`` of a node's ``LocalReplica``: base apply plus paired view and index updates.
 
-    def __init__(self, replicas: Replicas, views_of: ViewsOf, now: Callable[[], int]) -> None:
+    ``replicas`` is the cluster as the updates reach it. Its local replica applies directly:
+    view and index tables maintain nothing themselves, and the replica that maintains the base
+    is built on this object, so it cannot be part of what this object is built with.
+    """
+
+    def __init__(
+        self, replicas: Replicas, views_of: ViewsOf, now: Callable[[], int], locks: DerivedLocks
+    ) -> None:
         self._ctx = replicas
         self._views_of = views_of
         self._now = now
+        self._locks = locks
         self._fallback = WriteCoordinator(replicas)
 
     def maintains(self, table: TableDef) -> bool:
@@ -73,7 +81,7 @@ class ViewUpdates:
         views = self._views_of(table)
         stores = ctx.local.stores
         keys = sorted({(m.partition_key, m.token) for m in mutations})
-        locks = derived_locks(ctx.local)
+        locks = self._locks
         async with locks.writing(table.id, [key for key, _ in keys]):
             now = self._now()
             before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}

@@ -22,14 +22,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from tabletdb.cql.errors import ServerError
 from tabletdb.group0.cluster_state import Applied, ClusterState, SchemaEntry
 from tabletdb.group0.state import Group0State, SchemaCommand, with_auth
-from tabletdb.group0.state import apply as apply_group0
 from tabletdb.group0.state_id import timeuuid_after
-from tabletdb.group0.tablets_state import TabletChange
+from tabletdb.group0.tablet_planning import TabletPlanner, with_tablet_changes
 from tabletdb.node.group0_shell.admission import Unreplicable
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.query.metadata_store import Decision
 from tabletdb.schema.ddl_common import DdlOutcome
-from tabletdb.schema.model import Catalog
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +36,6 @@ MAX_BATCH = 32
 """Changes per turn: bounds one Raft entry's size and how long a turn is held."""
 RETRY_PAUSE = 0.005
 
-TabletPlanner = Callable[[ClusterState, Catalog], tuple[TabletChange, ...]]
-"""(state before, catalog after a schema change) -> tablet maps to create/remove with it."""
 Submit = Callable[[Sequence[SchemaEntry]], Awaitable[list[Applied]]]
 """Propose entries (as one Raft entry when several) and wait until this node applied them."""
 
@@ -143,9 +139,12 @@ class DdlBatcher:
             if outcome.is_noop:
                 _settle(item, outcome)
                 continue
-            command = self._command(cluster, state, outcome)
+            command = self._command(state, outcome)
+            # the next change is decided on the state this one leaves
+            command, state = with_tablet_changes(
+                dataclasses.replace(cluster, metadata=state), command, self._tablet_planner
+            )
             decided.append((item, outcome, SchemaEntry(command, outcome.events)))
-            state, _ = apply_group0(state, command)  # the next change is decided on this one
         if not decided:
             return []
         try:
@@ -165,14 +164,10 @@ class DdlBatcher:
                 _settle(item, error=ConcurrentModification(message + "; retry it"))
         return stale
 
-    def _command(self, cluster: ClusterState, state: Group0State, outcome: DdlOutcome) -> SchemaCommand:
+    def _command(self, state: Group0State, outcome: DdlOutcome) -> SchemaCommand:
+        """``outcome`` as a command on ``state``: its mutations under a new state id."""
         new_id = timeuuid_after(state.state_id, time.time_ns(), self._rng)
-        command = with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
-        if self._tablet_planner is not None:  # tablet maps move with the schema, atomically
-            preview, _ = apply_group0(state, command)
-            changes = self._tablet_planner(dataclasses.replace(cluster, metadata=state), preview.catalog)
-            command = dataclasses.replace(command, tablet_changes=changes)
-        return command
+        return with_auth(SchemaCommand(state.state_id, new_id, outcome.mutations), outcome)
 
 
 def _without_culprit(

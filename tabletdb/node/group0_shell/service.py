@@ -37,6 +37,7 @@ from tabletdb.group0.cluster_state import (
     decode_snapshot,
     encode_snapshot,
 )
+from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import (
     JoinCommand,
     JoinRefused,
@@ -47,7 +48,7 @@ from tabletdb.group0.topology import (
 )
 from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
 from tabletdb.node.group0_shell.admission import encode_checked
-from tabletdb.node.group0_shell.batch import DdlBatcher, TabletPlanner
+from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
 from tabletdb.node.group0_shell.versions import PeerVersions

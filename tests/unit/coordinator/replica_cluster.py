@@ -18,13 +18,14 @@ from typing import Any
 import msgpack
 
 from tabletdb.coordinator.context import Replicas, Timeouts
-from tabletdb.coordinator.executor import WriteExecutor
+from tabletdb.coordinator.executor import PartitionLocks, ServerClock, WriteExecutor
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.coordinator.reads import ReadCoordinator
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql.types import BLOB, COUNTER, CqlType
 from tabletdb.dht.ring import random_tokens
 from tabletdb.group0.topology import NodeRecord, Topology, raft_id_of
+from tabletdb.paxos.counters import CounterCoordinator
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.verbs import ReplicaVerbs
@@ -111,7 +112,7 @@ class Cluster:
         self.down: set[int] = set()
         self.stores: list[StorageService] = []
         self.replicas: list[Replicas] = []
-        self.executors: list[WriteExecutor] = []
+        self.counters: list[CounterCoordinator] = []
         for i in range(size):
             storage = StorageService(workdir / f"n{i}", host(i), 2, 12, lambda: self.maps)
             placement = ReplicaPlacement(
@@ -120,7 +121,7 @@ class Cluster:
             local = LocalReplica(storage)
             replicas = Replicas(placement, local, self.net, lambda raft: raft not in self.down, timeouts)
             self.net.verbs[raft_id_of(host(i))] = ReplicaVerbs(local, self.catalog.by_id)
-            self.executors.append(WriteExecutor(storage, replicas=replicas))
+            self.counters.append(_counters(storage, replicas))
             self.stores.append(storage)
             self.replicas.append(replicas)
 
@@ -136,3 +137,13 @@ class Cluster:
     def close(self) -> None:
         for s in self.stores:
             s.close()
+
+
+def _counters(storage: StorageService, replicas: Replicas) -> CounterCoordinator:
+    """One node's counter coordinator, wired as a node wires it (its updates share rounds)."""
+    clock, locks = ServerClock(), PartitionLocks()
+    writer = WriteExecutor(storage, clock)
+    writes = WriteCoordinator(replicas)
+    return CounterCoordinator(
+        replicas, writes, writer.current_cells, locks.lock, clock.timestamp, clock.now_seconds
+    )

@@ -20,7 +20,6 @@ from tabletdb.cql.errors import Unavailable, WriteTimeout
 from tabletdb.cql.types import BIGINT
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.group0.topology import raft_id_of
-from tabletdb.paxos.counters import CounterCoordinator, counter_coordinator
 from tabletdb.paxos.service import PaxosService
 from tabletdb.storage.mutation import Cell, Mutation, RowWrite
 from tests.unit.coordinator.replica_cluster import Cluster, host
@@ -59,17 +58,10 @@ def total_on(cluster: Cluster, i: int) -> int | None:
     return None if data is None else int(codec.deserialize(BIGINT, data.rows[0].cells_of("v")[0].value))
 
 
-_COUNTERS: dict[int, CounterCoordinator] = {}
-
-
 async def update(setup: Setup, i: int, n: int, cl: int) -> None:
-    """One counter coordinator per executor, as a node has (its updates share rounds)."""
+    """Through node ``i``'s one counter coordinator, as a node has (its updates share rounds)."""
     cluster, _, services = setup
-    executor = cluster.executors[i]
-    found = _COUNTERS.get(id(executor))
-    if found is None or found.replicas is not executor.replicas:
-        found = _COUNTERS[id(executor)] = counter_coordinator(executor)
-    await found.update(cluster.counter_table, [delta(n)], cl, services[i])
+    await cluster.counters[i].update(cluster.counter_table, [delta(n)], cl, services[i])
 
 
 @pytest.mark.parametrize("views", ["agree", "disagree"])

@@ -15,22 +15,23 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tabletdb.coordinator.executor import WriteExecutor
+from tabletdb.coordinator.executor import ServerClock
+from tabletdb.coordinator.reads import ReadCoordinator
 from tabletdb.cql import codec
 from tabletdb.cql.values import Value
-from tabletdb.group0.cluster_state import ClusterState
-from tabletdb.group0.tablets_state import TabletChange, TabletMaps, plan_tablet_changes
+from tabletdb.group0.tablet_planning import TabletPlanner
+from tabletdb.group0.tablets_state import TabletMaps
 from tabletdb.group0.topology import NodeRecord
 from tabletdb.node.group0_shell.service import Group0Service
+from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, single_node_replicas
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult
-from tabletdb.query.data_path import DataPath, catalog_views
+from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
+from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaConfig
-from tabletdb.schema.model import Catalog
-from tabletdb.tablets.allocation import NodeCapacity
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.topology.features import supported_features
 
@@ -55,7 +56,8 @@ class DataNode:
         record = NodeRecord(
             HOST, ADDRESS, ADDRESS, "dc1", "rack1", (), supported_features(), SMP, storage_port=0
         )
-        self.metadata = Group0Service(workdir / "raft", record, "data-harness", (), tablet_planner=self._plan)
+        planner = TabletPlanner(SizingConfig(), (HOST, "dc1", "rack1", SMP))
+        self.metadata = Group0Service(workdir / "raft", record, "data-harness", (), tablet_planner=planner)
         self.drive(self.metadata.start())
         self.storage = StorageService(
             workdir / "data",
@@ -65,14 +67,20 @@ class DataNode:
             lambda: self.tablets,
             commitlog_sync_period_s=commitlog_sync_period_s,
         )
+        views = ViewMaintenance(
+            catalog_views(lambda: self.metadata.catalog), ServerClock(self.clock), DerivedLocks()
+        )
+        replicas = single_node_replicas(self.storage, views)
+        self.plane = build_data_plane(self.storage, replicas, views, None)
+        self.reads = ReadCoordinator(replicas)
+        """Reads of this node's replicas, as the data path makes them (tests call them directly)."""
         self.processor = QueryProcessor(
             lambda: None,  # type: ignore[arg-type,return-value]
             self.metadata,
             SchemaConfig(datacenters=("dc1",)),
             lambda: [],
-            data=DataPath(
-                WriteExecutor(self.storage, self.clock), catalog_views(lambda: self.metadata.catalog)
-            ),
+            data=self.plane.data,
+            backfill=self.plane.backfill,
         )
         self.metadata.add_listener(lambda _e: self.storage.follow_schema(self.metadata.catalog))
         self.client = ClientState(1, ("127.0.0.1", 1), 0)
@@ -84,11 +92,6 @@ class DataNode:
     @property
     def tablets(self) -> TabletMaps:
         return self.metadata.state.metadata.tablets
-
-    def _plan(self, state: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
-        node = NodeCapacity(HOST, "dc1", "rack1", SMP)
-        metadata = state.metadata
-        return plan_tablet_changes(metadata.catalog, after, metadata.tablets, [node], SizingConfig())
 
     async def run(
         self,

@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.protocol.extensions import TABLETS_ROUTING_V1
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
 from tabletdb.protocol.responses import RowsResult, VoidResult
 from tabletdb.protocol.routing import TABLETS_ROUTING_V1_KEY
-from tabletdb.query.data_path import DataPath, catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import Op, RouteCheck, Target
 from tabletdb.schema.ddl_common import SchemaConfig
@@ -31,8 +29,9 @@ def node(tmp_path: Path) -> Iterator[tuple[DataNode, RouteCheck]]:
         n.metadata,
         SchemaConfig(datacenters=("dc1",)),
         lambda: [],
-        data=DataPath(WriteExecutor(n.storage, n.clock), catalog_views(lambda: n.metadata.catalog)),
+        data=n.plane.data,
         routes=routes,
+        backfill=n.plane.backfill,
     )
     yield n, routes
     n.close()

@@ -83,9 +83,7 @@ SELECTS = [
 
 
 async def _compare(node: DataNode, table: str, composite: bool) -> None:
-    data = node.processor._data
-    assert data is not None
-    reads = data.writer.reads
+    reads = node.reads
     tdef = node.metadata.catalog.table("ks", table)
     assert tdef is not None
     where = "j = ? AND k = ?" if composite else "k = ?"
@@ -167,14 +165,12 @@ def test_what_the_direct_read_leaves_to_the_general_path(tmp_path: Path) -> None
             stmt = parse_statement(text)
             assert isinstance(stmt, ast.SelectStatement)
             assert point_plan(stmt, table) is None, text
-        data = node.processor._data
-        assert data is not None
         stmt = parse_statement("SELECT v FROM ks.kv WHERE k = ?")
         assert isinstance(stmt, ast.SelectStatement)
         one = Bindings([codec.serialize(INT, 1)])
-        assert point_select(stmt, kv, one, data.writer.reads, ANY, 0) is None  # the general path refuses ANY
+        assert point_select(stmt, kv, one, node.reads, ANY, 0) is None  # the general path refuses ANY
         for cl in (ONE, QUORUM):  # one node: its store alone answers every level
-            result = point_select(stmt, kv, one, data.writer.reads, cl, 0)
+            result = point_select(stmt, kv, one, node.reads, cl, 0)
             assert result is not None and result.rows == [[b"one"]]
         # through the processor (the prepared EXECUTE path)
         assert await node.rows("SELECT v FROM ks.kv WHERE k = 1") == [("one",)]
