@@ -25,8 +25,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import CqlSyntaxError
-from tabletdb.cql.parse_auth import AuthCallbacks
-from tabletdb.cql.parse_errors import SemanticSyntaxError
+from tabletdb.cql.grammar.auth import AuthCallbacks
+from tabletdb.cql.grammar.errors import SemanticSyntaxError
 from tabletdb.cql.types import CqlType
 
 CACHE_SIZE = 4096
@@ -81,7 +81,7 @@ class _Parser:
     carries the bind-marker counter of the statement being parsed."""
 
     def __init__(self) -> None:
-        grammar = resources.files("tabletdb.cql").joinpath("grammar.lark").read_text(encoding="utf-8")
+        grammar = resources.files("tabletdb.cql.grammar").joinpath("cql.lark").read_text(encoding="utf-8")
         self.builder = _Builder()
         self.lark = Lark(
             grammar,

@@ -14,7 +14,7 @@ from tabletdb.cql import types as t
 from tabletdb.cql.identifiers import RESERVED_KEYWORDS, quote_identifier, quote_string
 from tabletdb.cql.parser import _Builder, _parser, parse_statement, parse_type
 
-GRAMMAR = resources.files("tabletdb.cql").joinpath("grammar.lark").read_text(encoding="utf-8")
+GRAMMAR = resources.files("tabletdb.cql.grammar").joinpath("cql.lark").read_text(encoding="utf-8")
 
 identifiers = st.one_of(
     st.from_regex(r"[a-z][a-z0-9_]{0,20}", fullmatch=True),

@@ -8,9 +8,9 @@ from lark import Token
 
 from tabletdb.cql import ast
 from tabletdb.cql import types as t
-from tabletdb.cql.parse_errors import fail
-from tabletdb.cql.parse_schema import SchemaCallbacks
-from tabletdb.cql.parse_terms import present, unquote_string
+from tabletdb.cql.grammar.errors import fail
+from tabletdb.cql.grammar.schema import SchemaCallbacks
+from tabletdb.cql.grammar.terms import present, unquote_string
 
 _ROLE_OPTION_FIELDS = ("password", "hashed_password", "login", "superuser", "options")
 

@@ -9,8 +9,8 @@ from lark import Token
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.parse_errors import fail
-from tabletdb.cql.parse_terms import TermCallbacks, present
+from tabletdb.cql.grammar.errors import fail
+from tabletdb.cql.grammar.terms import TermCallbacks, present
 
 
 class StatementCallbacks(TermCallbacks):

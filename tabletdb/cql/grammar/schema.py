@@ -11,9 +11,9 @@ from lark import Token
 from tabletdb.cql import ast
 from tabletdb.cql import types as t
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.parse_errors import fail
-from tabletdb.cql.parse_statements import StatementCallbacks
-from tabletdb.cql.parse_terms import present, unquote_string
+from tabletdb.cql.grammar.errors import fail
+from tabletdb.cql.grammar.statements import StatementCallbacks
+from tabletdb.cql.grammar.terms import present, unquote_string
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Grammar callbacks for names, types, terms, selectors and relations (see parser.py).
 
 The parser runs these during LALR reductions (lark's inline transformer), so no parse tree
-is ever built; each method is named after a rule or `-> alias` of grammar.lark and receives
+is ever built; each method is named after a rule or `-> alias` of cql.lark and receives
 that rule's kept children in order (None for an optional part that was not written).
 """
 
@@ -13,9 +13,9 @@ from lark import Token
 
 from tabletdb.cql import ast
 from tabletdb.cql import types as t
+from tabletdb.cql.grammar.errors import fail
+from tabletdb.cql.grammar.nesting import NestingChecks
 from tabletdb.cql.identifiers import RESERVED_KEYWORDS
-from tabletdb.cql.parse_errors import fail
-from tabletdb.cql.parse_nesting import NestingChecks
 
 
 def unquote_string(token: str) -> str:

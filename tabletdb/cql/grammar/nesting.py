@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.grammar.errors import SemanticSyntaxError
 from tabletdb.cql.nesting import EXPRESSION_TOO_DEEP, MAX_EXPRESSION_NESTING, MAX_TYPE_NESTING, type_too_deep
-from tabletdb.cql.parse_errors import SemanticSyntaxError
 from tabletdb.cql.types import CqlType
 
 
