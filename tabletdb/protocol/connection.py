@@ -53,7 +53,9 @@ from tabletdb.protocol.responses import (
     EncodeContext,
     ErrorResponse,
     Ready,
+    Reply,
     Response,
+    encode_result,
 )
 from tabletdb.protocol.wire import Reader, write_bytes_map, write_string_list
 
@@ -204,8 +206,9 @@ class Connection:
             return Ready()
         return Authenticate(authenticator=self.authenticator)
 
-    def send(self, stream: int, response: Response, request: Request | None = None) -> bytes:
-        """Encode a response frame for `stream` (EVENT_STREAM for events).
+    def send(self, stream: int, response: Reply, request: Request | None = None) -> bytes:
+        """Encode a response frame for `stream` (EVENT_STREAM for events): a protocol message, or
+        a statement's result as a RESULT.
 
         `request` is the request being answered; Rows results need it for skip-metadata and
         metadata-id handling. Sending AUTH_SUCCESS completes authentication.
@@ -219,7 +222,12 @@ class Connection:
         if response.custom_payload:
             flags |= FLAG_CUSTOM_PAYLOAD
             write_bytes_map(body, response.custom_payload)
-        response.encode(body, ctx, request)
+        if isinstance(response, Response):
+            opcode = response.opcode
+            response.encode(body, ctx, request)
+        else:
+            opcode = OpCode.RESULT
+            encode_result(body, response, ctx, request)
         version = self._decoder.version or CURRENT_VERSION
         if isinstance(response, ErrorResponse) and isinstance(response.error, VersionMismatch):
             version = CURRENT_VERSION
@@ -229,7 +237,7 @@ class Connection:
             flags |= FLAG_COMPRESSION
         if isinstance(response, AuthSuccess) and self.state is ConnState.AUTHENTICATING:
             self.state = ConnState.READY
-        return HEADER.pack(version | RESPONSE_BIT, flags, stream, response.opcode, len(out)) + out
+        return HEADER.pack(version | RESPONSE_BIT, flags, stream, opcode, len(out)) + out
 
     def close(self) -> None:
         self.state = ConnState.CLOSED

@@ -11,13 +11,13 @@ from typing import Any
 
 from tabletdb.coordinator.executor import WriteExecutor
 from tabletdb.cql import codec
+from tabletdb.cql.results import RowsResult
 from tabletdb.cql.values import Value
 from tabletdb.group0.state import Group0State
 from tabletdb.group0.tablets_state import TabletChange, plan_tablet_changes
 from tabletdb.node.group0_shell.metadata_local import LocalMetadataStore
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.data_path import DataPath, catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.replica.storage_service import StorageService
