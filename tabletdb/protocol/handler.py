@@ -4,6 +4,9 @@ The query layer implements `Handler`; the server calls it with a `ClientState` t
 the connection (what system.clients shows) and that the handler may annotate. Handler methods
 answer with `tabletdb.cql.results` values, which the connection encodes, or raise
 `tabletdb.cql.errors.CqlError` subclasses to answer with an ERROR frame.
+
+Layers below the query layer never see `ClientState` itself: each names, as a typing Protocol,
+the few fields it uses (e.g. `systables.tables.ClientInfo`), and this class has them.
 """
 
 from __future__ import annotations
