@@ -48,6 +48,7 @@ from tabletdb.protocol.requests import (
     decode_request,
 )
 from tabletdb.protocol.responses import (
+    RESULT_ENCODERS,
     Authenticate,
     AuthSuccess,
     EncodeContext,
@@ -55,11 +56,11 @@ from tabletdb.protocol.responses import (
     Ready,
     Reply,
     Response,
-    encode_result,
 )
 from tabletdb.protocol.wire import Reader, write_bytes_map, write_string_list
 
 EVENT_STREAM = -1
+_RESULT = OpCode.RESULT
 
 
 class ConnState(enum.Enum):
@@ -222,12 +223,15 @@ class Connection:
         if response.custom_payload:
             flags |= FLAG_CUSTOM_PAYLOAD
             write_bytes_map(body, response.custom_payload)
-        if isinstance(response, Response):
+        encode_result = RESULT_ENCODERS.get(type(response))
+        if encode_result is not None:
+            opcode = _RESULT
+            encode_result(body, response, ctx, request)
+        elif isinstance(response, Response):
             opcode = response.opcode
             response.encode(body, ctx, request)
         else:
-            opcode = OpCode.RESULT
-            encode_result(body, response, ctx, request)
+            raise TypeError(f"not a response or a result: {type(response).__name__}")
         version = self._decoder.version or CURRENT_VERSION
         if isinstance(response, ErrorResponse) and isinstance(response.error, VersionMismatch):
             version = CURRENT_VERSION

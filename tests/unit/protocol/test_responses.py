@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from cassandra import cqltypes
@@ -17,6 +17,8 @@ from tabletdb.cql import types as T
 from tabletdb.cql.results import (
     ColumnSpec,
     PreparedResult,
+    Result,
+    ResultBase,
     RowsMetadata,
     RowsResult,
     SchemaChangeResult,
@@ -28,6 +30,7 @@ from tabletdb.protocol.extensions import build_supported
 from tabletdb.protocol.metadata import metadata_id, result_metadata_id
 from tabletdb.protocol.requests import Execute, QueryParameters
 from tabletdb.protocol.responses import (
+    RESULT_ENCODERS,
     AuthSuccess,
     ClientRoutesChangeEvent,
     EncodeContext,
@@ -256,6 +259,14 @@ def test_void_set_keyspace_schema_change() -> None:
     ev = decode_response(encode(f)).schema_change_event
     assert ev["function"].name == "f" and ev["function"].argument_types == ["int", "text"]
     assert decode_response(encode(SchemaChangeResult(keyspace="ks"))).schema_change_event["keyspace"] == "ks"
+
+
+def test_every_kind_of_result_has_an_encoder() -> None:
+    """The connection finds a result's encoder by its exact type: a kind missing from the table
+    would be refused at send time, so the table must name every member of `Result`."""
+    assert set(RESULT_ENCODERS) == set(get_args(Result))
+    with pytest.raises(TypeError):
+        encode(ResultBase())  # type: ignore[arg-type]  # no kind of result: nothing to encode
 
 
 def test_events() -> None:
