@@ -2,7 +2,7 @@
 a keyspace switch, a prepared statement's description, a schema change.
 
 The data plane builds these and the query layer returns them; only `tabletdb.protocol` turns them
-into bytes (`protocol.responses.encode_result`). Keeping them below the protocol is what lets the
+into bytes (`protocol.responses.RESULT_ENCODERS`). Keeping them below the protocol is what lets the
 statements, replica, coordinator, paxos, views and system-table packages answer a request without
 knowing the wire format. Row cells are already serialized CQL values (`cql.codec`): that is the
 value layer's encoding, not the protocol's, and it lets stored bytes go out as they are.
