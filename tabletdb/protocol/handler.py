@@ -5,8 +5,9 @@ the connection (what system.clients shows) and that the handler may annotate. Ha
 answer with `tabletdb.cql.results` values, which the connection encodes, or raise
 `tabletdb.cql.errors.CqlError` subclasses to answer with an ERROR frame.
 
-Layers below the query layer never see `ClientState` itself: each names, as a typing Protocol,
-the few fields it uses (e.g. `systables.tables.ClientInfo`), and this class has them.
+Only the handler itself and its route check name `ClientState`; the other modules that read a
+connection (auth checks, system tables) declare the few fields they use as a typing Protocol
+(e.g. `systables.tables.ClientInfo`), which this class satisfies, so they need no wire import.
 """
 
 from __future__ import annotations
