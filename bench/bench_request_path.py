@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from bench.common import RESULT_PREFIX
+from tabletdb.cql.results import PreparedResult
 from tabletdb.node.gc_tuning import tune_for_serving
 from tabletdb.protocol.frames import HEADER, OpCode
 from tabletdb.protocol.requests import QF_DEFAULT_TIMESTAMP, QF_PAGE_SIZE, QF_SKIP_METADATA, QF_VALUES
-from tabletdb.protocol.responses import PreparedResult
 from tabletdb.protocol.server import CqlServer, _ClientProtocol
 from tests.unit.query.data_harness import DataNode
 

@@ -24,11 +24,10 @@ from tabletdb.coordinator.rows import partition_rows
 from tabletdb.cql import ast, codec
 from tabletdb.cql.consistency import LOCAL_SERIAL, SERIAL
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BOOLEAN, CqlType, ListType, MapType
 from tabletdb.paxos.messages import Ballot
 from tabletdb.paxos.rounds import PaxosRounds, Reconciler, cells_in, encode_mutations
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import ColumnDef, TableDef
 from tabletdb.statements.keys import partition_key

@@ -48,16 +48,19 @@ from tabletdb.protocol.requests import (
     decode_request,
 )
 from tabletdb.protocol.responses import (
+    RESULT_ENCODERS,
     Authenticate,
     AuthSuccess,
     EncodeContext,
     ErrorResponse,
     Ready,
+    Reply,
     Response,
 )
 from tabletdb.protocol.wire import Reader, write_bytes_map, write_string_list
 
 EVENT_STREAM = -1
+_RESULT = OpCode.RESULT
 
 
 class ConnState(enum.Enum):
@@ -204,8 +207,9 @@ class Connection:
             return Ready()
         return Authenticate(authenticator=self.authenticator)
 
-    def send(self, stream: int, response: Response, request: Request | None = None) -> bytes:
-        """Encode a response frame for `stream` (EVENT_STREAM for events).
+    def send(self, stream: int, response: Reply, request: Request | None = None) -> bytes:
+        """Encode a response frame for `stream` (EVENT_STREAM for events): a protocol message, or
+        a statement's result as a RESULT.
 
         `request` is the request being answered; Rows results need it for skip-metadata and
         metadata-id handling. Sending AUTH_SUCCESS completes authentication.
@@ -219,7 +223,15 @@ class Connection:
         if response.custom_payload:
             flags |= FLAG_CUSTOM_PAYLOAD
             write_bytes_map(body, response.custom_payload)
-        response.encode(body, ctx, request)
+        encode_result = RESULT_ENCODERS.get(type(response))
+        if encode_result is not None:
+            opcode = _RESULT
+            encode_result(body, response, ctx, request)
+        elif isinstance(response, Response):
+            opcode = response.opcode
+            response.encode(body, ctx, request)
+        else:
+            raise TypeError(f"not a response or a result: {type(response).__name__}")
         version = self._decoder.version or CURRENT_VERSION
         if isinstance(response, ErrorResponse) and isinstance(response.error, VersionMismatch):
             version = CURRENT_VERSION
@@ -229,7 +241,7 @@ class Connection:
             flags |= FLAG_COMPRESSION
         if isinstance(response, AuthSuccess) and self.state is ConnState.AUTHENTICATING:
             self.state = ConnState.READY
-        return HEADER.pack(version | RESPONSE_BIT, flags, stream, response.opcode, len(out)) + out
+        return HEADER.pack(version | RESPONSE_BIT, flags, stream, opcode, len(out)) + out
 
     def close(self) -> None:
         self.state = ConnState.CLOSED

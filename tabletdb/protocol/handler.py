@@ -2,7 +2,12 @@
 
 The query layer implements `Handler`; the server calls it with a `ClientState` that describes
 the connection (what system.clients shows) and that the handler may annotate. Handler methods
-raise `tabletdb.cql.errors.CqlError` subclasses to answer with an ERROR frame.
+answer with `tabletdb.cql.results` values, which the connection encodes, or raise
+`tabletdb.cql.errors.CqlError` subclasses to answer with an ERROR frame.
+
+Only the handler itself and its route check name `ClientState`; the other modules that read a
+connection (auth checks, system tables) declare the few fields they use as a typing Protocol
+(e.g. `systables.tables.ClientInfo`), which this class satisfies, so they need no wire import.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tabletdb.cql.results import PreparedResult, Result
 from tabletdb.protocol.requests import Batch, QueryParameters
-from tabletdb.protocol.responses import PreparedResult, Result
 
 
 @dataclass(slots=True)

@@ -1,18 +1,20 @@
-"""Column metadata shared by Rows and Prepared results, and the result-metadata id.
+"""Encoding of column metadata (shared by Rows and Prepared results) and the result-metadata id.
 
 The metadata id lets a driver that negotiated SCYLLA_USE_METADATA_ID skip result metadata on
 EXECUTE and still notice a schema change: it must be a stable function of the result columns.
 We define it as the first 16 bytes of SHA-256 over, for each column in order, the column name
 and the CQL type text (`type.cql()`), each written as a `[string]` (u16 length + UTF-8), so no
 two different column lists can produce the same byte stream.
+
+The metadata values themselves (`ColumnSpec`, `RowsMetadata`) are `tabletdb.cql.results`; what
+is derived from a column list alone is kept in the value's `WireMemo`, filled here.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 
-from tabletdb.cql.types import CqlType
+from tabletdb.cql.results import ColumnSpec, RowsMetadata, WireMemo
 from tabletdb.protocol.types_wire import write_option
 from tabletdb.protocol.wire import write_bytes, write_int, write_short_bytes, write_string
 
@@ -21,15 +23,6 @@ MF_GLOBAL_TABLES_SPEC = 0x0001
 MF_HAS_MORE_PAGES = 0x0002
 MF_NO_METADATA = 0x0004
 MF_METADATA_CHANGED = 0x0008
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnSpec:
-    keyspace: str
-    table: str
-    name: str
-    type: CqlType
-
 
 _ID_CACHE: dict[tuple[ColumnSpec, ...], bytes] = {}
 _ID_CACHE_LIMIT = 4096
@@ -82,63 +75,60 @@ def write_column_specs(out: bytearray, columns: list[ColumnSpec], global_spec: b
         write_option(out, col.type)
 
 
-@dataclass(slots=True)
-class RowsMetadata:
-    """Result columns plus the paging state of this page.
+def _memo(meta: RowsMetadata) -> WireMemo:
+    memo = meta.wire
+    if memo is None:
+        memo = meta.wire = WireMemo()
+    return memo
 
-    Build one per statement and reuse it: the encoded column block and the metadata id are
-    computed once and cached, which matters on the EXECUTE hot path.
-    """
 
-    columns: list[ColumnSpec]
-    paging_state: bytes | None = None
-    _id: bytes | None = field(default=None, repr=False, compare=False)
-    _specs: tuple[bool, bytes] | None = field(default=None, repr=False, compare=False)
+def metadata_id(meta: RowsMetadata) -> bytes:
+    """The result-metadata id of `meta`'s columns; computed once per statement (see `WireMemo`)."""
+    memo = _memo(meta)
+    found = memo.metadata_id
+    if found is None:
+        found = memo.metadata_id = result_metadata_id(meta.columns)
+    return found
 
-    @property
-    def metadata_id(self) -> bytes:
-        if self._id is None:
-            self._id = result_metadata_id(self.columns)
-        return self._id
 
-    def with_paging_state(self, paging_state: bytes | None) -> RowsMetadata:
-        """The same columns (sharing the caches) for another page."""
-        return RowsMetadata(self.columns, paging_state, self._id, self._specs)
+def _column_block(meta: RowsMetadata) -> tuple[bool, bytes]:
+    """Whether the spec is global, and `[string] ks, [string] table` (if global) followed by the
+    column specs; computed once per statement."""
+    memo = _memo(meta)
+    found = memo.column_block
+    if found is None:
+        out = bytearray()
+        table = common_table(meta.columns)
+        if table is not None:
+            write_string(out, table[0])
+            write_string(out, table[1])
+        write_column_specs(out, meta.columns, table is not None)
+        found = memo.column_block = (table is not None, bytes(out))
+    return found
 
-    def _column_block(self) -> tuple[bool, bytes]:
-        """Whether the spec is global, and `[string] ks, [string] table` (if global) followed by
-        the column specs; computed once."""
-        if self._specs is None:
-            out = bytearray()
-            table = common_table(self.columns)
-            if table is not None:
-                write_string(out, table[0])
-                write_string(out, table[1])
-            write_column_specs(out, self.columns, table is not None)
-            self._specs = (table is not None, bytes(out))
-        return self._specs
 
-    def encode(
-        self, out: bytearray, *, no_metadata: bool = False, new_metadata_id: bytes | None = None
-    ) -> None:
-        """Append `<metadata>`. `new_metadata_id` (SCYLLA_USE_METADATA_ID) forces full metadata."""
-        flags = 0
-        if self.paging_state is not None:
-            flags |= MF_HAS_MORE_PAGES
-        if new_metadata_id is not None:
-            flags |= MF_METADATA_CHANGED
-        elif no_metadata or not self.columns:
-            flags |= MF_NO_METADATA
-        full = not flags & MF_NO_METADATA
-        global_spec, block = self._column_block() if full else (False, b"")
-        if global_spec:
-            flags |= MF_GLOBAL_TABLES_SPEC
-        write_int(out, flags)
-        write_int(out, len(self.columns))
-        if self.paging_state is not None:
-            write_bytes(out, self.paging_state)
-        if not full:
-            return
-        if new_metadata_id is not None:
-            write_short_bytes(out, new_metadata_id)
-        out += block
+def encode_rows_metadata(
+    out: bytearray, meta: RowsMetadata, *, no_metadata: bool = False, new_metadata_id: bytes | None = None
+) -> None:
+    """Append `<metadata>`. `new_metadata_id` (SCYLLA_USE_METADATA_ID) forces full metadata."""
+    flags = 0
+    paging_state = meta.paging_state
+    if paging_state is not None:
+        flags |= MF_HAS_MORE_PAGES
+    if new_metadata_id is not None:
+        flags |= MF_METADATA_CHANGED
+    elif no_metadata or not meta.columns:
+        flags |= MF_NO_METADATA
+    full = not flags & MF_NO_METADATA
+    global_spec, block = _column_block(meta) if full else (False, b"")
+    if global_spec:
+        flags |= MF_GLOBAL_TABLES_SPEC
+    write_int(out, flags)
+    write_int(out, len(meta.columns))
+    if paging_state is not None:
+        write_bytes(out, paging_state)
+    if not full:
+        return
+    if new_metadata_id is not None:
+        write_short_bytes(out, new_metadata_id)
+    out += block

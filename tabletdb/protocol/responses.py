@@ -1,19 +1,31 @@
 """Typed server responses and their body encoders (spec/clients.md 1.2, 1.7-1.9).
 
-Each response knows its opcode and appends its body given the connection's negotiated facts
-(`EncodeContext`) and the request it answers (Rows metadata depends on the request's
-skip-metadata flag and metadata id). Any response may carry warnings and a custom payload
-(e.g. `tablets-routing-v1`); the connection turns those into frame flags.
+Each protocol message (`Response`) knows its opcode and appends its body given the connection's
+negotiated facts (`EncodeContext`). Statement results are plain values of `tabletdb.cql.results`,
+which the data plane builds without knowing the wire; `RESULT_ENCODERS` write their RESULT body,
+given the request they answer (Rows metadata depends on the request's skip-metadata flag and
+metadata id). Anything sent may carry warnings and a custom payload (e.g. `tablets-routing-v1`);
+the connection turns those into frame flags.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from tabletdb.cql import errors as E
+from tabletdb.cql.results import (
+    PreparedResult,
+    Result,
+    RowsResult,
+    SchemaChangeResult,
+    SetKeyspaceResult,
+    VoidResult,
+)
 from tabletdb.protocol.frames import OpCode
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata, common_table, write_column_specs
+from tabletdb.protocol.metadata import common_table, encode_rows_metadata, metadata_id, write_column_specs
 from tabletdb.protocol.requests import Execute, Query, Request
 from tabletdb.protocol.wire import (
     write_byte,
@@ -48,12 +60,13 @@ class EncodeContext:
 
 @dataclass(slots=True)
 class Response:
-    """Base: `custom_payload` and `warnings` ride in the frame, before the opcode body."""
+    """Base of protocol messages other than results: `custom_payload` and `warnings` ride in the
+    frame, before the opcode body."""
 
     custom_payload: dict[str, bytes | None] | None = field(default=None, kw_only=True)
     warnings: list[str] | None = field(default=None, kw_only=True)
 
-    opcode = OpCode.RESULT
+    opcode: ClassVar[int]
 
     def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
         raise NotImplementedError
@@ -182,102 +195,78 @@ def _clip(message: str, limit: int = 0xFFFF) -> str:
     return raw[: limit - 3].decode("utf-8", "ignore") + "..."
 
 
-@dataclass(slots=True)
-class VoidResult(Response):
-    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
-        out += _VOID_BODY  # the same bytes every time: every INSERT answers with them
+Reply = Response | Result
+"""Anything a connection sends: a protocol message, or a statement's result (a RESULT body)."""
 
 
-@dataclass(slots=True)
-class RowsResult(Response):
-    """One page of rows: each row a list of serialized cells (None = null)."""
-
-    metadata: RowsMetadata = field(default_factory=lambda: RowsMetadata([]))
-    rows: list[list[bytes | None]] = field(default_factory=list)
-
-    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
-        write_int(out, RESULT_ROWS)
-        meta = self.metadata
-        no_metadata = False
-        new_id: bytes | None = None
-        if isinstance(request, Execute):
-            no_metadata = request.params.skip_metadata
-            if ctx.use_metadata_id and request.result_metadata_id != meta.metadata_id:
-                new_id = meta.metadata_id
-        elif isinstance(request, Query):
-            no_metadata = request.params.skip_metadata
-        meta.encode(out, no_metadata=no_metadata, new_metadata_id=new_id)
-        rows = self.rows
-        out += _INT.pack(len(rows))
-        pack = _INT.pack
-        for row in rows:  # write_bytes inlined: a call per cell showed in the SELECT profile
-            for cell in row:
-                if cell is None:
-                    out += b"\xff\xff\xff\xff"
-                else:
-                    out += pack(len(cell))
-                    out += cell
+def _encode_void(out: bytearray, result: VoidResult, ctx: EncodeContext, request: Request | None) -> None:
+    out += _VOID_BODY  # the same bytes every time: every INSERT answers with them
 
 
-@dataclass(slots=True)
-class SetKeyspaceResult(Response):
-    keyspace: str = ""
-
-    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
-        write_int(out, RESULT_SET_KEYSPACE)
-        write_string(out, self.keyspace)
-
-
-@dataclass(slots=True)
-class PreparedResult(Response):
-    """The answer to PREPARE. `pk_indexes` are bind positions of the partition key components, in
-    partition-key order; they are sent only when all bind columns come from one table."""
-
-    id: bytes = b""
-    bind_columns: list[ColumnSpec] = field(default_factory=list)
-    pk_indexes: list[int] = field(default_factory=list)
-    result_metadata: RowsMetadata = field(default_factory=lambda: RowsMetadata([]))
-    is_lwt: bool = False
-
-    @property
-    def result_metadata_id(self) -> bytes:
-        return self.result_metadata.metadata_id
-
-    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
-        write_int(out, RESULT_PREPARED)
-        write_short_bytes(out, self.id)
+def _encode_rows(out: bytearray, result: RowsResult, ctx: EncodeContext, request: Request | None) -> None:
+    """A page of rows. The metadata depends on the request: skipped if it asked so, and (with
+    SCYLLA_USE_METADATA_ID) sent with the new id when the EXECUTE named another one."""
+    write_int(out, RESULT_ROWS)
+    meta = result.metadata
+    no_metadata = False
+    new_id: bytes | None = None
+    if isinstance(request, Execute):
+        no_metadata = request.params.skip_metadata
         if ctx.use_metadata_id:
-            write_short_bytes(out, self.result_metadata_id)
-        table = common_table(self.bind_columns)
-        flags = PREPARED_GLOBAL_TABLES_SPEC if table is not None else 0
-        if self.is_lwt and ctx.lwt_mark:
-            flags |= LWT_METADATA_MASK
-        write_uint(out, flags)
-        write_int(out, len(self.bind_columns))
-        pk_indexes = self.pk_indexes if table is not None else []
-        write_int(out, len(pk_indexes))
-        for i in pk_indexes:
-            write_short(out, i)
-        if table is not None:
-            write_string(out, table[0])
-            write_string(out, table[1])
-        write_column_specs(out, self.bind_columns, table is not None)
-        self.result_metadata.encode(out)
+            current = metadata_id(meta)
+            if request.result_metadata_id != current:
+                new_id = current
+    elif isinstance(request, Query):
+        no_metadata = request.params.skip_metadata
+    encode_rows_metadata(out, meta, no_metadata=no_metadata, new_metadata_id=new_id)
+    rows = result.rows
+    out += _INT.pack(len(rows))
+    pack = _INT.pack
+    for row in rows:  # write_bytes inlined: a call per cell showed in the SELECT profile
+        for cell in row:
+            if cell is None:
+                out += b"\xff\xff\xff\xff"
+            else:
+                out += pack(len(cell))
+                out += cell
 
 
-@dataclass(slots=True)
-class SchemaChangeResult(Response):
-    """change: CREATED/UPDATED/DROPPED; target: KEYSPACE/TABLE/TYPE/FUNCTION/AGGREGATE."""
+def _encode_prepared(
+    out: bytearray, result: PreparedResult, ctx: EncodeContext, request: Request | None
+) -> None:
+    write_int(out, RESULT_PREPARED)
+    write_short_bytes(out, result.id)
+    if ctx.use_metadata_id:
+        write_short_bytes(out, metadata_id(result.result_metadata))
+    table = common_table(result.bind_columns)
+    flags = PREPARED_GLOBAL_TABLES_SPEC if table is not None else 0
+    if result.is_lwt and ctx.lwt_mark:
+        flags |= LWT_METADATA_MASK
+    write_uint(out, flags)
+    write_int(out, len(result.bind_columns))
+    pk_indexes = result.pk_indexes if table is not None else []
+    write_int(out, len(pk_indexes))
+    for i in pk_indexes:
+        write_short(out, i)
+    if table is not None:
+        write_string(out, table[0])
+        write_string(out, table[1])
+    write_column_specs(out, result.bind_columns, table is not None)
+    encode_rows_metadata(out, result.result_metadata)
 
-    change: str = "CREATED"
-    target: str = "KEYSPACE"
-    keyspace: str = ""
-    name: str | None = None
-    arg_types: list[str] | None = None
 
-    def encode(self, out: bytearray, ctx: EncodeContext, request: Request | None) -> None:
-        write_int(out, RESULT_SCHEMA_CHANGE)
-        write_schema_change(out, self.change, self.target, self.keyspace, self.name, self.arg_types)
+def _encode_set_keyspace(
+    out: bytearray, result: SetKeyspaceResult, ctx: EncodeContext, request: Request | None
+) -> None:
+    write_int(out, RESULT_SET_KEYSPACE)
+    write_string(out, result.keyspace)
+
+
+def _encode_schema_change(
+    out: bytearray, result: SchemaChangeResult, ctx: EncodeContext, request: Request | None
+) -> None:
+    write_int(out, RESULT_SCHEMA_CHANGE)
+    write_schema_change(out, result.change, result.target, result.keyspace, result.name, result.arg_types)
 
 
 def write_schema_change(
@@ -295,7 +284,19 @@ def write_schema_change(
         write_string_list(out, arg_types or [])
 
 
-Result = VoidResult | RowsResult | SetKeyspaceResult | PreparedResult | SchemaChangeResult
+ResultEncoder = Callable[[bytearray, Any, EncodeContext, Request | None], None]
+"""Appends the RESULT body of one kind of result, given the connection's facts and the request."""
+
+RESULT_ENCODERS: dict[type, ResultEncoder] = {
+    RowsResult: _encode_rows,
+    VoidResult: _encode_void,
+    PreparedResult: _encode_prepared,
+    SchemaChangeResult: _encode_schema_change,
+    SetKeyspaceResult: _encode_set_keyspace,
+}
+"""The RESULT body encoder of each kind of `tabletdb.cql.results.Result`, by exact type: one dict
+lookup where a protocol message has its `encode` method, so a result costs the connection no more
+than a message did when results were protocol classes (the EXECUTE hot path)."""
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from tabletdb.cql.errors import CqlError, ServerError
+from tabletdb.cql.results import SetKeyspaceResult
 from tabletdb.protocol.connection import EVENT_STREAM, Connection, ConnState, ProtocolViolation
 from tabletdb.protocol.extensions import KNOWN_EXTENSIONS
 from tabletdb.protocol.frames import DEFAULT_MAX_FRAME_SIZE
@@ -38,8 +39,8 @@ from tabletdb.protocol.responses import (
     ErrorResponse,
     Event,
     Ready,
+    Reply,
     Response,
-    SetKeyspaceResult,
     StatusChangeEvent,
     Supported,
     TopologyChangeEvent,
@@ -244,7 +245,7 @@ class _ClientProtocol(asyncio.Protocol):
     def _answered_now(self, stream: int, request: Execute) -> bool:
         """Answer an EXECUTE the handler can answer without waiting (a point read of this node's
         own store): no task, and the reply leaves with the tick's other replies."""
-        response: Response | None
+        response: Reply | None
         try:
             response = self.server.handler.execute_now(
                 self.client, request.query_id, request.result_metadata_id, request.params
@@ -279,13 +280,13 @@ class _ClientProtocol(asyncio.Protocol):
         self.client.ready = True
         return AuthSuccess(token=b"")
 
-    def _spawn(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
+    def _spawn(self, stream: int, request: Request, work: Awaitable[Reply]) -> None:
         # A task per request, never run eagerly: handlers may rely on running inside a task
         # (asyncio.timeout does). The task forgets itself when it ends (see ``_run``).
         loop = self._loop or asyncio.get_running_loop()
         self.tasks.add(loop.create_task(self._run(stream, request, work)))
 
-    async def _run(self, stream: int, request: Request, work: Awaitable[Response]) -> None:
+    async def _run(self, stream: int, request: Request, work: Awaitable[Reply]) -> None:
         try:
             try:
                 response = await work
@@ -301,7 +302,7 @@ class _ClientProtocol(asyncio.Protocol):
             if self._reading_paused:
                 self._update_reading()
 
-    def _respond(self, stream: int, request: Request, response: Response) -> None:
+    def _respond(self, stream: int, request: Request, response: Reply) -> None:
         if isinstance(response, SetKeyspaceResult):
             self.client.keyspace = response.keyspace
         if self._transport is None:

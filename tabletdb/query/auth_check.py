@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from tabletdb.auth import describe as auth_describe
 from tabletdb.auth.authorization import check_permission
@@ -27,7 +27,6 @@ from tabletdb.cql import ast
 from tabletdb.cql.errors import BadCredentials, ReadTimeout, WriteTimeout
 from tabletdb.group0.auth_state import AuthOutcome
 from tabletdb.group0.state import Group0State
-from tabletdb.protocol.handler import ClientState
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.schema.ddl_common import DdlOutcome
 from tabletdb.schema.describe import DescribeRow
@@ -39,6 +38,14 @@ LOGIN_CACHE_SIZE = 1024
 T = TypeVar("T")
 READ, SIMPLE, BATCH = "READ", "SIMPLE", "BATCH"
 LOCAL_KEYSPACES = frozenset({"system", "system_schema"})
+
+
+class Client(Protocol):
+    """A client connection as far as auth goes: who logged in on it. The server's connection
+    state (`protocol.handler.ClientState`) is one; named here so that auth does not depend on the
+    wire protocol."""
+
+    user: str | None
 
 
 def _digest(password: str) -> bytes:
@@ -64,7 +71,7 @@ class AuthService:
         """What AUTHENTICATE names; None (answer READY) unless passwords are required."""
         return self.config.authenticator if self.config.uses_passwords else None
 
-    async def login(self, client: ClientState, username: str, password: str) -> None:
+    async def login(self, client: Client, username: str, password: str) -> None:
         """Verify SASL PLAIN credentials; on success the connection acts as `username`."""
         if not self.config.uses_passwords:
             raise BadCredentials(f"{self.config.authenticator} does not take credentials")
@@ -90,7 +97,7 @@ class AuthService:
 
     # -- authorization ----------------------------------------------------------------------
 
-    def check(self, client: ClientState, stmt: ast.Statement, keyspace: str | None, catalog: Catalog) -> None:
+    def check(self, client: Client, stmt: ast.Statement, keyspace: str | None, catalog: Catalog) -> None:
         """Unauthorized unless the session holds every permission `stmt` needs. Anonymous
         sessions (AllowAllAuthenticator) and AllowAllAuthorizer skip the check."""
         if not self.config.enforces_permissions or client.user is None:
@@ -126,7 +133,7 @@ class AuthService:
         return bool(self._delay)
 
     def run_limited(
-        self, client: ClientState, kind: str | None, consistency: int, run: Callable[[], Awaitable[T]]
+        self, client: Client, kind: str | None, consistency: int, run: Callable[[], Awaitable[T]]
     ) -> Awaitable[T]:
         """Run a read or write (`kind` from `operation_kind`) under the session's service-level
         timeout; other statements run as they are. On expiry the client gets ReadTimeout or

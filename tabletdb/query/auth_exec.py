@@ -26,10 +26,9 @@ from tabletdb.auth.mutations import AuthMutation
 from tabletdb.auth.permissions import grant_permissions, list_permissions, revoke_permissions
 from tabletdb.auth.service_levels import decide_service_level, list_service_levels
 from tabletdb.cql import ast, codec
+from tabletdb.cql.results import ColumnSpec, Result, RowsMetadata, RowsResult, VoidResult
 from tabletdb.group0.auth_state import AuthOutcome
 from tabletdb.group0.state import Group0State
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
-from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.qos.ddl import forget_role
 from tabletdb.qos.listing import Listing
 from tabletdb.qos.mutations import QosMutation

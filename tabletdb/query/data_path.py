@@ -19,6 +19,7 @@ from tabletdb.coordinator.reads import ConsistentReads, ReadCoordinator
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.results import Result, RowsResult, VoidResult
 from tabletdb.cql.types import BIGINT
 from tabletdb.cql.values import Unset
 from tabletdb.paxos.counters import CounterCoordinator
@@ -30,7 +31,6 @@ from tabletdb.paxos.lwt import (
 )
 from tabletdb.paxos.read_modify_write import read_modify_write
 from tabletdb.paxos.rounds import PaxosRounds
-from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.query.point_select import point_select
 from tabletdb.query.select import execute_select
 from tabletdb.replica.stores import DataStores

@@ -11,9 +11,8 @@ from collections.abc import Callable
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import TEXT
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.schema import describe as schema_describe
 from tabletdb.schema.describe import DescribeRow
 from tabletdb.schema.model import Catalog

@@ -25,8 +25,8 @@ from tabletdb.coordinator.consistency import ANY
 from tabletdb.coordinator.reads import ReadCoordinator
 from tabletdb.coordinator.rows import partition_rows
 from tabletdb.cql import ast
+from tabletdb.cql.results import RowsResult
 from tabletdb.cql.types import NativeType
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.select import SelectPlan, encode_rows, plan_of
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.insert_plan import PASS_THROUGH

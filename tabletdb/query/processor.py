@@ -21,19 +21,20 @@ from tabletdb.cql.errors import (
     Unprepared,
 )
 from tabletdb.cql.parser import parse_statement
-from tabletdb.cql.values import Value
-from tabletdb.group0.state import Group0State
-from tabletdb.protocol.extensions import build_supported
-from tabletdb.protocol.handler import ClientState
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
-from tabletdb.protocol.requests import Batch, QueryParameters
-from tabletdb.protocol.responses import (
+from tabletdb.cql.results import (
+    ColumnSpec,
     PreparedResult,
     Result,
+    RowsMetadata,
     SchemaChangeResult,
     SetKeyspaceResult,
     VoidResult,
 )
+from tabletdb.cql.values import Value
+from tabletdb.group0.state import Group0State
+from tabletdb.protocol.extensions import build_supported
+from tabletdb.protocol.handler import ClientState
+from tabletdb.protocol.requests import Batch, QueryParameters
 from tabletdb.query import ddl
 from tabletdb.query.auth_check import AuthService, operation_kind
 from tabletdb.query.auth_exec import AUTH_STATEMENTS, AuthExecutor

@@ -18,9 +18,8 @@ from tabletdb.coordinator.rows import OutRow, PartitionSource, Position, lookup_
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import to_json
+from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.relations import relation_predicate
@@ -157,7 +156,8 @@ class SelectPlan:
     aggregate: bool
     group_key: list[str] | None
     metadata: RowsMetadata
-    """Result metadata of a non-JSON result (its id computed once, here)."""
+    """Result metadata of a non-JSON result; every page's copy (``with_paging_state``) shares what
+    the protocol derives from it, so that is derived once per plan."""
     stored: list[bool]
     """Per output: a regular single-cell column of a type whose stored bytes are its canonical
     encoding, so a row's value is sent as stored instead of decoded and encoded again."""
@@ -187,7 +187,7 @@ def plan_of(stmt: ast.SelectStatement, table: TableDef) -> SelectPlan:
         outputs,
         any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by),
         _group_key(stmt, table),
-        _metadata([ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]),
+        RowsMetadata([ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]),
         [_is_stored(o, table) for o in outputs],
         point_key,
         [names.index(c.name) for c in table.partition_key] if point_key is not None else [],
@@ -196,12 +196,6 @@ def plan_of(stmt: ast.SelectStatement, table: TableDef) -> SelectPlan:
         _PLANS.clear()
     _PLANS[key] = (stmt, table, plan)
     return plan
-
-
-def _metadata(columns: list[ColumnSpec]) -> RowsMetadata:
-    metadata = RowsMetadata(columns)
-    _ = metadata.metadata_id  # computed once; every page's copy shares it
-    return metadata
 
 
 def _is_stored(o: Output, table: TableDef) -> bool:

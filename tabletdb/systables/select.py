@@ -17,9 +17,8 @@ from typing import Any
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import to_json
+from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, TEXT, CqlType
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.schema.model import ColumnKind, TableDef
 from tabletdb.statements.relations import Row, bound_value, relation_predicate
 from tabletdb.statements.terms import Bindings

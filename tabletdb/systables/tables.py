@@ -12,7 +12,7 @@ import ipaddress
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tabletdb.auth import system_tables as auth_tables
 from tabletdb.auth.model import AuthState
@@ -28,7 +28,6 @@ from tabletdb.cql.types import (
     MapType,
     SetType,
 )
-from tabletdb.protocol.handler import ClientState
 from tabletdb.qos.model import QosState
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import (
@@ -59,13 +58,36 @@ SYSTEM = "system"
 Row = dict[str, Any]
 
 
+class ClientInfo(Protocol):
+    """A client connection as `system.clients` shows it: the server's connection state
+    (`protocol.handler.ClientState`) is one. Named here, as what this table reads, so that the
+    system tables do not depend on the wire protocol."""
+
+    @property
+    def peer(self) -> tuple[str, int]: ...
+    @property
+    def startup_options(self) -> Mapping[str, str]: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def driver_name(self) -> str | None: ...
+    @property
+    def driver_version(self) -> str | None: ...
+    @property
+    def protocol_version(self) -> int: ...
+    @property
+    def shard(self) -> int: ...
+    @property
+    def user(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class SystemState:
     """Everything system tables are rendered from, captured once per request."""
 
     node: NodeInfo
     catalog: Catalog
-    clients: tuple[ClientState, ...]
+    clients: tuple[ClientInfo, ...]
     group0_id: str | None = None
     auth: AuthState = field(default_factory=AuthState)
     qos: QosState = field(default_factory=QosState)

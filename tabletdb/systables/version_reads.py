@@ -26,9 +26,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from tabletdb.cql import ast
-from tabletdb.protocol.handler import ClientState
 from tabletdb.systables.tables import SystemState
 
 VERSION_TABLES = frozenset({"local", "peers"})
@@ -38,6 +38,14 @@ arrives well under a millisecond later normally, some ms on a loaded machine."""
 
 Settle = Callable[[], Awaitable[None]]
 """Wait (bounded) until live peers reported this node's current version."""
+
+
+class Client(Protocol):
+    """A client connection as far as its version reads go: room to remember a check's first read
+    until its pair arrives. The server's connection state (`protocol.handler.ClientState`) has it;
+    named here so that the system tables do not depend on the wire protocol."""
+
+    version_read: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +63,7 @@ class VersionReads:
 
     async def state_for(
         self,
-        client: ClientState | None,
+        client: Client | None,
         table: str,
         stmt: ast.SelectStatement,
         fresh: Callable[[], SystemState],
@@ -87,7 +95,7 @@ class VersionReads:
         return fresh()
 
     @staticmethod
-    def forget(client: ClientState) -> None:
+    def forget(client: Client) -> None:
         """A schema change on the connection: later reads must show it, never the state before."""
         client.version_read = None
 

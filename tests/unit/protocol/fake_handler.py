@@ -11,12 +11,19 @@ from cassandra import cqltypes
 
 from tabletdb.cql import errors as E
 from tabletdb.cql import types as T
+from tabletdb.cql.results import (
+    ColumnSpec,
+    PreparedResult,
+    Result,
+    RowsMetadata,
+    RowsResult,
+    SetKeyspaceResult,
+    VoidResult,
+)
 from tabletdb.cql.types import CqlType
 from tabletdb.protocol.extensions import build_supported
 from tabletdb.protocol.handler import ClientState
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.requests import Batch, QueryParameters
-from tabletdb.protocol.responses import PreparedResult, Result, RowsResult, SetKeyspaceResult, VoidResult
 from tabletdb.protocol.routing import routing_payload
 
 HOST_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")

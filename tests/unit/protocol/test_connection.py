@@ -12,6 +12,7 @@ from cassandra import protocol as dp
 from cassandra.query import BatchType
 
 from tabletdb.cql.consistency import LOCAL_ONE, LOCAL_SERIAL
+from tabletdb.cql.results import VoidResult
 from tabletdb.cql.values import UNSET
 from tabletdb.protocol.connection import (
     Connection,
@@ -32,7 +33,7 @@ from tabletdb.protocol.requests import (
     Register,
     Startup,
 )
-from tabletdb.protocol.responses import AuthSuccess, ErrorResponse, Ready, VoidResult
+from tabletdb.protocol.responses import AuthSuccess, ErrorResponse, Ready
 from tabletdb.protocol.sasl import PASSWORD_AUTHENTICATOR
 from tests.unit.protocol.driver_oracle import (
     PLAIN_FEATURES,

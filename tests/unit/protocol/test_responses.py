@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from cassandra import cqltypes
@@ -14,25 +14,32 @@ from hypothesis import given, settings
 
 from tabletdb.cql import errors as E
 from tabletdb.cql import types as T
+from tabletdb.cql.results import (
+    ColumnSpec,
+    PreparedResult,
+    Result,
+    ResultBase,
+    RowsMetadata,
+    RowsResult,
+    SchemaChangeResult,
+    SetKeyspaceResult,
+    VoidResult,
+)
 from tabletdb.protocol.connection import Connection
 from tabletdb.protocol.extensions import build_supported
-from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata, result_metadata_id
+from tabletdb.protocol.metadata import metadata_id, result_metadata_id
 from tabletdb.protocol.requests import Execute, QueryParameters
 from tabletdb.protocol.responses import (
+    RESULT_ENCODERS,
     AuthSuccess,
     ClientRoutesChangeEvent,
     EncodeContext,
     ErrorResponse,
-    PreparedResult,
-    Response,
-    RowsResult,
+    Reply,
     SchemaChangeEvent,
-    SchemaChangeResult,
-    SetKeyspaceResult,
     StatusChangeEvent,
     Supported,
     TopologyChangeEvent,
-    VoidResult,
 )
 from tabletdb.protocol.routing import TABLETS_ROUTING_V1_KEY, encode_tablets_routing_v1, routing_payload
 from tabletdb.protocol.sasl import parse_plain_token, plain_token
@@ -45,7 +52,7 @@ SCYLLA_CTX = EncodeContext(use_metadata_id=True, lwt_mark=True, rate_limit_error
 PLAIN_CTX = EncodeContext()
 
 
-def encode(response: Response, ctx: EncodeContext = PLAIN_CTX, request: Any = None) -> bytes:
+def encode(response: Reply, ctx: EncodeContext = PLAIN_CTX, request: Any = None) -> bytes:
     """A full response frame (uncompressed) as a connection with `ctx` would send it."""
     conn = Connection()
     conn._encode_ctx = ctx
@@ -149,7 +156,7 @@ def test_rows_from_two_tables_are_not_global() -> None:
 def test_execute_skip_metadata_and_metadata_id_changes() -> None:
     meta = RowsMetadata(COLS)
     params = QueryParameters(1, skip_metadata=True)
-    current = Execute(b"qid", meta.metadata_id, params)
+    current = Execute(b"qid", metadata_id(meta), params)
     frame = encode(RowsResult(metadata=meta, rows=ROWS), SCYLLA_CTX, current)
     assert int.from_bytes(frame[13:17], "big") == 0x0004  # no_metadata
     cached = [("ks", "t", "k", cqltypes.Int32Type), ("ks", "t", "v", cqltypes.UTF8Type)]
@@ -160,8 +167,24 @@ def test_execute_skip_metadata_and_metadata_id_changes() -> None:
     frame = encode(RowsResult(metadata=meta, rows=ROWS), SCYLLA_CTX, stale)
     assert int.from_bytes(frame[13:17], "big") == 0x0008 | 0x0001
     msg = decode_response(frame, SCYLLA_FEATURES)
-    assert msg.result_metadata_id == meta.metadata_id
+    assert msg.result_metadata_id == metadata_id(meta)
     assert msg.parsed_rows == [(1, "one"), (2, None)]
+
+
+def test_page_copies_share_what_the_encoder_derives_from_the_columns() -> None:
+    """The column block and the metadata id are derived once per statement: a page's copy fills
+    the memo its statement's metadata and every later page share, and encodes as a fresh one."""
+    statement = RowsMetadata(COLS)
+    first = statement.with_paging_state(b"\x01")
+    encode(RowsResult(metadata=first, rows=ROWS))
+    second = statement.with_paging_state(None)
+    memo = statement.wire
+    assert memo is not None and first.wire is memo and second.wire is memo
+    assert memo.column_block is not None and memo.metadata_id is None
+    assert metadata_id(second) == result_metadata_id(COLS) == memo.metadata_id
+    fresh = RowsMetadata(COLS)
+    assert encode(RowsResult(metadata=second, rows=ROWS)) == encode(RowsResult(metadata=fresh, rows=ROWS))
+    assert second == fresh  # the memo is no part of the value
 
 
 def test_metadata_id_definition_is_stable() -> None:
@@ -196,7 +219,7 @@ def test_prepared_plain_v4() -> None:
 def test_prepared_with_scylla_extensions_and_lwt_bit() -> None:
     frame = encode(_prepared(is_lwt=True), SCYLLA_CTX)
     msg = decode_response(frame, SCYLLA_FEATURES)
-    assert msg.result_metadata_id == RowsMetadata(COLS).metadata_id
+    assert msg.result_metadata_id == metadata_id(RowsMetadata(COLS))
     assert msg.is_lwt
     flags_at = 9 + 4 + 2 + 16 + 2 + 16
     assert frame[flags_at : flags_at + 4] == b"\x80\x00\x00\x01"
@@ -236,6 +259,14 @@ def test_void_set_keyspace_schema_change() -> None:
     ev = decode_response(encode(f)).schema_change_event
     assert ev["function"].name == "f" and ev["function"].argument_types == ["int", "text"]
     assert decode_response(encode(SchemaChangeResult(keyspace="ks"))).schema_change_event["keyspace"] == "ks"
+
+
+def test_every_kind_of_result_has_an_encoder() -> None:
+    """The connection finds a result's encoder by its exact type: a kind missing from the table
+    would be refused at send time, so the table must name every member of `Result`."""
+    assert set(RESULT_ENCODERS) == set(get_args(Result))
+    with pytest.raises(TypeError):
+        encode(ResultBase())  # type: ignore[arg-type]  # no kind of result: nothing to encode
 
 
 def test_events() -> None:

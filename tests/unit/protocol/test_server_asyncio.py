@@ -10,9 +10,10 @@ from typing import Any
 from cassandra import protocol as dp
 
 from tabletdb.cql import errors as E
+from tabletdb.cql.results import Result, VoidResult
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
-from tabletdb.protocol.responses import Result, SchemaChangeEvent, StatusChangeEvent, VoidResult
+from tabletdb.protocol.responses import SchemaChangeEvent, StatusChangeEvent
 from tabletdb.protocol.server import CqlServer
 from tests.unit.protocol.driver_oracle import decode_response, request_frame
 from tests.unit.protocol.fake_handler import FakeHandler

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.coordinator.reads import ReadCoordinator
 from tabletdb.cql import codec
+from tabletdb.cql.results import RowsResult
 from tabletdb.cql.values import Value
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.tablets_state import TabletMaps
@@ -26,7 +27,6 @@ from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, single_node_replicas
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.data_path import catalog_views
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.replica.derived_locks import DerivedLocks

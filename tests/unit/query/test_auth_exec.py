@@ -12,8 +12,8 @@ from tabletdb.auth.resources import Permission
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest, Unauthorized
 from tabletdb.cql.parser import parse_statement
+from tabletdb.cql.results import RowsResult
 from tabletdb.cql.types import BOOLEAN, TEXT
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.auth_check import create_default_superuser
 from tabletdb.query.auth_exec import AuthExecutor
 from tests.unit.query.auth_harness import MemoryStore, schema_decision

@@ -11,8 +11,8 @@ import pytest
 
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.results import RowsResult
 from tabletdb.dht.murmur3 import token_of
-from tabletdb.protocol.responses import RowsResult
 from tests.unit.query.data_harness import DataNode
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"

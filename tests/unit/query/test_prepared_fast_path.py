@@ -9,9 +9,9 @@ import pytest
 
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.results import PreparedResult, RowsResult
 from tabletdb.cql.types import INT
 from tabletdb.protocol.requests import QueryParameters
-from tabletdb.protocol.responses import PreparedResult, RowsResult
 from tests.unit.query.data_harness import DataNode
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"

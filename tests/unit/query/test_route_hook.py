@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tabletdb.cql.results import RowsResult, VoidResult
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.protocol.extensions import TABLETS_ROUTING_V1
 from tabletdb.protocol.handler import ClientState
 from tabletdb.protocol.requests import QueryParameters
-from tabletdb.protocol.responses import RowsResult, VoidResult
 from tabletdb.protocol.routing import TABLETS_ROUTING_V1_KEY
 from tabletdb.query.processor import QueryProcessor
 from tabletdb.query.route_check import Op, RouteCheck, Target

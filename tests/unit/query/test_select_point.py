@@ -17,8 +17,8 @@ from tabletdb.coordinator.consistency import ANY, ONE, QUORUM
 from tabletdb.coordinator.reads import ConsistentReads
 from tabletdb.cql import ast, codec
 from tabletdb.cql.parser import parse_statement
+from tabletdb.cql.results import RowsResult
 from tabletdb.cql.types import INT, TEXT
-from tabletdb.protocol.responses import RowsResult
 from tabletdb.query.point_select import point_plan, point_select
 from tabletdb.query.select import execute_select
 from tabletdb.statements.terms import Bindings

@@ -13,10 +13,10 @@ import pytest
 
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.results import PreparedResult, RowsResult
 from tabletdb.cql.types import BIGINT, BOOLEAN, DOUBLE, INT, TEXT, UUID, CqlType
 from tabletdb.cql.values import UNSET, Value
 from tabletdb.protocol.requests import QueryParameters
-from tabletdb.protocol.responses import PreparedResult, RowsResult
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tests.unit.query.data_harness import DataNode
 
