@@ -30,10 +30,10 @@ from tabletdb.paxos.rounds import PaxosRounds, Reconciler, cells_in, encode_muta
 from tabletdb.protocol.metadata import ColumnSpec, RowsMetadata
 from tabletdb.protocol.responses import RowsResult
 from tabletdb.schema.model import ColumnDef, TableDef
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.keys import partition_key
 from tabletdb.statements.modifications import CurrentCells, where_of
 from tabletdb.statements.relations import relation_predicate
-from tabletdb.statements.restrictions import analyze
 from tabletdb.statements.terms import Bindings, term_value
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.tablet_store import TabletStore
@@ -264,22 +264,20 @@ async def execute_conditional_batch(
     return await _transact(writer, table, key, token, write, paxos, serial, decide)
 
 
-async def serial_read_barrier(
-    paxos: PaxosRounds, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, serial: int
-) -> None:
+async def serial_read_barrier(paxos: PaxosRounds, select: BoundSelect, serial: int) -> None:
     """A SELECT at SERIAL/LOCAL_SERIAL: first a Paxos round that proposes nothing.
 
     It finishes a transaction left accepted but uncommitted and brings the latest commit to a
     quorum, so the QUORUM read that follows sees every value Paxos may have chosen (Cassandra's
     read with Paxos does the same).
     """
-    r = analyze(stmt.where, table, bindings, lambda rel, t, b: lambda row: True)
-    if r.partition_keys is None or len(r.partition_keys) != 1:
+    partition_keys = select.restrictions().partition_keys
+    if partition_keys is None or len(partition_keys) != 1:
         raise InvalidRequest(
             "SERIAL/LOCAL_SERIAL consistency may only be requested for one partition at a time"
         )
-    key, token = partition_key(table, r.partition_keys[0])
-    await paxos.transact(table, token, key, lambda ballot, reads: None, serial)
+    key, token = partition_key(select.table, partition_keys[0])
+    await paxos.transact(select.table, token, key, lambda ballot, reads: None, serial)
 
 
 async def _transact(

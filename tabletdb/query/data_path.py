@@ -32,6 +32,7 @@ from tabletdb.protocol.responses import Result, RowsResult, VoidResult
 from tabletdb.query.point_select import point_select
 from tabletdb.query.select import execute_select
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.keys import partition_key
 from tabletdb.statements.modifications import CurrentCells, where_of
 from tabletdb.statements.receivers import Receiver, receivers
@@ -248,33 +249,22 @@ class DataPath:
                 await self.write(table, mutations, cl, write_type)
         return VoidResult()
 
-    async def select(
-        self,
-        stmt: ast.SelectStatement,
-        table: TableDef,
-        bindings: Bindings,
-        page_size: int | None,
-        paging_state: bytes | None,
-        cl: int = ONE,
-    ) -> RowsResult:
-        if paging_state is None:
-            direct = self.select_now(stmt, table, bindings, cl)
+    async def select(self, bound: BoundSelect, cl: int = ONE) -> RowsResult:
+        if bound.paging_state is None:
+            direct = self.select_now(bound, cl)
             if direct is not None:
                 return direct
         if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
-            await serial_read_barrier(self.paxos, stmt, table, bindings, cl)
+            await serial_read_barrier(self.paxos, bound, cl)
         source = ConsistentReads(self.writer.reads, cl)
-        now = self.writer.now_seconds()
-        return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)
+        return await execute_select(bound, source, self.writer.now_seconds())
 
-    def select_now(
-        self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, cl: int = ONE
-    ) -> RowsResult | None:
+    def select_now(self, bound: BoundSelect, cl: int = ONE) -> RowsResult | None:
         """A first page answered at once from this node's own store (``select_point``), or None.
         Serial reads first need a Paxos barrier, so they never are."""
         if cl in (SERIAL, LOCAL_SERIAL) and self.paxos is not None:
             return None
-        return point_select(stmt, table, bindings, self.writer.reads, cl, self.writer.now_seconds())
+        return point_select(bound, self.writer.reads, cl, self.writer.now_seconds())
 
     def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
         return self.writer.stores.tablet_maps()
