@@ -37,7 +37,7 @@ from tabletdb.protocol.responses import (
 from tabletdb.query import ddl
 from tabletdb.query.auth_check import AuthService, operation_kind
 from tabletdb.query.auth_exec import AUTH_STATEMENTS, AuthExecutor
-from tabletdb.query.data_path import DataPath, batch_receivers, batch_timestamp
+from tabletdb.query.data_path import DataPath, batch_receivers
 from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
@@ -45,9 +45,10 @@ from tabletdb.query.select import result_columns
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.statements.bound_modification import BoundModification, bind_batch
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.receivers import Receiver, pk_indexes, receivers
-from tabletdb.statements.terms import Bindings, bind_by_name
+from tabletdb.statements.terms import bind_by_name
 from tabletdb.systables.node_info import NodeInfo
 from tabletdb.systables.select import output_columns, select_virtual
 from tabletdb.systables.tables import (
@@ -273,7 +274,10 @@ class QueryProcessor:
             select = BoundSelect(stmt, table, values, params.page_size, params.paging_state)
             return self._select_from(select, params, client)
         return self._data_path().modify(
-            stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
+            BoundModification(stmt, table, values),
+            params.timestamp,
+            params.consistency,
+            params.serial_consistency,
         )
 
     async def _dml(
@@ -289,7 +293,10 @@ class QueryProcessor:
             select = BoundSelect(stmt, table, values, params.page_size, params.paging_state)
             return await self._select_from(select, params, client)
         return await self._data_path().modify(
-            stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
+            BoundModification(stmt, table, values),
+            params.timestamp,
+            params.consistency,
+            params.serial_consistency,
         )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
@@ -307,7 +314,7 @@ class QueryProcessor:
             if not isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
                 raise InvalidRequest("Only INSERT, UPDATE and DELETE statements are allowed in a BATCH")
             self._auth.check(client, stmt, keyspace, self._metadata.catalog)
-            items.append((stmt, self._user_table(stmt.table, keyspace), Bindings(entry.values)))
+            items.append(BoundModification(stmt, self._user_table(stmt.table, keyspace), entry.values))
         kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
         return await self._auth.run_limited(
             client,
@@ -356,8 +363,8 @@ class QueryProcessor:
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
             return await self._dml(stmt, self._user_table(stmt.table, keyspace), values, params)
         if isinstance(stmt, ast.BatchStatement):
-            items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
-            timestamp = batch_timestamp(stmt, Bindings(values), params.timestamp)
+            tables = [self._user_table(s.table, keyspace) for s in stmt.statements]
+            items, timestamp = bind_batch(stmt, tables, values, params.timestamp)
             return await self._data_path().batch(
                 stmt.kind.upper(), items, timestamp, params.consistency, params.serial_consistency
             )
