@@ -27,7 +27,8 @@ class BoundRelation:
     equals: Any = None
 
 
-def bound_value(term: ast.Term, t: CqlType, receiver: str, bindings: Bindings) -> Any:
+def _bound_value(term: ast.Term, t: CqlType, receiver: str, bindings: Bindings) -> Any:
+    """A relation's value; unset is refused (unlike a write's, a restriction cannot be skipped)."""
     value = term_value(term, t, receiver, bindings)
     if isinstance(value, Unset):
         raise InvalidRequest(f"Invalid unset value for column {receiver}")
@@ -51,19 +52,19 @@ def bind_relation(name: str, t: CqlType, rel: ast.Relation, bindings: Bindings) 
     op = rel.op
     if op == "IN":
         if isinstance(rel.rhs, ast.InValues):
-            options = [bound_value(item, t, name, bindings) for item in rel.rhs.items]
+            options = [_bound_value(item, t, name, bindings) for item in rel.rhs.items]
         else:
-            options = list(bound_value(rel.rhs, _list_of(t), name, bindings) or ())
+            options = list(_bound_value(rel.rhs, _list_of(t), name, bindings) or ())
         return BoundRelation(lambda r: r.get(name) in options)
     if op in ("CONTAINS", "CONTAINS KEY"):
         element = _element_type(t, key=op == "CONTAINS KEY")
-        wanted = bound_value(_single(rel.rhs), element, name, bindings)
+        wanted = _bound_value(_single(rel.rhs), element, name, bindings)
         if op == "CONTAINS KEY":
             return BoundRelation(lambda r: any(k == wanted for k, _ in (r.get(name) or ())))
         if hasattr(t, "key"):
             return BoundRelation(lambda r: any(v == wanted for _, v in (r.get(name) or ())))
         return BoundRelation(lambda r: wanted in (r.get(name) or ()))
-    wanted = bound_value(_single(rel.rhs), t, name, bindings)
+    wanted = _bound_value(_single(rel.rhs), t, name, bindings)
     compare: dict[str, Callable[[Any, Any], bool]] = {
         "=": lambda a, b: a == b,
         "!=": lambda a, b: a != b,
