@@ -64,7 +64,9 @@ def _no_filters(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Calla
 
 
 def where_of(where: Sequence[ast.Relation], table: TableDef, bindings: Bindings) -> Restrictions:
-    r = analyze(where, table, bindings, _no_filters)
+    """The rows an UPDATE or DELETE names. Its key markers are read once: a write has no filters
+    to read them again, and ``BoundModification`` keeps the result for every later build."""
+    r = analyze(where, table, bindings, _no_filters, keep=False)
     if r.has_token:
         raise InvalidRequest(
             "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"

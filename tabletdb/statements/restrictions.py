@@ -131,8 +131,14 @@ def single_value(
 
 
 def analyze(
-    where: Sequence[ast.Relation], table: TableDef, bindings: Bindings, make_filter: FilterFactory
+    where: Sequence[ast.Relation],
+    table: TableDef,
+    bindings: Bindings,
+    make_filter: FilterFactory,
+    keep: bool = True,
 ) -> Restrictions:
+    """The WHERE clause split for storage, every other relation a filter from ``make_filter``.
+    ``keep`` (``Bindings.validated``'s): False where no filter can read a key's marker again."""
     r = Restrictions()
     pk_values: dict[str, list[bytes]] = {}
     pk_relations: list[ast.Relation] = []
@@ -161,14 +167,18 @@ def analyze(
                 )
             pk_relations.append(rel)
             pk_values[col.name] = (
-                [single_value(rel.rhs, col, bindings)] if rel.op == "=" else _in_list(rel.rhs, col, bindings)
+                [single_value(rel.rhs, col, bindings, keep)]
+                if rel.op == "="
+                else _in_list(rel.rhs, col, bindings)
             )
         elif col in table.clustering_key and rel.op in ("=", "IN"):
             ck_eq[col.name] = (
-                [single_value(rel.rhs, col, bindings)] if rel.op == "=" else _in_list(rel.rhs, col, bindings)
+                [single_value(rel.rhs, col, bindings, keep)]
+                if rel.op == "="
+                else _in_list(rel.rhs, col, bindings)
             )
         elif col in table.clustering_key and rel.op in ("<", "<=", ">", ">="):
-            ck_range.setdefault(col.name, []).append((rel.op, single_value(rel.rhs, col, bindings)))
+            ck_range.setdefault(col.name, []).append((rel.op, single_value(rel.rhs, col, bindings, keep)))
         else:
             r.filters.append(make_filter(rel, table, bindings))
             r.filtered_columns.append(col.name)
