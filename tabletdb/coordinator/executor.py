@@ -14,12 +14,10 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 
-from tabletdb.cql import ast
-from tabletdb.cql.errors import InvalidRequest
 from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import TableDef
-from tabletdb.statements.modifications import CurrentCells, build_delete, build_insert, build_update, time_of
-from tabletdb.statements.terms import Bindings
+from tabletdb.statements.bound_modification import BoundModification
+from tabletdb.statements.modifications import CurrentCells
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.reconcile import LiveCell
 
@@ -93,9 +91,7 @@ class WriteExecutor:
 
     def mutations_for(
         self,
-        stmt: ast.Statement,
-        table: TableDef,
-        bindings: Bindings,
+        bound: BoundModification,
         default_ts: int | None,
         *,
         deltas: bool = False,
@@ -108,14 +104,7 @@ class WriteExecutor:
         read-before-write operations read (default this node's stores; a Paxos round passes the
         replicas' reconciled partition).
         """
-        if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
-            ts = default_ts if default_ts is not None else self._clock.timestamp()
-            when = time_of(stmt.attributes, table, bindings, ts, self._clock.now_seconds())
-            if current is None:
-                current = _no_cells if deltas else self.current_cells(table)
-            if isinstance(stmt, ast.InsertStatement):
-                return build_insert(stmt, table, bindings, when)
-            if isinstance(stmt, ast.UpdateStatement):
-                return build_update(stmt, table, bindings, when, current)
-            return build_delete(stmt, table, bindings, when, current)
-        raise InvalidRequest(f"{type(stmt).__name__} is not a data modification statement")
+        ts = default_ts if default_ts is not None else self._clock.timestamp()
+        if current is None:
+            current = _no_cells if deltas else self.current_cells(bound.table)
+        return bound.mutations(ts, self._clock.now_seconds(), current)

@@ -25,21 +25,20 @@ from tabletdb.cql import ast, codec
 from tabletdb.cql.consistency import LOCAL_SERIAL, SERIAL
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
-from tabletdb.cql.types import BOOLEAN, CqlType, ListType, MapType
+from tabletdb.cql.types import BOOLEAN
 from tabletdb.paxos.messages import Ballot
 from tabletdb.paxos.rounds import PaxosRounds, Reconciler, cells_in, encode_mutations
 from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import ColumnDef, TableDef
+from tabletdb.statements.bound_modification import BoundModification
+from tabletdb.statements.bound_select import BoundSelect
+from tabletdb.statements.conditions import BoundConditions
 from tabletdb.statements.keys import partition_key
-from tabletdb.statements.modifications import CurrentCells, where_of
-from tabletdb.statements.relations import relation_predicate
-from tabletdb.statements.restrictions import analyze
-from tabletdb.statements.terms import Bindings, term_value
+from tabletdb.statements.modifications import CurrentCells
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.tablet_store import TabletStore
 
 Row = dict[str, Any]
-Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
 Write = Callable[[TableDef, Sequence[Mutation]], Awaitable[object]]
 RowAt = Callable[[bytes | None], Row | None]
 """The current row at a clustering key (None: the partition's first row or its static row)."""
@@ -55,43 +54,6 @@ def is_conditional(stmt: ast.Statement) -> bool:
     return False
 
 
-def _target(stmt: Modification, table: TableDef, bindings: Bindings) -> tuple[bytes, int, bytes | None]:
-    """The one partition (and row) a conditional statement may touch."""
-    if isinstance(stmt, ast.InsertStatement):
-        values = dict(zip(stmt.columns, stmt.values))
-        if stmt.json is not None:
-            raise InvalidRequest("INSERT JSON ... IF NOT EXISTS is not supported by this node yet")
-        pk = [_key(table, c, values, bindings) for c in table.partition_key]
-        ck = [_key(table, c, values, bindings) for c in table.clustering_key]
-        from tabletdb.statements.keys import encode_clustering
-
-        key, token = partition_key(table, pk)
-        return key, token, encode_clustering(table, ck) if table.clustering_key else b""
-    r = where_of(stmt.where, table, bindings)
-    assert r.partition_keys is not None
-    if len(r.partition_keys) != 1:
-        raise InvalidRequest("IN on the partition key is not supported with conditional updates")
-    key, token = partition_key(table, r.partition_keys[0])
-    if not table.clustering_key:
-        return key, token, b""
-    keys = r.clustering_keys(table) if r.full_clustering == len(table.clustering_key) else []
-    if len(keys) != 1 or r.lower is not None or r.upper is not None:
-        if isinstance(stmt, ast.DeleteStatement) and not stmt.targets and r.full_clustering == 0:
-            return key, token, None
-        raise InvalidRequest("IN on the clustering key columns is not supported with conditional updates")
-    return key, token, keys[0]
-
-
-def _key(table: TableDef, col: ColumnDef, values: dict[str, ast.Term], bindings: Bindings) -> bytes:
-    term = values.get(col.name)
-    if term is None:
-        raise InvalidRequest(f"Some partition key parts are missing: {col.name}")
-    value = term_value(term, col.type, col.name, bindings)
-    if value is None:
-        raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
-    return codec.serialize(col.type, value)
-
-
 def _row_in(store: TabletStore, table: TableDef, key: bytes, ck: bytes | None, now: int) -> Row | None:
     slice_ = (
         ClusteringSlice() if ck is None or not table.clustering_key else ClusteringSlice(Bound(ck), Bound(ck))
@@ -104,73 +66,7 @@ def _row_in(store: TabletStore, table: TableDef, key: bytes, ck: bytes | None, n
     return None
 
 
-def _element_predicate(
-    rel: ast.Relation, table: TableDef, bindings: Bindings
-) -> tuple[str, Callable[[Row], bool]]:
-    assert isinstance(rel.lhs, ast.ElementRef)
-    col = table.column(rel.lhs.column)
-    if col is None:
-        raise InvalidRequest(f"Undefined column name {rel.lhs.column}")
-    t = col.type
-    key_type: CqlType
-    if isinstance(t, MapType):
-        key_type, value_type = t.key, t.value
-    elif isinstance(t, ListType):
-        key_type, value_type = codec_int(), t.element
-    else:
-        raise InvalidRequest(f"Invalid element access on non-collection column {col.name}")
-    wanted_key = term_value(rel.lhs.key, key_type, col.name, bindings)
-    check = relation_predicate(
-        "element", value_type, ast.Relation(ast.ColumnRef("element"), rel.op, rel.rhs), bindings
-    )
-
-    def predicate(row: Row) -> bool:
-        current = row.get(col.name) or ()
-        if isinstance(t, MapType):
-            element = dict(current).get(wanted_key)
-        else:
-            element = current[wanted_key] if 0 <= int(wanted_key) < len(current) else None
-        return check({"element": element})
-
-    return col.name, predicate
-
-
-def codec_int() -> CqlType:
-    from tabletdb.cql.types import INT
-
-    return INT
-
-
-def _evaluate(
-    stmt: Modification, table: TableDef, bindings: Bindings, current: Row | None
-) -> tuple[bool, list[ColumnDef]]:
-    if isinstance(stmt, ast.InsertStatement):
-        return current is None, list(table.columns)
-    if stmt.if_exists:
-        return current is not None, list(table.columns)
-    shown: list[ColumnDef] = []
-    checks: list[Callable[[Row], bool]] = []
-    for rel in stmt.conditions:
-        if isinstance(rel.lhs, ast.ElementRef):
-            name, check = _element_predicate(rel, table, bindings)
-        elif isinstance(rel.lhs, ast.ColumnRef):
-            col = table.column(rel.lhs.name)
-            if col is None:
-                raise InvalidRequest(f"Undefined column name {rel.lhs.name}")
-            if col.is_primary_key:
-                raise InvalidRequest(f"PRIMARY KEY column '{col.name}' cannot have IF conditions")
-            name, check = col.name, relation_predicate(col.name, col.type, rel, bindings)
-        else:
-            raise InvalidRequest("Unsupported IF condition")
-        checks.append(check)
-        col_def = table.column(name)
-        if col_def is not None and col_def not in shown:
-            shown.append(col_def)
-    row = current or {}
-    return all(c(row) for c in checks), shown
-
-
-def _result(table: TableDef, applied: bool, shown: list[ColumnDef], current: Row | None) -> RowsResult:
+def _result(table: TableDef, applied: bool, shown: Sequence[ColumnDef], current: Row | None) -> RowsResult:
     columns = [ColumnSpec(table.keyspace, table.name, "[applied]", BOOLEAN)]
     values: list[bytes | None] = [codec.serialize(BOOLEAN, applied)]
     if not applied and current is not None:
@@ -181,7 +77,7 @@ def _result(table: TableDef, applied: bool, shown: list[ColumnDef], current: Row
     return RowsResult(RowsMetadata(columns), [values])
 
 
-def _refuse_timestamp(stmt: Modification) -> None:
+def _refuse_timestamp(stmt: ast.ModificationStatement) -> None:
     if stmt.attributes.timestamp is not None:
         raise InvalidRequest("Cannot provide custom timestamp for conditional updates")
 
@@ -191,9 +87,7 @@ async def execute_conditional(
     clock: ServerClock,
     locks: PartitionLocks,
     stores: DataStores,
-    stmt: Modification,
-    table: TableDef,
-    bindings: Bindings,
+    bound: BoundModification,
     timestamp: int | None,
     write: Write,
     paxos: PaxosRounds | None = None,
@@ -207,14 +101,16 @@ async def execute_conditional(
     comes from the Paxos ballot), so ``timestamp`` is deliberately unused here.
     """
     del timestamp
-    _refuse_timestamp(stmt)
-    key, token, ck = _target(stmt, table, bindings)
-    _evaluate(stmt, table, bindings, None)  # invalid conditions fail before any round starts
+    table = bound.table
+    _refuse_timestamp(bound.statement)
+    key, token, ck = bound.conditional_target()
+    conditions = bound.conditions()
+    conditions.evaluate(None)  # invalid conditions fail before any round starts
 
     def decide(row_at: RowAt, ts: int | None, cells: CurrentCells | None) -> Decision:
         current = row_at(ck)
-        applied, shown = _evaluate(stmt, table, bindings, current)
-        mutations = writer.mutations_for(stmt, table, bindings, ts, current=cells) if applied else None
+        applied, shown = conditions.evaluate(current)
+        mutations = writer.mutations_for(bound, ts, current=cells) if applied else None
         return mutations, _result(table, applied, shown, current)
 
     return await _transact(clock, locks, stores, table, key, token, write, paxos, serial, decide)
@@ -225,68 +121,63 @@ async def execute_conditional_batch(
     clock: ServerClock,
     locks: PartitionLocks,
     stores: DataStores,
-    statements: Sequence[tuple[Modification, TableDef, Bindings]],
+    statements: Sequence[BoundModification],
     write: Write,
     paxos: PaxosRounds | None = None,
     serial: int | None = None,
 ) -> RowsResult:
-    table = statements[0][1]
-    if any(t.id != table.id for _, t, _ in statements):
+    table = statements[0].table
+    if any(s.table.id != table.id for s in statements):
         raise InvalidRequest("Batch with conditions cannot span multiple tables")
     if table.is_counter:
         raise InvalidRequest("Cannot include a counter statement in a conditional batch")
     keys: set[tuple[bytes, int]] = set()
-    checks: list[tuple[Modification, Bindings, bytes | None]] = []
-    for stmt, _, bindings in statements:
-        _refuse_timestamp(stmt)
-        if is_conditional(stmt):
-            key, token, ck = _target(stmt, table, bindings)
-            _evaluate(stmt, table, bindings, None)
-            checks.append((stmt, bindings, ck))
+    checks: list[tuple[BoundConditions, bytes | None]] = []
+    for bound in statements:
+        _refuse_timestamp(bound.statement)
+        if is_conditional(bound.statement):
+            key, token, ck = bound.conditional_target()
+            conditions = bound.conditions()
+            conditions.evaluate(None)
+            checks.append((conditions, ck))
             keys.add((key, token))
         else:
-            keys.update((m.partition_key, m.token) for m in writer.mutations_for(stmt, table, bindings, 0))
+            keys.update((m.partition_key, m.token) for m in writer.mutations_for(bound, 0))
     if len(keys) != 1:
         raise InvalidRequest("Batch with conditions cannot span multiple partitions")
     key, token = keys.pop()
 
     def decide(row_at: RowAt, ts: int | None, cells: CurrentCells | None) -> Decision:
         at = ts if ts is not None else clock.timestamp()
-        seen: list[tuple[Row | None, list[ColumnDef]]] = []
+        seen: list[tuple[Row | None, Sequence[ColumnDef]]] = []
         holds = True
-        for stmt, bindings, ck in checks:
+        for conditions, ck in checks:
             current = row_at(ck)
-            ok, shown = _evaluate(stmt, table, bindings, current)
+            ok, shown = conditions.evaluate(current)
             seen.append((current, shown))
             holds = holds and ok
         if not holds:
             return None, _batch_result(table, seen)
-        mutations = [
-            m
-            for stmt, _, bindings in statements
-            for m in writer.mutations_for(stmt, table, bindings, at, current=cells)
-        ]
+        mutations = [m for bound in statements for m in writer.mutations_for(bound, at, current=cells)]
         return mutations, _result(table, True, [], None)
 
     return await _transact(clock, locks, stores, table, key, token, write, paxos, serial, decide)
 
 
-async def serial_read_barrier(
-    paxos: PaxosRounds, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, serial: int
-) -> None:
+async def serial_read_barrier(paxos: PaxosRounds, select: BoundSelect, serial: int) -> None:
     """A SELECT at SERIAL/LOCAL_SERIAL: first a Paxos round that proposes nothing.
 
     It finishes a transaction left accepted but uncommitted and brings the latest commit to a
     quorum, so the QUORUM read that follows sees every value Paxos may have chosen (Cassandra's
     read with Paxos does the same).
     """
-    r = analyze(stmt.where, table, bindings, lambda rel, t, b: lambda row: True)
-    if r.partition_keys is None or len(r.partition_keys) != 1:
+    partition_keys = select.restrictions().partition_keys
+    if partition_keys is None or len(partition_keys) != 1:
         raise InvalidRequest(
             "SERIAL/LOCAL_SERIAL consistency may only be requested for one partition at a time"
         )
-    key, token = partition_key(table, r.partition_keys[0])
-    await paxos.transact(table, token, key, lambda ballot, reads: None, serial)
+    key, token = partition_key(select.table, partition_keys[0])
+    await paxos.transact(select.table, token, key, lambda ballot, reads: None, serial)
 
 
 async def _transact(
@@ -324,7 +215,7 @@ async def _transact(
     return results[-1]
 
 
-def _batch_result(table: TableDef, seen: list[tuple[Row | None, list[ColumnDef]]]) -> RowsResult:
+def _batch_result(table: TableDef, seen: list[tuple[Row | None, Sequence[ColumnDef]]]) -> RowsResult:
     """Not applied: [applied], the primary key and the conditions' columns of each row read."""
     columns = list(table.partition_key) + list(table.clustering_key)
     for _, shown in seen:

@@ -20,8 +20,6 @@ from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.results import Result, RowsResult, VoidResult
-from tabletdb.cql.types import BIGINT
-from tabletdb.cql.values import Unset
 from tabletdb.paxos.counters import CounterCoordinator
 from tabletdb.paxos.lwt import (
     execute_conditional,
@@ -35,26 +33,16 @@ from tabletdb.query.point_select import point_select
 from tabletdb.query.select import execute_select
 from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
-from tabletdb.statements.keys import partition_key
-from tabletdb.statements.modifications import CurrentCells, where_of
+from tabletdb.statements.bound_modification import BoundModification
+from tabletdb.statements.bound_select import BoundSelect
+from tabletdb.statements.modifications import CurrentCells
 from tabletdb.statements.receivers import Receiver, receivers
-from tabletdb.statements.terms import Bindings, term_value
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.views.view_rows import derived_tables
 
-Modification = ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement
 ViewsOf = Callable[[TableDef], Sequence[ViewDef]]
 """The materialized views of a base table (from the current catalog)."""
-
-
-def _partitions(stmt: Modification, table: TableDef, bindings: Bindings) -> list[tuple[bytes, int]]:
-    """The partitions an UPDATE or DELETE writes: (partition key, token) for each."""
-    assert not isinstance(stmt, ast.InsertStatement)  # INSERT never reads before writing
-    r = where_of(stmt.where, table, bindings)
-    if r.partition_keys is None:
-        raise InvalidRequest("Some partition key parts are missing")
-    return [partition_key(table, pk) for pk in r.partition_keys]
 
 
 def _reads_before_write(stmt: ast.Statement, table: TableDef) -> bool:
@@ -109,13 +97,12 @@ class DataPath:
 
     async def modify(
         self,
-        stmt: Modification,
-        table: TableDef,
-        bindings: Bindings,
+        bound: BoundModification,
         timestamp: int | None,
         cl: int = ONE,
         serial: int | None = None,
     ) -> Result:
+        stmt, table = bound.statement, bound.table
         if is_conditional(stmt):
             _refuse_conditional_counters(table)
             if self._paxos is None:
@@ -125,21 +112,19 @@ class DataPath:
                 self._clock,
                 self._locks,
                 self._stores,
-                stmt,
-                table,
-                bindings,
+                bound,
                 timestamp,
                 self.write,
                 self._paxos,
                 serial,
             )
         if table.is_counter:
-            deltas = self._writer.mutations_for(stmt, table, bindings, timestamp, deltas=True)
+            deltas = self._writer.mutations_for(bound, timestamp, deltas=True)
             await self._counters.update(table, deltas, cl, self._paxos)
         elif _reads_before_write(stmt, table):
-            await self._read_then_write([(stmt, table, bindings)], timestamp, cl, "SIMPLE")
+            await self._read_then_write([bound], timestamp, cl, "SIMPLE")
         else:  # no coroutine between here and the commit (``LocalReplica.apply``)
-            await self._writes.write(table, self._writer.mutations_for(stmt, table, bindings, timestamp), cl)
+            await self._writes.write(table, self._writer.mutations_for(bound, timestamp), cl)
         return VoidResult()
 
     def _require_local(self, table: TableDef, what: str) -> None:
@@ -157,7 +142,7 @@ class DataPath:
 
     async def _read_then_write(
         self,
-        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        statements: Sequence[BoundModification],
         timestamp: int | None,
         cl: int,
         write_type: str,
@@ -171,17 +156,16 @@ class DataPath:
         """
         ts = timestamp if timestamp is not None else self._clock.timestamp()
         targets: dict[tuple[str, bytes], tuple[TableDef, int]] = {}
-        for stmt, table, bindings in statements:
-            if _reads_before_write(stmt, table):
-                keys = _partitions(stmt, table, bindings)
+        for bound in statements:
+            table = bound.table
+            if _reads_before_write(bound.statement, table):
+                keys = bound.partitions()
             else:  # builds without reading
-                keys = [
-                    (m.partition_key, m.token) for m in self._writer.mutations_for(stmt, table, bindings, ts)
-                ]
+                keys = [(m.partition_key, m.token) for m in self._writer.mutations_for(bound, ts)]
             targets.update({(table.id.hex, key): (table, token) for key, token in keys})
         placement = self._replicas.placement
         if all(placement.only_local(placement.replicas(table, token)) for table, token in targets.values()):
-            async with self._locks.lock(statements[0][1], b""):
+            async with self._locks.lock(statements[0].table, b""):
                 await self._build_and_write_all(statements, ts, cl, write_type)
             return
         if self._paxos is None:
@@ -198,27 +182,20 @@ class DataPath:
         (((_, key), (table, token)),) = targets.items()
 
         def build(current: CurrentCells, ballot_micros: int) -> list[Mutation]:
-            return [
-                m
-                for stmt, t, bindings in statements
-                for m in self._writer.mutations_for(stmt, t, bindings, ts, current=current)
-            ]
+            return [m for bound in statements for m in self._writer.mutations_for(bound, ts, current=current)]
 
         now = self._clock.now_seconds()
         await read_modify_write(self._paxos, self._replicas, table, (key, token), build, cl, write_type, now)
 
     async def _build_and_write_all(
         self,
-        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        statements: Sequence[BoundModification],
         ts: int,
         cl: int,
         write_type: str,
     ) -> None:
         """Build every statement before writing any (each reads the state before the others)."""
-        built = [
-            (table, self._writer.mutations_for(stmt, table, bindings, ts))
-            for stmt, table, bindings in statements
-        ]
+        built = [(bound.table, self._writer.mutations_for(bound, ts)) for bound in statements]
         for table, mutations in built:
             await self.write(table, mutations, cl, write_type)
 
@@ -231,7 +208,7 @@ class DataPath:
     async def batch(
         self,
         kind: str,
-        statements: Sequence[tuple[Modification, TableDef, Bindings]],
+        statements: Sequence[BoundModification],
         timestamp: int | None,
         cl: int = ONE,
         serial: int | None = None,
@@ -240,11 +217,11 @@ class DataPath:
 
         A batch with conditions is one lightweight transaction (``lwt``) on one partition.
         """
-        if any(is_conditional(stmt) for stmt, _, _ in statements):
-            for _, table, _ in statements:
-                _refuse_conditional_counters(table)
+        if any(is_conditional(bound.statement) for bound in statements):
+            for bound in statements:
+                _refuse_conditional_counters(bound.table)
             if self._paxos is None:
-                self._require_local(statements[0][1], "Conditional batches (LWT)")
+                self._require_local(statements[0].table, "Conditional batches (LWT)")
             return await execute_conditional_batch(
                 self._writer,
                 self._clock,
@@ -257,7 +234,7 @@ class DataPath:
             )
         ts = timestamp if timestamp is not None else self._clock.timestamp()
         per_table: dict[str, tuple[TableDef, list[Mutation]]] = {}
-        counters = {t.is_counter for _, t, _ in statements}
+        counters = {bound.table.is_counter for bound in statements}
         if len(counters) > 1:
             raise InvalidRequest("Counter and non-counter mutations cannot exist in the same batch")
         if kind == "COUNTER" and counters != {True}:
@@ -265,12 +242,13 @@ class DataPath:
         if kind != "COUNTER" and counters == {True}:
             raise InvalidRequest("Cannot include a counter statement in a logged batch")
         write_type = {"LOGGED": "BATCH", "UNLOGGED": "UNLOGGED_BATCH"}.get(kind, "COUNTER")
-        if counters == {False} and any(_reads_before_write(stmt, table) for stmt, table, _ in statements):
+        if counters == {False} and any(_reads_before_write(b.statement, b.table) for b in statements):
             await self._read_then_write(statements, ts, cl, write_type)
             return VoidResult()
-        for stmt, table, bindings in statements:
+        for bound in statements:
+            table = bound.table
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
-                self._writer.mutations_for(stmt, table, bindings, ts, deltas=table.is_counter)
+                self._writer.mutations_for(bound, ts, deltas=table.is_counter)
             )
         for table, mutations in per_table.values():
             if table.is_counter:
@@ -279,33 +257,22 @@ class DataPath:
                 await self.write(table, mutations, cl, write_type)
         return VoidResult()
 
-    async def select(
-        self,
-        stmt: ast.SelectStatement,
-        table: TableDef,
-        bindings: Bindings,
-        page_size: int | None,
-        paging_state: bytes | None,
-        cl: int = ONE,
-    ) -> RowsResult:
-        if paging_state is None:
-            direct = self.select_now(stmt, table, bindings, cl)
+    async def select(self, bound: BoundSelect, cl: int = ONE) -> RowsResult:
+        if bound.paging_state is None:
+            direct = self.select_now(bound, cl)
             if direct is not None:
                 return direct
         if cl in (SERIAL, LOCAL_SERIAL) and self._paxos is not None:
-            await serial_read_barrier(self._paxos, stmt, table, bindings, cl)
+            await serial_read_barrier(self._paxos, bound, cl)
         source = ConsistentReads(self._reads, cl)
-        now = self._clock.now_seconds()
-        return await execute_select(stmt, table, source, bindings, page_size, paging_state, now)
+        return await execute_select(bound, source, self._clock.now_seconds())
 
-    def select_now(
-        self, stmt: ast.SelectStatement, table: TableDef, bindings: Bindings, cl: int = ONE
-    ) -> RowsResult | None:
+    def select_now(self, bound: BoundSelect, cl: int = ONE) -> RowsResult | None:
         """A first page answered at once from this node's own store (``select_point``), or None.
         Serial reads first need a Paxos barrier, so they never are."""
         if cl in (SERIAL, LOCAL_SERIAL) and self._paxos is not None:
             return None
-        return point_select(stmt, table, bindings, self._reads, cl, self._clock.now_seconds())
+        return point_select(bound, self._reads, cl, self._clock.now_seconds())
 
     def tablet_maps(self) -> Mapping[uuid.UUID, TabletMap]:
         return self._stores.tablet_maps()
@@ -348,13 +315,3 @@ def catalog_views(catalog: Callable[[], Catalog]) -> ViewsOf:
         return found
 
     return views_of
-
-
-def batch_timestamp(stmt: ast.BatchStatement, bindings: Bindings, default: int | None) -> int | None:
-    """``BEGIN BATCH USING TIMESTAMP t``: it overrides the protocol's default timestamp."""
-    if stmt.attributes.timestamp is None:
-        return default
-    value = term_value(stmt.attributes.timestamp, BIGINT, "[timestamp]", bindings)
-    if value is None:
-        raise InvalidRequest("Invalid null value of timestamp")
-    return default if isinstance(value, Unset) else int(value)

@@ -29,10 +29,9 @@ from tabletdb.cql.results import RowsResult
 from tabletdb.cql.types import NativeType
 from tabletdb.query.select import SelectPlan, encode_rows, plan_of
 from tabletdb.schema.model import TableDef
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.keys import partition_key, split_key
-from tabletdb.statements.restrictions import single_value
-from tabletdb.statements.terms import Bindings
 
 
 @dataclass(frozen=True)
@@ -93,21 +92,15 @@ def _build(stmt: ast.SelectStatement, table: TableDef, plan: SelectPlan) -> Poin
     return PointPlan(plan, tuple(recipe))
 
 
-def point_select(
-    stmt: ast.SelectStatement,
-    table: TableDef,
-    bindings: Bindings,
-    reads: ReadCoordinator,
-    cl: int,
-    now: int,
-) -> RowsResult | None:
+def point_select(select: BoundSelect, reads: ReadCoordinator, cl: int, now: int) -> RowsResult | None:
     """The result of a qualifying point read answered locally; None: use the general path."""
-    point = point_plan(stmt, table)
+    table = select.table
+    point = point_plan(select.statement, table)
     if point is None or cl == ANY:
         return None
     plan = point.plan
     assert plan.point_key is not None
-    values = [single_value(term, col, bindings) for col, term in plan.point_key]
+    values = select.key_components(plan.point_key)
     key, token = partition_key(table, [values[i] for i in plan.point_order])
     if not reads.reads_locally(table, token, cl):
         return None

@@ -38,7 +38,7 @@ from tabletdb.protocol.requests import Batch, QueryParameters
 from tabletdb.query import ddl
 from tabletdb.query.auth_check import AuthService, operation_kind
 from tabletdb.query.auth_exec import AUTH_STATEMENTS, AuthExecutor
-from tabletdb.query.data_path import DataPath, batch_receivers, batch_timestamp
+from tabletdb.query.data_path import DataPath, batch_receivers
 from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
@@ -46,8 +46,10 @@ from tabletdb.query.select import result_columns
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.statements.bound_modification import BoundModification, bind_batch
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.receivers import Receiver, pk_indexes, receivers
-from tabletdb.statements.terms import Bindings, bind_by_name
+from tabletdb.statements.terms import bind_by_name
 from tabletdb.systables.node_info import NodeInfo
 from tabletdb.systables.select import output_columns, select_virtual
 from tabletdb.systables.tables import (
@@ -239,7 +241,7 @@ class QueryProcessor:
             return None
         self._auth.check(client, stmt, prepared.keyspace, catalog)
         values = params.values
-        result = self._data_path().select_now(stmt, table, Bindings(values), params.consistency)
+        result = self._data_path().select_now(BoundSelect(stmt, table, values), params.consistency)
         if result is None:
             return None
         payload = self._routed(client, prepared, values)
@@ -274,24 +276,32 @@ class QueryProcessor:
             prepared.table = (catalog, table)
         # ``_dml`` inlined: one coroutine layer fewer on every EXECUTE
         if isinstance(stmt, ast.SelectStatement):
-            return self._select_from(stmt, table, Bindings(values), params, client)
+            select = BoundSelect(stmt, table, values, params.page_size, params.paging_state)
+            return self._select_from(select, params, client)
         return self._data_path().modify(
-            stmt, table, Bindings(values), params.timestamp, params.consistency, params.serial_consistency
+            BoundModification(stmt, table, values),
+            params.timestamp,
+            params.consistency,
+            params.serial_consistency,
         )
 
     async def _dml(
         self,
         stmt: ast.SelectStatement | ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement,
         table: TableDef,
-        bindings: Bindings,
+        values: list[Value],
         params: QueryParameters,
         client: ClientState | None = None,
     ) -> Result:
         """A SELECT or a modification on its resolved table: shared by QUERY and EXECUTE."""
         if isinstance(stmt, ast.SelectStatement):
-            return await self._select_from(stmt, table, bindings, params, client)
+            select = BoundSelect(stmt, table, values, params.page_size, params.paging_state)
+            return await self._select_from(select, params, client)
         return await self._data_path().modify(
-            stmt, table, bindings, params.timestamp, params.consistency, params.serial_consistency
+            BoundModification(stmt, table, values),
+            params.timestamp,
+            params.consistency,
+            params.serial_consistency,
         )
 
     async def batch(self, client: ClientState, batch: Batch) -> Result:
@@ -309,7 +319,7 @@ class QueryProcessor:
             if not isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
                 raise InvalidRequest("Only INSERT, UPDATE and DELETE statements are allowed in a BATCH")
             self._auth.check(client, stmt, keyspace, self._metadata.catalog)
-            items.append((stmt, self._user_table(stmt.table, keyspace), Bindings(entry.values)))
+            items.append(BoundModification(stmt, self._user_table(stmt.table, keyspace), entry.values))
         kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
         return await self._auth.run_limited(
             client,
@@ -354,12 +364,12 @@ class QueryProcessor:
             return await self._auth_exec.execute(stmt, client.user, keyspace)
         if isinstance(stmt, ast.SelectStatement):
             table = self._resolve_table(stmt.table, keyspace)
-            return await self._dml(stmt, table, Bindings(values), params, client)
+            return await self._dml(stmt, table, values, params, client)
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
-            return await self._dml(stmt, self._user_table(stmt.table, keyspace), Bindings(values), params)
+            return await self._dml(stmt, self._user_table(stmt.table, keyspace), values, params)
         if isinstance(stmt, ast.BatchStatement):
-            items = [(s, self._user_table(s.table, keyspace), Bindings(values)) for s in stmt.statements]
-            timestamp = batch_timestamp(stmt, Bindings(values), params.timestamp)
+            tables = [self._user_table(s.table, keyspace) for s in stmt.statements]
+            items, timestamp = bind_batch(stmt, tables, values, params.timestamp)
             return await self._data_path().batch(
                 stmt.kind.upper(), items, timestamp, params.consistency, params.serial_consistency
             )
@@ -402,18 +412,13 @@ class QueryProcessor:
     # -- SELECT ---------------------------------------------------------------------------
 
     async def _select_from(
-        self,
-        stmt: ast.SelectStatement,
-        table: TableDef,
-        bindings: Bindings,
-        params: QueryParameters,
-        client: ClientState | None = None,
+        self, select: BoundSelect, params: QueryParameters, client: ClientState | None = None
     ) -> Result:
-        page_size, paging_state = params.page_size, params.paging_state
+        stmt, table = select.statement, select.table
         if table.keyspace == SYSTEM:
             render = RENDERERS[table.name][1]
             state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
-            return select_virtual(stmt, table, lambda _: render(state), bindings, page_size, paging_state)
+            return select_virtual(select, lambda _: render(state))
         if table.keyspace == system_schema.KEYSPACE:
             catalog = self._catalog_with_system()
             first_ck = table.clustering_key[0].name if table.clustering_key else None
@@ -428,10 +433,8 @@ class QueryProcessor:
                     None if obj is None else str(obj),
                 )
 
-            return select_virtual(stmt, table, source, bindings, page_size, paging_state)
-        return await self._data_path().select(
-            stmt, table, bindings, page_size, paging_state, params.consistency
-        )
+            return select_virtual(select, source)
+        return await self._data_path().select(select, params.consistency)
 
     def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
         """The table a DML statement reads or writes (for bind metadata); None for other kinds."""

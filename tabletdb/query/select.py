@@ -8,7 +8,7 @@ so concurrent writes never make a page repeat or skip rows outside what they cha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,17 +21,10 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.insert_plan import PASS_THROUGH
-from tabletdb.statements.relations import relation_predicate
-from tabletdb.statements.restrictions import Restrictions, analyze, single_value
-from tabletdb.statements.terms import Bindings, term_value
-from tabletdb.views.index_reads import (
-    IndexLookup,
-    choose_index,
-    element_filter,
-    index_rows,
-    unindexed_filtering,
-)
+from tabletdb.statements.restrictions import Restrictions
+from tabletdb.views.index_reads import IndexLookup, choose_index, index_rows, unindexed_filtering
 
 PAGING_VERSION = 1
 DEFAULT_PAGE = 10_000
@@ -93,24 +86,6 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
                 out_type = BIGINT if fn == "count" else col.type
                 return Output(sel.alias or f"system.{fn}({col.name})", out_type, col.name, fn)
     raise InvalidRequest(f"Unsupported selector {expr}")
-
-
-def _filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[dict[str, Any]], bool]:
-    if isinstance(rel.lhs, ast.ElementRef):
-        return element_filter(rel, table, bindings)
-    if not isinstance(rel.lhs, ast.ColumnRef):
-        raise InvalidRequest("Only restrictions on plain columns can be filtered")
-    col = _col(table, rel.lhs.name)
-    return relation_predicate(col.name, col.type, rel, bindings)
-
-
-def _positive(term: ast.Term | None, bindings: Bindings, what: str) -> int | None:
-    if term is None:
-        return None
-    value = term_value(term, INT, what, bindings)
-    if value is None or not isinstance(value, int) or value <= 0:
-        raise InvalidRequest(f"{what} must be strictly positive")
-    return value
 
 
 def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> bool:
@@ -224,16 +199,14 @@ def _point_key(stmt: ast.SelectStatement, table: TableDef) -> list[tuple[ColumnD
     return out
 
 
-def _restrictions(
-    stmt: ast.SelectStatement, table: TableDef, plan: SelectPlan, bindings: Bindings
-) -> tuple[Restrictions, IndexLookup | None]:
+def _restrictions(select: BoundSelect, plan: SelectPlan) -> tuple[Restrictions, IndexLookup | None]:
     if plan.point_key is not None:
-        values = [single_value(term, col, bindings) for col, term in plan.point_key]
+        values = select.key_components(plan.point_key)
         return Restrictions(partition_keys=[[values[i] for i in plan.point_order]]), None
-    r = analyze(stmt.where, table, bindings, _filter)
-    lookup = choose_index(stmt.where, table, bindings)
-    filtered = unindexed_filtering(r, table, lookup)
-    if filtered and not stmt.allow_filtering:
+    r = select.restrictions()
+    lookup = choose_index(select)
+    filtered = unindexed_filtering(r, select.table, lookup)
+    if filtered and not select.statement.allow_filtering:
         raise InvalidRequest(
             "Cannot execute this query as it might involve data filtering and thus may have unpredictable "
             "performance. If you want to execute this query despite the performance unpredictability, "
@@ -242,25 +215,18 @@ def _restrictions(
     return r, lookup
 
 
-async def execute_select(
-    stmt: ast.SelectStatement,
-    table: TableDef,
-    source: PartitionSource,
-    bindings: Bindings,
-    page_size: int | None,
-    paging_state: bytes | None,
-    now: int,
-) -> RowsResult:
+async def execute_select(select: BoundSelect, source: PartitionSource, now: int) -> RowsResult:
+    stmt, table, page_size = select.statement, select.table, select.page_size
     plan = plan_of(stmt, table)
-    r, lookup = _restrictions(stmt, table, plan, bindings)
+    r, lookup = _restrictions(select, plan)
     outputs = plan.outputs
     aggregate = plan.aggregate
     group_key = plan.group_key
-    result_limit = _positive(stmt.limit, bindings, "LIMIT")
+    result_limit = select.limit()
     limit = None if aggregate else result_limit
-    per_partition = _positive(stmt.per_partition_limit, bindings, "PER PARTITION LIMIT")
+    per_partition = select.per_partition_limit()
     reverse = _reverse(stmt, table, r)
-    after, left, part_left = _decode_state(paging_state)
+    after, left, part_left = _decode_state(select.paging_state)
     if left is not None:
         limit = left
     rows: AsyncGenerator[OutRow, None]

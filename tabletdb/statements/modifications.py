@@ -31,7 +31,7 @@ from tabletdb.statements.cells import (
 from tabletdb.statements.insert_plan import insert_plan, planned_insert
 from tabletdb.statements.keys import encode_clustering, partition_key
 from tabletdb.statements.restrictions import Restrictions, analyze
-from tabletdb.statements.terms import Bindings, term_bytes, term_value
+from tabletdb.statements.terms import Bindings, term_value
 from tabletdb.statements.udt_fields import check_deletable, check_settable, set_field
 from tabletdb.storage.mutation import (
     ClusteringSlice,
@@ -64,7 +64,9 @@ def _no_filters(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Calla
 
 
 def where_of(where: Sequence[ast.Relation], table: TableDef, bindings: Bindings) -> Restrictions:
-    r = analyze(where, table, bindings, _no_filters)
+    """The rows an UPDATE or DELETE names. Its key markers are read once: a write has no filters
+    to read them again, and ``BoundModification`` keeps the result for every later build."""
+    r = analyze(where, table, bindings, _no_filters, keep=False)
     if r.has_token:
         raise InvalidRequest(
             "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"
@@ -194,9 +196,14 @@ def _key_value(table: TableDef, col: ColumnDef, values: dict[str, Any]) -> bytes
 
 
 def build_update(
-    stmt: ast.UpdateStatement, table: TableDef, bindings: Bindings, when: WriteTime, current: CurrentCells
+    stmt: ast.UpdateStatement,
+    table: TableDef,
+    bindings: Bindings,
+    r: Restrictions,
+    when: WriteTime,
+    current: CurrentCells,
 ) -> list[Mutation]:
-    r = where_of(stmt.where, table, bindings)
+    """The mutations of an UPDATE whose WHERE clause is ``r`` (``where_of``)."""
     only_static = all(_column(table, a.column).kind is ColumnKind.STATIC for a in stmt.assignments)
     rows = _row_keys(table, r, need_full=not only_static)
     assert r.partition_keys is not None
@@ -311,9 +318,14 @@ def _need_multi_cell(col: ColumnDef, op: str) -> None:
 
 
 def build_delete(
-    stmt: ast.DeleteStatement, table: TableDef, bindings: Bindings, when: WriteTime, current: CurrentCells
+    stmt: ast.DeleteStatement,
+    table: TableDef,
+    bindings: Bindings,
+    r: Restrictions,
+    when: WriteTime,
+    current: CurrentCells,
 ) -> list[Mutation]:
-    r = where_of(stmt.where, table, bindings)
+    """The mutations of a DELETE whose WHERE clause is ``r`` (``where_of``)."""
     assert r.partition_keys is not None
     out = []
     targets_static = bool(stmt.targets) and all(
@@ -400,6 +412,5 @@ __all__ = [
     "build_delete",
     "build_insert",
     "build_update",
-    "term_bytes",
     "time_of",
 ]

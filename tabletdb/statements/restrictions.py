@@ -111,23 +111,34 @@ def _in_list(rhs: ast.Term | ast.InValues, col: ColumnDef, bindings: Bindings) -
     return out
 
 
-def _single(rhs: ast.Term | ast.InValues, col: ColumnDef, bindings: Bindings) -> bytes:
-    if isinstance(rhs, ast.InValues):
+def single_value(
+    rhs: ast.Term | ast.InValues, col: ColumnDef, bindings: Bindings, keep: bool = True
+) -> bytes:
+    """The serialized value of ``col = rhs``, refused if null or unset. A marker (every key of a
+    prepared statement is one) is read in this one call: it is on every write's and read's path.
+    ``keep`` as ``Bindings.validated``'s."""
+    if isinstance(rhs, ast.BindMarker):
+        value = bindings.validated(rhs, col.type, keep)
+        if isinstance(value, Unset):
+            raise InvalidRequest(f"Invalid unset value for column {col.name}")
+    elif isinstance(rhs, ast.InValues):
         raise InvalidRequest(f"A list of values is only allowed with IN (column {col.name})")
-    value = _bytes(rhs, col.type, col.name, bindings)
+    else:
+        value = _bytes(rhs, col.type, col.name, bindings)
     if value is None:
         raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
     return value
 
 
-def single_value(rhs: ast.Term, col: ColumnDef, bindings: Bindings) -> bytes:
-    """The serialized value of ``col = rhs``, refused as ``analyze`` refuses it (null, unset)."""
-    return _single(rhs, col, bindings)
-
-
 def analyze(
-    where: Sequence[ast.Relation], table: TableDef, bindings: Bindings, make_filter: FilterFactory
+    where: Sequence[ast.Relation],
+    table: TableDef,
+    bindings: Bindings,
+    make_filter: FilterFactory,
+    keep: bool = True,
 ) -> Restrictions:
+    """The WHERE clause split for storage, every other relation a filter from ``make_filter``.
+    ``keep`` (``Bindings.validated``'s): False where no filter can read a key's marker again."""
     r = Restrictions()
     pk_values: dict[str, list[bytes]] = {}
     pk_relations: list[ast.Relation] = []
@@ -156,14 +167,18 @@ def analyze(
                 )
             pk_relations.append(rel)
             pk_values[col.name] = (
-                [_single(rel.rhs, col, bindings)] if rel.op == "=" else _in_list(rel.rhs, col, bindings)
+                [single_value(rel.rhs, col, bindings, keep)]
+                if rel.op == "="
+                else _in_list(rel.rhs, col, bindings)
             )
         elif col in table.clustering_key and rel.op in ("=", "IN"):
             ck_eq[col.name] = (
-                [_single(rel.rhs, col, bindings)] if rel.op == "=" else _in_list(rel.rhs, col, bindings)
+                [single_value(rel.rhs, col, bindings, keep)]
+                if rel.op == "="
+                else _in_list(rel.rhs, col, bindings)
             )
         elif col in table.clustering_key and rel.op in ("<", "<=", ">", ">="):
-            ck_range.setdefault(col.name, []).append((rel.op, _single(rel.rhs, col, bindings)))
+            ck_range.setdefault(col.name, []).append((rel.op, single_value(rel.rhs, col, bindings, keep)))
         else:
             r.filters.append(make_filter(rel, table, bindings))
             r.filtered_columns.append(col.name)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.cql import ast, codec
@@ -20,19 +19,73 @@ from tabletdb.cql.types import CqlType, ListType, MapType, SetType, TupleType, U
 from tabletdb.cql.values import UNSET, Unset, Value
 
 
-@dataclass(frozen=True, slots=True)
 class Bindings:
-    """The values bound to a statement's markers, by position (names resolved at bind time)."""
+    """The values bound to a statement's markers, by position (names resolved at bind time).
 
-    values: Sequence[Value]
+    A marker read again as the same type is not decoded again, however many restrictions,
+    filters, index lookups and mutation builds of one request read it (a retried Paxos round
+    builds a statement's mutations anew): each marker keeps the last type it was read as and
+    the value decoded. Markers are read as one type (their receiver's), so one slot each is
+    enough, and a lookup is an index and an identity check rather than a hash of the type.
+    """
+
+    __slots__ = ("_decoded", "values")
+
+    def __init__(self, values: Sequence[Value]) -> None:
+        self.values = values
+        self._decoded: list[tuple[CqlType, Any] | None] | None = None
 
     def get(self, marker: ast.BindMarker) -> Value:
+        """The bytes bound to ``marker`` as the client sent them (None: null, UNSET: unset)."""
         if marker.index >= len(self.values):
-            raise InvalidRequest(
-                f"There were {marker.index + 1} or more markers(?) in CQL but only "
-                f"{len(self.values)} bound variables"
-            )
+            raise _missing(marker, self.values)
         return self.values[marker.index]
+
+    def decoded(self, marker: ast.BindMarker, receiver_type: CqlType) -> Any:
+        """The value bound to ``marker`` read as ``receiver_type``; None for null, UNSET for unset."""
+        index, values = marker.index, self.values
+        if index >= len(values):
+            raise _missing(marker, values)
+        raw = values[index]
+        if raw is None or isinstance(raw, Unset):
+            return raw
+        memo = self._decoded
+        if memo is None:
+            memo = self._decoded = [None] * len(values)
+        seen = memo[index]
+        if seen is not None and (seen[0] is receiver_type or seen[0] == receiver_type):
+            return seen[1]
+        value = codec.deserialize(receiver_type, raw)
+        memo[index] = (receiver_type, value)
+        return value
+
+    def validated(self, marker: ast.BindMarker, receiver_type: CqlType, keep: bool = True) -> Value:
+        """The bytes bound to ``marker``, checked to be a value of ``receiver_type`` (raises
+        InvalidRequest naming the type otherwise). ``keep``: remember the decoded value, for a
+        marker that may be read again (False: a point read's key, read once). ``decoded``
+        written out again: this is every bound key's path, and one call less per key shows."""
+        index, values = marker.index, self.values
+        if index >= len(values):
+            raise _missing(marker, values)
+        raw = values[index]
+        if raw is None or isinstance(raw, Unset):
+            return raw
+        if not keep:
+            codec.deserialize(receiver_type, raw)
+            return raw
+        memo = self._decoded
+        if memo is None:
+            memo = self._decoded = [None] * len(values)
+        seen = memo[index]
+        if seen is None or (seen[0] is not receiver_type and seen[0] != receiver_type):
+            memo[index] = (receiver_type, codec.deserialize(receiver_type, raw))
+        return raw
+
+
+def _missing(marker: ast.BindMarker, values: Sequence[Value]) -> InvalidRequest:
+    return InvalidRequest(
+        f"There were {marker.index + 1} or more markers(?) in CQL but only {len(values)} bound variables"
+    )
 
 
 NO_BINDINGS = Bindings(())
@@ -55,10 +108,7 @@ def bind_by_name(
 def term_value(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: Bindings) -> Any:
     """The value of `term` assigned to `receiver`; None for null, UNSET for an unset marker."""
     if isinstance(term, ast.BindMarker):  # first: every value of a prepared statement is one
-        raw = bindings.get(term)
-        if raw is None or isinstance(raw, Unset):
-            return raw
-        return codec.deserialize(receiver_type, raw)
+        return bindings.decoded(term, receiver_type)
     if isinstance(term, ast.Literal):
         return literal_value(receiver_type, term.kind, term.text, receiver)
     if isinstance(term, ast.Null):
@@ -73,11 +123,7 @@ def term_value(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: 
 def term_bytes(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: Bindings) -> Value:
     """Like `term_value` but serialized; bound values pass through after validation."""
     if isinstance(term, ast.BindMarker):
-        raw = bindings.get(term)
-        if raw is None or isinstance(raw, Unset):
-            return raw
-        codec.deserialize(receiver_type, raw)  # validates; raises InvalidRequest naming the type
-        return raw
+        return bindings.validated(term, receiver_type)
     value = term_value(term, receiver_type, receiver, bindings)
     if value is None or value is UNSET:
         return None if value is None else UNSET

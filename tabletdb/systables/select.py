@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +20,8 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, TEXT, CqlType
 from tabletdb.schema.model import ColumnKind, TableDef
-from tabletdb.statements.relations import Row, bound_value, relation_predicate
-from tabletdb.statements.terms import Bindings
+from tabletdb.statements.bound_select import BoundSelect
+from tabletdb.statements.relations import Row
 
 Narrowing = dict[str, Any]
 """Equality restrictions on the partition key and the first clustering column, for renderers."""
@@ -38,16 +38,10 @@ class _Output:
     aggregate: str | None = None  # count | min | max
 
 
-def select_virtual(
-    stmt: ast.SelectStatement,
-    table: TableDef,
-    source: RowSource,
-    bindings: Bindings,
-    page_size: int | None,
-    paging_state: bytes | None,
-) -> RowsResult:
-    """Run `stmt` against the rows `source` renders; one page of the result."""
-    predicates, narrowing = _restrictions(stmt.where, table, bindings)
+def select_virtual(select: BoundSelect, source: RowSource) -> RowsResult:
+    """Run the SELECT against the rows `source` renders; one page of the result."""
+    stmt, table = select.statement, select.table
+    predicates, narrowing = _restrictions(select)
     rows = [r for r in source(narrowing) if all(p(r) for p in predicates)]
     outputs = _outputs(stmt, table)
     if stmt.distinct:
@@ -58,12 +52,13 @@ def select_virtual(
         result_rows = [_aggregate_row(outputs, rows)]
     else:
         result_rows = [[r.get(o.column) if o.column else None for o in outputs] for r in rows]
-    limit = _limit(stmt.limit, bindings)
+    limit = select.limit()
     if limit is not None:
         result_rows = result_rows[:limit]
     if stmt.json:
         result_rows, outputs = _as_json(result_rows, outputs)
-    start = _page_start(paging_state)
+    start = _page_start(select.paging_state)
+    page_size = select.page_size
     end = len(result_rows) if not page_size or page_size <= 0 else start + page_size
     page = result_rows[start:end]
     next_state = _PAGING_PREFIX + struct.pack(">I", end) if end < len(result_rows) else None
@@ -74,22 +69,22 @@ def select_virtual(
     return RowsResult(RowsMetadata(columns, next_state), encoded)
 
 
-def _restrictions(
-    where: Sequence[ast.Relation], table: TableDef, bindings: Bindings
-) -> tuple[list[Callable[[Row], bool]], Narrowing]:
+def _restrictions(select: BoundSelect) -> tuple[list[Callable[[Row], bool]], Narrowing]:
+    table = select.table
     predicates: list[Callable[[Row], bool]] = []
     narrowing: Narrowing = {}
     narrowable = {c.name for c in table.partition_key} | {c.name for c in table.clustering_key[:1]}
-    for rel in where:
+    for rel in select.statement.where:
         if not isinstance(rel.lhs, ast.ColumnRef):
             raise InvalidRequest("Only restrictions on plain columns are supported on system tables")
         name = rel.lhs.name
         col = table.column(name)
         if col is None:
             raise InvalidRequest(f"Undefined column name {name}")
-        predicates.append(relation_predicate(name, col.type, rel, bindings))
-        if rel.op == "=" and name in narrowable and isinstance(rel.rhs, ast.Term):
-            narrowing[name] = bound_value(rel.rhs, col.type, name, bindings)
+        bound = select.relation(rel, col)
+        predicates.append(bound.test)
+        if rel.op == "=" and name in narrowable:
+            narrowing[name] = bound.equals
     return predicates, narrowing
 
 
@@ -161,21 +156,6 @@ def _distinct(rows: list[Row], table: TableDef) -> list[Row]:
             seen.add(k)
             result.append(r)
     return result
-
-
-def _limit(term: ast.Term | None, bindings: Bindings) -> int | None:
-    if term is None:
-        return None
-    value = bound_value(term, codec_int(), "[limit]", bindings)
-    if value is None or value <= 0:
-        raise InvalidRequest("LIMIT must be strictly positive")
-    return int(value)
-
-
-def codec_int() -> CqlType:
-    from tabletdb.cql.types import INT
-
-    return INT
 
 
 def _as_json(rows: list[list[Any]], outputs: list[_Output]) -> tuple[list[list[Any]], list[_Output]]:

@@ -10,7 +10,7 @@ other filter), which is what keeps results identical to a filtered scan even whe
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,17 +23,13 @@ from tabletdb.coordinator.rows import (
     scan_rows,
 )
 from tabletdb.cql import ast, codec
-from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.types import BIGINT, CqlType, MapType, TupleType
-from tabletdb.cql.values import Unset
+from tabletdb.cql.types import BIGINT
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
-from tabletdb.schema.index_table import indexed_value_type
 from tabletdb.schema.index_targets import parse_target
 from tabletdb.schema.model import TableDef
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.keys import clustering_bound, decode_clustering, partition_key
-from tabletdb.statements.relations import relation_predicate
 from tabletdb.statements.restrictions import Restrictions, filtering_columns
-from tabletdb.statements.terms import Bindings, term_bytes, term_value
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 from tabletdb.views.index_writes import entries_tables
 
@@ -57,29 +53,28 @@ class IndexLookup:
     value: bytes
 
 
-def choose_index(where: Sequence[ast.Relation], table: TableDef, bindings: Bindings) -> IndexLookup | None:
+def choose_index(select: BoundSelect) -> IndexLookup | None:
     """The index answering the first restriction an index can answer (``=`` on a value,
     ``CONTAINS``, ``CONTAINS KEY``, ``m[k] =``), if any."""
+    table = select.table
     for index, entries in entries_tables(table):
         column_name, kind, _ = parse_target(index.target)
         column = table.column(column_name)
         if column is None:
             continue
-        for rel in where:
-            if _restricted_column(rel) != column_name or isinstance(rel.rhs, ast.InValues):
-                continue
-            value: object
-            if kind == "entries" and isinstance(rel.lhs, ast.ElementRef) and rel.op == "=":
-                value = _entry_bytes(column.type, rel.lhs.key, rel.rhs, column_name, bindings)
-            elif isinstance(rel.lhs, ast.ColumnRef) and rel.op == _OPERATORS.get(kind):
-                value = term_bytes(rel.rhs, indexed_value_type(column.type, kind), column_name, bindings)
-            else:
-                continue
-            if value is None or isinstance(value, Unset):
-                what = "null" if value is None else "unset"
-                raise InvalidRequest(f"Unsupported {what} value for column {column_name}")
-            return IndexLookup(entries, column_name, value if isinstance(value, bytes) else b"")
+        for rel in select.statement.where:
+            if _restricted_column(rel) == column_name and _answers(kind, rel):
+                return IndexLookup(entries, column_name, select.index_value(rel, column, kind))
     return None
+
+
+def _answers(kind: str, rel: ast.Relation) -> bool:
+    """Whether an index of ``kind`` holds the values ``rel`` looks for."""
+    if isinstance(rel.rhs, ast.InValues):
+        return False
+    if kind == "entries":
+        return isinstance(rel.lhs, ast.ElementRef) and rel.op == "="
+    return isinstance(rel.lhs, ast.ColumnRef) and rel.op == _OPERATORS.get(kind)
 
 
 def unindexed_filtering(r: Restrictions, table: TableDef, lookup: IndexLookup | None) -> list[str]:
@@ -103,36 +98,6 @@ def _restricted_column(rel: ast.Relation) -> str | None:
     if isinstance(rel.lhs, ast.ElementRef):
         return rel.lhs.column
     return None
-
-
-def _entry_bytes(t: CqlType, key: ast.Term, value: ast.Term, column: str, bindings: Bindings) -> bytes:
-    assert isinstance(t, MapType)
-    k = term_value(key, t.key, f"key({column})", bindings)
-    v = term_value(value, t.value, f"value({column})", bindings)
-    if k is None or v is None or isinstance(k, Unset) or isinstance(v, Unset):
-        raise InvalidRequest(f"Unsupported null or unset value for column {column}")
-    return codec.serialize(TupleType((t.key, t.value)), (k, v))
-
-
-def element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Callable[[Row], bool]:
-    """``m[k] = v`` (and other comparisons) on a map element, as a row predicate."""
-    assert isinstance(rel.lhs, ast.ElementRef)
-    column = table.column(rel.lhs.column)
-    if column is None:
-        raise InvalidRequest(f"Undefined column name {rel.lhs.column}")
-    if not isinstance(column.type, MapType):
-        raise InvalidRequest(f"Column {column.name} cannot be used as a map (element restriction)")
-    key = term_value(rel.lhs.key, column.type.key, f"key({column.name})", bindings)
-    if key is None or isinstance(key, Unset):
-        raise InvalidRequest(f"Invalid null or unset map key for column {column.name}")
-    name = f"{column.name}[{key!r}]"
-    compare = relation_predicate(name, column.type.value, rel, bindings)
-
-    def element_of(row: Row) -> bool:
-        found = next((v for k, v in row.get(column.name) or () if k == key), None)
-        return compare({name: found})
-
-    return element_of
 
 
 async def index_rows(

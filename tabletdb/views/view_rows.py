@@ -26,8 +26,7 @@ from tabletdb.cql.parser import parse_statement
 from tabletdb.schema.model import ColumnKind, TableDef, ViewDef
 from tabletdb.statements.cells import CellChanges, WriteTime, whole_value
 from tabletdb.statements.keys import encode_clustering, partition_key
-from tabletdb.statements.relations import relation_predicate
-from tabletdb.statements.terms import Bindings
+from tabletdb.statements.relations import literal_predicate
 from tabletdb.storage.mutation import Mutation, RowMarker, RowWrite
 from tabletdb.views.base_snapshot import BaseRow, Rows
 from tabletdb.views.index_writes import entries_tables, index_mutations
@@ -51,7 +50,7 @@ def view_filter(view: ViewDef, base: TableDef) -> list[Predicate]:
                 continue
             col = base.column(rel.lhs.name)
             if col is not None:
-                predicates.append(relation_predicate(col.name, col.type, rel, Bindings([])))
+                predicates.append(literal_predicate(col.name, col.type, rel))
     _where_cache[key] = predicates
     return predicates
 

@@ -22,8 +22,8 @@ from tabletdb.group0.topology import raft_id_of
 from tabletdb.query.select import execute_select
 from tabletdb.replica.verbs import wait_for_table
 from tabletdb.schema.model import TableDef
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.keys import encode_clustering
-from tabletdb.statements.terms import Bindings
 from tabletdb.storage.mutation import Cell, ClusteringSlice, Mutation, RowMarker, RowWrite
 from tabletdb.storage.tablet_store import ScanPosition
 from tests.unit.coordinator.replica_cluster import Cluster, host
@@ -239,7 +239,7 @@ def test_select_pages_across_nodes_at_rf1(tmp_path: Path, tablets: bool) -> None
             state = None
             while True:
                 source = ConsistentReads(c.reader(1), ONE)
-                result = await execute_select(stmt, c.table, source, Bindings([]), 4, state, NOW)
+                result = await execute_select(BoundSelect(stmt, c.table, [], 4, state), source, NOW)
                 got.extend(r[0] for r in result.rows)
                 state = result.metadata.paging_state
                 if state is None:

@@ -20,8 +20,8 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import INT
 from tabletdb.cql.values import UNSET
+from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.keys import partition_key
-from tabletdb.statements.terms import Bindings
 from tabletdb.views.index_reads import choose_index
 from tabletdb.views.index_writes import entries_tables
 from tests.unit.query.data_harness import DataNode
@@ -82,7 +82,7 @@ def _uses_index(node: DataNode, query: str) -> bool:
     assert isinstance(stmt, ast.SelectStatement)
     table = node.metadata.catalog.table("ks", "t")
     assert table is not None
-    return choose_index(stmt.where, table, Bindings([])) is not None
+    return choose_index(BoundSelect(stmt, table, [])) is not None
 
 
 def _expected(rows: list[tuple[Any, ...]], keep: Callable[[tuple[Any, ...]], bool]) -> list[tuple[Any, ...]]:

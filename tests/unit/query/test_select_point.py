@@ -21,7 +21,7 @@ from tabletdb.cql.results import RowsResult
 from tabletdb.cql.types import INT, TEXT
 from tabletdb.query.point_select import point_plan, point_select
 from tabletdb.query.select import execute_select
-from tabletdb.statements.terms import Bindings
+from tabletdb.statements.bound_select import BoundSelect
 from tests.unit.query.data_harness import DataNode
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}"
@@ -99,9 +99,9 @@ async def _compare(node: DataNode, table: str, composite: bool) -> None:
                 if composite
                 else [codec.serialize(INT, k * 2 + (j == "b"))]
             )
-            direct = point_select(stmt, tdef, Bindings(values), reads, ONE, now)
+            direct = point_select(BoundSelect(stmt, tdef, values), reads, ONE, now)
             general = await execute_select(
-                stmt, tdef, ConsistentReads(reads, ONE), Bindings(values), 100, None, now
+                BoundSelect(stmt, tdef, values, 100, None), ConsistentReads(reads, ONE), now
             )
             assert isinstance(direct, RowsResult)
             assert direct.rows == general.rows, (text, k, j)
@@ -167,10 +167,10 @@ def test_what_the_direct_read_leaves_to_the_general_path(tmp_path: Path) -> None
             assert point_plan(stmt, table) is None, text
         stmt = parse_statement("SELECT v FROM ks.kv WHERE k = ?")
         assert isinstance(stmt, ast.SelectStatement)
-        one = Bindings([codec.serialize(INT, 1)])
-        assert point_select(stmt, kv, one, node.reads, ANY, 0) is None  # the general path refuses ANY
+        one = BoundSelect(stmt, kv, [codec.serialize(INT, 1)])
+        assert point_select(one, node.reads, ANY, 0) is None  # the general path refuses ANY
         for cl in (ONE, QUORUM):  # one node: its store alone answers every level
-            result = point_select(stmt, kv, one, node.reads, cl, 0)
+            result = point_select(one, node.reads, cl, 0)
             assert result is not None and result.rows == [[b"one"]]
         # through the processor (the prepared EXECUTE path)
         assert await node.rows("SELECT v FROM ks.kv WHERE k = 1") == [("one",)]
