@@ -3,7 +3,10 @@
 Drivers may send unprepared QUERYs thousands of times a second, so:
 - the LALR parser is built once, lazily, and builds AST objects directly during reductions
   (lark's inline transformer: no parse tree is materialised);
-- parsed statements are immutable, so `parse` keeps an LRU cache of text -> statements.
+- parsed statements are immutable, so `parse` keeps an LRU cache of text -> statements. It is
+  bounded by the total length of the cached texts as well as by entries, and very long texts are
+  not cached: any user, even one allowed nothing, can send statements, and 4,096 entries of 4 MB
+  statements would hold gigabytes. Repeated statements are short; long ones are bulk literals.
 
 Syntax errors are CqlSyntaxError with ScyllaDB-like messages that start `line L:C` (line from 1,
 column from 0, as ANTLR counts) and quote the offending input.
@@ -16,6 +19,7 @@ import logging
 import os
 import sys
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -30,6 +34,10 @@ from tabletdb.cql.grammar.errors import SemanticSyntaxError
 from tabletdb.cql.types import CqlType
 
 CACHE_SIZE = 4096
+CACHE_MAX_CHARS = 16 * 1024 * 1024
+"""Total length of the statement texts the parse cache holds (their ASTs grow with them)."""
+CACHE_MAX_STATEMENT_CHARS = 64 * 1024
+"""Statements longer than this are parsed every time, never cached."""
 log = logging.getLogger(__name__)
 
 
@@ -194,12 +202,66 @@ def parse_type(text: str) -> CqlType:
 
 def clear_cache() -> None:
     """Forget cached parses (for benchmarks and tests)."""
-    _parse_cached.cache_clear()
+    _statement_cache.clear()
     _parse_type_cached.cache_clear()
 
 
-@lru_cache(maxsize=CACHE_SIZE)
+class _StatementCache:
+    """LRU of statement text -> statements, bounded by entries and by total text length.
+
+    A lock, because the parser also runs in the background loader thread and in executor threads.
+    """
+
+    def __init__(self, max_entries: int, max_chars: int, max_statement_chars: int) -> None:
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self.max_statement_chars = max_statement_chars
+        self.chars = 0
+        self._entries: OrderedDict[str, tuple[ast.Statement, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, text: str) -> tuple[ast.Statement, ...] | None:
+        with self._lock:
+            found = self._entries.get(text)
+            if found is not None:
+                self._entries.move_to_end(text)
+            return found
+
+    def put(self, text: str, statements: tuple[ast.Statement, ...]) -> None:
+        size = len(text)
+        if size > self.max_statement_chars:
+            return
+        with self._lock:
+            if text in self._entries:
+                return
+            self._entries[text] = statements
+            self.chars += size
+            while len(self._entries) > self.max_entries or self.chars > self.max_chars:
+                old, _ = self._entries.popitem(last=False)
+                self.chars -= len(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.chars = 0
+
+
+_statement_cache = _StatementCache(CACHE_SIZE, CACHE_MAX_CHARS, CACHE_MAX_STATEMENT_CHARS)
+
+
 def _parse_cached(text: str) -> tuple[ast.Statement, ...]:
+    cached = _statement_cache.get(text)
+    if cached is not None:
+        return cached
+    statements = _parse_uncached(text)
+    _statement_cache.put(text, statements)
+    return statements
+
+
+def _parse_uncached(text: str) -> tuple[ast.Statement, ...]:
     if not text.strip(" \t\r\n;"):
         line, column = _end_position(text)
         raise CqlSyntaxError(f"line {line}:{column} mismatched input '<EOF>' expecting a statement")

@@ -104,6 +104,13 @@ class NodeConfig:
     truncate_request_timeout_in_ms: int = 60000
     request_timeout_in_ms: int = 10000
     native_transport_max_frame_size_in_mb: int = 256
+    native_transport_max_concurrent_requests_in_bytes: int = -1
+    """Bytes of received requests the CQL server holds in flight before connections wait (stop
+    being read); -1: a tenth of the machine's memory, Scylla's share for its CQL transport."""
+    native_transport_max_concurrent_connections: int = -1
+    """Client connections accepted at once; further ones are closed on accept. -1: no limit."""
+    native_transport_idle_timeout_in_ms: int = 0
+    """Close a client connection that sends nothing this long with nothing in flight; 0: never."""
     test_statement_delay_ms: int = 0
     """TEST ONLY: sleep this long inside every read and write (within its service-level timeout),
     so tests can make a statement deterministically slower than a short TIMEOUT."""
@@ -350,6 +357,9 @@ _PARSERS: dict[str, Parser] = {
     "truncate_request_timeout_in_ms": _int_parser(1),
     "request_timeout_in_ms": _int_parser(1),
     "native_transport_max_frame_size_in_mb": _int_parser(1, 2047),
+    "native_transport_max_concurrent_requests_in_bytes": _int_parser(-1),
+    "native_transport_max_concurrent_connections": _int_parser(-1),
+    "native_transport_idle_timeout_in_ms": _int_parser(0),
     "test_statement_delay_ms": _int_parser(0),
 }
 

@@ -147,6 +147,13 @@ class Node:
             shard_aware_port=config.native_shard_aware_transport_port,
             nr_shards=config.smp,
             max_frame_size=max_frame,
+            max_in_flight_bytes=_positive_or_none(config.native_transport_max_concurrent_requests_in_bytes),
+            max_connections=_positive_or_none(config.native_transport_max_concurrent_connections),
+            idle_timeout=(
+                config.native_transport_idle_timeout_in_ms / 1000
+                if config.native_transport_idle_timeout_in_ms
+                else None
+            ),
         )
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
@@ -364,3 +371,8 @@ async def _main(config: NodeConfig) -> int:
         print(f"tabletdb: cannot join the cluster: {exc}", file=sys.stderr, flush=True)
         return 1
     return node.exit_code
+
+
+def _positive_or_none(value: int) -> int | None:
+    """A limit setting's value, or None for its "no value" spellings (-1, 0): the default."""
+    return value if value > 0 else None

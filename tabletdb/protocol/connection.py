@@ -31,6 +31,7 @@ from tabletdb.protocol.frames import (
     FLAG_TRACING,
     FLAG_WARNING,
     HEADER,
+    PRE_AUTH_MAX_BODY,
     RESPONSE_BIT,
     Compressor,
     Frame,
@@ -72,12 +73,17 @@ class ConnState(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class RequestReceived:
-    """A decoded request to answer on `stream`. `tracing`: the client asked for a trace."""
+    """A decoded request to answer on `stream`. `tracing`: the client asked for a trace.
+
+    `size`: the bytes the request held when received (its frame body, plus the decompressed body
+    if it was compressed), what the server charges against its in-flight memory budget.
+    """
 
     stream: int
     request: Request
     tracing: bool = False
     custom_payload: dict[str, bytes | None] | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +118,8 @@ class Connection:
         self.extensions: frozenset[str] = frozenset()
         self.registered: set[str] = set()
         self.compression: Compressor | None = None
-        self._decoder = FrameDecoder(max_frame_size)
+        # Frames stay small until the connection is READY (authenticated, or no authenticator).
+        self._decoder = FrameDecoder(max_frame_size, authenticated=False)
         self._decode_ctx = DecodeContext()
         self._encode_ctx = EncodeContext()
 
@@ -142,10 +149,13 @@ class Connection:
         try:
             self._check_state(frame.opcode)
             body = frame.body
+            size = len(body)
             if frame.flags & FLAG_COMPRESSION:
                 if self.compression is None:
                     raise ProtocolError("Received a compressed frame but no compression was negotiated")
-                body = self.compression.decompress(body)
+                limit = self.max_frame_size if self.state is ConnState.READY else PRE_AUTH_MAX_BODY
+                body = self.compression.decompress(body, limit)
+                size += len(body)
             payload: dict[str, bytes | None] | None = None
             if frame.flags & FLAG_CUSTOM_PAYLOAD and frame.opcode in PAYLOAD_OPCODES:
                 reader = Reader(body)
@@ -162,7 +172,7 @@ class Connection:
             return ProtocolViolation(
                 stream, ProtocolError(f"Malformed {self._name(frame.opcode)}: {exc!r}"), False
             )
-        return RequestReceived(stream, request, bool(frame.flags & FLAG_TRACING), payload)
+        return RequestReceived(stream, request, bool(frame.flags & FLAG_TRACING), payload, size)
 
     def _check_state(self, opcode: int) -> None:
         state = self.state
@@ -199,7 +209,15 @@ class Connection:
             lwt_mark=LWT_ADD_METADATA_MARK in self.extensions,
             rate_limit_error=RATE_LIMIT_ERROR in self.extensions,
         )
-        self.state = ConnState.READY if self.authenticator is None else ConnState.AUTHENTICATING
+        if self.authenticator is None:
+            self._set_ready()
+        else:
+            self.state = ConnState.AUTHENTICATING
+
+    def _set_ready(self) -> None:
+        """The connection may now send frames up to the configured maximum."""
+        self.state = ConnState.READY
+        self._decoder.authenticated = True
 
     def startup_response(self) -> Response:
         """What to answer the STARTUP with: AUTHENTICATE if an authenticator is configured."""
@@ -240,7 +258,7 @@ class Connection:
             out = self.compression.compress(body)
             flags |= FLAG_COMPRESSION
         if isinstance(response, AuthSuccess) and self.state is ConnState.AUTHENTICATING:
-            self.state = ConnState.READY
+            self._set_ready()
         return HEADER.pack(version | RESPONSE_BIT, flags, stream, opcode, len(out)) + out
 
     def close(self) -> None:

@@ -3,7 +3,11 @@
 The decoder is incremental (bytes arrive in arbitrary chunks) and never trusts a length before
 checking it against the limits: the first frame of a connection is capped at 100,000 bytes, like
 Scylla, so a stray HTTP client or a port scanner cannot make us buffer megabytes; later frames are
-capped by a configurable maximum.
+capped by a configurable maximum. Until the connection has authenticated every frame stays under
+the first-frame cap (`PRE_AUTH_MAX_BODY`), so an unauthenticated client cannot make the node
+buffer the configured maximum (256 MB by default) per connection. A compressed body's declared
+decompressed size is checked against the same limit before anything is decompressed: a 1 MB lz4
+body may claim 255 MB.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ SUPPORTED_VERSIONS = (3, 4)
 CURRENT_VERSION = 4
 
 FIRST_FRAME_MAX_BODY = 100_000
+PRE_AUTH_MAX_BODY = FIRST_FRAME_MAX_BODY
+"""Largest frame body (compressed or, once decompressed, not) accepted before authentication:
+STARTUP, OPTIONS and a SASL PLAIN token fit in far less, like Scylla's first-frame cap."""
 DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
 
 
@@ -96,11 +103,14 @@ class FrameDecoder:
     answer the error and close.
     """
 
-    __slots__ = ("_buf", "_max_frame_size", "fatal", "version")
+    __slots__ = ("_buf", "_max_frame_size", "authenticated", "fatal", "version")
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, authenticated: bool = True) -> None:
         self._buf = bytearray()
         self._max_frame_size = max_frame_size
+        # False until the connection has authenticated: frames stay under PRE_AUTH_MAX_BODY.
+        # The owner flips it; defaults to True so a bare decoder keeps the configured maximum.
+        self.authenticated = authenticated
         # The version the connection speaks, fixed by its first frame; None until then.
         self.version: int | None = None
         self.fatal: FrameFatal | None = None
@@ -166,6 +176,12 @@ class FrameDecoder:
             raise FrameFatal(f"Invalid frame body length {length}", stream)
         if self.version is None and length > FIRST_FRAME_MAX_BODY:
             raise FrameFatal(f"Initial message size too large ({length}), rejecting as invalid", stream)
+        if not self.authenticated and length > PRE_AUTH_MAX_BODY:
+            raise FrameFatal(
+                f"Request is too big: length {length} exceeds maximum allowed {PRE_AUTH_MAX_BODY} "
+                "before authentication",
+                stream,
+            )
         if length > self._max_frame_size:
             raise FrameFatal(
                 f"Request is too big: length {length} exceeds maximum allowed {self._max_frame_size}",
@@ -178,7 +194,9 @@ class Compressor(Protocol):
 
     def compress(self, data: bytes | bytearray) -> bytes: ...
 
-    def decompress(self, data: bytes) -> bytes: ...
+    def decompress(self, data: bytes, limit: int | None = None) -> bytes:
+        """Decompress, first refusing a declared size above `limit` (default: the frame maximum)."""
+        ...
 
 
 class Lz4Compressor:
@@ -193,12 +211,13 @@ class Lz4Compressor:
         compressed: bytes = lz4.block.compress(bytes(data), store_size=False)
         return struct.pack(">i", len(data)) + compressed
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, limit: int | None = None) -> bytes:
         if len(data) < 4:
             raise ProtocolError(f"Truncated lz4 body: {len(data)} bytes, need at least 4")
         size: int = struct.unpack_from(">i", data)[0]
-        if size < 0 or size > self._max_size:
+        if size < 0:
             raise ProtocolError(f"Invalid lz4 uncompressed length {size}")
+        _check_declared("lz4", size, self._max_size if limit is None else limit)
         if size == 0:
             return b""
         try:
@@ -219,14 +238,24 @@ class SnappyCompressor:
     def compress(self, data: bytes | bytearray) -> bytes:
         return bytes(cramjam.snappy.compress_raw(bytes(data)))
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, limit: int | None = None) -> bytes:
         size = _snappy_preamble(data)
-        if size > self._max_size:
-            raise ProtocolError(f"Invalid snappy uncompressed length {size}")
+        _check_declared("snappy", size, self._max_size if limit is None else limit)
         try:
             return bytes(cramjam.snappy.decompress_raw(data))
         except Exception as exc:  # cramjam raises its own DecompressionError
             raise ProtocolError(f"Corrupt snappy body: {exc}") from None
+
+
+def _check_declared(algorithm: str, size: int, limit: int) -> None:
+    """Refuse a body whose declared decompressed size exceeds the frame limit, before allocating
+    it: the declared size is what the decompressor would allocate, whatever the compressed size.
+    The frame itself was complete and within limits, so the stream stays in sync: an error for
+    that request, the connection kept (the fuzz tests hold it to that)."""
+    if size > limit:
+        raise ProtocolError(
+            f"Request is too big: {algorithm} decompressed length {size} exceeds maximum allowed {limit}"
+        )
 
 
 def _snappy_preamble(data: bytes) -> int:

@@ -4,7 +4,11 @@ Each request runs in its own task so slow queries do not block other streams of 
 connection; responses are written as they complete. Output produced during one loop tick is
 joined into a single `transport.write` (call_soon-scheduled flush), which is what makes pipelined
 driver traffic cheap. Back-pressure: when the transport's buffer is full or too many requests are
-in flight, we stop reading from that socket until it drains.
+in flight, we stop reading from that socket until it drains. Requests also charge their bytes to
+a server-wide `InFlightBudget`; a connection whose request does not fit waits, not reading, until
+answered requests give bytes back. `max_connections` refuses connections past a count and
+`idle_timeout` closes connections that send nothing for that long with nothing in flight, so
+idle or abandoned sockets (authenticated or not) cannot pile up.
 """
 
 from __future__ import annotations
@@ -13,13 +17,22 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
-from collections import defaultdict
+import logging
+import os
+from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from typing import cast
 
 from tabletdb.cql.errors import CqlError, ServerError
 from tabletdb.cql.results import SetKeyspaceResult
-from tabletdb.protocol.connection import EVENT_STREAM, Connection, ConnState, ProtocolViolation
+from tabletdb.protocol.budget import InFlightBudget
+from tabletdb.protocol.connection import (
+    EVENT_STREAM,
+    Connection,
+    ConnectionEvent,
+    ConnState,
+    ProtocolViolation,
+)
 from tabletdb.protocol.extensions import KNOWN_EXTENSIONS
 from tabletdb.protocol.frames import DEFAULT_MAX_FRAME_SIZE
 from tabletdb.protocol.handler import ClientState, Handler
@@ -49,6 +62,17 @@ from tabletdb.protocol.sasl import parse_plain_token
 
 DEFAULT_MAX_IN_FLIGHT = 1024
 
+_log = logging.getLogger(__name__)
+
+
+def default_in_flight_bytes() -> int:
+    """A tenth of the machine's memory, Scylla's default share for the CQL transport's requests."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 4 * 1024**3
+    return max(total // 10, 16 * 1024 * 1024)
+
 
 class CqlServer:
     """Serves the CQL native protocol for one node.
@@ -69,6 +93,9 @@ class CqlServer:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         offered_extensions: frozenset[str] = KNOWN_EXTENSIONS,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_in_flight_bytes: int | None = None,
+        max_connections: int | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.handler = handler
         self.host = host
@@ -78,6 +105,11 @@ class CqlServer:
         self.max_frame_size = max_frame_size
         self.offered_extensions = offered_extensions
         self.max_in_flight = max_in_flight
+        self.budget = InFlightBudget(
+            default_in_flight_bytes() if max_in_flight_bytes is None else max_in_flight_bytes
+        )
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
         self._servers: list[asyncio.Server] = []
         self._clients: set[_ClientProtocol] = set()
         self._ids = itertools.count(1)
@@ -162,6 +194,12 @@ class _ClientProtocol(asyncio.Protocol):
         self._close_after_flush = False
         self._write_paused = False
         self._reading_paused = False
+        self._pending: deque[ConnectionEvent] = deque()
+        """Events received after a request that waits for the in-flight budget, in order."""
+        self._charge = 0
+        """The budget charge of the request being dispatched, taken over by its task if any."""
+        self._last_activity = 0.0
+        self._idle_timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The connection's loop, kept: ``asyncio.get_running_loop()`` makes a getpid() system
         call each time, a few per request."""
@@ -177,12 +215,29 @@ class _ClientProtocol(asyncio.Protocol):
         shard = server._assign_shard(peer[1], self.shard_aware)
         sockname = transport.get_extra_info("sockname") or ("", 0)
         self.client = ClientState(next(server._ids), (peer[0], peer[1]), shard, local_port=sockname[1])
+        if server.max_connections is not None and len(server._clients) >= server.max_connections:
+            _log.warning(
+                "refusing CQL connection from %s: native_transport_max_concurrent_connections (%d) reached",
+                peer[0],
+                server.max_connections,
+            )
+            self._transport = None
+            transport.close()
+            return
         server._clients.add(self)
         server.handler.connection_opened(self.client)
+        if server.idle_timeout is not None:
+            self._last_activity = self._loop.time()
+            self._idle_timer = self._loop.call_later(server.idle_timeout, self._check_idle)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.conn.close()
         self._transport = None
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        if self._pending:
+            self._pending.clear()
+            self.server.budget.cancel(self._granted)
         for task in self.tasks:
             task.cancel()
         if self in self.server._clients:
@@ -198,15 +253,63 @@ class _ClientProtocol(asyncio.Protocol):
         self._update_reading()
 
     def data_received(self, data: bytes) -> None:
-        for event in self.conn.receive_data(data):
+        if self._idle_timer is not None and self._loop is not None:
+            self._last_activity = self._loop.time()
+        self._pending.extend(self.conn.receive_data(data))
+        self._drain_pending()
+        self._update_reading()
+
+    def _drain_pending(self, granted: int | None = None) -> None:
+        """Handle received events in order until one must wait for the in-flight budget.
+
+        `granted`: the budget just granted the charge of the first pending event.
+        """
+        pending = self._pending
+        budget = self.server.budget
+        while pending and not self._close_after_flush:
+            event = pending[0]
             if isinstance(event, ProtocolViolation):
+                pending.popleft()
                 self.write(self.conn.send(event.stream, ErrorResponse(error=event.error)))
                 if event.fatal:
                     self._close_after_flush = True
-                    break
-            else:
+                continue
+            if granted is None:
+                granted = budget.try_acquire(event.size)
+                if granted is None:
+                    budget.wait(event.size, self._granted)
+                    return
+            pending.popleft()
+            self._charge = granted
+            granted = None
+            try:
                 self._dispatch(event.stream, event.request)
+            finally:
+                if self._charge:
+                    budget.release(self._charge)
+                    self._charge = 0
+        pending.clear()
+
+    def _granted(self, charge: int) -> None:
+        """The budget has room for the request this connection waits with: carry on reading."""
+        if self._transport is None:
+            self.server.budget.release(charge)
+            return
+        self._drain_pending(charge)
         self._update_reading()
+
+    def _check_idle(self) -> None:
+        """Close the connection if it sent nothing for `idle_timeout` with nothing in flight."""
+        timeout = self.server.idle_timeout
+        loop = self._loop
+        if timeout is None or loop is None or self._transport is None:
+            return
+        quiet = loop.time() - self._last_activity
+        if quiet >= timeout and not self.tasks and not self._pending:
+            _log.info("closing CQL connection from %s: idle for %.1f s", self.client.peer[0], quiet)
+            self.close()
+            return
+        self._idle_timer = loop.call_later(max(timeout - quiet, timeout / 10), self._check_idle)
 
     # dispatch
 
@@ -282,11 +385,13 @@ class _ClientProtocol(asyncio.Protocol):
 
     def _spawn(self, stream: int, request: Request, work: Awaitable[Reply]) -> None:
         # A task per request, never run eagerly: handlers may rely on running inside a task
-        # (asyncio.timeout does). The task forgets itself when it ends (see ``_run``).
+        # (asyncio.timeout does). The task forgets itself when it ends (see ``_run``), and gives
+        # back the request's in-flight budget charge then.
         loop = self._loop or asyncio.get_running_loop()
-        self.tasks.add(loop.create_task(self._run(stream, request, work)))
+        charge, self._charge = self._charge, 0
+        self.tasks.add(loop.create_task(self._run(stream, request, work, charge)))
 
-    async def _run(self, stream: int, request: Request, work: Awaitable[Reply]) -> None:
+    async def _run(self, stream: int, request: Request, work: Awaitable[Reply], charge: int = 0) -> None:
         try:
             try:
                 response = await work
@@ -299,6 +404,8 @@ class _ClientProtocol(asyncio.Protocol):
             self._respond(stream, request, response)
         finally:
             self.tasks.discard(asyncio.current_task(self._loop))
+            if charge:
+                self.server.budget.release(charge)
             if self._reading_paused:
                 self._update_reading()
 
@@ -342,7 +449,9 @@ class _ClientProtocol(asyncio.Protocol):
         transport = self._transport
         if transport is None or self._close_after_flush:
             return
-        should_pause = self._write_paused or len(self.tasks) >= self.server.max_in_flight
+        should_pause = (
+            self._write_paused or bool(self._pending) or len(self.tasks) >= self.server.max_in_flight
+        )
         if should_pause and not self._reading_paused:
             self._reading_paused = True
             transport.pause_reading()

@@ -51,6 +51,27 @@ def test_defaults_match_scylla() -> None:
     assert c.authenticator == "AllowAllAuthenticator" and c.authorizer == "AllowAllAuthorizer"
     assert c.seeds == () and not c.maintenance_mode and c.commitlog_sync == "periodic"
     assert not c.commitlog_skip_corrupt_records  # a corrupt commit log stops the start
+    # -1 / 0: the derived default (a tenth of RAM), no connection limit, no idle timeout.
+    assert c.native_transport_max_concurrent_requests_in_bytes == -1
+    assert c.native_transport_max_concurrent_connections == -1
+    assert c.native_transport_idle_timeout_in_ms == 0
+
+
+def test_transport_limits_are_parsed_like_other_keys() -> None:
+    c = load_config(
+        None,
+        {
+            "workdir": "w",
+            "native_transport_max_concurrent_requests_in_bytes": "1048576",
+            "native_transport_max_concurrent_connections": 100,
+            "native_transport_idle_timeout_in_ms": "30000",
+        },
+    )
+    assert c.native_transport_max_concurrent_requests_in_bytes == 1024 * 1024
+    assert c.native_transport_max_concurrent_connections == 100
+    assert c.native_transport_idle_timeout_in_ms == 30000
+    with pytest.raises(ConfigError, match="native_transport_idle_timeout_in_ms"):
+        load_config(None, {"workdir": "w", "native_transport_idle_timeout_in_ms": -5})
 
 
 def test_derived_addresses_follow_listen_address() -> None:

@@ -180,3 +180,37 @@ def test_in_flight_limit_pauses_reading_without_losing_requests() -> None:
         await server.stop()
 
     run(main())
+
+
+def test_requests_wait_for_the_in_flight_byte_budget_instead_of_failing() -> None:
+    async def main() -> None:
+        handler = GatedHandler()
+        seen: list[str] = []
+        gated_query = handler.query
+
+        async def recording_query(client: ClientState, query: str, params: QueryParameters) -> Result:
+            seen.append(query)
+            return await gated_query(client, query, params)
+
+        handler.query = recording_query  # type: ignore[method-assign]
+        # One byte: any request uses the whole budget, so requests run one at a time, server-wide.
+        server = CqlServer(handler, port=0, max_in_flight_bytes=1)
+        await server.start()
+        slow = await RawClient.connect(server.port)
+        fast = await RawClient.connect(server.port)
+        slow.send(dp.QueryMessage("SLOW", 1), stream=1)
+        await handler.slow_started.wait()
+        fast.send(dp.QueryMessage("FAST", 1), stream=2)
+        while server.budget.waiting == 0:
+            await asyncio.sleep(0)
+        assert seen == ["SLOW"]  # FAST waits for the budget, it is not refused
+        handler.gate.set()
+        assert (await slow.read()).stream_id == 1
+        answer = await fast.read()
+        assert answer.stream_id == 2 and answer.kind == dp.RESULT_KIND_VOID
+        assert seen == ["SLOW", "FAST"] and server.budget.available == 1
+        await slow.close()
+        await fast.close()
+        await server.stop()
+
+    run(main())
