@@ -17,7 +17,8 @@ import msgpack
 
 from tabletdb.group0.cluster_state import ENTRY_FORMAT
 from tabletdb.group0.state import FORMAT_VERSION
-from tabletdb.node.runner import EXIT_GROUP0_HALTED, GROUP0_DIR
+from tabletdb.node.membership import GROUP0_DIR
+from tabletdb.node.runner import EXIT_GROUP0_HALTED
 from tabletdb.raft.storage import DurableLog
 from tabletdb.raft.types import Entry
 from tests.harness.clients import scylla_session
