@@ -190,7 +190,8 @@ def test_a_cql_error_fails_the_write_with_the_servers_message(spark: Any, node: 
         df.write.format("tabletdb").options(**_options(node, "sp.kv", ttl_column="ttl")).mode("append").save()
 
 
-def test_a_dataframe_without_the_key_is_refused_before_writing(spark: Any, node: TestNode) -> None:
+def test_a_dataframe_without_the_key_is_refused_before_writing(spark: Any, node: TestNode, db: Any) -> None:
+    """``db``: the table must exist, so the refusal is about the missing key, not the table."""
     df = spark.createDataFrame([("x",)], "v string")
     with pytest.raises(Exception, match="lacks primary key column"):
         df.write.format("tabletdb").options(**_options(node, "sp.kv")).mode("append").save()
