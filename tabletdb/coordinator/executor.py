@@ -4,7 +4,7 @@ Server timestamps are wall-clock microseconds made strictly increasing per node,
 from one client never tie. Statements that read before writing (list index, counters, LWT) hold
 a partition's lock (``PartitionLocks``) from the read to the durable write where this node is
 the partition's only replica; plain writes skip it. The mutations go to their replicas through
-the write coordinator (``coordinator_write``), which the data path is handed separately.
+the write coordinator (``coordinator.writes``), which the data path is handed separately.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class WriteExecutor:
         """Validate and build; raises before anything is written.
 
         ``deltas``: build counter updates against an empty current value, so each counter cell
-        carries its increment (``coordinator_counter`` adds it to the total). ``current``: where
+        carries its increment (``paxos.counters`` adds it to the total). ``current``: where
         read-before-write operations read (default this node's stores; a Paxos round passes the
         replicas' reconciled partition).
         """

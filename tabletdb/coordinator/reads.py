@@ -145,7 +145,7 @@ class ReadCoordinator:
     def reads_locally(self, table: TableDef, token: int, cl: int) -> bool:
         """Whether a read of ``token`` at ``cl`` is answered by this node's stores alone (it is the
         only replica, or a replica whose answer meets ``cl``): ``read_partition``'s decision, also
-        asked by the direct point read (``select_point``) before it reads the store itself."""
+        asked by the direct point read (``query.point_select``) before it reads the store itself."""
         replicas = self.replicas.placement.replicas(table, token)
         return self.replicas.placement.only_local(replicas) or self._local_suffices(replicas, cl)
 
@@ -288,7 +288,7 @@ class ReadCoordinator:
 
 
 class ConsistentReads:
-    """A ``read_rows.PartitionSource`` reading through the coordinator at one consistency level."""
+    """A ``coordinator.rows.PartitionSource`` reading through the coordinator at one consistency level."""
 
     def __init__(self, reads: ReadCoordinator, cl: int) -> None:
         if cl == ANY:

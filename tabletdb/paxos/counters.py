@@ -1,7 +1,7 @@
 """Counters: every update of a replicated partition is one Paxos read-modify-write.
 
 A counter update arrives as *deltas* (the statement built against an empty current value). Where
-the partition has other replicas, the coordinator runs a Paxos round on it (``paxos_rmw``): the
+the partition has other replicas, the coordinator runs a Paxos round on it (``paxos.read_modify_write``): the
 promise quorum's reads, reconciled, hold every total ever committed; ``add_deltas`` adds the
 deltas to them and the new totals are the proposed value, committed on a quorum and at the
 client's consistency level. Paxos chooses at most one value per ballot and only on a read no

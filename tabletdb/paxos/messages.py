@@ -1,7 +1,7 @@
 """The vocabulary of single-partition Paxos (lightweight transactions): ballots, proposals, messages.
 
 One Paxos instance runs per partition key; its rounds are ordered by ballots. The proposer
-(`paxos_proposer`) and acceptor (`paxos_acceptor`) are pure state machines over these frozen
+(`paxos.proposer`) and acceptor (`paxos.acceptor`) are pure state machines over these frozen
 values, so the asyncio shell (`node.paxos_service`) and the deterministic simulation in the
 tests drive the same code. Values are opaque bytes to the core: the shell encodes the mutations
 a conditional statement makes, and the replicas' reads of the partition, in its own format.

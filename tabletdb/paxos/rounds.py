@@ -6,7 +6,7 @@ is the replica's whole partition as one full-fidelity mutation (every cell versi
 and timestamp), so the coordinator can reconcile replicas exactly as storage does: it applies
 the reads to a scratch in-memory store and reads the row back with the normal read path.
 
-The encoding is msgpack over the data path's wire form of mutations (``replica_wire``).
+The encoding is msgpack over the data path's wire form of mutations (``replica.wire``).
 """
 
 from __future__ import annotations

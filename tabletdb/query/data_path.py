@@ -2,9 +2,9 @@
 
 Kept apart from ``processor`` so the protocol handler only resolves tables and dispatches.
 Statements that read before they write (list element set/delete by index, list removal by
-value, UDT field set/delete) and counter updates (built as deltas, ``coordinator_counter``)
+value, UDT field set/delete) and counter updates (built as deltas, ``paxos.counters``)
 run as one Paxos read-modify-write of their partition where it has other replicas
-(``paxos_rmw``), and under a local lock where this node is its only replica.
+(``paxos.read_modify_write``), and under a local lock where this node is its only replica.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class DataPath:
         Where every partition they touch has this node as its only replica, the read is of the
         local stores under the table's lock. Otherwise they must touch one partition, and one
         Paxos round reads it from a quorum and commits what the statements build from that read
-        (``paxos_rmw``), so no concurrent update slips between the read and the write.
+        (``paxos.read_modify_write``), so no concurrent update slips between the read and the write.
         """
         ts = timestamp if timestamp is not None else self._clock.timestamp()
         targets: dict[tuple[str, bytes], tuple[TableDef, int]] = {}
@@ -202,7 +202,7 @@ class DataPath:
     def write(
         self, table: TableDef, mutations: Sequence[Mutation], cl: int = ONE, write_type: str = "SIMPLE"
     ) -> Awaitable[object]:
-        """Write at ``cl``; each base replica updates views and indexes as it applies (``view_replica``)."""
+        """Write at ``cl``; each base replica updates views and indexes as it applies (``views.updates``)."""
         return self._writes.write(table, mutations, cl, write_type)
 
     async def batch(
@@ -268,7 +268,7 @@ class DataPath:
         return await execute_select(bound, source, self._clock.now_seconds())
 
     def select_now(self, bound: BoundSelect, cl: int = ONE) -> RowsResult | None:
-        """A first page answered at once from this node's own store (``select_point``), or None.
+        """A first page answered at once from this node's own store (``query.point_select``), or None.
         Serial reads first need a Paxos barrier, so they never are."""
         if cl in (SERIAL, LOCAL_SERIAL) and self._paxos is not None:
             return None

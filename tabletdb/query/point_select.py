@@ -9,10 +9,10 @@ a partition key column of a canonical-encoding type is sent as its key bytes, a 
 such a type as its stored cell (both are what decoding and re-encoding would give), read with
 ``TabletStore.read_row_cells`` (one statement, no row or cell objects). Any other output, or a
 partition with static, range or collection-tombstone data, goes through ``read_partition``,
-``partition_rows`` and ``select_execute``'s encoder, as the general path does.
+``partition_rows`` and ``query.select``'s encoder, as the general path does.
 
 Everything else - clustering columns, LIMIT, DISTINCT, JSON, aggregates, ORDER BY, a paging
-state, a read that needs other replicas - is left to ``select_execute.execute_select``
+state, a read that needs other replicas - is left to ``query.select.execute_select``
 (``point_select`` answers None). The answer equals the general path's (tests/unit/query/
 test_select_point.py compares both on random data with TTLs, tombstones and nulls).
 """

@@ -27,7 +27,7 @@ STORE_BATCH = 512
 
 
 class DerivedApply(Protocol):
-    """Applies base writes together with the view and index updates they cause (``view_replica``)."""
+    """Applies base writes together with the view and index updates they cause (``views.updates``)."""
 
     def maintains(self, table: TableDef) -> bool: ...
 

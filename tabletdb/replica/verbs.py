@@ -1,6 +1,6 @@
 """The replica side of the data RPC verbs: what a node answers when another node coordinates.
 
-Payloads are plain lists (``replica_wire``) that name the table by id. A replica whose schema
+Payloads are plain lists (``replica.wire``) that name the table by id. A replica whose schema
 has not caught up with the coordinator's yet (a write right after CREATE TABLE: the coordinator
 answered DDL once *it* applied it) waits a little for its group0 to deliver the table, then
 fails the request, and the coordinator counts that as one replica failing. Handlers run the

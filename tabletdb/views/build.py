@@ -1,7 +1,7 @@
 """Building a new materialized view from the base table's existing rows.
 
 Run by the coordinator of CREATE MATERIALIZED VIEW once the view is in the catalog (from then
-on every base replica also maintains it for new writes, ``view_replica``). The coordinator scans
+on every base replica also maintains it for new writes, ``views.updates``). The coordinator scans
 the base and writes the view rows through the write coordinator: where it is the base's only
 replica it holds the table against derived writes (``DerivedLocks``) and reads its own stores;
 where the base is replicated it reads at QUORUM and writes at QUORUM without a lock. Each view

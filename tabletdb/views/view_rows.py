@@ -1,6 +1,6 @@
 """Materialized views kept up to date by a base replica: read the base partition before and after
 a write, and turn the difference of the rows' view keys and values into view mutations
-(``view_replica`` runs this on every base replica and delivers the result).
+(``views.updates`` runs this on every base replica and delivers the result).
 
 Reading the whole partition around the write is what makes every kind of base change (row and
 range deletions, updates of view-key columns) come out right without per-statement rules;

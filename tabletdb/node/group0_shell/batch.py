@@ -1,6 +1,6 @@
 """This node's schema changes, decided and committed in batches: one DDL turn for all that wait.
 
-The cluster-wide turn (`group0_guard`) costs round trips to the leader and a read barrier, and
+The cluster-wide turn (`node.group0_shell.guard`) costs round trips to the leader and a read barrier, and
 the commit an append, fsync and replication round trip; with one change per turn those are the
 whole cost of a DDL, and clients on different nodes queue for them. So the node takes one turn
 for every change waiting here, decides each on the state the previous one produces (chained

@@ -169,7 +169,7 @@ class Group0Service:
         """Decide on the latest state and commit; the outcome once this node applied it.
 
         Changes waiting on this node share one cluster-wide DDL turn and one Raft entry
-        (`group0_batch`); a change that lost a race is re-decided on the newer state.
+        (`node.group0_shell.batch`); a change that lost a race is re-decided on the newer state.
         """
         outcome = await self._ddl.change(decide, COMMAND_TIMEOUT)
         if not outcome.is_noop:

@@ -1,4 +1,4 @@
-"""The direct point read (``select_point``) answers exactly what the general SELECT path answers:
+"""The direct point read (``query.point_select``) answers exactly what the general SELECT path answers:
 random writes with TTLs, row and column deletions and nulls, read at random times, compared row
 for row (bytes) on single and composite partition keys and on outputs it encodes itself or
 hands to the general encoder."""

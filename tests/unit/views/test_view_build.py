@@ -1,4 +1,4 @@
-"""CREATE MATERIALIZED VIEW over existing data fills the view (``view_build``)."""
+"""CREATE MATERIALIZED VIEW over existing data fills the view (``views.build``)."""
 
 from __future__ import annotations
 

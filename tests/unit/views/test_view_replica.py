@@ -1,4 +1,4 @@
-"""Pairing of base replicas with view replicas (``view_replica.paired_replica``)."""
+"""Pairing of base replicas with view replicas (``views.updates.paired_replica``)."""
 
 from __future__ import annotations
 
