@@ -28,6 +28,8 @@ from tabletdb.group0.topology import (
     topology_to_plain,
 )
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
+from tabletdb.topology.commands import TopologyCommand, apply_command, command_from_plain, command_to_plain
+from tabletdb.topology.state import TopologyState, state_from_plain, state_to_plain
 
 ENTRY_FORMAT = 1
 SNAPSHOT_FORMAT = 1
@@ -39,6 +41,8 @@ class ClusterState:
     topology: Topology = field(default_factory=Topology)
     balancing_enabled: bool = True
     """Whether tablets may be moved (group0.balancing); backup pauses it."""
+    topology_state: TopologyState = field(default_factory=TopologyState)
+    """The topology coordinator's state machine (`topology.state`), guarded by its own id."""
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -69,7 +73,18 @@ class BatchEntry:
         return self.entries[0].command_id
 
 
-GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand
+@dataclass(frozen=True)
+class TopologyEntry:
+    """One topology coordinator step or queued request (`topology.commands`)."""
+
+    command: TopologyCommand
+
+    @property
+    def command_id(self) -> uuid.UUID:
+        return self.command.new_state_id
+
+
+GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand | TopologyEntry
 
 
 @dataclass(frozen=True)
@@ -96,8 +111,10 @@ def apply_entry(state: ClusterState, entry: GroupEntry) -> tuple[ClusterState, t
 
 
 def _apply_one(
-    state: ClusterState, entry: SchemaEntry | JoinCommand | BalancingCommand
+    state: ClusterState, entry: SchemaEntry | JoinCommand | BalancingCommand | TopologyEntry
 ) -> tuple[ClusterState, Applied]:
+    if isinstance(entry, TopologyEntry):
+        return _apply_topology(state, entry)
     if isinstance(entry, SchemaEntry):
         metadata, ok = g0.apply(state.metadata, entry.command)
         return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
@@ -107,6 +124,18 @@ def _apply_one(
     topology, ok = apply_join(state.topology, entry)
     joined = entry.record if ok and not known else None
     return replace(state, topology=topology), Applied(entry.command_id, ok, joined=joined)
+
+
+def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterState, Applied]:
+    """A stale step (decided on a topology state that moved on) changes nothing on any node."""
+    maps = state.metadata.tablets
+    topology, changed, ok = apply_command(state.topology_state, maps, entry.command)
+    if not ok:
+        return state, Applied(entry.command_id, False)
+    for table_id, tm in sorted(changed.items(), key=lambda kv: kv[0].bytes):
+        maps = maps.set(table_id, tm)
+    metadata = replace(state.metadata, tablets=maps)
+    return replace(state, metadata=metadata, topology_state=topology), Applied(entry.command_id, True)
 
 
 def _event_to_plain(e: SchemaChangeEvent) -> list[Any]:
@@ -139,6 +168,8 @@ def encode_entry(entry: GroupEntry) -> bytes:
         body = {"f": ENTRY_FORMAT, "k": "batch", "es": [_schema_to_plain(e) for e in entry.entries]}
     elif isinstance(entry, BalancingCommand):
         body = {"f": ENTRY_FORMAT, "k": "balancing", "c": balancing_to_plain(entry)}
+    elif isinstance(entry, TopologyEntry):
+        body = {"f": ENTRY_FORMAT, "k": "topology", "c": command_to_plain(entry.command)}
     else:
         body = {"f": ENTRY_FORMAT, "k": "join", "c": join_to_plain(entry)}
     return msgpack.packb(body, use_bin_type=True)
@@ -156,6 +187,8 @@ def decode_entry(data: bytes) -> GroupEntry:
         return join_from_plain(body["c"])
     if body["k"] == "balancing":
         return balancing_from_plain(body["c"])
+    if body["k"] == "topology":
+        return TopologyEntry(command_from_plain(body["c"]))
     raise ValueError(f"unknown group0 entry kind {body['k']!r}")
 
 
@@ -166,6 +199,7 @@ def encode_snapshot(state: ClusterState) -> bytes:
             "metadata": g0.encode_state(state.metadata),
             "topology": topology_to_plain(state.topology),
             "balancing": state.balancing_enabled,
+            "topology_state": state_to_plain(state.topology_state),
         },
         use_bin_type=True,
     )
@@ -182,4 +216,5 @@ def decode_snapshot(data: bytes) -> ClusterState:
         g0.decode_state(body["metadata"]),
         topology_from_plain(body["topology"]),
         bool(body.get("balancing", True)),
+        state_from_plain(body["topology_state"]) if "topology_state" in body else TopologyState(),
     )
