@@ -33,7 +33,7 @@ class Cluster:
     tablets: dict[uuid.UUID, TabletMap]
     alive: set[uuid.UUID]
     obs: co.Observations = field(default_factory=lambda: co.Observations(alive=frozenset()))
-    config: co.CoordinatorConfig = co.CoordinatorConfig()
+    config: co.CoordinatorConfig = field(default_factory=co.CoordinatorConfig)
     actions: list[co.Action] = field(default_factory=list)
     commands: list[TopologyCommand] = field(default_factory=list)
     check: Callable[[Cluster, TopologyCommand, co.Observations], None] | None = None
