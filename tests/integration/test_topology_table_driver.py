@@ -19,3 +19,16 @@ def test_system_topology_shows_the_node_as_normal(session: Any) -> None:
     )
     assert one.one().node_state == "normal"
     assert list(session.execute("SELECT * FROM system.topology_requests")) == []
+
+
+def test_every_member_of_a_cluster_is_a_normal_row(node_factory: Any) -> None:
+    from tests.harness.clients import scylla_cluster
+
+    nodes = node_factory.start_cluster(3)
+    with scylla_cluster(nodes[1]) as cluster:
+        session = cluster.connect()
+        rows = list(session.execute("SELECT host_id, node_state, version FROM system.topology"))
+        peers = {r.host_id for r in session.execute("SELECT host_id FROM system.peers")}
+        local = session.execute("SELECT host_id FROM system.local").one().host_id
+    assert {r.host_id for r in rows} == peers | {local} and len(rows) == 3
+    assert {r.node_state for r in rows} == {"normal"}

@@ -93,3 +93,25 @@ def test_group0_applies_a_topology_step_once_and_drops_a_stale_one() -> None:
     after, (again,) = apply_entry(state, TopologyEntry(rival.command))
     assert not again.took_effect and after is state
     assert decode_snapshot(encode_snapshot(state)) == state
+
+
+def test_a_member_admitted_by_a_join_command_is_normal_and_stales_earlier_steps() -> None:
+    from tabletdb.group0.topology import JoinCommand, NodeRecord
+
+    c = cluster()
+    c.request(RequestKind.LEAVE, host(0))
+    state = ClusterState(
+        metadata=Group0State(tablets=FrozenMap([(TABLE, c.tablets[TABLE])])), topology_state=c.topology
+    )
+    step = co.step(c.view(), co.Observations(alive=frozenset(c.alive)), new_id())
+    assert isinstance(step, co.Propose)
+    newcomer = uuid.UUID(int=77 << 80)
+    record = NodeRecord(newcomer, "10.0.0.9", "10.0.0.9", "dc", "r", (1,), frozenset())
+    join = JoinCommand(uuid.uuid1(), "c", record)
+    state, (applied,) = apply_entry(state, join)
+    assert applied.took_effect and state.topology_state.state_of(newcomer) is NodeState.NORMAL
+    assert state.topology_state.state_id == join.command_id
+    after, (stale,) = apply_entry(state, TopologyEntry(step.command))
+    assert not stale.took_effect and after.topology_state.state_of(newcomer) is NodeState.NORMAL
+    again, _ = apply_entry(state, join)  # a refreshed record of a known member changes nothing here
+    assert again.topology_state == state.topology_state
