@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 
@@ -22,12 +23,17 @@ def test_system_topology_shows_the_node_as_normal(session: Any) -> None:
 
 
 def test_every_member_of_a_cluster_is_a_normal_row(node_factory: Any) -> None:
-    from tests.harness.clients import scylla_cluster
+    from tests.harness.clients import pinned_cluster
 
     nodes = node_factory.start_cluster(3)
-    with scylla_cluster(nodes[1]) as cluster:
+    with pinned_cluster(nodes[1]) as cluster:  # system tables answer for the node asked
         session = cluster.connect()
-        rows = list(session.execute("SELECT host_id, node_state, version FROM system.topology"))
+        deadline = time.monotonic() + 60  # a liveness bound: the node applies the last join
+        while True:
+            rows = list(session.execute("SELECT host_id, node_state, version FROM system.topology"))
+            if len(rows) == 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         peers = {r.host_id for r in session.execute("SELECT host_id FROM system.peers")}
         local = session.execute("SELECT host_id FROM system.local").one().host_id
     assert {r.host_id for r in rows} == peers | {local} and len(rows) == 3
