@@ -69,6 +69,7 @@ def test_cli_reports_and_fails_on_a_finding() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~2-5 s a seed on a loaded two-core box
 def test_many_seeds_pass_and_the_coordinator_crashes_after_every_step() -> None:
     results = run_topology_seeds(100, 120)
     failures = [r.describe() for r in results if not r.ok]
