@@ -43,11 +43,13 @@ class CoordinatorConfig:
 
 @dataclass(frozen=True)
 class View:
-    """What the step decides on: group0's topology state and tablet maps, and shard counts."""
+    """What the step decides on: group0's topology state and tablet maps, and (from group0's
+    membership records) each node's shard count and (datacenter, rack)."""
 
     topology: TopologyState
     tablets: Mapping[uuid.UUID, TabletMap]
     shards: Mapping[uuid.UUID, int] = field(default_factory=dict)
+    locations: Mapping[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ def step(
 def _start(view: View, request: Request, new_id: uuid.UUID) -> Action:
     t = view.topology
     try:
-        moves = plan_moves(request, t, view.tablets, view.shards)
+        moves = plan_moves(request, t, view.tablets, view.shards, view.locations)
     except PlanError as e:
         failed = t.finished(RequestResult(request, f"{request.kind.value} of {request.host_id} refused: {e}"))
         if request.kind in (RequestKind.JOIN, RequestKind.REPLACE):

@@ -1,11 +1,14 @@
 """Which tablet replicas a request moves, and where: pure, deterministic plans.
 
-- join: the new node takes replicas from the most loaded hosts until it holds its fair share
-  of every table (the rest is the balancer's work, next issue);
-- leave / remove: every replica on the node moves to the least loaded NORMAL node that does
-  not hold the tablet yet (for remove it is rebuilt from the surviving replicas: REBUILD);
-- replace: every replica of the replaced node is rebuilt on the replacing node.
-Ties are broken by host id and tablet id, so every coordinator plans the same moves.
+- join: the new node takes replicas from the most loaded hosts of its datacenter until it holds
+  its fair share of the replicas there, per table (the rest is the balancer's work, next issue);
+- leave / remove: every replica on the node moves to the least loaded NORMAL node of the same
+  datacenter that does not hold the tablet yet (for remove it is rebuilt from the surviving
+  replicas: REBUILD);
+- replace: every replica of the replaced node is rebuilt on the replacing node (same datacenter).
+Replicas never change datacenter (the keyspace's per-DC replication stays true); among equals a
+target whose rack the tablet's other replicas do not use yet is preferred. Ties are broken by
+host id and tablet id, so every coordinator plans the same moves.
 """
 
 from __future__ import annotations
@@ -26,6 +29,19 @@ class PlanError(Exception):
 
 Moves = tuple[tuple[uuid.UUID, int, TabletInfo], ...]
 """(table id, tablet id, the tablet's entry with its migration begun)."""
+Locations = Mapping[uuid.UUID, tuple[str, str]]
+"""(datacenter, rack) by host id; a host missing here is in ("", "")."""
+
+
+def _where(locations: Locations, host: uuid.UUID) -> tuple[str, str]:
+    return locations.get(host, ("", ""))
+
+
+def _rack_clash(locations: Locations, tablet: TabletInfo, source: uuid.UUID, target: uuid.UUID) -> bool:
+    """Whether `target`'s rack is already used by the tablet's replicas other than `source`."""
+    return _where(locations, target) in {
+        _where(locations, r.host) for r in tablet.replicas if r.host != source
+    }
 
 
 def _load(tm: TabletMap) -> dict[uuid.UUID, int]:
@@ -53,22 +69,30 @@ def _begin(
     return replace(started, transition=TransitionKind.REBUILD) if rebuild else started
 
 
-def _plan_join(tm: TabletMap, new: uuid.UUID, owners: int, shards: Mapping[uuid.UUID, int]) -> Moves:
-    load = _load(tm)
-    replicas_total = sum(load.values())
-    share = replicas_total // (owners + 1)
+def _plan_join(
+    tm: TabletMap,
+    new: uuid.UUID,
+    owners: tuple[uuid.UUID, ...],
+    shards: Mapping[uuid.UUID, int],
+    loc: Locations,
+) -> Moves:
+    dc = _where(loc, new)[0]
+    load = {h: n for h, n in _load(tm).items() if _where(loc, h)[0] == dc}
+    local_owners = [h for h in owners if _where(loc, h)[0] == dc]
+    share = sum(load.values()) // (len(local_owners) + 1)
     moves: list[tuple[uuid.UUID, int, TabletInfo]] = []
     taken: set[int] = set()
     while len(moves) < share:
         candidates = [
-            (-load.get(r.host, 0), r.host, tid)
+            (_rack_clash(loc, tablet, r.host, new), -load[r.host], r.host, tid)
             for tid, tablet in enumerate(tm.tablets)
             if tid not in taken and not tablet.in_transition and new not in tablet.replica_hosts()
             for r in tablet.replicas
+            if r.host in load
         ]
         if not candidates:
             break
-        _, host, tid = min(candidates)
+        _, _, host, tid = min(candidates)
         source = next(r for r in tm.tablets[tid].replicas if r.host == host)
         target = TabletReplica(new, len(moves) % max(1, shards.get(new, 1)))
         moves.append((tm.table_id, tid, _begin(tm, tid, source, target, rebuild=False)))
@@ -83,8 +107,11 @@ def _plan_away(
     candidates: tuple[uuid.UUID, ...],
     shards: Mapping[uuid.UUID, int],
     rebuild: bool,
+    loc: Locations,
 ) -> Moves:
     load = _load(tm)
+    dc = _where(loc, leaving)[0]
+    candidates = tuple(h for h in candidates if _where(loc, h)[0] == dc)
     moves: list[tuple[uuid.UUID, int, TabletInfo]] = []
     for tid, tablet in enumerate(tm.tablets):
         source = next((r for r in tablet.replicas if r.host == leaving), None)
@@ -95,9 +122,9 @@ def _plan_away(
             raise PlanError(
                 f"tablet {tid} of table {tm.table_id} has a replica on {leaving} and no other node to "
                 f"take it (its replicas: {', '.join(str(h) for h in tablet.replica_hosts())}; "
-                f"{len(candidates)} eligible node(s)); add a node first"
+                f"{len(candidates)} eligible node(s) in datacenter {dc!r}); add a node there first"
             )
-        target_host = min(eligible, key=lambda h: (load.get(h, 0), h))
+        target_host = min(eligible, key=lambda h: (_rack_clash(loc, tablet, leaving, h), load.get(h, 0), h))
         load[target_host] = load.get(target_host, 0) + 1
         target = TabletReplica(target_host, _shard_for(target_host, tm, shards))
         moves.append((tm.table_id, tid, _begin(tm, tid, source, target, rebuild)))
@@ -120,20 +147,28 @@ def plan_moves(
     topology: TopologyState,
     tablets: Mapping[uuid.UUID, TabletMap],
     shards: Mapping[uuid.UUID, int],
+    locations: Locations,
 ) -> Moves:
     """Every tablet move `request` needs, with each tablet's migration begun; PlanError if some
     replica has nowhere to go."""
     normal = tuple(h for h in topology.normal_nodes() if h not in topology.ignored)
+    if request.kind is RequestKind.REPLACE and request.replaced_id is not None:
+        old_dc, new_dc = _where(locations, request.replaced_id)[0], _where(locations, request.host_id)[0]
+        if old_dc != new_dc:
+            raise PlanError(
+                f"the replacing node is in datacenter {new_dc!r} but {request.replaced_id} was in "
+                f"{old_dc!r}; start the replacing node in the same datacenter"
+            )
     out: list[tuple[uuid.UUID, int, TabletInfo]] = []
     for table_id in sorted(tablets, key=lambda t: t.bytes):
         tm = tablets[table_id]
         if request.kind is RequestKind.JOIN:
-            out.extend(_plan_join(tm, request.host_id, len(normal), shards))
+            out.extend(_plan_join(tm, request.host_id, normal, shards, locations))
         elif request.kind is RequestKind.REPLACE:
             assert request.replaced_id is not None
             out.extend(_plan_replace(tm, request.replaced_id, request.host_id, shards))
         else:
             others = tuple(h for h in normal if h != request.host_id)
             rebuild = request.kind is RequestKind.REMOVE
-            out.extend(_plan_away(tm, request.host_id, others, shards, rebuild))
+            out.extend(_plan_away(tm, request.host_id, others, shards, rebuild, locations))
     return tuple(out)

@@ -36,11 +36,12 @@ class Cluster:
     config: co.CoordinatorConfig = field(default_factory=co.CoordinatorConfig)
     actions: list[co.Action] = field(default_factory=list)
     commands: list[TopologyCommand] = field(default_factory=list)
+    locations: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
     check: Callable[[Cluster, TopologyCommand, co.Observations], None] | None = None
     """Called with every command the coordinator proposes and the observations it decided on."""
 
     def view(self) -> co.View:
-        return co.View(self.topology, self.tablets, {h: 2 for h in self.topology.nodes})
+        return co.View(self.topology, self.tablets, {h: 2 for h in self.topology.nodes}, self.locations)
 
     def apply(self, command: TopologyCommand) -> bool:
         self.topology, changed, ok = apply_command(self.topology, self.tablets, command)

@@ -217,7 +217,7 @@ def test_a_decommission_with_nowhere_to_move_fails_and_leaves_the_node_normal() 
     c.request(RequestKind.LEAVE, host(0))
     c.run()
     (result,) = c.topology.results
-    assert "no other node to take it" in result.error and "add a node first" in result.error
+    assert "no other node to take it" in result.error and "add a node there first" in result.error
     assert c.topology.state_of(host(0)) is NodeState.NORMAL
     assert c.topology.transition is None
 
@@ -233,3 +233,65 @@ def test_queued_joins_all_end_normal() -> None:
     assert all(c.topology.state_of(h) is NodeState.NORMAL for h in new)
     assert [r.request.host_id for r in c.topology.results] == new
     assert_healthy(c)
+
+
+def _two_dcs() -> Cluster:
+    """Hosts 0-3 in dc1 (racks a, b, b, a) and 4-7 in dc2; each tablet has two replicas per DC,
+    on two racks in dc1."""
+    c = cluster(nodes=8, tablets=8, rf=2)
+    dc1, dc2 = [host(i) for i in range(4)], [host(i) for i in range(4, 8)]
+    from tabletdb.tablets.tablet_map import TabletMap, TabletReplica
+
+    replicas = [
+        [
+            TabletReplica(dc1[i % 4], 0),
+            TabletReplica(dc1[(i + 2) % 4], 0),
+            TabletReplica(dc2[i % 4], 0),
+            TabletReplica(dc2[(i + 1) % 4], 0),
+        ]
+        for i in range(8)
+    ]
+    c.tablets = {TABLE: TabletMap.even(TABLE, replicas)}
+    c.locations = {h: ("dc1", "abba"[i]) for i, h in enumerate(dc1)} | {h: ("dc2", "r") for h in dc2}
+    return c
+
+
+def _per_dc(c: Cluster) -> list[tuple[int, int]]:
+    return [
+        (
+            sum(c.locations[h][0] == "dc1" for h in t.replica_hosts()),
+            sum(c.locations[h][0] == "dc2" for h in t.replica_hosts()),
+        )
+        for t in c.tablets[TABLE].tablets
+    ]
+
+
+def test_replicas_stay_in_their_datacenter_and_spread_over_racks() -> None:
+    c = _two_dcs()
+    assert set(_per_dc(c)) == {(2, 2)}
+    c.request(RequestKind.LEAVE, host(0))
+    c.run()
+    assert set(_per_dc(c)) == {(2, 2)} and c.replicas_of(host(0)) == 0
+    # host 0's partner is always host 2 (rack b); of the equally loaded hosts 1 (b) and 3 (a) the
+    # move must pick 3, whose rack the tablet does not use yet
+    for t in c.tablets[TABLE].tablets:
+        assert {c.locations[h][1] for h in t.replica_hosts() if c.locations[h][0] == "dc1"} == {"a", "b"}
+    new = host(20)
+    c.locations[new] = ("dc2", "r")
+    c.alive.add(new)
+    c.request(RequestKind.JOIN, new)
+    c.run()
+    assert set(_per_dc(c)) == {(2, 2)} and c.replicas_of(new) == 16 // 5
+
+
+def test_replace_in_another_datacenter_is_refused() -> None:
+    c = _two_dcs()
+    old, new = host(1), host(30)
+    c.locations[new] = ("dc2", "r")
+    c.alive.discard(old)
+    c.alive.add(new)
+    c.request(RequestKind.REPLACE, new, replaced=old)
+    c.run()
+    (result,) = c.topology.results
+    assert "in datacenter 'dc2'" in result.error and "same datacenter" in result.error
+    assert c.topology.state_of(new) is NodeState.LEFT and c.topology.state_of(old) is NodeState.NORMAL
