@@ -295,3 +295,17 @@ def test_replace_in_another_datacenter_is_refused() -> None:
     (result,) = c.topology.results
     assert "in datacenter 'dc2'" in result.error and "same datacenter" in result.error
     assert c.topology.state_of(new) is NodeState.LEFT and c.topology.state_of(old) is NodeState.NORMAL
+
+
+def test_barriers_include_the_joining_node_and_not_nodes_that_left_or_only_queued() -> None:
+    c = cluster()
+    c.request(RequestKind.LEAVE, host(3))
+    c.run()
+    joining, queued = host(20), host(21)
+    c.alive |= {joining, queued}
+    c.request(RequestKind.JOIN, joining)
+    c.request(RequestKind.JOIN, queued)
+    c.execute(c.step())  # start the first join
+    barrier = c.step()
+    assert isinstance(barrier, co.Barrier)
+    assert set(barrier.nodes) == {host(0), host(1), host(2), joining}
