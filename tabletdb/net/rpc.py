@@ -280,14 +280,20 @@ class RpcNode:
     async def _accept(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, encrypted: bool
     ) -> None:
-        conn = await self._handshake(reader, writer, encrypted)
-        if conn is None:
-            return
-        self._inbound.add(conn)
+        """The task asyncio runs per accepted connection. Cancelled at shutdown (a TLS connection
+        may still be closing then), it ends quietly: nothing awaits it, and asyncio's stream
+        server would log the cancellation as an error."""
         try:
-            await self._read_loop(conn, None)
-        finally:
-            self._inbound.discard(conn)
+            conn = await self._handshake(reader, writer, encrypted)
+            if conn is None:
+                return
+            self._inbound.add(conn)
+            try:
+                await self._read_loop(conn, None)
+            finally:
+                self._inbound.discard(conn)
+        except asyncio.CancelledError:
+            writer.transport.abort()
 
     async def _handshake(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, encrypted: bool

@@ -193,7 +193,7 @@ class NodeConfig:
     """Client connections accepted at once; further ones are closed on accept. -1: no limit."""
     native_transport_idle_timeout_in_ms: int = 0
     """Close a client connection that sends nothing this long with nothing in flight; 0: never."""
-    # --- TLS (ScyllaDB's names; see "Encryption" in docs/operations.md) ---------------------------
+    # --- TLS (ScyllaDB's names; see "Encryption" in README.md) ------------------------------------
     server_encryption_options: ServerEncryption = ServerEncryption()
     """Internode TLS: internode_encryption none/all/dc/rack, certificate, keyfile, truststore,
     require_client_auth. TLS connections go to ssl_storage_port."""
