@@ -9,11 +9,15 @@ field is ignored, so one node cannot speak for another.
 
 The cluster's rules (`ClusterAuthority`) are pure: they read membership through `MembershipView`
 (group0's topology on a node) and never do I/O. A stranger, a node of another cluster or group,
-a node that answers for another host id, and a plaintext connection that the encryption policy
-forbids are refused at the handshake. A node that is not (or no longer) a member passes the
-handshake but may only send the join verbs: that is the narrow door a new node uses to ask the
-group0 leader to admit it. Every other message from it is refused, checked per message, so a
-node that left is cut off at once and a joiner is let in as soon as its join is applied.
+a node that answers for another host id, a member's host id claimed from an address other than
+the member's, and a plaintext connection that the encryption policy forbids are refused at the
+handshake. (A HELLO is a claim; what makes it hard to forge is the address check, which needs
+the member's address, and TLS with client certificates, which needs the cluster's CA.)
+
+A node that is not (or no longer) a member passes the handshake but may only send the join
+verbs: that is the narrow door a new node uses to ask the group0 leader to admit it. Every other
+message from it is refused, checked per message, so a node that left is cut off at once and a
+joiner is let in as soon as its join is applied.
 
 The joining node's side: its own log is empty until the leader's first entries arrive, so it
 cannot check the leader against membership. It learns the group0 id from the seed it asked to
@@ -135,9 +139,10 @@ class Authority(Protocol):
         """This node's HELLO payload towards `peer` (None: answering an inbound connection)."""
         ...
 
-    def admit(self, hello: Any, encrypted: bool, outbound_to: int | None) -> Peer:
+    def admit(self, hello: Any, encrypted: bool, outbound_to: int | None, source: str | None) -> Peer:
         """The peer behind `hello`; raises HandshakeRefused. `outbound_to`: the id this node
-        dialled (None: the peer called in)."""
+        dialled (None: the peer called in); `source`: the address an inbound connection came
+        from."""
         ...
 
     def refusal(self, peer: Peer, verb: str) -> str | None:
@@ -159,7 +164,7 @@ class TrustAll:
     def hello(self, peer: int | None) -> Any:
         return {"node_id": self._node_id}
 
-    def admit(self, hello: Any, encrypted: bool, outbound_to: int | None) -> Peer:
+    def admit(self, hello: Any, encrypted: bool, outbound_to: int | None, source: str | None) -> Peer:
         try:
             node_id = _int(hello["node_id"])
         except (KeyError, TypeError) as exc:
@@ -185,6 +190,10 @@ class MembershipView(Protocol):
 
     def host_of(self, node_id: int) -> tuple[uuid.UUID, Location] | None:
         """The member with RPC id `node_id` (None: not a member, e.g. a seed known by address)."""
+        ...
+
+    def address_of(self, host_id: uuid.UUID) -> str | None:
+        """The address group0 records for the member (None: not a member)."""
         ...
 
     def joining(self) -> bool:
@@ -233,7 +242,7 @@ class ClusterAuthority:
             me.node_id, me.host_id, me.cluster_name, self.view.group0_id, me.location, expected
         ).to_plain()
 
-    def admit(self, hello: Any, encrypted: bool, outbound_to: int | None) -> Peer:
+    def admit(self, hello: Any, encrypted: bool, outbound_to: int | None, source: str | None) -> Peer:
         h = Hello.from_plain(hello)
         who = f"node {h.host_id} (id {h.node_id})"
         me = self.me
@@ -256,6 +265,11 @@ class ClusterAuthority:
         member = self.view.member(h.host_id)
         if member is not None and member[0] != h.node_id:
             raise HandshakeRefused(f"{who}: group0 knows this host as id {member[0]}")
+        recorded = self.view.address_of(h.host_id) if member is not None else None
+        if recorded is not None and source is not None and source != recorded:
+            raise HandshakeRefused(
+                f"{who} connected from {source}, but group0 records this member at {recorded}"
+            )
         location = member[1] if member is not None else h.location
         provisional = False
         if member is None and self.view.joining() and h.group0_id is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import itertools
 import logging
 import ssl
@@ -40,6 +41,9 @@ Handler = Callable[[int, Any], Awaitable[Any]]
 
 HANDSHAKE_TIMEOUT = 10.0
 """How long an accepted connection may take to say who it is before it is closed."""
+HANDSHAKE_REPLY_TIMEOUT = 5.0
+"""How long a caller waits for the HELLO answer of a peer that accepted its connection (a
+loaded node may take a while to schedule it; a refusal comes back at once)."""
 MAX_WARNED = 1000
 """Distinct refusals logged at WARNING; after that they are logged at DEBUG (bounded memory)."""
 
@@ -239,11 +243,13 @@ class RpcNode:
             context, port = self.tls.client, self.tls_port
         try:
             async with asyncio.timeout(self.connect_timeout):
-                reader, writer = await asyncio.open_connection(host, port, ssl=context)
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=context, local_addr=self._source_address()
+                )
         except (OSError, TimeoutError, ssl.SSLError) as exc:
             raise PeerUnreachable(f"node {peer} at {host}:{port}: connect failed: {exc!r}") from exc
         try:
-            async with asyncio.timeout(self.connect_timeout):
+            async with asyncio.timeout(max(self.connect_timeout, HANDSHAKE_REPLY_TIMEOUT)):
                 writer.write(encode_frame([Kind.HELLO, 0, "", self.node_id, self.authority.hello(peer)]))
                 await writer.drain()
                 reply = await read_frame(reader)
@@ -251,7 +257,9 @@ class RpcNode:
                 raise HandshakeRefused(f"answered the handshake with {reply!r:.100}")
             if reply[0] == Kind.ERROR:
                 raise HandshakeRefused(f"refused this node: {reply[4]}")
-            return _Connection(reader, writer, self.authority.admit(reply[4], context is not None, peer))
+            return _Connection(
+                reader, writer, self.authority.admit(reply[4], context is not None, peer, None)
+            )
         except (HandshakeRefused, FrameError) as exc:
             writer.close()
             self._warn_once(f"node {self.node_id}: handshake with node {peer} at {host}:{port} failed: {exc}")
@@ -259,6 +267,14 @@ class RpcNode:
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
             writer.close()
             raise PeerUnreachable(f"node {peer} at {host}:{port}: handshake failed: {exc!r}") from exc
+
+    def _source_address(self) -> tuple[str, int] | None:
+        """Connect from the address this node listens on (the one group0 records for it): peers
+        check that a member's connection comes from the member's address."""
+        with contextlib.suppress(ValueError):
+            if not ipaddress.ip_address(self.host).is_unspecified:
+                return (self.host, 0)
+        return None
 
     def _drop_outbound(self, peer: int, conn: _Connection) -> None:
         if self._outbound.get(peer) is conn:
@@ -300,13 +316,14 @@ class RpcNode:
     ) -> _Connection | None:
         """Admit the caller from its HELLO and answer with ours; None if it was refused (it got
         an ERROR saying why) or said nothing in time."""
-        address = writer.get_extra_info("peername")
+        peername = writer.get_extra_info("peername")
+        address = peername[0] if isinstance(peername, tuple) else peername  # not the port: log once per host
         try:
             async with asyncio.timeout(HANDSHAKE_TIMEOUT):
                 hello = await read_frame(reader)
             if not isinstance(hello, list) or len(hello) != 5 or hello[0] != Kind.HELLO:
                 raise HandshakeRefused(f"the first frame must be a HELLO, got {hello!r:.100}")
-            peer = self.authority.admit(hello[4], encrypted, None)
+            peer = self.authority.admit(hello[4], encrypted, None, address)
             writer.write(encode_frame([Kind.HELLO, 0, "", self.node_id, self.authority.hello(None)]))
             await writer.drain()
             return _Connection(reader, writer, peer)

@@ -31,6 +31,9 @@ class View:
                 return host, loc
         return None
 
+    def address_of(self, host_id: uuid.UUID) -> str | None:
+        return "127.0.0.1" if host_id in self.members else None
+
     def joining(self) -> bool:
         return self.me not in self.members
 

@@ -32,6 +32,10 @@ class TopologyView:
         record = self._topology().by_raft_id(node_id)
         return None if record is None else (record.host_id, _location(record))
 
+    def address_of(self, host_id: uuid.UUID) -> str | None:
+        record = self._topology().members.get(host_id)
+        return None if record is None else record.address
+
     def joining(self) -> bool:
         return self._me not in self._topology().members
 

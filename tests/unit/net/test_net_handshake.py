@@ -46,7 +46,7 @@ def _hello(host: uuid.UUID, **changes: object) -> dict[str, object]:
 def test_a_member_is_admitted_and_may_send_anything() -> None:
     peer = uuid.uuid4()
     auth = _authority(View({peer: HERE}))
-    admitted = auth.admit(_hello(peer), encrypted=False, outbound_to=None)
+    admitted = auth.admit(_hello(peer), encrypted=False, outbound_to=None, source="127.0.0.1")
     assert admitted.host_id == peer and admitted.node_id == raft_id_of(peer)
     assert auth.refusal(admitted, "data.truncate") is None
 
@@ -55,12 +55,12 @@ def test_a_stranger_may_only_ask_to_join_and_a_member_that_left_is_cut_off() -> 
     peer = uuid.uuid4()
     view = View({peer: HERE})
     auth = _authority(view)
-    admitted = auth.admit(_hello(peer), encrypted=False, outbound_to=None)
+    admitted = auth.admit(_hello(peer), encrypted=False, outbound_to=None, source="127.0.0.1")
     del view.members[peer]  # it left
     reason = auth.refusal(admitted, "data.truncate")
     assert reason is not None and str(peer) in reason and "not a member" in reason
     assert auth.refusal(admitted, JOIN) is None
-    stranger = auth.admit(_hello(uuid.uuid4()), encrypted=False, outbound_to=None)
+    stranger = auth.admit(_hello(uuid.uuid4()), encrypted=False, outbound_to=None, source="127.0.0.1")
     assert auth.refusal(stranger, "raft.msg") is not None
 
 
@@ -77,14 +77,14 @@ def test_identity_mismatches_are_refused(changes: dict[str, object], match: str)
     peer = uuid.uuid4()
     auth = _authority(View({peer: HERE}, group0=uuid.uuid4()))
     with pytest.raises(HandshakeRefused, match=match):
-        auth.admit(_hello(peer, **changes), encrypted=False, outbound_to=None)
+        auth.admit(_hello(peer, **changes), encrypted=False, outbound_to=None, source="127.0.0.1")
 
 
 def test_malformed_hellos_are_refusals_not_crashes() -> None:
     auth = _authority(View())
     for junk in (None, 7, {"node_id": 1}, {**_hello(uuid.uuid4()), "host_id": b"short"}):
         with pytest.raises(HandshakeRefused, match="malformed"):
-            auth.admit(junk, encrypted=False, outbound_to=None)
+            auth.admit(junk, encrypted=False, outbound_to=None, source="127.0.0.1")
 
 
 def test_a_joining_node_trusts_the_group0_its_seed_presented() -> None:
@@ -94,14 +94,23 @@ def test_a_joining_node_trusts_the_group0_its_seed_presented() -> None:
     del view.members[view.me]  # type: ignore[arg-type]  # not a member of its own view yet
     leader = uuid.uuid4()
     # An inbound peer before the seed answered: not trusted.
-    early = auth.admit(_hello(leader, group0_id=group0), encrypted=False, outbound_to=None)
+    early = auth.admit(
+        _hello(leader, group0_id=group0), encrypted=False, outbound_to=None, source="127.0.0.1"
+    )
     assert auth.refusal(early, "raft.msg") is not None
-    auth.admit(_hello(uuid.uuid4(), group0_id=group0), encrypted=False, outbound_to=-1)  # the seed
-    late = auth.admit(_hello(leader, group0_id=group0), encrypted=False, outbound_to=None)
+    auth.admit(
+        _hello(uuid.uuid4(), group0_id=group0), encrypted=False, outbound_to=-1, source=None
+    )  # the seed
+    late = auth.admit(_hello(leader, group0_id=group0), encrypted=False, outbound_to=None, source="127.0.0.1")
     assert auth.refusal(late, "raft.msg") is None
     with pytest.raises(HandshakeRefused, match="different cluster"):
-        auth.admit(_hello(uuid.uuid4(), group0_id=uuid.uuid4()), encrypted=False, outbound_to=None)
-    no_group = auth.admit(_hello(uuid.uuid4()), encrypted=False, outbound_to=None)
+        auth.admit(
+            _hello(uuid.uuid4(), group0_id=uuid.uuid4()),
+            encrypted=False,
+            outbound_to=None,
+            source="127.0.0.1",
+        )
+    no_group = auth.admit(_hello(uuid.uuid4()), encrypted=False, outbound_to=None, source="127.0.0.1")
     assert auth.refusal(no_group, "raft.msg") is not None
     view.members[view.me] = HERE  # type: ignore[index]  # joined: membership rules from now on
     assert auth.refusal(late, "raft.msg") is not None
@@ -126,9 +135,20 @@ def test_encryption_policy(mode: InternodeEncryption, other: Location | None, re
 def test_plaintext_from_another_dc_is_refused_under_dc_encryption() -> None:
     near, far = uuid.uuid4(), uuid.uuid4()
     auth = _authority(View({near: Location("dc1", "r2"), far: Location("dc2", "r1")}), InternodeEncryption.DC)
-    auth.admit(_hello(near), encrypted=False, outbound_to=None)
+    auth.admit(_hello(near), encrypted=False, outbound_to=None, source="127.0.0.1")
     # The member's location comes from group0, not from what its HELLO claims.
     with pytest.raises(HandshakeRefused, match="without TLS"):
-        auth.admit(_hello(far, location=HERE), encrypted=False, outbound_to=None)
-    auth.admit(_hello(far), encrypted=True, outbound_to=None)
+        auth.admit(_hello(far, location=HERE), encrypted=False, outbound_to=None, source="127.0.0.1")
+    auth.admit(_hello(far), encrypted=True, outbound_to=None, source="127.0.0.1")
     assert auth.must_encrypt(raft_id_of(far)) and not auth.must_encrypt(raft_id_of(near))
+
+
+def test_a_members_host_id_claimed_from_another_address_is_refused() -> None:
+    peer = uuid.uuid4()
+    auth = _authority(View({peer: HERE}))
+    with pytest.raises(
+        HandshakeRefused, match=r"connected from 10\.0\.0\.9, but group0 records this member at 127\.0\.0\.1"
+    ):
+        auth.admit(_hello(peer), encrypted=False, outbound_to=None, source="10.0.0.9")
+    # A connection this node dialled was checked by the address it chose (and expected_host_id).
+    auth.admit(_hello(peer), encrypted=False, outbound_to=raft_id_of(peer), source=None)

@@ -50,6 +50,9 @@ class _Own:
     def host_of(self, node_id: int) -> tuple[uuid.UUID, Location] | None:
         return self.view.host_of(node_id)
 
+    def address_of(self, host_id: uuid.UUID) -> str | None:
+        return self.view.address_of(host_id)
+
     def joining(self) -> bool:
         return self.me not in self.view.members
 
