@@ -19,7 +19,7 @@ from tabletdb.net.framing import encode_frame, read_frame
 from tabletdb.net.handshake import Hello, Location
 from tabletdb.net.rpc import Kind
 from tests.harness.certs import CertPair, TestCA
-from tests.harness.clients import run_cqlsh, scylla_cluster
+from tests.harness.clients import pinned_cluster, run_cqlsh, scylla_cluster
 from tests.harness.node import NodeFactory, TestNode
 from tests.harness.probe import ProbeError, probe_options
 
@@ -35,13 +35,19 @@ def _options(ca: TestCA, pair: CertPair) -> dict[str, object]:
 
 
 def _raw_internode(
-    host: str, port: int, frames: list[list[Any]], context: ssl.SSLContext | None = None
+    host: str,
+    port: int,
+    frames: list[list[Any]],
+    context: ssl.SSLContext | None = None,
+    source: str | None = None,
 ) -> list[Any]:
-    """Send `frames` on one internode connection and collect the answers until it closes."""
+    """Send `frames` on one internode connection (from `source`, if given) and collect the
+    answers until it closes."""
     import asyncio
 
     async def run() -> list[Any]:
-        reader, writer = await asyncio.open_connection(host, port, ssl=context)
+        local = (source, 0) if source else None
+        reader, writer = await asyncio.open_connection(host, port, ssl=context, local_addr=local)
         for frame in frames:
             writer.write(encode_frame(frame))
         await writer.drain()
@@ -171,4 +177,50 @@ def test_three_node_tls_cluster(node_factory: NodeFactory, tmp_path: Path) -> No
     )
     out = run_cqlsh(nodes[1], "SELECT count(*) FROM ks.t", args=["--ssl"], home=home).check().stdout
     assert str(ROWS) in out
+    assert all(node.running for node in nodes)
+
+
+@pytest.mark.slow
+def test_dc_encryption_tls_across_datacenters_plaintext_refused(
+    node_factory: NodeFactory, tmp_path: Path
+) -> None:
+    """internode_encryption: dc with nodes in dc1, dc1 and dc2: the cluster forms and answers
+    at ALL; a plaintext connection claiming the dc2 node, from its own address, is refused."""
+    from cassandra import ConsistencyLevel
+
+    ca = TestCA(tmp_path / "certs")
+
+    def options(name: str, dc: str) -> dict[str, object]:
+        pair = ca.issue(name)
+        files = f"certificate: {pair.certificate}, keyfile: {pair.keyfile}, truststore: {ca.certificate}"
+        return {"server_encryption_options": f"{{internode_encryption: dc, {files}}}", "dc": dc}
+
+    first = node_factory.start_node(options=options("n1", "dc1"))
+    nodes = [first]
+    for name, dc in (("n2", "dc1"), ("n3", "dc2")):
+        nodes.append(node_factory.start_node(seeds=[first.host], options=options(name, dc)))
+    with scylla_cluster(nodes) as cluster:
+        session = cluster.connect()
+        session.execute(
+            "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 1}"
+        )
+        session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+        from cassandra.query import SimpleStatement
+
+        for k in range(ROWS):
+            insert = SimpleStatement(
+                "INSERT INTO ks.t (k, v) VALUES (%s, 'v')", consistency_level=ConsistencyLevel.ALL
+            )
+            session.execute(insert, (k,))
+        assert _count(session, ConsistencyLevel.ALL) == ROWS
+        far = nodes[2]
+        with pinned_cluster(far) as pinned:
+            far_host_id = pinned.connect().execute("SELECT host_id FROM system.local").one()[0]
+        hello = Hello(
+            raft_id_of(far_host_id), far_host_id, "Test Cluster", None, Location("dc1", "rack1"), None
+        )
+        answers = _raw_internode(
+            first.host, 7000, [[Kind.HELLO, 0, "", 0, hello.to_plain()]], source=far.host
+        )
+        assert answers and answers[0][0] == Kind.ERROR and "without TLS" in answers[0][4]
     assert all(node.running for node in nodes)
