@@ -51,6 +51,7 @@ test: install lint
 
 soak: install
 	$(BIN)/tabletdb sim raft --seeds 5000
+	$(BIN)/tabletdb sim topology --seeds 500
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
 
 bench: install

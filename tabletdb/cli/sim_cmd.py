@@ -1,4 +1,5 @@
-"""``tabletdb sim raft``: run seeded Raft simulations and report every failing seed with its replay.
+"""``tabletdb sim raft`` / ``sim topology``: run seeded Raft (or topology coordinator) simulations
+and report every failing seed with its replay.
 
 The last line is always ``seeds: N, ops: X, violations: V`` so scripts (``make soak``) can parse
 it, and the exit status is 1 when any seed found a violation.
@@ -15,6 +16,7 @@ import click
 
 from tabletdb.sim.nemesis import FAULT_KINDS
 from tabletdb.sim.runner import SeedResult, run_seed
+from tabletdb.sim.topo_seed import PLANTED_BUGS, TopologySeedResult, run_topology_seed
 
 
 def _one(args: tuple[int, int, int, bool, tuple[str, ...]]) -> SeedResult:
@@ -89,4 +91,67 @@ def raft_command(
     click.echo(f"{failing} failing seeds; {rate:.0f} simulated ops per wall-clock second ({elapsed:.1f}s)")
     click.echo(f"seeds: {seeds}, ops: {total_ops}, violations: {violations}")
     if violations:
+        raise SystemExit(1)
+
+
+def _one_topology(args: tuple[int, int, str]) -> TopologySeedResult:
+    seed, requests, planted_bug = args
+    return run_topology_seed(seed, requests=requests, planted_bug=planted_bug)
+
+
+def _topology_results(work: list[tuple[int, int, str]], jobs: int) -> Iterator[TopologySeedResult]:
+    if jobs <= 1 or len(work) < 8:
+        yield from map(_one_topology, work)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(_one_topology, work, chunksize=2)
+
+
+@sim_group.command(name="topology")
+@click.option("--seeds", type=click.IntRange(min=1), default=100, show_default=True, help="Number of seeds.")
+@click.option("--start", type=click.IntRange(min=0), default=0, show_default=True, help="First seed.")
+@click.option(
+    "--requests",
+    type=click.IntRange(min=1),
+    default=6,
+    show_default=True,
+    help="Topology requests (join, decommission, removenode, replace) the operator makes per seed.",
+)
+@click.option(
+    "--planted-bug",
+    type=click.Choice(PLANTED_BUGS),
+    default=None,
+    help="Run with a deliberate bug the checkers must catch.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Worker processes (0: one per CPU). Results do not depend on it.",
+)
+@click.option("--verbose", is_flag=True, help="Print a line for every seed, not only failing ones.")
+@click.option("--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines).")
+def topology_command(
+    seeds: int, start: int, requests: int, planted_bug: str | None, jobs: int, verbose: bool, trace: bool
+) -> None:
+    """Run seeds START..START+SEEDS-1 of the topology coordinator simulation."""
+    started = time.perf_counter()
+    failing = finished = rolled_back = 0
+    work = [(seed, requests, planted_bug or "") for seed in range(start, start + seeds)]
+    for result in _topology_results(work, jobs or os.cpu_count() or 1):
+        finished += result.finished
+        rolled_back += result.rolled_back
+        if not result.ok:
+            failing += 1
+        if verbose or not result.ok:
+            click.echo(result.describe())
+        if trace and not result.ok:
+            click.echo("\n".join(result.trace[-60:]))
+    elapsed = time.perf_counter() - started
+    click.echo(f"{failing} failing seeds ({elapsed:.1f}s)")
+    click.echo(
+        f"seeds: {seeds}, requests finished: {finished}, rolled back: {rolled_back}, failing: {failing}"
+    )
+    if failing:
         raise SystemExit(1)

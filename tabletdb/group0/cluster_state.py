@@ -28,6 +28,9 @@ from tabletdb.group0.topology import (
     topology_to_plain,
 )
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
+from tabletdb.topology.commands import TopologyCommand, apply_command, command_from_plain, command_to_plain
+from tabletdb.topology.state import TopologyState, TopoNode, state_from_plain, state_to_plain
+from tabletdb.topology.states import NodeState
 
 ENTRY_FORMAT = 1
 SNAPSHOT_FORMAT = 1
@@ -39,6 +42,8 @@ class ClusterState:
     topology: Topology = field(default_factory=Topology)
     balancing_enabled: bool = True
     """Whether tablets may be moved (group0.balancing); backup pauses it."""
+    topology_state: TopologyState = field(default_factory=TopologyState)
+    """The topology coordinator's state machine (`topology.state`), guarded by its own id."""
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -69,7 +74,18 @@ class BatchEntry:
         return self.entries[0].command_id
 
 
-GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand
+@dataclass(frozen=True)
+class TopologyEntry:
+    """One topology coordinator step or queued request (`topology.commands`)."""
+
+    command: TopologyCommand
+
+    @property
+    def command_id(self) -> uuid.UUID:
+        return self.command.new_state_id
+
+
+GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand | TopologyEntry
 
 
 @dataclass(frozen=True)
@@ -96,8 +112,10 @@ def apply_entry(state: ClusterState, entry: GroupEntry) -> tuple[ClusterState, t
 
 
 def _apply_one(
-    state: ClusterState, entry: SchemaEntry | JoinCommand | BalancingCommand
+    state: ClusterState, entry: SchemaEntry | JoinCommand | BalancingCommand | TopologyEntry
 ) -> tuple[ClusterState, Applied]:
+    if isinstance(entry, TopologyEntry):
+        return _apply_topology(state, entry)
     if isinstance(entry, SchemaEntry):
         metadata, ok = g0.apply(state.metadata, entry.command)
         return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
@@ -106,7 +124,34 @@ def _apply_one(
     known = entry.record.host_id in state.topology.members
     topology, ok = apply_join(state.topology, entry)
     joined = entry.record if ok and not known else None
-    return replace(state, topology=topology), Applied(entry.command_id, ok, joined=joined)
+    topology_state = state.topology_state
+    if joined is not None and joined.host_id not in topology_state.nodes:
+        topology_state = _admitted_as_normal(topology_state, joined.host_id, entry.command_id)
+    return replace(state, topology=topology, topology_state=topology_state), Applied(
+        entry.command_id, ok, joined=joined
+    )
+
+
+def _admitted_as_normal(
+    topology_state: TopologyState, host_id: uuid.UUID, command_id: uuid.UUID
+) -> TopologyState:
+    """A member admitted by a join command owns data at once (that is how nodes join until the
+    coordinator's shell drives bootstrap); its state-machine record says so. The topology state
+    id moves to the join's id, so a coordinator step decided before the join goes stale instead
+    of overwriting the new record with a value that lacks it."""
+    return replace(topology_state.with_node(TopoNode(host_id, NodeState.NORMAL)), state_id=command_id)
+
+
+def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterState, Applied]:
+    """A stale step (decided on a topology state that moved on) changes nothing on any node."""
+    maps = state.metadata.tablets
+    topology, changed, ok = apply_command(state.topology_state, maps, entry.command)
+    if not ok:
+        return state, Applied(entry.command_id, False)
+    for table_id, tm in sorted(changed.items(), key=lambda kv: kv[0].bytes):
+        maps = maps.set(table_id, tm)
+    metadata = replace(state.metadata, tablets=maps)
+    return replace(state, metadata=metadata, topology_state=topology), Applied(entry.command_id, True)
 
 
 def _event_to_plain(e: SchemaChangeEvent) -> list[Any]:
@@ -139,6 +184,8 @@ def encode_entry(entry: GroupEntry) -> bytes:
         body = {"f": ENTRY_FORMAT, "k": "batch", "es": [_schema_to_plain(e) for e in entry.entries]}
     elif isinstance(entry, BalancingCommand):
         body = {"f": ENTRY_FORMAT, "k": "balancing", "c": balancing_to_plain(entry)}
+    elif isinstance(entry, TopologyEntry):
+        body = {"f": ENTRY_FORMAT, "k": "topology", "c": command_to_plain(entry.command)}
     else:
         body = {"f": ENTRY_FORMAT, "k": "join", "c": join_to_plain(entry)}
     return msgpack.packb(body, use_bin_type=True)
@@ -156,6 +203,8 @@ def decode_entry(data: bytes) -> GroupEntry:
         return join_from_plain(body["c"])
     if body["k"] == "balancing":
         return balancing_from_plain(body["c"])
+    if body["k"] == "topology":
+        return TopologyEntry(command_from_plain(body["c"]))
     raise ValueError(f"unknown group0 entry kind {body['k']!r}")
 
 
@@ -166,6 +215,7 @@ def encode_snapshot(state: ClusterState) -> bytes:
             "metadata": g0.encode_state(state.metadata),
             "topology": topology_to_plain(state.topology),
             "balancing": state.balancing_enabled,
+            "topology_state": state_to_plain(state.topology_state),
         },
         use_bin_type=True,
     )
@@ -182,4 +232,5 @@ def decode_snapshot(data: bytes) -> ClusterState:
         g0.decode_state(body["metadata"]),
         topology_from_plain(body["topology"]),
         bool(body.get("balancing", True)),
+        state_from_plain(body["topology_state"]) if "topology_state" in body else TopologyState(),
     )

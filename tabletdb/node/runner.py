@@ -46,6 +46,7 @@ from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.storage.commit_records import CommitLogCorrupt
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
+from tabletdb.systables.topology import ClusterTopology
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.topology.features import supported_features
 
@@ -207,7 +208,14 @@ class Node:
         state = self.metadata.state
         raft = self.membership.raft_info()
         versions = self.membership.versions_key()
-        key = (state.topology, state.state_id, raft, versions)
+        key = (
+            state.topology,
+            state.state_id,
+            state.topology_state.state_id,
+            state.balancing_enabled,
+            raft,
+            versions,
+        )
         if self._info_cache is not None and self._info_cache[0] == key:
             return self._info_cache[1]
         me = self.identity.host_id
@@ -225,7 +233,13 @@ class Node:
             for r in state.topology.members.values()
             if r.host_id != me
         )
-        info = replace(self._base_info, peers=peers, raft=raft)
+        cluster = ClusterTopology(
+            state.topology_state,
+            state.topology.members,
+            state.topology.enabled_features,
+            state.balancing_enabled,
+        )
+        info = replace(self._base_info, peers=peers, raft=raft, topology=cluster)
         self._info_cache = (key, info)
         return info
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 import ipaddress
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tabletdb.systables.topology import ClusterTopology
 
 RELEASE_VERSION = "3.0.8"
 CQL_VERSION = "3.3.1"
@@ -72,3 +76,5 @@ class NodeInfo:
     peers: tuple[PeerInfo, ...] = field(default=())
     bootstrapped: str = "COMPLETED"
     raft: RaftInfo | None = None
+    topology: ClusterTopology | None = None
+    """group0's topology (system.topology); None without group0."""

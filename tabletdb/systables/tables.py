@@ -52,6 +52,12 @@ from tabletdb.systables.node_info import (
     NodeInfo,
 )
 from tabletdb.systables.tablets import TABLETS_TABLE, tablets_rows
+from tabletdb.systables.topology import (
+    TOPOLOGY_REQUESTS_TABLE,
+    TOPOLOGY_TABLE,
+    topology_requests_rows,
+    topology_rows,
+)
 from tabletdb.tablets.tablet_map import TabletMap
 
 SYSTEM = "system"
@@ -322,6 +328,11 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
     "clients": (CLIENTS_TABLE, _clients_rows),
     "tablets": (TABLETS_TABLE, lambda state: tablets_rows(state.catalog, state.tablets)),
     "raft_state": (RAFT_STATE_TABLE, _raft_state_rows),
+    "topology": (
+        TOPOLOGY_TABLE,
+        lambda state: topology_rows(state.node.topology, state.node.ignore_msb, RELEASE_VERSION),
+    ),
+    "topology_requests": (TOPOLOGY_REQUESTS_TABLE, lambda state: topology_requests_rows(state.node.topology)),
 }
 
 

@@ -38,40 +38,47 @@ def _replicas_from_plain(data: list[list[Any]] | None, seen: _Replicas) -> tuple
     return tuple(replicas)
 
 
+def tablet_info_to_plain(t: TabletInfo) -> list[Any]:
+    """One tablet entry (topology commands move tablets one entry at a time)."""
+    return [
+        t.last_token,
+        _replicas_to_plain(t.replicas),
+        _replicas_to_plain(t.new_replicas),
+        None if t.stage is None else t.stage.value,
+        None if t.transition is None else t.transition.value,
+    ]
+
+
+def _info_from_plain(data: list[Any], seen: _Replicas) -> TabletInfo:
+    last, replicas, new_replicas, stage, transition = data
+    return TabletInfo(
+        int(last),
+        _replicas_from_plain(replicas, seen) or (),
+        _replicas_from_plain(new_replicas, seen),
+        None if stage is None else TransitionStage(stage),
+        None if transition is None else TransitionKind(transition),
+    )
+
+
+def tablet_info_from_plain(data: list[Any]) -> TabletInfo:
+    return _info_from_plain(data, {})
+
+
 def tablet_map_to_plain(tm: TabletMap) -> dict[str, Any]:
     return {
         "v": WIRE_VERSION,
         "table": tm.table_id.bytes,
         "resize": tm.resize.value,
         "seq": tm.resize_seq_number,
-        "tablets": [
-            [
-                t.last_token,
-                _replicas_to_plain(t.replicas),
-                _replicas_to_plain(t.new_replicas),
-                None if t.stage is None else t.stage.value,
-                None if t.transition is None else t.transition.value,
-            ]
-            for t in tm.tablets
-        ],
+        "tablets": [tablet_info_to_plain(t) for t in tm.tablets],
     }
 
 
 def tablet_map_from_plain(data: dict[str, Any]) -> TabletMap:
     if data.get("v") != WIRE_VERSION:
         raise ValueError(f"unsupported tablet map wire version {data.get('v')!r}, expected {WIRE_VERSION}")
-    tablets: list[TabletInfo] = []
     seen: _Replicas = {}
-    for last, replicas, new_replicas, stage, transition in data["tablets"]:
-        tablets.append(
-            TabletInfo(
-                int(last),
-                _replicas_from_plain(replicas, seen) or (),
-                _replicas_from_plain(new_replicas, seen),
-                None if stage is None else TransitionStage(stage),
-                None if transition is None else TransitionKind(transition),
-            )
-        )
+    tablets = [_info_from_plain(t, seen) for t in data["tablets"]]
     return TabletMap(
         uuid.UUID(bytes=bytes(data["table"])),
         tuple(tablets),

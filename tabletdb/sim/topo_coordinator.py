@@ -1,0 +1,131 @@
+"""The topology coordinator's I/O shell in the simulation: it runs the pure step function
+(`topology.coordinator.step`) on the leader's view of group0, carries out each action after a
+delay (barriers, streaming, cleanup, proposing a command), and forgets what it observed when it
+loses leadership or its node crashes, exactly as a real coordinator task would.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+
+from tabletdb.sim.topo_world import World
+from tabletdb.topology import coordinator as co
+from tabletdb.topology.commands import TopologyCommand
+from tabletdb.topology.states import NodeState
+
+
+class Coordinator:
+    """The I/O shell of the simulation: runs `co.step` on the leader's view, executes actions
+    with delays, and forgets its observations when it loses leadership or crashes."""
+
+    def __init__(self, world: World, config: co.CoordinatorConfig) -> None:
+        self.world = world
+        self.config = config
+        self.leader: uuid.UUID | None = None
+        self.epoch = 0
+        self.busy = False
+        self.obs = co.Observations(alive=frozenset())
+        self.after_commit: Callable[[TopologyCommand], None] = lambda command: None
+        """Set by the nemesis: may crash the coordinator right after its command commits."""
+
+    def elect(self) -> None:
+        w = self.world
+        members = [
+            h.host_id
+            for h in sorted(w.hosts.values(), key=lambda h: h.name)
+            if h.up
+            and h.serving
+            and w.in_majority(h.host_id)
+            and w.committed.topology.state_of(h.host_id) is NodeState.NORMAL
+        ]
+        leader = members[0] if members else None
+        if leader != self.leader:
+            self.leader = leader
+            self.epoch += 1
+            self.busy = False
+            self.obs = co.Observations(alive=frozenset())
+            w.log(f"coordinator is now {w.name(leader) if leader else 'nobody'} (epoch {self.epoch})")
+
+    def tick(self) -> None:
+        self.elect()
+        if self.leader is None or self.busy:
+            return
+        w = self.world
+        me = self.leader
+        alive = frozenset(h for h in w.hosts if w.reachable(me, h))
+        down = {h: s.down_since for h, s in w.hosts.items() if s.down_since is not None and h not in alive}
+        self.obs = replace(self.obs, alive=alive, now_ms=w.loop.now, down_since=down)
+        snap = w.view_of(me)
+        view = co.View(snap.topology, snap.tablets, {h: 1 for h in w.hosts})
+        action = co.step(view, self.obs, w.new_id(), self.config)
+        if isinstance(action, co.Idle):
+            return
+        self.busy = True
+        epoch = self.epoch
+        delay = w.rng.randint(1, 15)
+        if isinstance(action, co.Propose):
+            command = action.command
+            origin = f"{w.name(me)}#{epoch}"
+            reaches_group0 = w.in_majority(me)
+            w.loop.after(delay, lambda: self._proposed(epoch, command, origin, reaches_group0))
+        elif isinstance(action, co.Barrier):
+            w.loop.after(delay, lambda: self._barrier(epoch, me, action))
+        elif isinstance(action, co.Stream):
+            snapshots = [(t, w.snapshot_of(t.key[2], t.sources)) for t in action.tasks]
+            ok = all(all(w.reachable(s.host, t.target.host) for s in t.sources) for t in action.tasks)
+            w.loop.after(delay * 3, lambda: self._streamed(epoch, snapshots, ok))
+        else:
+            assert isinstance(action, co.Cleanup)
+            w.loop.after(delay, lambda: self._cleaned(epoch, me, action))
+
+    def _current(self, epoch: int) -> bool:
+        return epoch == self.epoch and self.leader is not None and self.world.hosts[self.leader].up
+
+    def _proposed(self, epoch: int, command: TopologyCommand, origin: str, reaches_group0: bool) -> None:
+        # An entry handed to group0 commits even if its proposer died meanwhile (and is then
+        # refused by the state-id guard if a newer coordinator moved the state on).
+        w = self.world
+        took = reaches_group0 and w.apply(command, origin)
+        if self._current(epoch) and self.leader is not None:
+            self.busy = False
+            w.catch_up(self.leader, full=True)
+            if took:
+                self.after_commit(command)
+
+    def _barrier(self, epoch: int, me: uuid.UUID, action: co.Barrier) -> None:
+        w = self.world
+        if not self._current(epoch):
+            return
+        self.busy = False
+        live = [h for h in action.nodes if h in w.hosts and w.hosts[h].up]
+        if not all(w.reachable(me, h) for h in live):
+            return
+        for h in live:
+            w.catch_up(h, full=True)
+        if all(w.view_of(h).topology.version >= action.version for h in live):
+            self.obs = replace(self.obs, barrier_version=action.version)
+
+    def _streamed(self, epoch: int, snapshots: list[tuple[co.StreamTask, set[int]]], ok: bool) -> None:
+        w = self.world
+        done = set()
+        for task, keys in snapshots:
+            still = all(w.reachable(s.host, task.target.host) for s in task.sources)
+            if ok and still:
+                w.stream(task.key[2], task.sources, task.target, keys)
+                done.add(task.key)
+        if self._current(epoch):
+            self.busy = False
+            self.obs = replace(self.obs, streamed=self.obs.streamed | done)
+
+    def _cleaned(self, epoch: int, me: uuid.UUID, action: co.Cleanup) -> None:
+        w = self.world
+        done = set()
+        for task in action.tasks:
+            if w.reachable(me, task.replica.host):
+                w.cleanup(task.key[2], task.replica)
+                done.add(task.key)
+        if self._current(epoch):
+            self.busy = False
+            self.obs = replace(self.obs, cleaned=self.obs.cleaned | done)

@@ -1,0 +1,99 @@
+"""The group0 command every coordinator step (and every new request) is: the whole next
+topology value, guarded by the state id it was decided on, plus the tablet entries it moves.
+
+Apply is deterministic and a no-op when the topology state moved on, so two coordinators that
+both believe they lead can never both act on one state id: whichever command is applied first
+wins and the other is dropped on every node alike. Tablet entries are guarded too (each names the
+tablet as it was when decided), because schema commands change tablet maps on their own id: a
+table dropped meanwhile simply has nothing left to move.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
+from tabletdb.tablets.wire import tablet_info_from_plain, tablet_info_to_plain
+from tabletdb.topology.state import TopologyState, state_from_plain, state_to_plain
+
+COMMAND_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class TabletUpdate:
+    """Replace one tablet's entry, if it still is `before`."""
+
+    table_id: uuid.UUID
+    tablet_id: int
+    before: TabletInfo
+    after: TabletInfo
+
+
+@dataclass(frozen=True)
+class TopologyCommand:
+    prev_state_id: uuid.UUID
+    topology: TopologyState
+    """The next value; its state_id is the command's new id."""
+    tablet_updates: tuple[TabletUpdate, ...] = ()
+    reason: str = ""
+    """One line for logs and traces (`start leave of ...`, `advance 4 tablets to streaming`)."""
+
+    @property
+    def new_state_id(self) -> uuid.UUID:
+        return self.topology.state_id
+
+
+def apply_tablet_updates(
+    maps: Mapping[uuid.UUID, TabletMap], updates: Sequence[TabletUpdate]
+) -> dict[uuid.UUID, TabletMap]:
+    """The maps that `updates` change, with the updates applied (tablets no longer as decided are
+    left alone); the caller merges them into its own map collection."""
+    changed: dict[uuid.UUID, TabletMap] = {}
+    for u in updates:
+        tm = changed.get(u.table_id) or maps.get(u.table_id)
+        if tm is None or not 0 <= u.tablet_id < tm.tablet_count or tm.tablets[u.tablet_id] != u.before:
+            continue
+        changed[u.table_id] = tm.with_tablet(u.tablet_id, u.after)
+    return changed
+
+
+def apply_command(
+    topology: TopologyState, tablets: Mapping[uuid.UUID, TabletMap], command: TopologyCommand
+) -> tuple[TopologyState, dict[uuid.UUID, TabletMap], bool]:
+    """The topology after `command`, the tablet maps it changed, and whether it took effect
+    (False: the state moved on since the command was decided; nothing changes)."""
+    if command.prev_state_id != topology.state_id:
+        return topology, {}, False
+    return command.topology, apply_tablet_updates(tablets, command.tablet_updates), True
+
+
+def command_to_plain(c: TopologyCommand) -> dict[str, Any]:
+    return {
+        "f": COMMAND_FORMAT,
+        "prev": c.prev_state_id.bytes,
+        "state": state_to_plain(c.topology),
+        "tablets": [
+            [u.table_id.bytes, u.tablet_id, tablet_info_to_plain(u.before), tablet_info_to_plain(u.after)]
+            for u in c.tablet_updates
+        ],
+        "why": c.reason,
+    }
+
+
+def command_from_plain(d: dict[str, Any]) -> TopologyCommand:
+    if d.get("f") != COMMAND_FORMAT:
+        raise ValueError(f"unknown topology command format {d.get('f')!r}, expected {COMMAND_FORMAT}")
+    return TopologyCommand(
+        uuid.UUID(bytes=bytes(d["prev"])),
+        state_from_plain(d["state"]),
+        tuple(
+            TabletUpdate(
+                uuid.UUID(bytes=bytes(t)), int(i), tablet_info_from_plain(b), tablet_info_from_plain(a)
+            )
+            for t, i, b, a in d["tablets"]
+        ),
+        d["why"],
+    )

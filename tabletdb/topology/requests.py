@@ -1,0 +1,85 @@
+"""Admission of topology requests: refuse what cannot or must not be done, with a message that
+names the node and says what to do instead, and queue the rest (one request per node).
+
+Admission is decided on one topology state and proposed as a state-id-guarded command, so two
+racing requests are both checked against the state the other produced (the loser re-decides).
+Liveness (`alive`) is an observation of the node that admits: a live node may not be removed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+
+from tabletdb.topology.commands import TopologyCommand
+from tabletdb.topology.state import Request, TopologyState, TopoNode
+from tabletdb.topology.states import NodeState, RequestKind
+
+
+class RequestRefused(Exception):
+    """The request is not admitted; the message is meant for the operator."""
+
+
+def removing_live_node_error(host_id: uuid.UUID) -> str:
+    return (
+        f"removenode: Rejected removenode operation for node {host_id}; the node being removed is alive, "
+        "maybe you should use decommission instead?"
+    )
+
+
+def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID]) -> None:
+    host = request.host_id
+    busy = [r for r in topology.queue if host in (r.host_id, r.replaced_id)]
+    if busy:
+        raise RequestRefused(
+            f"node {host} already has a pending {busy[0].kind.value} request {busy[0].request_id}"
+        )
+    state = topology.state_of(host)
+    kind = request.kind
+    if kind in (RequestKind.JOIN, RequestKind.REPLACE) and state is not NodeState.NONE:
+        raise RequestRefused(
+            f"node {host} cannot {kind.value}: it is {state.value}; a node that left must be wiped "
+            "and started with a new host id"
+        )
+    if kind in (RequestKind.LEAVE, RequestKind.REMOVE) and state is not NodeState.NORMAL:
+        raise RequestRefused(f"node {host} cannot {kind.value}: it is {state.value}, not normal")
+    if kind is RequestKind.REMOVE:
+        if host in alive:
+            raise RequestRefused(removing_live_node_error(host))
+        if topology.normal_nodes() == (host,):
+            raise RequestRefused(
+                f"removenode: node {host} is the last token owner; removing it loses every replica"
+            )
+    if kind is RequestKind.LEAVE and topology.normal_nodes() == (host,):
+        raise RequestRefused(
+            f"decommission: node {host} is the last token owner; nothing could take its data"
+        )
+    if kind is RequestKind.REPLACE:
+        old = request.replaced_id
+        if old is None or topology.state_of(old) is not NodeState.NORMAL:
+            raise RequestRefused(
+                f"replace: node {old} is not a normal member, so there is nothing to replace"
+            )
+        if old in alive:
+            raise RequestRefused(f"replace: node {old} is alive; stop it before replacing it")
+        if any(old in (r.host_id, r.replaced_id) for r in topology.queue):
+            raise RequestRefused(f"replace: node {old} already has a pending request")
+    unknown = sorted(str(h) for h in request.ignore_nodes if h not in topology.nodes)
+    if unknown:
+        raise RequestRefused(f"ignore_nodes names nodes that are not members: {', '.join(unknown)}")
+
+
+def enqueue(
+    topology: TopologyState, request: Request, alive: frozenset[uuid.UUID], new_id: uuid.UUID
+) -> TopologyCommand:
+    """The command that queues `request`; RequestRefused if it may not be queued."""
+    _check(topology, request, alive)
+    after = topology
+    node = topology.nodes.get(request.host_id)
+    if node is None:
+        node = TopoNode(request.host_id, NodeState.NONE)
+    after = after.with_node(replace(node, request_id=request.request_id, replaced_id=request.replaced_id))
+    after = replace(after, state_id=new_id, queue=(*topology.queue, request))
+    return TopologyCommand(
+        topology.state_id, after, reason=f"queue {request.kind.value} of {request.host_id}"
+    )

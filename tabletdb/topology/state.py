@@ -1,0 +1,170 @@
+"""The topology coordinator's state as group0 holds it: node states, the request queue, the
+transition in progress, the topology version and fence, and how requests ended.
+
+It is one immutable value with its own state id (a timeuuid). Every change is a whole new value
+carried by a `topology.commands.TopologyCommand` that names the id it was decided on, so a
+coordinator that lost leadership (or crashed and came back) can never apply a step decided on
+a state that has since moved on; a new coordinator simply reads this value and resumes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tabletdb.topology.states import CleanupStatus, NodeState, RequestKind, TransitionState
+
+ZERO_ID = uuid.UUID(int=0)
+MAX_RESULTS = 64
+"""How many finished requests `system.topology_requests` keeps (the oldest are dropped)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One operator (or node) request; at most one per node is queued at a time."""
+
+    request_id: uuid.UUID
+    kind: RequestKind
+    host_id: uuid.UUID
+    """The node joining, leaving or removed; for REPLACE the new node."""
+    replaced_id: uuid.UUID | None = None
+    ignore_nodes: frozenset[uuid.UUID] = frozenset()
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """How a request ended: done, or failed with an error an operator can act on."""
+
+    request: Request
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class TopoNode:
+    """One node's row of `system.topology` as far as the state machine is concerned (addresses,
+    tokens and features stay in group0's membership record)."""
+
+    host_id: uuid.UUID
+    state: NodeState
+    request_id: uuid.UUID | None = None
+    replaced_id: uuid.UUID | None = None
+    cleanup: CleanupStatus = CleanupStatus.CLEAN
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The request being carried out and the stage it is in."""
+
+    request: Request
+    state: TransitionState
+    error: str = ""
+    """Set when rolling back: why the request failed."""
+
+
+@dataclass(frozen=True)
+class TopologyState:
+    state_id: uuid.UUID = ZERO_ID
+    nodes: Mapping[uuid.UUID, TopoNode] = field(default_factory=dict)
+    queue: tuple[Request, ...] = ()
+    transition: Transition | None = None
+    version: int = 0
+    """Rises with every change of who receives writes or serves reads."""
+    fence_version: int = 0
+    """Replicas refuse data-plane requests carrying an older version than this."""
+    ignored: frozenset[uuid.UUID] = frozenset()
+    """Dead nodes the operator said to ignore (removed or being replaced)."""
+    results: tuple[RequestResult, ...] = ()
+
+    def with_node(self, node: TopoNode) -> TopologyState:
+        nodes = dict(self.nodes)
+        nodes[node.host_id] = node
+        return replace(self, nodes=nodes)
+
+    def state_of(self, host_id: uuid.UUID) -> NodeState:
+        node = self.nodes.get(host_id)
+        return NodeState.NONE if node is None else node.state
+
+    def normal_nodes(self) -> tuple[uuid.UUID, ...]:
+        return tuple(sorted(h for h, n in self.nodes.items() if n.state is NodeState.NORMAL))
+
+    def finished(self, result: RequestResult) -> TopologyState:
+        """This state with `result` recorded and the request gone from queue and transition."""
+        rid = result.request.request_id
+        queue = tuple(r for r in self.queue if r.request_id != rid)
+        results = (*self.results, result)[-MAX_RESULTS:]
+        transition = self.transition
+        if transition is not None and transition.request.request_id == rid:
+            transition = None
+        return replace(self, queue=queue, results=results, transition=transition)
+
+
+# --- plain (msgpack-ready) encoding -----------------------------------------------------------
+
+
+def _opt_id(value: uuid.UUID | None) -> bytes | None:
+    return None if value is None else value.bytes
+
+
+def _id(value: Any) -> uuid.UUID | None:
+    return None if value is None else uuid.UUID(bytes=bytes(value))
+
+
+def _req_id(value: Any) -> uuid.UUID:
+    return uuid.UUID(bytes=bytes(value))
+
+
+def request_to_plain(r: Request) -> list[Any]:
+    return [
+        r.request_id.bytes,
+        r.kind.value,
+        r.host_id.bytes,
+        _opt_id(r.replaced_id),
+        sorted(h.bytes for h in r.ignore_nodes),
+    ]
+
+
+def request_from_plain(d: list[Any]) -> Request:
+    rid, kind, host, replaced, ignore = d
+    return Request(
+        _req_id(rid), RequestKind(kind), _req_id(host), _id(replaced), frozenset(_req_id(h) for h in ignore)
+    )
+
+
+def state_to_plain(s: TopologyState) -> dict[str, Any]:
+    return {
+        "id": s.state_id.bytes,
+        "nodes": [
+            [n.host_id.bytes, n.state.value, _opt_id(n.request_id), _opt_id(n.replaced_id), n.cleanup.value]
+            for _, n in sorted(s.nodes.items())
+        ],
+        "queue": [request_to_plain(r) for r in s.queue],
+        "tr": None
+        if s.transition is None
+        else [request_to_plain(s.transition.request), s.transition.state.value, s.transition.error],
+        "version": s.version,
+        "fence": s.fence_version,
+        "ignored": sorted(h.bytes for h in s.ignored),
+        "results": [[request_to_plain(r.request), r.error] for r in s.results],
+    }
+
+
+def state_from_plain(d: dict[str, Any]) -> TopologyState:
+    nodes = {}
+    for host, state, rid, replaced, cleanup in d["nodes"]:
+        node = TopoNode(_req_id(host), NodeState(state), _id(rid), _id(replaced), CleanupStatus(cleanup))
+        nodes[node.host_id] = node
+    tr = d["tr"]
+    return TopologyState(
+        state_id=_req_id(d["id"]),
+        nodes=nodes,
+        queue=tuple(request_from_plain(r) for r in d["queue"]),
+        transition=None
+        if tr is None
+        else Transition(request_from_plain(tr[0]), TransitionState(tr[1]), tr[2]),
+        version=int(d["version"]),
+        fence_version=int(d["fence"]),
+        ignored=frozenset(_req_id(h) for h in d["ignored"]),
+        results=tuple(RequestResult(request_from_plain(r), e) for r, e in d["results"]),
+    )

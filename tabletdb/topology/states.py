@@ -1,0 +1,54 @@
+"""The words of the topology state machine, spelled as ScyllaDB stores them in `system.topology`
+(spec/topology.md), so the rendered table reads the same as ScyllaDB's."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class NodeState(StrEnum):
+    """Where one node is in its life; only NORMAL nodes own data outside a transition."""
+
+    NONE = "none"
+    BOOTSTRAPPING = "bootstrapping"
+    DECOMMISSIONING = "decommissioning"
+    REMOVING = "removing"
+    REPLACING = "replacing"
+    REBUILDING = "rebuilding"
+    NORMAL = "normal"
+    LEFT = "left"
+
+
+class RequestKind(StrEnum):
+    """What was asked of the coordinator for one node (`topology_request`)."""
+
+    JOIN = "join"
+    LEAVE = "leave"
+    REMOVE = "remove"
+    REPLACE = "replace"
+
+
+class TransitionState(StrEnum):
+    """The stage of the cluster-wide transition in progress (`transition_state`)."""
+
+    TABLET_MIGRATION = "tablet migration"
+    """Replicas move onto a joining (or replacing) node."""
+    TABLET_DRAINING = "tablet draining"
+    """Replicas move off a leaving (or removed) node."""
+    ROLLBACK_TO_NORMAL = "rollback to normal"
+    """The request failed; migrations that had not switched reads are reverted."""
+
+
+class CleanupStatus(StrEnum):
+    CLEAN = "clean"
+    NEEDED = "needed"
+    RUNNING = "running"
+
+
+# The state a node's request puts it in while its transition runs.
+STATE_DURING: dict[RequestKind, NodeState] = {
+    RequestKind.JOIN: NodeState.BOOTSTRAPPING,
+    RequestKind.LEAVE: NodeState.DECOMMISSIONING,
+    RequestKind.REMOVE: NodeState.REMOVING,
+    RequestKind.REPLACE: NodeState.REPLACING,
+}
