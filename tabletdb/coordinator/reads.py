@@ -11,7 +11,10 @@ on everything the answer covers, which is what makes QUORUM reads see QUORUM wri
 reads see every acknowledged write even though a replica missed some (there are no hints).
 
 A replica that fails (not one that is slow) is replaced by another live one if the level
-allows; a replica that does not answer within the timeout makes the read a ReadTimeout.
+allows; a replica that does not answer within the timeout makes the read a ReadTimeout. This
+node's own replica is read directly only while it serves reads: one whose file was found damaged
+refuses them until repaired, so the read goes to the others, or fails with ReadFailure when too
+few are left (replication factor 1).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from tabletdb.replica.wire import (
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import ClusteringSlice
 from tabletdb.storage.reconcile import PartitionData
-from tabletdb.storage.tablet_store import ScanPage, ScanPosition
+from tabletdb.storage.tablet_store import ScanPage, ScanPosition, TabletCorrupt, TabletUnavailable
 
 REPAIR_ROUNDS = 3
 """Reads repeated after a repair before the data answer is returned as is (concurrent writes)."""
@@ -71,11 +74,19 @@ class ReadSpec:
 
 
 class _Failed(Exception):
-    def __init__(self, failed: list[Replica], answered: int, data_present: bool) -> None:
+    def __init__(self, failed: list[Replica], answered: int, data_present: bool, note: str = "") -> None:
         super().__init__(f"{len(failed)} replicas failed")
         self.failed = failed
         self.answered = answered
         self.data_present = data_present
+        self.note = note
+        """Why this node's own replica failed, when it is a reason the client can act on."""
+
+
+LOCAL_DAMAGED = (
+    "; this node's replica refused the read: its data file was found damaged and awaits repair "
+    "from the other replicas (the node's log names the file and what to do)"
+)
 
 
 class ReadCoordinator:
@@ -120,7 +131,10 @@ class ReadCoordinator:
         cl: int,
     ) -> ScanPage:
         """Up to ``limit`` rows of ``piece`` (inside ``where``) after ``after``, at ``cl``."""
-        if self.replicas.placement.only_local(where.replicas) or self._local_suffices(where.replicas, cl):
+        local_answers = self.replicas.placement.only_local(where.replicas) or self._local_suffices(
+            where.replicas, cl
+        )
+        if local_answers and self.replicas.local.serves_range(table, piece):
             return self.replicas.local.scan(table, piece, now, limit, after)
         local = self.replicas.local
         request = [piece.start, piece.end, now, limit, position_to_plain(after)]
@@ -147,7 +161,8 @@ class ReadCoordinator:
         only replica, or a replica whose answer meets ``cl``): ``read_partition``'s decision, also
         asked by the direct point read (``query.point_select``) before it reads the store itself."""
         replicas = self.replicas.placement.replicas(table, token)
-        return self.replicas.placement.only_local(replicas) or self._local_suffices(replicas, cl)
+        local_answers = self.replicas.placement.only_local(replicas) or self._local_suffices(replicas, cl)
+        return local_answers and self.replicas.local.serves(table, token)
 
     def _local_suffices(self, replicas: ReplicaSet, cl: int) -> bool:
         """This node is a replica and its answer alone meets ``cl`` (ONE, LOCAL_ONE here): no
@@ -159,6 +174,7 @@ class ReadCoordinator:
 
     async def _digest_read(self, spec: ReadSpec, replicas: ReplicaSet, cl: int) -> Any:
         excluded: set[Replica] = set()
+        note = ""
         answer: Any = None
         targets = self._targets(replicas, cl, excluded)
         for _ in range(REPAIR_ROUNDS + 1):
@@ -166,8 +182,10 @@ class ReadCoordinator:
                 answer, digests = await self._ask(spec, targets, cl, replicas)
             except _Failed as failure:
                 excluded.update(failure.failed)
+                note = note or failure.note
                 retry = self._retry_targets(replicas, cl, excluded)
                 if retry is None:
+                    failure.note = failure.note or note
                     raise self._failure(spec, replicas, cl, failure) from None
                 targets = retry
                 continue
@@ -201,7 +219,8 @@ class ReadCoordinator:
         block_for = ResponseTracker(cl, replicas, self.replicas.local_dc, write=False).block_for
         return ReadFailure(
             f"Operation failed for {spec.table.keyspace}.{spec.table.name} - received {failure.answered} "
-            f"responses and {len(failure.failed)} failures from {block_for} CL={NAMES.get(cl, cl)}",
+            f"responses and {len(failure.failed)} failures from {block_for} CL={NAMES.get(cl, cl)}"
+            f"{failure.note}",
             cl,
             failure.answered,
             block_for,
@@ -216,11 +235,17 @@ class ReadCoordinator:
         ctx = self.replicas
         answers: dict[Replica, Any] = {}
         failed: list[Replica] = []
+        note = ""
 
         async def one(replica: Replica, digest_only: bool) -> None:
+            nonlocal note
             try:
                 if ctx.is_local(replica):
-                    answer, digest = spec.local()
+                    try:
+                        answer, digest = spec.local()
+                    except (TabletCorrupt, TabletUnavailable):
+                        note = LOCAL_DAMAGED
+                        raise
                     answers[replica] = digest if digest_only else answer
                     return
                 payload = [spec.table.id.bytes, digest_only, spec.request]
@@ -242,7 +267,7 @@ class ReadCoordinator:
                 targets[0] in answers,
             ) from None
         if failed:
-            raise _Failed(failed, len(answers), targets[0] in answers)
+            raise _Failed(failed, len(answers), targets[0] in answers, note)
         data = answers[targets[0]]
         return data, [spec.digest(data), *(answers[r] for r in targets[1:])]
 

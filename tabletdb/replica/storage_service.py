@@ -6,12 +6,21 @@ shard of a token is ``dht.shard_of``). Stores are opened on first use and kept o
 drop close them before deleting the files, so no write lands in a file that is going away.
 Writes are committed node-wide, one log record per tick (``storage.node_commit``, log in
 ``<data>/.commitlog/``, synced per record or periodically), replayed when the service starts.
+
+A file SQLite reports damaged (``TabletCorrupt``: on open, or in any read or write) is set aside
+(``quarantine``): renamed ``<name>.corrupt-<UTC time>`` (never deleted), a marker
+``<name>.unrepaired`` written, and a fresh file opened in its place that takes new writes but
+refuses reads (``TabletStore.withheld``) until ``coordinator.replica_repair`` has copied the
+range back from the other replicas and calls ``repaired``. The marker keeps that state across
+restarts. Coordinators skip a replica that refuses (``LocalReplica.serves``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +35,7 @@ from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
-from tabletdb.storage.tablet_store import TabletStore
+from tabletdb.storage.tablet_store import TabletCorrupt, TabletStore
 from tabletdb.tablets.tablet_map import TabletMap, TabletMapLookup
 
 log = logging.getLogger(__name__)
@@ -34,6 +43,8 @@ log = logging.getLogger(__name__)
 VNODE_FILE = "vnode.db"
 COMMIT_LOG = Path(".commitlog") / "commit.log"
 """The node-wide commit log, under the data directory (no keyspace name starts with a dot)."""
+UNREPAIRED_SUFFIX = ".unrepaired"
+"""Beside a data file whose replica awaits repair (its damaged predecessor was set aside)."""
 
 
 def table_directory(data_dir: Path, table: TableDef) -> Path:
@@ -100,6 +111,11 @@ class StorageService:
         every mutation looks up here; an int hashes in C and compares equal exactly when the
         UUIDs do."""
         self._map_of = TabletMapLookup(tablet_maps)
+        self._unrepaired: dict[Path, str] = {
+            marker.with_name(marker.name[: -len(UNREPAIRED_SUFFIX)]): _read_marker(marker)
+            for marker in data_dir.glob(f"*/*/shard-*/*{UNREPAIRED_SUFFIX}")
+        }
+        """Data files whose replica awaits repair -> why (from their markers)."""
 
     # -- lookup ------------------------------------------------------------------------------
 
@@ -120,6 +136,73 @@ class StorageService:
 
     def store(self, table: TableDef, token: int) -> TabletStore:
         return self.committer(table, token).store
+
+    def serves(self, table: TableDef, token: int) -> bool:
+        """Whether this node's replica of ``token`` answers reads (not damaged, not awaiting repair)."""
+        return self.store(table, token).serving
+
+    def path_of(self, table: TableDef, token: int) -> Path:
+        """The file holding ``token`` of ``table`` on this node."""
+        return self._path_for(table, token)
+
+    # -- damaged files -------------------------------------------------------------------------
+
+    def unrepaired(self) -> dict[Path, str]:
+        """Files whose replica awaits repair, after setting aside any open store found damaged
+        since (a write on a worker thread only flags its store)."""
+        for path, committer in list(self._open.items()):
+            if committer.store.corrupt is not None and not committer.committing:
+                self._quarantine(path, committer.store.corrupt)
+        return dict(self._unrepaired)
+
+    def repaired(self, path: Path) -> None:
+        """The replica at ``path`` holds what the other replicas had: serve reads from it again."""
+        marker = _marker(path)
+        marker.unlink(missing_ok=True)
+        fsync_path(path.parent)
+        self._unrepaired.pop(path, None)
+        committer = self._open.get(path)
+        if committer is not None:
+            committer.store.withheld = None
+        log.warning("tablet file repaired from the other replicas, serving reads again file=%s", path)
+
+    def _quarantine(self, path: Path, found: str) -> None:
+        """Set the damaged file at ``path`` aside (see the module docstring) and say so once."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        marker = _marker(path)
+        marker.write_text(f"{stamp} {found}\n")
+        fsync_path(marker)
+        committer = self._open.pop(path, None)
+        self._by_key.clear()
+        if committer is not None:
+            self._removing(path)
+            committer.store.discard_deferred()
+            committer.store.close()
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+            n += 1
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{path}{suffix}")
+            if source.exists():
+                os.replace(source, Path(f"{aside}{suffix}"))
+        fsync_path(path.parent)
+        self._unrepaired[path] = found
+        keyspace, table_dir = path.parent.parent.parent.name, path.parent.parent.name
+        log.error(
+            "tablet file is corrupt, set aside: table=%s.%s file=%s found=%s kept_as=%s; this replica "
+            "stops serving reads of it (other replicas answer), takes new writes in a fresh file, and "
+            "is re-copied from the other replicas, then serves again. With no other replica "
+            "(replication_factor 1) restore the table from a backup, or delete %s and restart to serve "
+            "only what was written since (the set-aside file's data is then lost)",
+            keyspace,
+            table_dir.rsplit("-", 1)[0],
+            path,
+            found,
+            aside,
+            marker,
+        )
 
     def segments(self, table: TableDef) -> Sequence[Segment]:
         tablet_map = self._tablet_maps().get(table.id)
@@ -204,10 +287,22 @@ class StorageService:
 
     def _committer_at(self, path: Path) -> GroupCommitter:
         committer = self._open.get(path)
+        if committer is not None and committer.store.corrupt is not None and not committer.committing:
+            self._quarantine(path, committer.store.corrupt)
+            committer = None
         if committer is None:
             new = not path.exists()
             path.parent.mkdir(parents=True, exist_ok=True)
-            committer = GroupCommitter(TabletStore(path), node=self._node_commit)
+            try:
+                store = TabletStore(path)
+            except TabletCorrupt as exc:
+                self._quarantine(path, exc.found)
+                new = True
+                store = TabletStore(path)
+            why = self._unrepaired.get(path)
+            if why is not None:
+                store.withheld = f"its replica awaits repair from the other replicas ({why})"
+            committer = GroupCommitter(store, node=self._node_commit)
             if new and self._node_commit is not None:
                 # its commits are not synced: the file's directory entries must be, or a replay
                 # after power loss would find no file to apply the log to
@@ -244,6 +339,8 @@ class StorageService:
     def _remove_directory(self, directory: Path) -> None:
         self._removing(directory)
         self._by_key.clear()
+        for path in [p for p in self._unrepaired if directory in p.parents]:
+            del self._unrepaired[path]  # its data is going: nothing is left to repair
         for path in [p for p in self._open if directory in p.parents]:
             self._open.pop(path).store.close()
         if directory.exists():
@@ -258,6 +355,17 @@ class StorageService:
         if self._node_commit is not None:
             self._node_commit.close()
             self._node_commit = None
+
+
+def _marker(path: Path) -> Path:
+    return path.with_name(path.name + UNREPAIRED_SUFFIX)
+
+
+def _read_marker(marker: Path) -> str:
+    try:
+        return marker.read_text().strip() or "damaged file set aside"
+    except OSError as exc:
+        return f"damaged file set aside (marker unreadable: {exc})"
 
 
 def _fsync_directories(directory: Path, top: Path) -> None:
