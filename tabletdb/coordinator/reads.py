@@ -104,7 +104,11 @@ class ReadCoordinator:
         cl: int,
     ) -> PartitionData | None:
         if self.reads_locally(table, token, cl):
-            return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
+            try:
+                return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
+            except TabletCorrupt:
+                pass  # found damaged just now: the read below skips this replica as any failing one
+
         replicas = self.replicas.placement.replicas(table, token)
         local = self.replicas.local
         request = [key, token, slice_to_plain(clustering), now, reverse]
@@ -135,7 +139,11 @@ class ReadCoordinator:
             where.replicas, cl
         )
         if local_answers and self.replicas.local.serves_range(table, piece):
-            return self.replicas.local.scan(table, piece, now, limit, after)
+            try:
+                return self.replicas.local.scan(table, piece, now, limit, after)
+            except TabletCorrupt:
+                pass  # found damaged just now: the read below skips this replica as any failing one
+
         local = self.replicas.local
         request = [piece.start, piece.end, now, limit, position_to_plain(after)]
         start = piece.start if after is None else max(piece.start, after.token - 1)

@@ -17,9 +17,11 @@ restarts. Coordinators skip a replica that refuses (``LocalReplica.serves``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -32,6 +34,7 @@ from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.replica.stores import Segment
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.storage.batch_rows import BatchRows
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
@@ -174,10 +177,13 @@ class StorageService:
         fsync_path(marker)
         committer = self._open.pop(path, None)
         self._by_key.clear()
+        carried: list[BatchRows] = []
         if committer is not None:
-            self._removing(path)
-            committer.store.discard_deferred()
-            committer.store.close()
+            # No removal is logged (``_removing``): the commit log's writes for this path belong
+            # in the fresh file too, and a replay after a crash puts them there.
+            carried = committer.store.take_deferred()
+            with contextlib.suppress(sqlite3.Error):  # the damaged file is set aside whatever closing says
+                committer.store.close()
         aside = path.with_name(f"{path.name}.corrupt-{stamp}")
         n = 1
         while aside.exists():
@@ -189,6 +195,9 @@ class StorageService:
                 os.replace(source, Path(f"{aside}{suffix}"))
         fsync_path(path.parent)
         self._unrepaired[path] = found
+        fresh = self._committer_at(path).store
+        for rows in carried:  # acknowledged, logged, not yet in the file: durable in the new one
+            fresh.apply_rows(rows)
         keyspace, table_dir = path.parent.parent.parent.name, path.parent.parent.name
         log.error(
             "tablet file is corrupt, set aside: table=%s.%s file=%s found=%s kept_as=%s; this replica "
@@ -287,27 +296,27 @@ class StorageService:
 
     def _committer_at(self, path: Path) -> GroupCommitter:
         committer = self._open.get(path)
-        if committer is not None and committer.store.corrupt is not None and not committer.committing:
-            self._quarantine(path, committer.store.corrupt)
-            committer = None
-        if committer is None:
-            new = not path.exists()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                store = TabletStore(path)
-            except TabletCorrupt as exc:
-                self._quarantine(path, exc.found)
-                new = True
-                store = TabletStore(path)
-            why = self._unrepaired.get(path)
-            if why is not None:
-                store.withheld = f"its replica awaits repair from the other replicas ({why})"
-            committer = GroupCommitter(store, node=self._node_commit)
-            if new and self._node_commit is not None:
-                # its commits are not synced: the file's directory entries must be, or a replay
-                # after power loss would find no file to apply the log to
-                _fsync_directories(path.parent, self.data_dir)
-            self._open[path] = committer
+        if committer is not None:
+            if committer.store.corrupt is not None and not committer.committing:
+                self._quarantine(path, committer.store.corrupt)  # opens the fresh file
+                return self._open[path]
+            return committer
+        new = not path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            store = TabletStore(path)
+        except TabletCorrupt as exc:
+            self._quarantine(path, exc.found)  # opens the fresh file
+            return self._open[path]
+        why = self._unrepaired.get(path)
+        if why is not None:
+            store.withheld = f"its replica awaits repair from the other replicas ({why})"
+        committer = GroupCommitter(store, node=self._node_commit)
+        if new and self._node_commit is not None:
+            # its commits are not synced: the file's directory entries must be, or a replay
+            # after power loss would find no file to apply the log to
+            _fsync_directories(path.parent, self.data_dir)
+        self._open[path] = committer
         return committer
 
     # -- removal -----------------------------------------------------------------------------

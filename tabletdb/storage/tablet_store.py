@@ -275,6 +275,13 @@ class TabletStore:
         for error in errors:
             log.error("tablet store %s: dropped a deferred write that fails alone: %s", self.path, error)
 
+    def take_deferred(self) -> list[BatchRows]:
+        """Hand over the deferred rows, one batch per writer, and forget them here: a damaged
+        file's acknowledged writes go on to the fresh file that replaces it."""
+        taken = self._deferred.writers() if self._deferred else []
+        self._deferred.clear()
+        return taken
+
     def discard_deferred(self) -> None:
         """Forget the deferred rows: the data of this file is being removed (TRUNCATE, DROP)."""
         self._deferred.clear()

@@ -117,3 +117,37 @@ def test_at_rf1_a_damaged_replica_answers_read_failure_keeps_writing_and_keeps_t
     assert keys == (set(range(ROWS)) - lost) | {100000}, "every other file's rows, and the new write"
     assert node.storage.unrepaired() == {}
     node.close()
+
+
+def test_damage_found_in_use_sets_the_file_aside_on_the_next_access(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, damaged, lost = _filled(tmp_path)
+    monkeypatch.setattr(tablet_store, "QUICK_CHECK_MAX_BYTES", 0)  # as for a file too large to check
+    bad_key = _a_key_on_the_damaged_page(path, lost)
+    node = DataNode(tmp_path)
+    caplog.set_level(logging.ERROR, logger="tabletdb.replica.storage_service")
+    with pytest.raises(ReadFailure):  # the direct point read trips over the damaged page
+        node.drive(node.rows(f"SELECT v FROM ks.t WHERE k = {bad_key}"))
+    with pytest.raises(ReadFailure):
+        node.drive(node.rows("SELECT k FROM ks.t"))
+    assert set(node.storage.unrepaired()) == {path}
+    (aside,) = path.parent.glob(f"{path.name}.corrupt-*[0-9Z]")
+    assert aside.read_bytes() == damaged
+    assert len([r for r in caplog.records if r.levelno == logging.ERROR]) == 1
+    with pytest.raises(ReadFailure, match="data file was found damaged"):
+        node.drive(node.rows("SELECT k FROM ks.t"))
+    node.close()
+
+
+def _a_key_on_the_damaged_page(path: Path, keys: set[int]) -> int:
+    store = TabletStore(path)
+    try:
+        for k in sorted(keys):
+            try:
+                store.read_partition(k.to_bytes(4, "big", signed=True), 0)
+            except TabletCorrupt:
+                return k
+    finally:
+        store.close()
+    raise AssertionError("no key of the damaged file reads its damaged page")
