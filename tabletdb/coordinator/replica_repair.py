@@ -120,6 +120,8 @@ class ReplicaRepair:
             raise NotRepairable("this node no longer holds a replica of it")
         ctx = self.replicas
         for replicated in ctx.placement.ranges(table):
+            if not any(ctx.is_local(r) for r in replicated.replicas):
+                continue  # a vnode table's range held elsewhere: not this file's to copy
             for piece in replicated.token_range.intersect(mine[0].token_range):
                 others = [r for r in replicated.replicas if not ctx.is_local(r)]
                 if not others:
