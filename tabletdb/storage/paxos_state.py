@@ -13,7 +13,7 @@ byte order is ballot order, and values are the proposer's opaque bytes (see
 Cassandra keeps this in ``system.paxos`` with a TTL; rows here are kept until their table is
 dropped (`forget_prefix`), one small row per partition ever written conditionally.
 
-The file is checked (``PRAGMA quick_check``, about 4 ms per MB) when the node opens it at start:
+The file is checked (``PRAGMA quick_check``; ``storage.corruption``) when the node opens it at start:
 a damaged one refuses the start with ``CorruptFile`` (one line: the file, the damage, what to do)
 rather than letting an acceptor answer from state it cannot read.
 """

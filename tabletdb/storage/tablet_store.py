@@ -76,10 +76,12 @@ def _later_start(a: Bound | None, b: Bound) -> Bound:
     return a
 
 
-QUICK_CHECK_MAX_BYTES = 64 << 20
-"""Files up to this size get ``PRAGMA quick_check`` when opened (at most about a quarter of a
-second at the measured 4 ms per MB; opening happens on the event loop). Larger files are checked
-by use only: every read or write that trips over damage reports it (``TabletCorrupt``)."""
+QUICK_CHECK_MAX_BYTES = 8 << 20
+"""Files up to this size get ``PRAGMA quick_check`` when opened. A file is opened on the event
+loop, at its first use, and the check reads all of it: bench/bench_quick_check measured about
+11 ms per MB on this schema on a loaded box (7x a full read of the cells), so about 0.1 s here
+at most, against a second per 100 MB. Larger files are checked by use only: every read or write
+that trips over damage reports it (``TabletCorrupt``), and the node sets the file aside then."""
 
 
 class StorageError(Exception):
