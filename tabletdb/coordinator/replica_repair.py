@@ -75,7 +75,7 @@ class ReplicaRepair:
         self.table_of = table_of
         self._next_try: dict[Path, float] = {}
         self._told: set[Path] = set()
-        """Files whose "cannot repair" was logged (logged once each)."""
+        """Files whose failure to repair was logged (once each, until one repair succeeds)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -101,7 +101,11 @@ class ReplicaRepair:
                 continue
             except Exception as exc:  # an RPC failing or timing out: try again later
                 self._next_try[path] = loop.time() + RETRY_SECONDS
-                log.warning("repair of set-aside tablet file failed, will retry file=%s error=%r", path, exc)
+                level = logging.DEBUG if path in self._told else logging.WARNING
+                self._told.add(path)
+                log.log(
+                    level, "repair of set-aside tablet file failed, will retry file=%s error=%r", path, exc
+                )
                 continue
             self._next_try.pop(path, None)
             self._told.discard(path)

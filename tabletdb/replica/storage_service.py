@@ -357,6 +357,7 @@ class StorageService:
             log.info("removed table data directory=%s", directory)
 
     def close(self) -> None:
+        self.unrepaired()  # a store found damaged cannot write its deferred rows: set it aside first
         self._by_key.clear()
         for committer in self._open.values():
             committer.store.close()
