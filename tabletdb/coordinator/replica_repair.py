@@ -41,7 +41,10 @@ POLL_SECONDS = 2.0
 RETRY_SECONDS = 10.0
 """Wait before trying a file again after a repair could not complete."""
 REPAIR_PIECES = 64
-"""Slices of a range fetched one at a time (equal token width: about equal data)."""
+"""Slices of a range fetched one at a time (equal token width: about equal data); a 5 GB tablet
+(ScyllaDB's target size) comes in messages of about 80 MB per replica."""
+APPLY_BATCH = 1024
+"""Partitions per local write (one commit-log record each), so no record holds a whole slice."""
 
 TableOf = Callable[[uuid.UUID], TableDef | None]
 
@@ -149,5 +152,5 @@ class ReplicaRepair:
             for m in mutations_from_plain(plain)
             if self.stores.path_of(table, m.token) == path
         ]
-        if mutations:
-            await ctx.local.apply_direct(table, mutations)
+        for start in range(0, len(mutations), APPLY_BATCH):
+            await ctx.local.apply_direct(table, mutations[start : start + APPLY_BATCH])

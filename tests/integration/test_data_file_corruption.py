@@ -2,10 +2,10 @@
 
 Three nodes, RF=3: rows written at ALL, one node stopped, a b-tree page in the middle of its
 largest tablet file overwritten, the node started again. QUORUM reads it coordinates return every
-row; it logs one ERROR naming the table and the file; the damaged file is kept beside a fresh one,
-which the node fills from the other two replicas and then serves (its log says so), after which
-its files hold exactly the rows the others' do. At RF=1 the same damage answers the client a
-ReadFailure (not a ServerError), the ERROR naming the file.
+row, and writes go on; it logs one ERROR naming the table and the file; the damaged file is kept
+beside a fresh one, which the node fills from the other two replicas and then serves (its log
+says so), after which its files hold exactly the rows the others' do. At RF=1 the same damage
+answers the client a ReadFailure (not a ServerError), the ERROR naming the file.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from tests.harness.clients import PATIENT_DRIVER
 from tests.harness.node import NodeFactory, TestNode
 
 ROWS = 400
+MORE = 40
 PAGE = 4096
 SETTLE_SECONDS = 120.0
 OPTIONS = {
@@ -137,7 +138,9 @@ def test_rf3_a_damaged_tablet_file_is_skipped_logged_kept_and_repaired(node_fact
 
     with pinned(damaged_node) as session:
         rows = _run(session, "SELECT k, v FROM ks.t", "QUORUM")
-    assert {(r.k, r.v) for r in rows} == {(k, "x" * 300 + str(k)) for k in range(ROWS)}
+        assert {(r.k, r.v) for r in rows} == {(k, "x" * 300 + str(k)) for k in range(ROWS)}
+        for k in range(ROWS, ROWS + MORE):  # writes go on meanwhile, the fresh file takes its share
+            _run(session, "INSERT INTO ks.t (k, v) VALUES (%s, 'later')", "QUORUM", (k,))
 
     error = _wait_for_log(damaged_node, "tablet file is corrupt, set aside")
     assert "level=ERROR" in error and "table=ks.t" in error and str(path) in error
@@ -148,10 +151,10 @@ def test_rf3_a_damaged_tablet_file_is_skipped_logged_kept_and_repaired(node_fact
     assert aside.read_bytes() == damaged
 
     with pinned(damaged_node) as session:  # ONE reads the repaired local replica directly
-        assert len(_run(session, "SELECT k FROM ks.t", "ONE")) == ROWS
+        assert len(_run(session, "SELECT k FROM ks.t", "ONE")) == ROWS + MORE
     for node in nodes:
         node.stop()
-    assert _keys(damaged_node) == _keys(nodes[0]) == _keys(nodes[1]) == set(range(ROWS))
+    assert _keys(damaged_node) == _keys(nodes[0]) == _keys(nodes[1]) == set(range(ROWS + MORE))
     assert not path.with_name(path.name + ".unrepaired").exists()
 
 
