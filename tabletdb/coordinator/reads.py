@@ -11,10 +11,11 @@ on everything the answer covers, which is what makes QUORUM reads see QUORUM wri
 reads see every acknowledged write even though a replica missed some (there are no hints).
 
 A replica that fails (not one that is slow) is replaced by another live one if the level
-allows; a replica that does not answer within the timeout makes the read a ReadTimeout. This
-node's own replica is read directly only while it serves reads: one whose file was found damaged
-refuses them until repaired, so the read goes to the others, or fails with ReadFailure when too
-few are left (replication factor 1).
+allows; a replica that does not answer within the timeout makes the read a ReadTimeout. A replica
+whose file was found damaged refuses reads until repaired (``replica.storage_service``): when
+this node's own refuses a direct local read, the read goes through the replicas like any other
+and counts it as failed, so others answer, or ReadFailure says why when too few are left
+(replication factor 1).
 """
 
 from __future__ import annotations
@@ -106,8 +107,8 @@ class ReadCoordinator:
         if self.reads_locally(table, token, cl):
             try:
                 return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
-            except TabletCorrupt:
-                pass  # found damaged just now: the read below skips this replica as any failing one
+            except (TabletCorrupt, TabletUnavailable):
+                pass  # damaged or being repaired: the read below skips this replica as any failing one
 
         replicas = self.replicas.placement.replicas(table, token)
         local = self.replicas.local
@@ -135,14 +136,11 @@ class ReadCoordinator:
         cl: int,
     ) -> ScanPage:
         """Up to ``limit`` rows of ``piece`` (inside ``where``) after ``after``, at ``cl``."""
-        local_answers = self.replicas.placement.only_local(where.replicas) or self._local_suffices(
-            where.replicas, cl
-        )
-        if local_answers and self.replicas.local.serves_range(table, piece):
+        if self.replicas.placement.only_local(where.replicas) or self._local_suffices(where.replicas, cl):
             try:
                 return self.replicas.local.scan(table, piece, now, limit, after)
-            except TabletCorrupt:
-                pass  # found damaged just now: the read below skips this replica as any failing one
+            except (TabletCorrupt, TabletUnavailable):
+                pass  # damaged or being repaired: the read below skips this replica as any failing one
 
         local = self.replicas.local
         request = [piece.start, piece.end, now, limit, position_to_plain(after)]
@@ -169,8 +167,7 @@ class ReadCoordinator:
         only replica, or a replica whose answer meets ``cl``): ``read_partition``'s decision, also
         asked by the direct point read (``query.point_select``) before it reads the store itself."""
         replicas = self.replicas.placement.replicas(table, token)
-        local_answers = self.replicas.placement.only_local(replicas) or self._local_suffices(replicas, cl)
-        return local_answers and self.replicas.local.serves(table, token)
+        return self.replicas.placement.only_local(replicas) or self._local_suffices(replicas, cl)
 
     def _local_suffices(self, replicas: ReplicaSet, cl: int) -> bool:
         """This node is a replica and its answer alone meets ``cl`` (ONE, LOCAL_ONE here): no

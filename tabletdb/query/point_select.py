@@ -32,7 +32,7 @@ from tabletdb.schema.model import TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.keys import partition_key, split_key
-from tabletdb.storage.tablet_store import TabletCorrupt
+from tabletdb.storage.tablet_store import TabletCorrupt, TabletUnavailable
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def point_select(select: BoundSelect, reads: ReadCoordinator, cl: int, now: int)
         return None
     try:
         return _read_point(select, point, reads, key, token, now)
-    except TabletCorrupt:  # found damaged just now: the general path skips this replica
+    except (TabletCorrupt, TabletUnavailable):  # damaged or being repaired: the general path skips it
         return None
 
 

@@ -101,20 +101,6 @@ class LocalReplica:
                 return ScanPage(tuple(out), ScanPosition(data.token, data.partition_key, last))
         return ScanPage(tuple(out), None)
 
-    def serves(self, table: TableDef, token: int) -> bool:
-        """Whether this node's replica of ``token`` answers reads: a replica whose file was found
-        damaged refuses them until it is repaired (``replica.storage_service``)."""
-        return self.stores.store(table, token).serving
-
-    def serves_range(self, table: TableDef, token_range: TokenRange) -> bool:
-        """``serves`` for every local store holding part of ``token_range``."""
-        return all(
-            store.serving
-            for segment in self.stores.segments(table)
-            if segment.token_range.intersect(token_range)
-            for store in segment.stores
-        )
-
     def partition_mutations(self, table: TableDef, key: bytes, token: int) -> list[Mutation]:
         """Everything stored for one partition, tombstones included (read repair's source)."""
         return self.stores.store(table, token).partition_mutations(key)

@@ -12,7 +12,7 @@ A file SQLite reports damaged (``TabletCorrupt``: on open, or in any read or wri
 ``<name>.unrepaired`` written, and a fresh file opened in its place that takes new writes but
 refuses reads (``TabletStore.withheld``) until ``coordinator.replica_repair`` has copied the
 range back from the other replicas and calls ``repaired``. The marker keeps that state across
-restarts. Coordinators skip a replica that refuses (``LocalReplica.serves``).
+restarts. Coordinators count a replica that refuses as failed (``coordinator.reads``).
 """
 
 from __future__ import annotations
@@ -139,10 +139,6 @@ class StorageService:
 
     def store(self, table: TableDef, token: int) -> TabletStore:
         return self.committer(table, token).store
-
-    def serves(self, table: TableDef, token: int) -> bool:
-        """Whether this node's replica of ``token`` answers reads (not damaged, not awaiting repair)."""
-        return self.store(table, token).serving
 
     def path_of(self, table: TableDef, token: int) -> Path:
         """The file holding ``token`` of ``table`` on this node."""
