@@ -484,6 +484,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("config file", str(path), f"a readable YAML file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:  # a damaged or binary file: one line, not a traceback
+        raise ConfigError(
+            "config file", str(path), f"a UTF-8 text file ({exc.reason} at byte {exc.start})"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
+from tabletdb.coordinator.replica_repair import ReplicaRepair
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
@@ -45,6 +46,7 @@ from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.storage.commit_records import CommitLogCorrupt
+from tabletdb.storage.corruption import CorruptFile
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.systables.topology import ClusterTopology
 from tabletdb.tablets.count import SizingConfig
@@ -335,11 +337,17 @@ class Node:
         _print_how_to_connect(self._rpc_address(), self.server.port)
         rest = asyncio.create_task(self._start_rest_api())
         rest.add_done_callback(lambda task: _stop_on_failure(task, stop, "the REST API could not start"))
+        repair = ReplicaRepair(
+            self.replicas, self.storage, lambda table_id: self.metadata.catalog.by_id(table_id)
+        )
+        repairing = asyncio.create_task(repair.run(stop))
+        repairing.add_done_callback(lambda task: _stop_on_failure(task, stop, "replica repair failed"))
         try:
             await stop.wait()
         finally:
             rest.cancel()
-            await asyncio.gather(rest, return_exceptions=True)
+            repairing.cancel()
+            await asyncio.gather(rest, repairing, return_exceptions=True)
             await self.server.stop()
             if self.rest_api is not None:
                 await self.rest_api.stop()
@@ -392,8 +400,9 @@ async def _main(config: NodeConfig) -> int:
     except (
         CommitLogCorrupt,
         CorruptLogError,
+        CorruptFile,
         TlsSetupError,
-    ) as exc:  # damaged state, bad certificate: one line
+    ) as exc:  # damaged state, bad certificate: one line, no traceback
         print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
     except ApplyFailed:  # group0's snapshot cannot be decoded (logged with its index and term)

@@ -311,3 +311,11 @@ def test_storage_port_defaults_to_7000_and_may_not_clash_with_cql_on_one_address
         load_config(None, {"workdir": "w", "storage_port": 9042})
     c = load_config(None, {"workdir": "w", "storage_port": 9042, "rpc_address": "127.0.0.2"})
     assert c.storage_port == 9042
+
+
+def test_a_damaged_binary_config_file_is_one_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "scylla.yaml"
+    path.write_bytes(b"cluster_name: x\n\xff\xfe\x00garbage")
+    with pytest.raises(ConfigError, match=r"a UTF-8 text file \(invalid start byte at byte 16\)") as info:
+        load_config(path, {})
+    assert str(path) in str(info.value)
