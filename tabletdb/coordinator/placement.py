@@ -108,6 +108,13 @@ class ReplicaPlacement:
         """id(tablet info) -> (that info, the topology used, its replicas): hot-path cache."""
         self._map_of = TabletMapLookup(tablet_maps)
 
+    def catalog(self) -> Catalog:
+        return self._catalog()
+
+    def tablet_map(self, table_id: uuid.UUID) -> TabletMap | None:
+        """The table's current tablet map (None: a vnode table)."""
+        return self._map_of(table_id)
+
     def is_local(self, replica: Replica) -> bool:
         """``==`` on UUIDs runs ``uuid.UUID.__eq__`` (Python) on every write; the local replica
         usually carries this node's own host id object, so identity answers first."""
