@@ -48,14 +48,15 @@ class LocalReplica:
         self._cdc = cdc
         """Writes to tables with CDC also apply their log rows here (None: no log is written)."""
 
-    def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
-        """Apply durably (views and indexes updated from here if ``table`` has any).
+    def apply(self, table: TableDef, mutations: Sequence[Mutation], *, log: bool = True) -> Awaitable[object]:
+        """Apply durably (views and indexes updated from here if ``table`` has any), with the CDC
+        log rows of the change unless ``log`` is False (read repair: data already logged).
 
         This and ``apply_direct`` return what to await rather than being coroutines: on the
         common path that is the commit's own future, so a write pays no coroutine frame per
         layer between the request and its commit. They raise at the call what they cannot
         start (a token this node holds no replica of)."""
-        if self._cdc is not None and table.options.cdc_enabled:
+        if log and self._cdc is not None and table.options.cdc_enabled:
             return self._apply_with_log(table, mutations, self._cdc)
         derived = self._derived
         if derived is not None and derived.maintains(table):
