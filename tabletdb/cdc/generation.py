@@ -116,3 +116,33 @@ def _first_on_full_ring(end: int, shard: int, nshards: int, ignore_msb: int) -> 
 
 def stream_tokens(generation: Generation) -> list[int]:
     return [stream_id_token(s) for s in generation.streams]
+
+
+Generations = tuple[tuple[int, Generation], ...]
+"""Committed generations as (timestamp in µs from which it operates, generation), oldest first."""
+
+
+def operating(generations: Generations, timestamp: int) -> Generation | None:
+    """The generation operating at ``timestamp``: the newest whose time is <= it; a write older
+    than every generation uses the first (None: there is no generation)."""
+    if not generations:
+        return None
+    index = bisect.bisect_right([t for t, _ in generations], timestamp) - 1
+    return generations[max(index, 0)][1]
+
+
+def refines(generation: Generation, ring_ends: Sequence[int]) -> bool:
+    """Whether ``generation`` was built for exactly this ring (its ranges are the vnodes)."""
+    return [e.range_end for e in generation.entries] == sorted(ring_ends)
+
+
+def generation_to_plain(generation: Generation) -> list[list[object]]:
+    return [[e.range_end, list(e.streams), e.sharding_ignore_msb] for e in generation.entries]
+
+
+def generation_from_plain(data: Sequence[Sequence[object]]) -> Generation:
+    entries = []
+    for end, streams, msb in data:
+        assert isinstance(end, int) and isinstance(msb, int) and isinstance(streams, list | tuple)
+        entries.append(GenerationEntry(end, tuple(bytes(s) for s in streams), msb))
+    return Generation(tuple(entries))

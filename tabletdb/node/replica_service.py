@@ -73,6 +73,7 @@ def cluster_placement(
         lambda: state().topology,
         lambda: state().metadata.catalog,
         lambda: state().metadata.tablets,
+        lambda: state().metadata.cdc_generations,
     )
 
 
@@ -88,7 +89,7 @@ def build_replicas(
     updates over them, then the local replica that applies base writes with their view updates."""
     direct = Replicas(placement, LocalReplica(stores), transport, is_up, timeouts)
     updates = ViewUpdates(direct, views.views_of, views.clock.now_seconds, views.locks)
-    cdc = CdcLog(placement.catalog, placement.tablet_map)
+    cdc = CdcLog(placement.catalog, placement.tablet_map, placement.cdc_generations)
     return Replicas(placement, LocalReplica(stores, updates, cdc), transport, is_up, timeouts)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 
+from tabletdb.cdc.generation import Generations, operating
 from tabletdb.cdc.tablet_streams import TabletStreams
 from tabletdb.replica.cdc_rows import log_mutations
 from tabletdb.schema.cdc_log import log_name
@@ -24,10 +25,14 @@ class CdcLog:
     """Finds a base table's log and stream set and builds the log mutations of its writes."""
 
     def __init__(
-        self, catalog: Callable[[], Catalog], tablet_map: Callable[[uuid.UUID], TabletMap | None]
+        self,
+        catalog: Callable[[], Catalog],
+        tablet_map: Callable[[uuid.UUID], TabletMap | None],
+        generations: Callable[[], Generations] = tuple,
     ) -> None:
         self._catalog = catalog
         self._tablet_map = tablet_map
+        self._generations = generations
         self._streams: dict[uuid.UUID, tuple[TabletMap, TabletStreams]] = {}
 
     def log_of(self, base: TableDef, mutations: Sequence[Mutation]) -> tuple[TableDef, list[Mutation]]:
@@ -36,18 +41,39 @@ class CdcLog:
         log = None if ks is None else ks.tables.get(log_name(base.name))
         if log is None or not log.is_cdc_log:
             raise RuntimeError(f"CDC is enabled on {base.keyspace}.{base.name} but its log table is missing")
-        streams = self._stream_set(base)
-        return log, log_mutations(base, log, mutations, streams.stream_for)
-
-    def _stream_set(self, base: TableDef) -> TabletStreams:
         tablet_map = self._tablet_map(base.id)
-        if tablet_map is None:
+        if tablet_map is not None:
+            return log, log_mutations(base, log, mutations, self._stream_set(base, tablet_map).stream_for)
+        return log, log_mutations(base, log, mutations, self._generation_streams(base, mutations))
+
+    def _generation_streams(self, base: TableDef, mutations: Sequence[Mutation]) -> Callable[[int], bytes]:
+        """Vnode tables: the generation operating at the write's time (all of one write share it)."""
+        stamps = [ts for m in mutations for ts in _timestamps(m)]
+        generation = operating(self._generations(), max(stamps, default=0))
+        if generation is None:
             raise RuntimeError(
-                f"CDC on {base.keyspace}.{base.name} needs its tablet map (vnode tables have no CDC yet)"
+                f"CDC on {base.keyspace}.{base.name}: no CDC generation is committed yet (the ring was "
+                "empty when CDC was enabled); ALTER the table's cdc options again once the node has joined"
             )
+        return generation.stream_for
+
+    def _stream_set(self, base: TableDef, tablet_map: TabletMap) -> TabletStreams:
         cached = self._streams.get(base.id)
         if cached is not None and cached[0] is tablet_map:
             return cached[1]
         streams = TabletStreams(base.id, tuple(t.last_token for t in tablet_map.tablets))
         self._streams[base.id] = (tablet_map, streams)
         return streams
+
+
+def _timestamps(m: Mutation) -> list[int]:
+    stamps = [rt.timestamp for rt in m.range_tombstones]
+    if m.partition_tombstone is not None:
+        stamps.append(m.partition_tombstone)
+    for row in m.rows:
+        stamps += [c.timestamp for c in row.cells]
+        if row.marker is not None:
+            stamps.append(row.marker.timestamp)
+        if row.tombstone is not None:
+            stamps.append(row.tombstone)
+    return stamps

@@ -78,7 +78,7 @@ def log_table_id(base_id: uuid.UUID) -> uuid.UUID:
     return uuid.uuid5(base_id, "cdc log")
 
 
-def check_supported(base: TableDef, uses_tablets: bool) -> None:
+def check_supported(base: TableDef) -> None:
     """Refuse what this log cannot record yet rather than accept CDC and log less than asked."""
     where = f"{base.keyspace}.{base.name}"
     opts = CdcOptions.of(base)
@@ -86,11 +86,6 @@ def check_supported(base: TableDef, uses_tablets: bool) -> None:
         raise InvalidRequest(
             f"Cannot enable CDC on {where}: preimage and postimage are not supported yet by tabletdb "
             "(only delta rows are logged); use cdc = {'enabled': true, 'preimage': false, 'postimage': false}"
-        )
-    if not uses_tablets:
-        raise InvalidRequest(
-            f"Cannot enable CDC on {where}: CDC on vnode keyspaces needs CDC generations, which tabletdb "
-            "does not build yet; create the keyspace with tablets enabled"
         )
     for column in base.columns:
         t = column.type

@@ -169,7 +169,7 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
                 f"Cannot create CDC log for table {table.keyspace}.{table.name} because keyspace "
                 f"{table.keyspace} already has a table named {log_name}"
             )
-        check_supported(table, ks.definition.uses_tablets)
+        check_supported(table)
     if table.options.tablets is not None and not ks.definition.uses_tablets:
         raise ConfigurationError(
             f"Tablet options cannot be used on table {table.keyspace}.{table.name}: "

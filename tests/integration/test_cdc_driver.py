@@ -20,7 +20,8 @@ TABLE = (
     "m map<int, text>, fl frozen<list<int>>, u uuid, b blob, d double, PRIMARY KEY (pk, ck)) "
     "WITH cdc = {'enabled': true}"
 )
-SHOWN = ("pk", "ck", "v1", "v2", "st", "s", "m", "fl", "u", "b", "d")
+NODE_SHARDS = 2
+"""The harness node's shard count (the `smp` default)."""
 
 
 def _ensure(session: Any) -> None:
@@ -244,9 +245,6 @@ def test_what_is_not_logged_yet_is_refused(session: Any) -> None:
     session.execute("CREATE TABLE cdc.r (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
     with pytest.raises(InvalidRequest, match="non-frozen list"):
         session.execute("ALTER TABLE cdc.r ADD l list<int>")
-    session.execute(f"CREATE KEYSPACE cdcv WITH replication = {NTS_1} AND tablets = {{'enabled': false}}")
-    with pytest.raises(InvalidRequest, match="vnode keyspaces"):
-        session.execute("CREATE TABLE cdcv.r (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
     session.execute("ALTER TABLE cdc.r WITH cdc = {'enabled': false}")
     session.execute("INSERT INTO cdc.r (k, v) VALUES (1, 1)")  # CDC off: the kept log gets nothing
     assert list(session.execute("SELECT * FROM cdc.r_scylla_cdc_log")) == []
@@ -254,3 +252,28 @@ def test_what_is_not_logged_yet_is_refused(session: Any) -> None:
     session.execute("INSERT INTO cdc.r (k, v) VALUES (2, 2)")
     (row,) = session.execute('SELECT k, v, "cdc$operation" FROM cdc.r_scylla_cdc_log')
     assert (row.k, row.v, row.cdc_operation) == (2, None, 2)
+
+
+def test_vnode_keyspaces_log_through_the_generation(session: Any) -> None:
+    """A vnode CDC table logs into the streams of the generation committed with it: a row's
+    stream token lies in its base token's vnode range (the same replicas) and on its shard."""
+    from cassandra.murmur3 import murmur3
+
+    from tabletdb.dht.sharding import shard_of
+
+    session.execute(f"CREATE KEYSPACE cdcv WITH replication = {NTS_1} AND tablets = {{'enabled': false}}")
+    session.execute("CREATE TABLE cdcv.r (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    insert = session.prepare("INSERT INTO cdcv.r (k, v) VALUES (?, ?)")
+    for k in range(30):
+        session.execute(insert, (k, k * 10))
+    ends = sorted(int(t) for t in session.execute("SELECT tokens FROM system.local").one().tokens)
+    rows = list(session.execute('SELECT "cdc$stream_id", k, v, "cdc$operation" FROM cdcv.r_scylla_cdc_log'))
+    assert sorted((r.k, r.v, r.cdc_operation) for r in rows) == [(k, k * 10, 2) for k in range(30)]
+    for row in rows:
+        token = murmur3(row.k.to_bytes(4, "big", signed=True))
+        stream_token = int.from_bytes(row.cdc_stream_id[:8], "big", signed=True)
+        assert next((e for e in ends if e >= stream_token), ends[0]) == next(
+            (e for e in ends if e >= token), ends[0]
+        )
+        assert shard_of(stream_token, NODE_SHARDS, 12) == shard_of(token, NODE_SHARDS, 12)
+    session.execute("DROP KEYSPACE cdcv")

@@ -2,7 +2,9 @@
 
 RF=1: each node coordinates writes whose only replica is often another node; the log row is
 written by that replica into its own copy of the log tablet (a write whose replica held no log
-tablet would fail), and every write has one row. RF=3 with a node killed -9: QUORUM writes go
+tablet would fail), and every write has one row. The same on a vnode keyspace, whose streams
+come from the generation committed with the table: a log row written anywhere but on its
+stream's replica would be missing from the log's reads. RF=3 with a node killed -9: QUORUM writes go
 on logging; when the node is back, the ALL reads that repair the base write no log rows of their
 own, and once the log is repaired too the returning node holds every row, alone.
 """
@@ -21,8 +23,8 @@ Logged = set[tuple[int, int, str, int]]
 """(k, c, v, cdc$operation) of the log rows."""
 
 
-def _schema(session: Any, ks: str, rf: int) -> None:
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = {NTS % rf} AND tablets = {{'initial': 4}}")
+def _schema(session: Any, ks: str, rf: int, tablets: str = "{'initial': 4}") -> None:
+    session.execute(f"CREATE KEYSPACE {ks} WITH replication = {NTS % rf} AND tablets = {tablets}")
     session.execute(
         f"CREATE TABLE {ks}.t (k int, c int, v text, PRIMARY KEY (k, c)) WITH cdc = {{'enabled': true}}"
     )
@@ -45,14 +47,17 @@ def test_one_log_row_per_write_on_its_replicas_through_a_kill(node_factory: Node
     with pinned(nodes[0]) as s0:
         _schema(s0, "c1", 1)
         _schema(s0, "c3", 3)
-    expected: dict[str, Logged] = {"c1": set(), "c3": set()}
+        _schema(s0, "v1", 1, "{'enabled': false}")  # vnodes: streams of the generation built with it
+    expected: dict[str, Logged] = {"c1": set(), "c3": set(), "v1": set()}
     for i, node in enumerate(nodes):
         with pinned(node) as s:
             expected["c1"] |= _write(s, "c1", range(i * 20, i * 20 + 20), "ONE")
+            expected["v1"] |= _write(s, "v1", range(i * 20, i * 20 + 20), "ONE")
             expected["c3"] |= _write(s, "c3", range(i * 10, i * 10 + 10), "QUORUM")
     for node in nodes:
         with pinned(node) as s:
             assert _log(s, "c1", "ONE") == sorted(expected["c1"])
+            assert _log(s, "v1", "ONE") == sorted(expected["v1"])  # each on its stream's only replica
             assert _log(s, "c3", "ALL") == sorted(expected["c3"])
 
     victim = nodes[2]
