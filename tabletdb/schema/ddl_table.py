@@ -159,6 +159,8 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
     if table.is_counter and table.options.default_time_to_live:
         raise InvalidRequest("Cannot set default_time_to_live on a table with counters")
     if table.options.cdc_enabled:
+        if table.is_cdc_log:
+            raise InvalidRequest(f"Cannot enable CDC on {table.keyspace}.{table.name}: it is a CDC log table")
         if table.is_counter:
             raise InvalidRequest(
                 f"Cannot create CDC log for table {table.keyspace}.{table.name}: counters are not supported"

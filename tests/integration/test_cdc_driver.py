@@ -223,6 +223,10 @@ def test_describe_alter_and_drop(session: Any) -> None:
 
     from cassandra import InvalidRequest
 
+    with pytest.raises(InvalidRequest, match="it is a CDC log table"):
+        session.execute("ALTER TABLE cdc.t_scylla_cdc_log WITH cdc = {'enabled': true}")
+    session.execute("ALTER TABLE cdc.t_scylla_cdc_log WITH comment = 'mine'")  # its own options: allowed
+    assert "comment = 'mine'" in list(session.execute("DESCRIBE TABLE cdc.t"))[-1].create_statement
     with pytest.raises(InvalidRequest, match="dropped with its base"):
         session.execute("DROP TABLE cdc.t_scylla_cdc_log")
     session.execute("DROP TABLE cdc.t")
