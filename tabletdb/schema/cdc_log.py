@@ -24,7 +24,7 @@ from tabletdb.cql.types import (
     MapType,
     SetType,
 )
-from tabletdb.schema.model import CDC_LOG_SUFFIX, ColumnDef, ColumnKind, TableDef
+from tabletdb.schema.model import CDC_LOG_SUFFIX, ColumnDef, ColumnKind, TableDef, order_columns
 from tabletdb.schema.options import TableOptions
 from tabletdb.schema.tables import CDC_PARTITIONER, ClusteringOrder
 
@@ -124,7 +124,7 @@ def log_columns(base: TableDef) -> tuple[ColumnDef, ...]:
         elements = deleted_elements_type(column.type)
         if elements is not None:
             columns.append(ColumnDef(DELETED_ELEMENTS + column.name, elements, reg))
-    return tuple(columns)
+    return order_columns(columns)  # ScyllaDB's order: keys by position, the rest by name
 
 
 def default_log_options(base: TableDef) -> TableOptions:
