@@ -292,10 +292,10 @@ class ReadCoordinator:
             return result
 
         async def push(replica: Replica, plain: list[Any]) -> None:
-            if ctx.is_local(replica):
-                await ctx.local.apply(table, mutations_from_plain(plain))
+            if ctx.is_local(replica):  # repaired data was logged when written: no CDC rows again
+                await ctx.local.apply(table, mutations_from_plain(plain), log=False)
             else:
-                await ctx.call(replica, VERB_APPLY, [table.id.bytes, plain], spec.timeout)
+                await ctx.call(replica, VERB_APPLY, [table.id.bytes, plain, False], spec.timeout)
 
         try:
             async with asyncio.timeout(spec.timeout):

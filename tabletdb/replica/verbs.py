@@ -102,8 +102,9 @@ class ReplicaVerbs:
         return await wait_for_table(self.table_of, raw_id)
 
     async def _apply(self, src: int, payload: list[Any]) -> None:
-        table_id, mutations = payload
-        await self.local.apply(await self._table(table_id), mutations_from_plain(mutations))
+        table_id, mutations, *rest = payload  # [id, mutations] or, from read repair, [.., False]
+        log = not rest or bool(rest[0])
+        await self.local.apply(await self._table(table_id), mutations_from_plain(mutations), log=log)
 
     async def _read(self, src: int, payload: list[Any]) -> Any:
         table_id, digest_only, request = payload
