@@ -114,6 +114,9 @@ class NodeConfig:
     test_statement_delay_ms: int = 0
     """TEST ONLY: sleep this long inside every read and write (within its service-level timeout),
     so tests can make a statement deterministically slower than a short TIMEOUT."""
+    test_fault_injection_api: bool = False
+    """TEST ONLY: serve `/faults` on the REST API (`node.admin.rest_faults`) so chaos tests can
+    partition nodes by making this one drop its internode messages to chosen peers."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -361,6 +364,7 @@ _PARSERS: dict[str, Parser] = {
     "native_transport_max_concurrent_connections": _int_parser(-1),
     "native_transport_idle_timeout_in_ms": _int_parser(0),
     "test_statement_delay_ms": _int_parser(0),
+    "test_fault_injection_api": _parse_bool,
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)
