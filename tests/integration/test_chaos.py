@@ -1,9 +1,10 @@
 """Chaos on real processes: pauses and partitions under QUORUM writes, LWT and DDL (issue 18).
 
-Three nodes, RF=3. While three client threads write keys at QUORUM, compare-and-set a counter
-row by one and create tables, a seeded schedule (`tests.harness.chaos.plan_faults`) pauses one
-node at a time with SIGSTOP (the group0 leader among them) and partitions nodes through their
-test-only REST fault injector (`tests.harness.nemesis`). Once everything is healed, every
+Three nodes, RF=3. While client threads write keys at QUORUM, compare-and-set a counter row by
+one (two threads, so rounds contend) and create tables, a seeded schedule
+(`tests.harness.chaos.plan_faults`) pauses one node at a time with SIGSTOP (the group0 leader
+among them) and partitions nodes through their test-only REST fault injector
+(`tests.harness.nemesis`). Once everything is healed, every
 acknowledged write must read back at QUORUM and ALL from every coordinator, the CAS counter must
 equal the acknowledged rounds (plus at most the unanswered ones), and every acknowledged table
 must exist on every node. The short schedule runs in `make test`, the long ones in `make soak`;
@@ -196,7 +197,7 @@ def run_chaos(node_factory: NodeFactory, seed: int, rounds: int, hold: tuple[flo
     with driver(nodes) as session:
         workers = [
             threading.Thread(target=work, args=(session, history, stop), name=work.__name__)
-            for work in (writer, cas_client, ddl_client)
+            for work in (writer, cas_client, cas_client, ddl_client)
         ]
         for t in workers:
             t.start()
