@@ -42,7 +42,7 @@ STATEMENTS = (
     "SELECT * FROM system_schema.tables WHERE keyspace_name = 'fuzz'",
     "INSERT INTO fuzz.w (k, a, b, c, d, e, f, g, h, i, j, l, n, o, p, q, r, s, t, u, x, y, z) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    "SELECT * FROM fuzz.w WHERE k = ? AND a = ?",
+    "SELECT * FROM fuzz.w WHERE k = ? AND a = ? AND b > ?",
     "UPDATE fuzz.t SET m = m + ? WHERE k = ?",
 )
 SCHEMA = (
@@ -53,7 +53,7 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS fuzz.w (k blob, a varint, b decimal, c duration, d inet, e date, f time, "
     "g timestamp, h uuid, i timeuuid, j boolean, l tinyint, n smallint, o float, p double, q ascii, "
     "r frozen<tuple<int, text, list<bigint>>>, s set<frozen<map<int, text>>>, t frozen<pt>, u text, "
-    "x bigint, y list<varint>, z map<timestamp, decimal>, PRIMARY KEY (k, a))",
+    "x bigint, y list<varint>, z map<timestamp, decimal>, PRIMARY KEY (k, a, b))",
 )
 """What the node under fuzzing must hold for the statements above to be valid."""
 EXTREMES = (
@@ -104,6 +104,8 @@ _TYPED_VALUES = (
     b"\x80" + b"\x00" * 40,  # a varint far beyond bigint
     struct.pack(">i", -(2**31)) + b"\x01",  # decimal: extreme scale
     struct.pack(">i", 2**31 - 1) + b"\xff" * 20,
+    struct.pack(">i", -2_000_000) + b"\x01",  # beyond the default decimal context's exponents
+    struct.pack(">i", 0) + (10**30 + 1).to_bytes(13, "big"),  # 31 digits: beyond its precision
     b"\xfe" * 3,  # duration: vints with bad continuation
     b"\xff" * 9 + b"\xff" * 9 + b"\xff" * 9,
     b"\x7f\x00\x00\x01",  # inet v4

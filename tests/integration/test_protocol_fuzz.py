@@ -237,6 +237,32 @@ def test_fuzzed_frames_get_proper_answers(fuzz_node: TestNode, prepared: cf.Prep
     check_after(fuzz_node, before, tally)
 
 
+def test_extreme_decimal_and_varint_keys_keep_their_exact_values(fuzz_node: TestNode) -> None:
+    """Found by the fuzzer: decimal keys were compared in the default decimal context, so keys
+    with more than 28 digits collided (the second overwrote the first) and one beyond 1E+999999
+    failed with a ServerError (Overflow)."""
+    from decimal import Decimal
+
+    decimals = [
+        Decimal("1234567890123456789012345678901"),
+        Decimal("1234567890123456789012345678902"),
+        Decimal("1E-2000000"),
+        Decimal("2E-2000000"),
+        Decimal("1E+2000000"),
+        Decimal((1, (9,) * 4000, 7)),  # the driver cannot serialize 4300 digits or more
+    ]
+    varints = [10**5000, 10**5000 + 1, -(10**5000)]
+    with _session(fuzz_node) as s:
+        s.execute("CREATE TABLE IF NOT EXISTS fuzz.dk (k int, d decimal, v varint, PRIMARY KEY (k, d, v))")
+        insert = s.prepare("INSERT INTO fuzz.dk (k, d, v) VALUES (0, ?, ?)")
+        for i, d in enumerate(decimals):
+            s.execute(insert, (d, varints[i % len(varints)]))
+        rows = list(s.execute("SELECT d, v FROM fuzz.dk WHERE k = 0"))
+        assert [r.d for r in rows] == sorted(decimals)
+        assert {r.v for r in rows} == set(varints)
+        assert len(list(s.execute("SELECT d FROM fuzz.dk WHERE k = 0 AND d > 0"))) == 5
+
+
 def stream_frames(node: TestNode, prepared: cf.Prepared, total: int, seed: int) -> Tally:
     """Up to 200 frames per connection until `total` are sent; stops a batch at its first unframed one."""
     tally = Tally()
