@@ -28,6 +28,8 @@ class FaultKind(Enum):
     """Cut one node off from all its peers (both directions); clients still reach every node."""
     SPLIT = "split"
     """Cut one pair of nodes off from each other only; each still reaches the third."""
+    ONE_WAY = "one-way"
+    """Drop what one node sends to another, not the reverse: an asymmetric partition."""
 
 
 @dataclass(frozen=True)
@@ -36,21 +38,22 @@ class Fault:
     target: int
     """Index of the node the fault is aimed at (ignored by PAUSE_LEADER, which asks the cluster)."""
     other: int
-    """SPLIT: the node `target` is cut from; unused by the other kinds."""
+    """SPLIT and ONE_WAY: the node `target` is cut from; unused by the other kinds."""
     seconds: float
     """How long the fault holds before it is healed."""
     rest: float
     """How long the cluster runs fault-free after the heal, before the next fault."""
 
     def describe(self) -> str:
-        if self.kind is FaultKind.SPLIT:
-            return f"{self.kind.value} node{self.target}<->node{self.other} for {self.seconds:.1f}s"
+        if self.kind in (FaultKind.SPLIT, FaultKind.ONE_WAY):
+            arrow = "<->" if self.kind is FaultKind.SPLIT else "->"
+            return f"{self.kind.value} node{self.target}{arrow}node{self.other} for {self.seconds:.1f}s"
         target = "leader" if self.kind is FaultKind.PAUSE_LEADER else f"node{self.target}"
         return f"{self.kind.value} {target} for {self.seconds:.1f}s"
 
 
 def plan_faults(seed: int, rounds: int, nodes: int, hold: tuple[float, float] = (1.0, 4.0)) -> list[Fault]:
-    """A replayable schedule: every kind appears within the first four rounds, then seeded draws."""
+    """A replayable schedule: every kind appears in the first rounds (one each), then seeded draws."""
     if nodes < 3:
         raise ValueError(f"a chaos schedule needs at least 3 nodes to keep a majority, got {nodes}")
     rng = random.Random(seed)

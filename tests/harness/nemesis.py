@@ -80,8 +80,10 @@ class Nemesis:
                 for other in self.nodes:
                     if other is not target:
                         self._cut(target, other)
-            else:
+            elif fault.kind is FaultKind.SPLIT:
                 self._cut(target, self.nodes[fault.other])
+            else:
+                rest(target, "POST", f"/faults/block?address={self.nodes[fault.other].host}")
             yield
         finally:
             self.heal()

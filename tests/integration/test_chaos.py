@@ -3,12 +3,12 @@
 Three nodes, RF=3. While client threads write keys at QUORUM, compare-and-set a counter row by
 one (two threads, so rounds contend) and create tables, a seeded schedule
 (`tests.harness.chaos.plan_faults`) pauses one node at a time with SIGSTOP (the group0 leader
-among them) and partitions nodes through their test-only REST fault injector
-(`tests.harness.nemesis`). Once everything is healed, every
-acknowledged write must read back at QUORUM and ALL from every coordinator, the CAS counter must
-equal the acknowledged rounds (plus at most the unanswered ones), and every acknowledged table
-must exist on every node. The short schedule runs in `make test`, the long ones in `make soak`;
-a failure prints the seed and the applied faults so it replays.
+among them) and partitions nodes, both ways or one way, through their test-only REST fault
+injector (`tests.harness.nemesis`). Once everything is healed, every acknowledged write must
+read back at QUORUM and ALL from every coordinator, the CAS counter must equal the acknowledged
+rounds (plus at most the unanswered ones), and every acknowledged table must exist on every
+node. The short schedule runs in `make test`, the long ones in `make soak`; a failure prints the
+seed and the applied faults so it replays.
 """
 
 from __future__ import annotations
@@ -216,14 +216,14 @@ def run_chaos(node_factory: NodeFactory, seed: int, rounds: int, hold: tuple[flo
     print(context)
     assert all(node.running for node in nodes), f"a node died under chaos; {context}"
     assert history.acked_keys and history.cas_acked and history.acked_tables, f"no progress; {context}"
-    if any(f.kind in (FaultKind.ISOLATE, FaultKind.SPLIT) for f in plan):
+    if any(f.kind in (FaultKind.ISOLATE, FaultKind.SPLIT, FaultKind.ONE_WAY) for f in plan):
         assert sum(nemesis.dropped.values()) > 0, f"the partitions dropped nothing; {context}"
     problems = verify(nodes, history)
     assert not problems, "\n".join(problems) + "\n" + context
 
 
 def test_chaos_short(node_factory: NodeFactory) -> None:
-    run_chaos(node_factory, seed=18, rounds=4, hold=(1.0, 3.0))
+    run_chaos(node_factory, seed=18, rounds=5, hold=(1.0, 3.0))
 
 
 @pytest.mark.slow
