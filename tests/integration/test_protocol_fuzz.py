@@ -238,9 +238,9 @@ def test_fuzzed_frames_get_proper_answers(fuzz_node: TestNode, prepared: cf.Prep
 
 
 def test_extreme_decimal_and_varint_keys_keep_their_exact_values(fuzz_node: TestNode) -> None:
-    """Found by the fuzzer: decimal keys were compared in the default decimal context, so keys
+    """Found while fuzzing: decimal keys were compared in the default decimal context, so keys
     with more than 28 digits collided (the second overwrote the first) and one beyond 1E+999999
-    failed with a ServerError (Overflow)."""
+    failed with a ServerError (Overflow); integers past int-to-str's 4300 digits failed too."""
     from decimal import Decimal
 
     decimals = [
@@ -253,6 +253,7 @@ def test_extreme_decimal_and_varint_keys_keep_their_exact_values(fuzz_node: Test
     ]
     varints = [10**5000, 10**5000 + 1, -(10**5000)]
     with _session(fuzz_node) as s:
+        s.execute(cf.SCHEMA[0])  # the keyspace
         s.execute("CREATE TABLE IF NOT EXISTS fuzz.dk (k int, d decimal, v varint, PRIMARY KEY (k, d, v))")
         insert = s.prepare("INSERT INTO fuzz.dk (k, d, v) VALUES (0, ?, ?)")
         for i, d in enumerate(decimals):
@@ -261,6 +262,11 @@ def test_extreme_decimal_and_varint_keys_keep_their_exact_values(fuzz_node: Test
         assert [r.d for r in rows] == sorted(decimals)
         assert {r.v for r in rows} == set(varints)
         assert len(list(s.execute("SELECT d FROM fuzz.dk WHERE k = 0 AND d > 0"))) == 5
+        # int <-> str past 4300 digits: a varint literal and SELECT JSON of one were ServerErrors
+        s.execute(f"INSERT INTO fuzz.dk (k, d, v) VALUES (1, 0, {'9' * 5000})")
+        assert s.execute("SELECT v FROM fuzz.dk WHERE k = 1").one().v == 10**5000 - 1
+        json_rows = [r[0] for r in s.execute("SELECT JSON v FROM fuzz.dk WHERE k = 1")]
+        assert json_rows == ['{"v": ' + "9" * 5000 + "}"]
 
 
 def stream_frames(node: TestNode, prepared: cf.Prepared, total: int, seed: int) -> Tally:
