@@ -103,7 +103,7 @@ def _ser_decimal(t: NativeType, v: Any) -> bytes:
         raise _bad(t, f"{d} is not a finite decimal")
     sign, digits, exponent = d.as_tuple()
     assert isinstance(exponent, int)
-    unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+    unscaled = int(Decimal((sign, digits, 0)))  # exact, not limited to int(str)'s 4300 digits
     scale = -exponent
     if not wire_int32_ok(scale):
         raise _bad(t, f"scale {scale} out of 32-bit range")
@@ -119,7 +119,8 @@ def _de_decimal(t: NativeType, data: bytes) -> Decimal:
         raise _bad(t, f"expected at least 5 bytes, got {len(data)}")
     scale = struct.unpack(">i", data[:4])[0]
     unscaled = int.from_bytes(data[4:], "big", signed=True)
-    return Decimal((1 if unscaled < 0 else 0, tuple(int(c) for c in str(abs(unscaled))), -scale))
+    sign, digits, _ = Decimal(unscaled).as_tuple()  # exact, not limited to str(int)'s 4300 digits
+    return Decimal((sign, digits, -scale))
 
 
 def _ser_float(t: NativeType, v: Any) -> bytes:

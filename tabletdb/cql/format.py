@@ -100,7 +100,9 @@ def _format_native(name: str, value: Any) -> str:
     if name == "duration":
         assert isinstance(value, Duration)
         return format_duration(value)
-    return str(value)  # integers, uuid, timeuuid
+    if isinstance(value, int):
+        return str(Decimal(value))  # str(int) refuses more than 4300 digits; a varint may have them
+    return str(value)  # uuid, timeuuid
 
 
 def _format_decimal(d: Decimal) -> str:

@@ -79,7 +79,7 @@ def _map_key_json(t: CqlType, key: Any) -> str:
 
 def _native_to_json(name: str, value: Any) -> str:
     if name in _INTEGERS:
-        return str(int(value))
+        return str(Decimal(int(value)))  # str(int) refuses more than 4300 digits; a varint may have them
     if name in ("float", "double"):
         v = float(value)
         return "null" if math.isnan(v) or math.isinf(v) else _json_float(v, name == "float")

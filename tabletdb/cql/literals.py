@@ -89,7 +89,9 @@ def _convert(name: str, kind: str, text: str) -> Any:
 def _integer(text: str, type_name: str) -> int:
     if not _INTEGER.match(text.strip()):
         raise InvalidRequest(f"Unable to make {type_name} from '{text}'")
-    return int(text)
+    return int(
+        Decimal(text.strip())
+    )  # exact; int(str) refuses more than 4300 digits (a varint may have them)
 
 
 def _bounded_int(name: str, text: str) -> int:

@@ -206,6 +206,9 @@ class NodeConfig:
     test_statement_delay_ms: int = 0
     """TEST ONLY: sleep this long inside every read and write (within its service-level timeout),
     so tests can make a statement deterministically slower than a short TIMEOUT."""
+    test_fault_injection_api: bool = False
+    """TEST ONLY: serve `/faults` on the REST API (`node.admin.rest_faults`) so chaos tests can
+    partition nodes by making this one drop its internode messages to chosen peers."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -470,6 +473,7 @@ _PARSERS: dict[str, Parser] = {
     "client_encryption_options": _encryption_parser(ClientEncryption),
     "native_transport_port_ssl": _parse_optional_port,
     "test_statement_delay_ms": _int_parser(0),
+    "test_fault_injection_api": _parse_bool,
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)

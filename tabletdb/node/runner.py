@@ -26,6 +26,7 @@ from tabletdb.coordinator.replica_repair import ReplicaRepair
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
+from tabletdb.net.faults import FaultInjector
 from tabletdb.net.tls import TlsSetupError
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import client_tls
@@ -301,12 +302,20 @@ class Node:
             metrics=metrics,
             storage=self.storage,
             snapshots_dir=self.config.workdir / "snapshots",
+            faults=self._test_faults(),
         )
         api: RestApi = module.RestApi(
             ctx, self.config.api_address or self.config.listen_address, self.config.api_port
         )
         await api.start()
         self.rest_api = api
+
+    def _test_faults(self) -> FaultInjector | None:
+        """The internode fault injector, exposed over REST only with `test_fault_injection_api`."""
+        group0 = self.membership.group0
+        if not self.config.test_fault_injection_api or group0 is None:
+            return None
+        return group0.rpc.faults
 
     def _node_metrics(self) -> NodeMetrics:
         """The metrics registry; prometheus_client came in with the REST API module, off the loop."""

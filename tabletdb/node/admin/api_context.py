@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.net.faults import FaultInjector
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.replica.storage_service import StorageService
@@ -28,3 +29,5 @@ class ApiContext:
     storage: StorageService | None = None
     snapshots_dir: Path | None = None
     """Backup and restore endpoints (node.admin.rest_snapshots) act on these."""
+    faults: FaultInjector | None = None
+    """TEST ONLY: set when `test_fault_injection_api` is on; `node.admin.rest_faults` drives it."""
