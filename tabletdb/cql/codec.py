@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from tabletdb.cql import wire
-from tabletdb.cql.compare import compare
+from tabletdb.cql.compare import compare, exact_decimal
 from tabletdb.cql.duration import Duration
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import (
@@ -119,7 +119,7 @@ def _de_decimal(t: NativeType, data: bytes) -> Decimal:
         raise _bad(t, f"expected at least 5 bytes, got {len(data)}")
     scale = struct.unpack(">i", data[:4])[0]
     unscaled = int.from_bytes(data[4:], "big", signed=True)
-    return Decimal((1 if unscaled < 0 else 0, tuple(int(c) for c in str(abs(unscaled))), -scale))
+    return exact_decimal(unscaled, scale)
 
 
 def _ser_float(t: NativeType, v: Any) -> bytes:

@@ -110,12 +110,19 @@ def _compare_native(name: str, a: bytes, b: bytes) -> int:
     return _cmp_bytes(a, b)
 
 
+def exact_decimal(unscaled: int, scale: int) -> Decimal:
+    """``unscaled x 10^-scale`` with every digit kept: Decimal arithmetic (``scaleb``, ``*``) rounds
+    to the context's 28 digits, and a CQL decimal has no precision limit."""
+    digits = tuple(int(c) for c in str(abs(unscaled)))
+    return Decimal((1 if unscaled < 0 else 0, digits, -scale))
+
+
 def decode_decimal(data: bytes) -> Decimal:
     if len(data) < 5:
         raise InvalidRequest(f"Invalid value for type decimal: expected at least 5 bytes, got {len(data)}")
     scale = struct.unpack(">i", data[:4])[0]
     unscaled = int.from_bytes(data[4:], "big", signed=True)
-    return Decimal(unscaled).scaleb(-scale)
+    return exact_decimal(unscaled, scale)
 
 
 def float_key(name: str, data: bytes) -> float:
