@@ -251,6 +251,8 @@ def _speculative_retry(value: OptionValue) -> str:
                 number = float(upper[: -len(suffix)])
             except ValueError:
                 break
+            if not math.isfinite(number):  # 'nanms', 'infms': no delay to wait
+                break
             if suffix == "PERCENTILE":
                 if not 0 <= number <= 100:
                     break
