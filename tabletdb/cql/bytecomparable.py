@@ -37,6 +37,7 @@ from tabletdb.cql import wire
 from tabletdb.cql.codec import varint_bytes
 from tabletdb.cql.compare import decode_decimal, signed_low_bytes, uuid_timestamp
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.numbers import parse_int
 from tabletdb.cql.types import (
     CqlType,
     ListType,
@@ -368,7 +369,7 @@ def _decode_decimal(r: _Reader) -> bytes:
     while (b := r.byte()) != 0:
         digits.append(str(b - 1))
     r.mask = saved
-    unscaled = int("".join(digits)) * (-1 if sign == 0x01 else 1)
+    unscaled = parse_int("".join(digits)) * (-1 if sign == 0x01 else 1)
     scale = len(digits) - magnitude_exp
     if not -(2**31) <= scale < 2**31:
         raise CorruptClusteringKey(f"Corrupt clustering key: decimal scale {scale} out of range")

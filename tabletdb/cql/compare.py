@@ -113,8 +113,8 @@ def _compare_native(name: str, a: bytes, b: bytes) -> int:
 def exact_decimal(unscaled: int, scale: int) -> Decimal:
     """``unscaled x 10^-scale`` with every digit kept: Decimal arithmetic (``scaleb``, ``*``) rounds
     to the context's 28 digits, and a CQL decimal has no precision limit."""
-    digits = tuple(int(c) for c in str(abs(unscaled)))
-    return Decimal((1 if unscaled < 0 else 0, digits, -scale))
+    sign, digits, _ = Decimal(unscaled).as_tuple()  # not str(): Python refuses it past 4300 digits
+    return Decimal((sign, digits, -scale))
 
 
 def decode_decimal(data: bytes) -> Decimal:

@@ -401,6 +401,11 @@ def _decimal_sum_avg(kind: str, present: list[Decimal]) -> Decimal:
     if not present:
         return Decimal(0)
     scale = max(-int(d.as_tuple().exponent) for d in present)
+    digits = max(d.adjusted() for d in present) + scale + 2
+    if digits > _MAX_SUM_DIGITS:  # 1e1000000000 + 1e-1000000000 would need two billion digits
+        raise InvalidRequest(
+            f"The exact sum of these decimals needs {digits} digits, more than {_MAX_SUM_DIGITS}"
+        )
     total = sum(int(d.scaleb(scale, _EXACT)) for d in present)
     if kind == "avg":
         total, rest = divmod(total, len(present))
@@ -408,6 +413,9 @@ def _decimal_sum_avg(kind: str, present: list[Decimal]) -> Decimal:
             total += 1
     return exact_decimal(total, scale)
 
+
+_MAX_SUM_DIGITS = 100_000
+"""Digits an exact decimal sum may need before it is refused rather than computed for minutes."""
 
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
 """Context for moving a decimal's point: exact at any size a CQL decimal can have."""

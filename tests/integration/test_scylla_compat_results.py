@@ -5,6 +5,7 @@ error ScyllaDB gives (never ServerError, never our parse tree)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -186,3 +187,31 @@ def test_deep_nesting_is_a_cql_error_and_the_node_serves_on(session: Any) -> Non
     with pytest.raises(InvalidRequest, match="nested too deeply"):
         session.execute(f"CREATE TABLE rc.deep (k int PRIMARY KEY, v {nested_type})")
     assert session.execute("SELECT count(*) FROM rc.t").one()[0] == 16
+
+
+@pytest.fixture
+def unlimited_int_digits() -> Iterator[None]:
+    """The driver decodes a decimal through str(int), which this process refuses past 4300 digits."""
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    yield
+    sys.set_int_max_str_digits(before)
+
+
+@pytest.mark.usefixtures("unlimited_int_digits")
+def test_numbers_past_python_digit_limit_round_trip_as_literals_json_and_values(session: Any) -> None:
+    session.execute("CREATE TABLE rc.wide (k int PRIMARY KEY, n varint, d decimal, t timestamp)")
+    digits = "7" * 6000
+    session.execute(f"INSERT INTO rc.wide (k, n, d) VALUES (1, -{digits}, {digits}.5)")
+    session.execute(f'INSERT INTO rc.wide JSON \'{{"k": 2, "n": {digits}, "d": {PI_50}}}\'')
+    rows = {r.k: r for r in session.execute("SELECT k, n, d FROM rc.wide")}
+    assert rows[1].n == -int(Decimal(digits)) and str(rows[1].d) == digits + ".5"
+    assert rows[2].n == int(Decimal(digits)) and str(rows[2].d) == str(PI_50)  # JSON keeps every digit
+    text = session.execute("SELECT JSON n FROM rc.wide WHERE k = 2").one()[0]
+    assert text == '{"n": ' + digits + "}"
+    with pytest.raises(InvalidRequest, match=r"\(6000 digits\) does not fit in 64 bits"):
+        session.execute(f"INSERT INTO rc.wide (k, t) VALUES (3, '{digits}')")
+    session.execute("INSERT INTO rc.wide (k, d) VALUES (4, 1e1000000000)")
+    session.execute("INSERT INTO rc.wide (k, d) VALUES (5, 1e-1000000000)")
+    with pytest.raises(InvalidRequest, match="exact sum of these decimals needs"):
+        session.execute("SELECT sum(d) FROM rc.wide")
