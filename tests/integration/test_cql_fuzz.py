@@ -79,7 +79,7 @@ _COMMON = settings(
 )
 
 
-@settings(_COMMON, max_examples=150)
+@settings(_COMMON, max_examples=80)
 @given(statement=statements())
 def test_no_statement_gets_a_server_error(fuzz_session: Any, statement: str) -> None:
     _check(fuzz_session, statement)
