@@ -147,10 +147,15 @@ def _eq_values(rel: ast.Relation, col: ColumnDef, bindings: Bindings, keep: bool
     return _in_list(rel.rhs, col, bindings)
 
 
-def _restrict(allowed: dict[str, list[bytes]], name: str, values: list[bytes]) -> None:
+def _restrict(allowed: dict[str, list[bytes]], name: str, values: list[bytes], narrow: bool) -> None:
     """Record the values a key column may take; a second ``=``/``IN`` on it narrows them to the
-    values both allow (ScyllaDB's ``a = 1 AND a = 2`` selects nothing; Cassandra refuses it)."""
+    values both allow when ``narrow`` (a SELECT: ScyllaDB's ``a = 1 AND a = 2`` selects nothing)
+    and is refused otherwise (a write names the rows it writes, once)."""
     if name in allowed:
+        if not narrow:
+            raise InvalidRequest(
+                f"{name} cannot be restricted by more than one relation if it includes an Equal"
+            )
         values = [v for v in allowed[name] if v in values]
     allowed[name] = values
 
@@ -161,9 +166,11 @@ def analyze(
     bindings: Bindings,
     make_filter: FilterFactory,
     keep: bool = True,
+    narrow: bool = False,
 ) -> Restrictions:
     """The WHERE clause split for storage, every other relation a filter from ``make_filter``.
-    ``keep`` (``Bindings.validated``'s): False where no filter can read a key's marker again."""
+    ``keep`` (``Bindings.validated``'s): False where no filter can read a key's marker again.
+    ``narrow``: a repeated equality on a key column selects the values both allow (SELECT)."""
     r = Restrictions()
     pk_values: dict[str, list[bytes]] = {}
     pk_relations: list[ast.Relation] = []
@@ -187,9 +194,9 @@ def analyze(
             raise InvalidRequest(f"Undefined column name {lhs.name}")
         if col in table.partition_key and rel.op in ("=", "IN"):
             pk_relations.append(rel)
-            _restrict(pk_values, col.name, _eq_values(rel, col, bindings, keep))
+            _restrict(pk_values, col.name, _eq_values(rel, col, bindings, keep), narrow)
         elif col in table.clustering_key and rel.op in ("=", "IN"):
-            _restrict(ck_eq, col.name, _eq_values(rel, col, bindings, keep))
+            _restrict(ck_eq, col.name, _eq_values(rel, col, bindings, keep), narrow)
         elif col in table.clustering_key and rel.op in ("<", "<=", ">", ">="):
             ck_range.setdefault(col.name, []).append((rel.op, single_value(rel.rhs, col, bindings, keep)))
         else:

@@ -46,6 +46,9 @@ def test_two_equalities_on_a_column_select_only_rows_meeting_both(session: Any) 
     assert _bc(session, "a = 1 AND b IN (1, 2) AND b = 2 AND c = 0") == [(2, 0)]
     assert _bc(session, "a = 1 AND a = 2") == []
     assert _bc(session, "a IN (1, 2) AND a = 2") == [(0, 0)]
+    # a write names its rows once: a second equality there is still refused
+    with pytest.raises(InvalidRequest, match="more than one relation if it includes an Equal"):
+        session.execute("UPDATE rc.t SET v = 0 WHERE a = 1 AND b = 1 AND b = 2 AND c = 0")
 
 
 def test_every_slice_on_the_same_columns_restricts(session: Any) -> None:
