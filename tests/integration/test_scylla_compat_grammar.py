@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from cassandra import InvalidRequest
+
 from tests.harness.clients import scylla_cluster
 from tests.harness.node import TestNode
 
@@ -24,3 +27,16 @@ def test_schemas_with_trailing_commas_and_empty_elements_load(node: TestNode) ->
             "SELECT column_name FROM system_schema.columns WHERE keyspace_name = 'gr' AND table_name = 'x'"
         )
         assert sorted(r.column_name for r in columns) == ["k", "v"]
+
+
+def test_keyspace_and_table_names_up_to_192_characters(node: TestNode) -> None:
+    keyspace, table = "k" * 192, "t" * 192
+    with scylla_cluster(node) as cluster:
+        session: Any = cluster.connect()
+        replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        session.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {replication}")
+        session.execute(f"CREATE TABLE {keyspace}.{table} (k int PRIMARY KEY, v int)")
+        session.execute(f"INSERT INTO {keyspace}.{table} (k, v) VALUES (1, 2)")
+        assert session.execute(f"SELECT v FROM {keyspace}.{table} WHERE k = 1").one().v == 2
+        with pytest.raises(InvalidRequest, match="shouldn't be more than 192 characters"):
+            session.execute(f"CREATE TABLE {keyspace}.{table}x (k int PRIMARY KEY)")
