@@ -263,9 +263,9 @@ async def execute_select(select: BoundSelect, source: PartitionSource, now: int)
         if limit is not None and len(taken) >= limit:
             break
         if page is not None and len(taken) >= page:
-            # a full page always carries a paging state, as ScyllaDB's do (no look-ahead: when
-            # the rows end here the next page is empty and has none)
-            more = True
+            # a full page carries a paging state, as ScyllaDB's do (no look-ahead: when the rows
+            # end here the next page is empty and has none), unless the key names one row
+            more = not _one_row(r, table)
             break
     await rows.aclose()
     next_state = None
@@ -294,6 +294,17 @@ async def execute_select(select: BoundSelect, source: PartitionSource, now: int)
         [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
     ]
     return RowsResult(metadata, encoded)
+
+
+def _one_row(r: Restrictions, table: TableDef) -> bool:
+    """Whether the restrictions name a single row (its full primary key): such a read is never
+    paged, as the direct point read (``query.point_select``) is not."""
+    return (
+        r.partition_keys is not None
+        and len(r.partition_keys) == 1
+        and len(r.clustering_prefixes) == 1
+        and r.full_clustering == len(table.clustering_key)
+    )
 
 
 def encode_rows(plan: SelectPlan, rows: list[OutRow]) -> list[list[bytes | None]]:

@@ -148,6 +148,8 @@ def test_a_full_last_page_carries_a_paging_state_then_an_empty_page_ends(session
     assert [(r.b, r.c) for p in pages for r in p] == [(b, c) for b in range(2) for c in range(3)]
     limited = SimpleStatement("SELECT b FROM rc.t WHERE a = 1 LIMIT 3", fetch_size=3)
     assert session.execute(limited).paging_state is None  # the LIMIT, not the page, ended it
+    one_row = SimpleStatement("SELECT v FROM rc.t WHERE a = 1 AND b = 0 AND c = 0", fetch_size=1)
+    assert session.execute(one_row).paging_state is None  # a full primary key is never paged
 
 
 def test_speculative_retry_that_is_not_a_number_is_a_configuration_error(session: Any) -> None:
