@@ -111,6 +111,13 @@ def _compare_native(name: str, a: bytes, b: bytes) -> int:
     return _cmp_bytes(a, b)
 
 
+def exact_decimal(unscaled: int, scale: int) -> Decimal:
+    """``unscaled x 10^-scale`` with every digit kept: Decimal arithmetic (``scaleb``, ``*``) rounds
+    to the context's 28 digits, and a CQL decimal has no precision limit."""
+    sign, digits, _ = Decimal(unscaled).as_tuple()  # not str(): Python refuses it past 4300 digits
+    return Decimal((sign, digits, -scale))
+
+
 def decode_decimal(data: bytes) -> Decimal:
     """The exact value: built from its digits, never through arithmetic in the default decimal
     context, which rounds to 28 digits, flushes exponents below -999999 to zero and overflows
@@ -119,8 +126,7 @@ def decode_decimal(data: bytes) -> Decimal:
         raise InvalidRequest(f"Invalid value for type decimal: expected at least 5 bytes, got {len(data)}")
     scale = struct.unpack(">i", data[:4])[0]
     unscaled = int.from_bytes(data[4:], "big", signed=True)
-    sign, digits, _ = Decimal(unscaled).as_tuple()  # exact, and not bound by int-to-str's 4300 digits
-    return Decimal((sign, digits, -scale))
+    return exact_decimal(unscaled, scale)
 
 
 def float_key(name: str, data: bytes) -> float:
