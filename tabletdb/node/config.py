@@ -111,6 +111,10 @@ class NodeConfig:
     """Client connections accepted at once; further ones are closed on accept. -1: no limit."""
     native_transport_idle_timeout_in_ms: int = 0
     """Close a client connection that sends nothing this long with nothing in flight; 0: never."""
+    # -- uploads through the REST API ------------------------------------------------------------
+    restrict_future_timestamp: bool = True
+    """Refuse uploaded tablet images holding any timestamp more than 3 days in the future
+    (ScyllaDB's name and bound; there it refuses such USING TIMESTAMP values)."""
     test_statement_delay_ms: int = 0
     """TEST ONLY: sleep this long inside every read and write (within its service-level timeout),
     so tests can make a statement deterministically slower than a short TIMEOUT."""
@@ -360,6 +364,7 @@ _PARSERS: dict[str, Parser] = {
     "native_transport_max_concurrent_requests_in_bytes": _int_parser(-1),
     "native_transport_max_concurrent_connections": _int_parser(-1),
     "native_transport_idle_timeout_in_ms": _int_parser(0),
+    "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
 }
 

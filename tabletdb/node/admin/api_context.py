@@ -14,6 +14,7 @@ from pathlib import Path
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
+from tabletdb.query.auth_check import AuthService
 from tabletdb.replica.storage_service import StorageService
 
 
@@ -28,3 +29,9 @@ class ApiContext:
     storage: StorageService | None = None
     snapshots_dir: Path | None = None
     """Backup and restore endpoints (node.admin.rest_snapshots) act on these."""
+    auth: AuthService | None = None
+    """Checks every request's credentials when its authenticator takes passwords
+    (node.admin.rest_auth); None or AllowAllAuthenticator: the API is open."""
+    max_future_timestamp_us: int | None = None
+    """Uploaded tablet images may hold no timestamp beyond now + this (restrict_future_timestamp);
+    None: not restricted."""
