@@ -7,8 +7,9 @@ refused rather than installed:
 * its schema is exactly a tablet file's (the tables and indexes `sqlite_schema.DDL` creates, no
   triggers or views of any kind, our schema version): nothing runs or hides inside it;
 * every partition's token is inside the token range the upload names, and is the token of its
-  key (so no row lands in a tablet it does not belong to), and every cell names a column the
-  target table has or had;
+  key (so no row lands in a tablet it does not belong to); every row, cell and tombstone belongs
+  to one of its partitions (none hides, to surface once a write creates its partition), and
+  every cell names a column the target table has or had;
 * no timestamp (cells, row markers, tombstones of every kind) is further in the future than
   the allowed bound: a write from the far future would shadow every later write for good.
   ScyllaDB refuses such USING TIMESTAMP values (``restrict_future_timestamp``, 3 days), and
@@ -39,6 +40,9 @@ _TIMESTAMP_COLUMNS = (
     ("collection_tombstones", "ts"),
     ("range_tombstones", "ts"),
 )
+
+
+_PARTITION_CHILDREN = ("rows", "cells", "collection_tombstones", "range_tombstones")
 
 
 class ImageRejected(ValueError):
@@ -93,6 +97,12 @@ def _check_partitions(conn: sqlite3.Connection, table: TableDef, token_range: To
             raise ImageRejected(
                 f"the upload holds a partition stored under token {token}, not its key's token"
             )
+    for child in _PARTITION_CHILDREN:
+        orphan = conn.execute(
+            f"SELECT 1 FROM {child} WHERE pk NOT IN (SELECT pk FROM partitions) LIMIT 1"
+        ).fetchone()
+        if orphan is not None:
+            raise ImageRejected(f"the upload holds {child} of a partition it does not list")
     known = {c.name for c in table.columns if not c.is_primary_key} | {n for n, _ in table.dropped_columns}
     for (column,) in conn.execute("SELECT DISTINCT col FROM cells"):
         if column not in known:

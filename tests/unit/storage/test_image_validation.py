@@ -76,6 +76,13 @@ def test_a_partition_moved_to_another_token_is_refused(tmp_path: Path) -> None:
         validate_image(path, TABLE, FULL_RING, LIMIT)
 
 
+def test_data_of_a_partition_the_image_does_not_list_is_refused(tmp_path: Path) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, "DELETE FROM partitions")
+    with pytest.raises(ImageRejected, match="holds rows of a partition it does not list"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+
+
 def test_a_far_future_timestamp_anywhere_is_refused(tmp_path: Path) -> None:
     in_2096 = 3_980_000_000 * 1_000_000
     with pytest.raises(ImageRejected, match=r"cells\.ts.*restrict_future_timestamp"):
