@@ -1,9 +1,15 @@
 """Named-verb RPC between nodes over asyncio TCP: request/response with ids, and one-way messages.
 
-Every node listens on one port and keeps one outbound connection per peer, opened lazily and
-re-opened after a failure (the next send reconnects). Requests and one-way messages travel on
-the sender's outbound connection; responses come back on the connection the request arrived
-on. A frame is ``[kind, id, verb, src, payload]`` (see `Kind`); payloads are any msgpack value.
+Every node listens on one port (and, with internode TLS, on its TLS port) and keeps one outbound
+connection per peer, opened lazily and re-opened after a failure (the next send reconnects).
+Requests and one-way messages travel on the sender's outbound connection; responses come back on
+the connection the request arrived on. A frame is ``[kind, id, verb, src, payload]`` (see
+`Kind`); payloads are any msgpack value.
+
+Each connection starts with a HELLO each way (`net.handshake`): the node's `Authority` admits
+the peer or the connection is closed with an ERROR saying why. Handlers get the authenticated
+peer's id as `src`; the frame's own `src` is not trusted. Every request and one-way message is
+checked against the authority again (`refusal`), so a peer that stops being a member is cut off.
 
 A handler is ``async def handler(src: int, payload) -> reply``; for one-way messages its result
 is ignored. A handler that raises sends an ERROR frame, surfaced to the caller as `RemoteError`
@@ -15,23 +21,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import itertools
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
 from tabletdb.net.faults import FaultInjector
 from tabletdb.net.framing import FrameError, encode_frame, read_frame
+from tabletdb.net.handshake import Authority, HandshakeRefused, Peer, TrustAll
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[int, Any], Awaitable[Any]]
 
 
+HANDSHAKE_TIMEOUT = 10.0
+"""How long an accepted connection may take to say who it is before it is closed."""
+HANDSHAKE_REPLY_TIMEOUT = 5.0
+"""How long a caller waits for the HELLO answer of a peer that accepted its connection (a
+loaded node may take a while to schedule it; a refusal comes back at once)."""
+MAX_WARNED = 1000
+"""Distinct refusals logged at WARNING; after that they are logged at DEBUG (bounded memory)."""
+
+
 class Kind(IntEnum):
     HELLO = 0
-    """First frame on an outbound connection: tells the acceptor who is calling."""
+    """First frame each way on a connection: who is calling, and who answered."""
     REQUEST = 1
     RESPONSE = 2
     ERROR = 3
@@ -54,12 +73,25 @@ class RemoteError(RpcError):
     """The remote handler raised; the message carries its description."""
 
 
+@dataclass(frozen=True)
+class InternodeTls:
+    """Internode TLS: contexts for both sides, the TLS port, and whether the plaintext port is
+    also served (it is unless every connection must be TLS)."""
+
+    server: ssl.SSLContext
+    client: ssl.SSLContext
+    port: int
+    plaintext_too: bool
+
+
 class _Connection:
     """One TCP connection: a writer with a lock (frames must not interleave) and a reader task."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Peer) -> None:
         self.reader = reader
         self.writer = writer
+        self.peer = peer
+        """Who is on the other end, as the handshake established."""
         self.lock = asyncio.Lock()
         self.task: asyncio.Task[None] | None = None
 
@@ -78,12 +110,25 @@ class RpcNode:
     """One node's messaging endpoint. Start with `start()`, stop with `stop()`."""
 
     def __init__(
-        self, node_id: int, host: str = "127.0.0.1", port: int = 0, connect_timeout: float = 2.0
+        self,
+        node_id: int,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        connect_timeout: float = 2.0,
+        *,
+        authority: Authority | None = None,
+        tls: InternodeTls | None = None,
     ) -> None:
+        """Without `authority` every peer is taken at its word (`TrustAll`): in-process tests
+        and benches only."""
         self.node_id = node_id
         self.host = host
         self.port = port
         self.connect_timeout = connect_timeout
+        self.authority: Authority = authority if authority is not None else TrustAll(node_id)
+        self.tls = tls
+        self.tls_port = tls.port if tls is not None else None
+        self._warned: set[str] = set()
         self.faults = FaultInjector(seed=node_id)
         self._peers: dict[int, tuple[str, int]] = {}
         self._handlers: dict[str, Handler] = {}
@@ -93,7 +138,7 @@ class RpcNode:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._pending_peer: dict[int, int] = {}
         self._ids = itertools.count(1)
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- set-up ---------------------------------------------------------------------------------
@@ -107,12 +152,19 @@ class RpcNode:
         self._peers[peer] = (host, port)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        tls = self.tls
+        if tls is None or tls.plaintext_too:
+            server = await asyncio.start_server(self._accept_plain, self.host, self.port)
+            self._servers.append(server)
+            self.port = server.sockets[0].getsockname()[1]
+        if tls is not None:
+            server = await asyncio.start_server(self._accept_tls, self.host, tls.port, ssl=tls.server)
+            self._servers.append(server)
+            self.tls_port = server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in [*self._outbound.values(), *self._inbound]:
             conn.close()
         self._outbound.clear()
@@ -123,8 +175,9 @@ class RpcNode:
             if not fut.done():
                 fut.set_exception(PeerUnreachable(f"node {self.node_id} is shutting down"))
         self._pending.clear()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
 
     # --- sending --------------------------------------------------------------------------------
 
@@ -176,17 +229,52 @@ class RpcNode:
                 return conn
             if peer not in self._peers:
                 raise PeerUnreachable(f"node {peer} has no known address (add_peer first)")
-            host, port = self._peers[peer]
-            try:
-                async with asyncio.timeout(self.connect_timeout):
-                    reader, writer = await asyncio.open_connection(host, port)
-            except (OSError, TimeoutError) as exc:
-                raise PeerUnreachable(f"node {peer} at {host}:{port}: connect failed: {exc!r}") from exc
-            conn = _Connection(reader, writer)
-            await conn.write([Kind.HELLO, 0, "", self.node_id, None])
+            conn = await self._open(peer, *self._peers[peer])
             conn.task = self._spawn(self._read_loop(conn, peer))
             self._outbound[peer] = conn
             return conn
+
+    async def _open(self, peer: int, host: str, port: int) -> _Connection:
+        """Connect (over TLS if the authority says so) and complete the handshake."""
+        context: ssl.SSLContext | None = None
+        if self.authority.must_encrypt(peer):
+            if self.tls is None or self.tls_port is None:
+                raise PeerUnreachable(f"node {peer}: internode TLS is required but not configured")
+            context, port = self.tls.client, self.tls_port
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=context, local_addr=self._source_address()
+                )
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            raise PeerUnreachable(f"node {peer} at {host}:{port}: connect failed: {exc!r}") from exc
+        try:
+            async with asyncio.timeout(max(self.connect_timeout, HANDSHAKE_REPLY_TIMEOUT)):
+                writer.write(encode_frame([Kind.HELLO, 0, "", self.node_id, self.authority.hello(peer)]))
+                await writer.drain()
+                reply = await read_frame(reader)
+            if not isinstance(reply, list) or len(reply) != 5 or reply[0] not in (Kind.HELLO, Kind.ERROR):
+                raise HandshakeRefused(f"answered the handshake with {reply!r:.100}")
+            if reply[0] == Kind.ERROR:
+                raise HandshakeRefused(f"refused this node: {reply[4]}")
+            return _Connection(
+                reader, writer, self.authority.admit(reply[4], context is not None, peer, None)
+            )
+        except (HandshakeRefused, FrameError) as exc:
+            writer.close()
+            self._warn_once(f"node {self.node_id}: handshake with node {peer} at {host}:{port} failed: {exc}")
+            raise PeerUnreachable(f"node {peer} at {host}:{port}: handshake failed: {exc}") from None
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            writer.close()
+            raise PeerUnreachable(f"node {peer} at {host}:{port}: handshake failed: {exc!r}") from exc
+
+    def _source_address(self) -> tuple[str, int] | None:
+        """Connect from the address this node listens on (the one group0 records for it): peers
+        check that a member's connection comes from the member's address."""
+        with contextlib.suppress(ValueError):
+            if not ipaddress.ip_address(self.host).is_unspecified:
+                return (self.host, 0)
+        return None
 
     def _drop_outbound(self, peer: int, conn: _Connection) -> None:
         if self._outbound.get(peer) is conn:
@@ -199,13 +287,68 @@ class RpcNode:
 
     # --- receiving ------------------------------------------------------------------------------
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = _Connection(reader, writer)
-        self._inbound.add(conn)
+    async def _accept_plain(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._accept(reader, writer, encrypted=False)
+
+    async def _accept_tls(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._accept(reader, writer, encrypted=True)
+
+    async def _accept(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, encrypted: bool
+    ) -> None:
+        """The task asyncio runs per accepted connection. Cancelled at shutdown (a TLS connection
+        may still be closing then), it ends quietly: nothing awaits it, and asyncio's stream
+        server would log the cancellation as an error."""
         try:
-            await self._read_loop(conn, None)
-        finally:
-            self._inbound.discard(conn)
+            conn = await self._handshake(reader, writer, encrypted)
+            if conn is None:
+                return
+            self._inbound.add(conn)
+            try:
+                await self._read_loop(conn, None)
+            finally:
+                self._inbound.discard(conn)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+
+    async def _handshake(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, encrypted: bool
+    ) -> _Connection | None:
+        """Admit the caller from its HELLO and answer with ours; None if it was refused (it got
+        an ERROR saying why) or said nothing in time."""
+        peername = writer.get_extra_info("peername")
+        address = peername[0] if isinstance(peername, tuple) else peername  # not the port: log once per host
+        try:
+            async with asyncio.timeout(HANDSHAKE_TIMEOUT):
+                hello = await read_frame(reader)
+            if not isinstance(hello, list) or len(hello) != 5 or hello[0] != Kind.HELLO:
+                raise HandshakeRefused(f"the first frame must be a HELLO, got {hello!r:.100}")
+            peer = self.authority.admit(hello[4], encrypted, None, address)
+            writer.write(encode_frame([Kind.HELLO, 0, "", self.node_id, self.authority.hello(None)]))
+            await writer.drain()
+            return _Connection(reader, writer, peer)
+        except (HandshakeRefused, FrameError) as exc:
+            self._warn_once(f"node {self.node_id}: refused internode connection from {address}: {exc}")
+            with contextlib.suppress(ConnectionError, OSError, FrameError):
+                writer.write(encode_frame([Kind.ERROR, 0, "", self.node_id, str(exc)]))
+                await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
+            log.debug(
+                "node %s: internode connection from %s ended before its handshake: %r",
+                self.node_id,
+                address,
+                exc,
+            )
+        writer.close()
+        return None
+
+    def _warn_once(self, message: str) -> None:
+        """Refusals repeat with every reconnect attempt: WARNING the first time, DEBUG after."""
+        if message in self._warned or len(self._warned) >= MAX_WARNED:
+            log.debug("%s", message)
+            return
+        self._warned.add(message)
+        log.warning("%s", message)
 
     async def _read_loop(self, conn: _Connection, outbound_peer: int | None) -> None:
         try:
@@ -224,7 +367,8 @@ class RpcNode:
                 conn.close()
 
     def _dispatch(self, conn: _Connection, frame: list[Any]) -> None:
-        kind, msg_id, verb, src, payload = frame
+        kind, msg_id, verb, _claimed_src, payload = frame
+        src = conn.peer.node_id  # the handshake's, never the frame's
         if kind in (Kind.RESPONSE, Kind.ERROR):
             fut = self._pending.get(msg_id)
             if fut is not None and not fut.done():
@@ -233,7 +377,15 @@ class RpcNode:
                 else:
                     fut.set_exception(RemoteError(f"node {src}: {payload}"))
         elif kind in (Kind.REQUEST, Kind.ONE_WAY):
-            self._spawn(self._handle(conn, kind, msg_id, verb, src, payload))
+            refusal = self.authority.refusal(conn.peer, verb) if isinstance(verb, str) else "malformed verb"
+            if refusal is None:
+                self._spawn(self._handle(conn, kind, msg_id, verb, src, payload))
+                return
+            self._warn_once(f"node {self.node_id}: {refusal}")
+            if kind == Kind.REQUEST:
+                self._spawn(
+                    self._reply(conn, [Kind.ERROR, msg_id, verb, self.node_id, f"Refused: {refusal}"])
+                )
 
     async def _handle(
         self, conn: _Connection, kind: int, msg_id: int, verb: str, src: int, payload: Any
@@ -253,6 +405,9 @@ class RpcNode:
         delay = self.faults.delay_for(src)
         if delay:
             await asyncio.sleep(delay)
+        await self._reply(conn, reply)
+
+    async def _reply(self, conn: _Connection, reply: list[Any]) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             await conn.write(reply)
 

@@ -50,6 +50,88 @@ class ConfigError(ValueError):
         super().__init__(message or f"config key {key!r}: invalid value {value!r}; allowed: {allowed}")
 
 
+# ---------------------------------------------------------------------------------------------
+# TLS settings: scylla.yaml's nested server_encryption_options / client_encryption_options.
+
+INTERNODE_ENCRYPTION = ("none", "all", "dc", "rack")
+
+
+@dataclass(frozen=True)
+class ServerEncryption:
+    internode_encryption: str = "none"
+    certificate: Path | None = None
+    keyfile: Path | None = None
+    truststore: Path | None = None
+    require_client_auth: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.internode_encryption != "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _options_dict(self)
+
+
+@dataclass(frozen=True)
+class ClientEncryption:
+    enabled: bool = False
+    certificate: Path | None = None
+    keyfile: Path | None = None
+    truststore: Path | None = None
+    require_client_auth: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return _options_dict(self)
+
+
+def _options_dict(options: ServerEncryption | ClientEncryption) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        if value is not None:
+            out[f.name] = str(value) if isinstance(value, Path) else value
+    return out
+
+
+def _encryption_parser(cls: type[ServerEncryption] | type[ClientEncryption]) -> Parser:
+    """A mapping of the section's keys (or, from a command-line -o, the same as a YAML flow
+    mapping string). Unknown keys (ScyllaDB's priority_string, certficate_revocation_list, ...)
+    are refused: they are not implemented, and a silently ignored TLS setting is a hole."""
+
+    def parse(key: str, value: Any) -> ServerEncryption | ClientEncryption:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError:
+                raise ConfigError(key, value, "a mapping such as {enabled: true, ...}") from None
+        if value is None:
+            value = {}
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(value, Mapping):
+            raise ConfigError(key, value, f"a mapping of {', '.join(names)}")
+        fields: dict[str, Any] = {}
+        for name, raw in value.items():
+            if name not in names:
+                raise ConfigError(f"{key}.{name}", raw, f"one of the keys {', '.join(names)}")
+            sub = f"{key}.{name}"
+            if name == "internode_encryption":
+                fields[name] = _choice_parser(INTERNODE_ENCRYPTION)(sub, raw)
+            elif name in ("enabled", "require_client_auth"):
+                fields[name] = _parse_bool(sub, raw)
+            elif raw is not None and raw != "":
+                fields[name] = Path(_parse_str(sub, raw))
+        options = cls(**fields)
+        on = options.enabled
+        for needed in ("certificate", "keyfile"):
+            if on and getattr(options, needed) is None:
+                raise ConfigError(f"{key}.{needed}", None, "a PEM file path when encryption is on")
+        return options
+
+    return parse
+
+
 @dataclass(frozen=True)
 class NodeConfig:
     """Everything one node process needs to know before it starts.
@@ -111,6 +193,16 @@ class NodeConfig:
     """Client connections accepted at once; further ones are closed on accept. -1: no limit."""
     native_transport_idle_timeout_in_ms: int = 0
     """Close a client connection that sends nothing this long with nothing in flight; 0: never."""
+    # --- TLS (ScyllaDB's names; see "Encryption" in README.md) ------------------------------------
+    server_encryption_options: ServerEncryption = ServerEncryption()
+    """Internode TLS: internode_encryption none/all/dc/rack, certificate, keyfile, truststore,
+    require_client_auth. TLS connections go to ssl_storage_port."""
+    ssl_storage_port: int = 7001
+    client_encryption_options: ClientEncryption = ClientEncryption()
+    """CQL TLS: enabled, certificate, keyfile, truststore, require_client_auth."""
+    native_transport_port_ssl: int | None = None
+    """With client encryption enabled: serve TLS on this port and keep native_transport_port
+    plaintext. Unset (or equal to native_transport_port): TLS on native_transport_port."""
     # -- uploads through the REST API ------------------------------------------------------------
     restrict_future_timestamp: bool = True
     """Refuse uploaded tablet images holding any timestamp more than 3 days in the future
@@ -150,6 +242,17 @@ class NodeConfig:
             ports["native_shard_aware_transport_port"] = self.native_shard_aware_transport_port
         if self.listen_address == self.rpc_address:
             ports["storage_port"] = self.storage_port
+        if self.listen_address == self.rpc_address and self.server_encryption_options.enabled:
+            ports["ssl_storage_port"] = self.ssl_storage_port
+        ssl_port = self.native_transport_port_ssl
+        if ssl_port is not None and not self.client_encryption_options.enabled:
+            raise ConfigError(
+                "native_transport_port_ssl",
+                ssl_port,
+                "unset unless client_encryption_options.enabled is true",
+            )
+        if ssl_port is not None and ssl_port != self.native_transport_port:
+            ports["native_transport_port_ssl"] = ssl_port
         _check_distinct_ports(ports, same_host=self.api_address == self.rpc_address)
 
     def to_dict(self) -> dict[str, Any]:
@@ -159,6 +262,8 @@ class NodeConfig:
             value = getattr(self, f.name)
             if isinstance(value, Path):
                 value = str(value)
+            elif isinstance(value, ServerEncryption | ClientEncryption):
+                value = value.to_dict()
             elif isinstance(value, tuple):
                 value = list(value)
             out[f.name] = value
@@ -364,6 +469,10 @@ _PARSERS: dict[str, Parser] = {
     "native_transport_max_concurrent_requests_in_bytes": _int_parser(-1),
     "native_transport_max_concurrent_connections": _int_parser(-1),
     "native_transport_idle_timeout_in_ms": _int_parser(0),
+    "server_encryption_options": _encryption_parser(ServerEncryption),
+    "ssl_storage_port": _parse_port,
+    "client_encryption_options": _encryption_parser(ClientEncryption),
+    "native_transport_port_ssl": _parse_optional_port,
     "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
 }

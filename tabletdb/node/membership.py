@@ -23,6 +23,7 @@ from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import NodeRecord
 from tabletdb.net.failure_detector import FailureDetector, Members, Transition
 from tabletdb.node.config import NodeConfig
+from tabletdb.node.encryption import internode_tls
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
 from tabletdb.node.group0_shell.service import Group0Service, MemberListener, SchemaListener
@@ -112,6 +113,7 @@ class ClusterMember:
         self._config = config
         self.halted = False
         self._on_halt = on_halt
+        encryption, tls = internode_tls(config)
         self.group0 = Group0Service(
             config.workdir.joinpath(*GROUP0_DIR),
             record,
@@ -119,6 +121,8 @@ class ClusterMember:
             config.seeds,
             tablet_planner=planner,
             on_halt=self._halt,
+            encryption=encryption,
+            tls=tls,
         )
         self.group0.add_member_listener(on_new_member)
         self.metadata: NodeMetadata = self.group0

@@ -25,7 +25,9 @@ from tabletdb.coordinator.executor import ServerClock
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
+from tabletdb.net.tls import TlsSetupError
 from tabletdb.node.config import NodeConfig
+from tabletdb.node.encryption import client_tls
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.raft import ApplyFailed
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
@@ -142,6 +144,7 @@ class Node:
             settle_versions=self.membership.settle_versions,
             backfill=plane.backfill,
         )
+        cql_tls = client_tls(config)
         self.server = CqlServer(
             self.processor,
             self._rpc_address(),
@@ -154,6 +157,12 @@ class Node:
             idle_timeout=(
                 config.native_transport_idle_timeout_in_ms / 1000
                 if config.native_transport_idle_timeout_in_ms
+                else None
+            ),
+            tls=cql_tls,
+            tls_port=(
+                config.native_transport_port_ssl
+                if cql_tls is not None and config.native_transport_port_ssl != config.native_transport_port
                 else None
             ),
         )
@@ -308,9 +317,10 @@ class Node:
         freezer = MetadataFreezer()  # and off the metadata that schema changes add later
         self.metadata.add_listener(lambda _events: freezer.changed())
         log.warning(
-            "node serving CQL address=%s port=%d host_id=%s startup_ms=%.0f",
+            "node serving CQL address=%s port=%d tls=%s host_id=%s startup_ms=%.0f",
             self._rpc_address(),
             self.server.port,
+            _tls_summary(self.server.tls is not None, self.server.tls_port),
             self.identity.host_id,
             (time.monotonic() - started) * 1000,
         )
@@ -340,6 +350,12 @@ def _print_how_to_connect(address: str, port: int) -> None:
     )
 
 
+def _tls_summary(enabled: bool, tls_port: int | None) -> str:
+    if not enabled:
+        return "off"
+    return "all-ports" if tls_port is None else f"port-{tls_port}"
+
+
 def _stop_on_failure(task: asyncio.Task[None], stop: asyncio.Event, what: str) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("%s, stopping the node: %r", what, task.exception())
@@ -365,7 +381,11 @@ async def _main(config: NodeConfig) -> int:
             loop.add_signal_handler(sig, stop.set)
     try:
         node = Node(config)
-    except (CommitLogCorrupt, CorruptLogError) as exc:  # damaged durable state: one line, no traceback
+    except (
+        CommitLogCorrupt,
+        CorruptLogError,
+        TlsSetupError,
+    ) as exc:  # damaged state, bad certificate: one line
         print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
     except ApplyFailed:  # group0's snapshot cannot be decoded (logged with its index and term)

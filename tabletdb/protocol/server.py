@@ -19,6 +19,7 @@ import dataclasses
 import itertools
 import logging
 import os
+import ssl
 from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from typing import cast
@@ -80,6 +81,11 @@ class CqlServer:
     `port=0` binds an ephemeral port (see `port` after `start`). With `shard_aware_port` set, a
     second listener assigns connections to shard `client source port % nr_shards`; the main port
     assigns shards round-robin.
+
+    With `tls` (client_encryption_options) and no `tls_port`, every listener speaks TLS, the
+    shard-aware one too, so no port is a plaintext way around it. With `tls_port` as well
+    (native_transport_port_ssl), the main and shard-aware ports stay plaintext and `tls_port` is
+    an extra TLS listener, as in ScyllaDB.
     """
 
     def __init__(
@@ -96,8 +102,14 @@ class CqlServer:
         max_in_flight_bytes: int | None = None,
         max_connections: int | None = None,
         idle_timeout: float | None = None,
+        tls: ssl.SSLContext | None = None,
+        tls_port: int | None = None,
     ) -> None:
+        if tls_port is not None and tls is None:
+            raise ValueError("tls_port needs a TLS context")
         self.handler = handler
+        self.tls = tls
+        self.tls_port = tls_port
         self.host = host
         self.port = port
         self.shard_aware_port = shard_aware_port
@@ -121,8 +133,13 @@ class CqlServer:
         loop = asyncio.get_running_loop()
         # reuse_address explicitly: uvloop does not default to it, and a restarted node must be able
         # to bind while its predecessor's connections linger in TIME_WAIT/FIN_WAIT.
+        everywhere = self.tls if self.tls_port is None else None
         main = await loop.create_server(
-            lambda: _ClientProtocol(self, shard_aware=False), self.host, self.port, reuse_address=True
+            lambda: _ClientProtocol(self, shard_aware=False),
+            self.host,
+            self.port,
+            reuse_address=True,
+            ssl=everywhere,
         )
         self._servers.append(main)
         self.port = main.sockets[0].getsockname()[1]
@@ -132,9 +149,20 @@ class CqlServer:
                 self.host,
                 self.shard_aware_port,
                 reuse_address=True,
+                ssl=everywhere,
             )
             self._servers.append(aware)
             self.shard_aware_port = aware.sockets[0].getsockname()[1]
+        if self.tls_port is not None:
+            extra = await loop.create_server(
+                lambda: _ClientProtocol(self, shard_aware=False),
+                self.host,
+                self.tls_port,
+                reuse_address=True,
+                ssl=self.tls,
+            )
+            self._servers.append(extra)
+            self.tls_port = extra.sockets[0].getsockname()[1]
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop accepting, let in-flight requests finish (up to `grace` seconds), then close."""

@@ -7,6 +7,7 @@ server's start-up. Restart keeps the workdir: that is how durability is tested.
 
 from __future__ import annotations
 
+import ssl
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -67,8 +68,11 @@ class TestNode:
         seeds: Sequence[str] = (),
         smp: int | None = None,
         options: Mapping[str, object] | None = None,
+        cql_ssl: ssl.SSLContext | None = None,
     ) -> None:
+        """`cql_ssl`: the client context readiness is probed with (the node serves CQL over TLS)."""
         self.endpoints = endpoints
+        self.cql_ssl = cql_ssl
         self.workdir = workdir
         self.seeds = list(seeds)
         argv = server_argv(endpoints, workdir, seeds, smp, options)
@@ -114,7 +118,9 @@ class TestNode:
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
         """CQL answers OPTIONS and the REST API accepts connections (it starts right after CQL)."""
         try:
-            self.supported = wait_cql_ready(self.host, self.port, timeout, alive=lambda: self.process.running)
+            self.supported = wait_cql_ready(
+                self.host, self.port, timeout, alive=lambda: self.process.running, ssl_context=self.cql_ssl
+            )
             wait_tcp_listening(
                 self.host, self.endpoints.api_port, timeout, alive=lambda: self.process.running
             )
@@ -157,10 +163,11 @@ class NodeFactory:
         seeds: Sequence[str] = (),
         smp: int | None = None,
         options: Mapping[str, object] | None = None,
+        cql_ssl: ssl.SSLContext | None = None,
     ) -> TestNode:
         endpoints = self.allocator.allocate()
         workdir = self.base_dir / f"node-{endpoints.address}"
-        node = TestNode(endpoints, workdir, seeds, smp, options)
+        node = TestNode(endpoints, workdir, seeds, smp, options, cql_ssl)
         self.nodes.append(node)
         return node
 

@@ -7,7 +7,9 @@ contains CQL_VERSION and COMPRESSION (the keys the drivers cannot live without).
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Callable
@@ -67,9 +69,15 @@ def parse_string_multimap(body: bytes) -> dict[str, list[str]]:
     return out
 
 
-def probe_options(host: str, port: int, timeout: float = 5.0) -> dict[str, list[str]]:
-    """Send OPTIONS and return the SUPPORTED multimap; raise OSError/ProbeError otherwise."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+def probe_options(
+    host: str, port: int, timeout: float = 5.0, ssl_context: ssl.SSLContext | None = None
+) -> dict[str, list[str]]:
+    """Send OPTIONS (over TLS with `ssl_context`) and return the SUPPORTED multimap; raise
+    OSError/ProbeError otherwise."""
+    with contextlib.ExitStack() as stack:
+        sock = stack.enter_context(socket.create_connection((host, port), timeout=timeout))
+        if ssl_context is not None:
+            sock = stack.enter_context(ssl_context.wrap_socket(sock))
         sock.sendall(options_frame())
         version, _flags, stream, opcode, length = HEADER.unpack(_recv_exact(sock, HEADER.size))
         if not 0 <= length <= MAX_BODY:
@@ -96,6 +104,7 @@ def wait_cql_ready(
     timeout: float,
     alive: Callable[[], bool] = lambda: True,
     interval: float = 0.05,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> dict[str, list[str]]:
     """Poll until OPTIONS is answered; stop early if `alive()` turns false (the server died).
 
@@ -108,7 +117,8 @@ def wait_cql_ready(
         if not alive():
             raise ProbeError(f"server process exited before {host}:{port} became CQL-ready")
         try:
-            return probe_options(host, port, timeout=max(0.5, min(5.0, deadline - time.monotonic())))
+            wait = max(0.5, min(5.0, deadline - time.monotonic()))
+            return probe_options(host, port, timeout=wait, ssl_context=ssl_context)
         except (OSError, ProbeError) as exc:
             last_error = exc
         if time.monotonic() >= deadline:

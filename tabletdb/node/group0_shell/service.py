@@ -43,13 +43,16 @@ from tabletdb.group0.topology import (
     JoinRefused,
     NodeRecord,
     check_join,
+    raft_id_of,
     record_from_plain,
     record_to_plain,
 )
-from tabletdb.net.rpc import RemoteError, RpcError, RpcNode
+from tabletdb.net.handshake import ClusterAuthority, InternodeEncryption, Location, Me
+from tabletdb.net.rpc import InternodeTls, RemoteError, RpcError, RpcNode
 from tabletdb.node.group0_shell.admission import encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
+from tabletdb.node.group0_shell.peer_view import TopologyView
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
 from tabletdb.node.group0_shell.versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
@@ -101,9 +104,12 @@ class Group0Service:
         seeds: tuple[str, ...],
         tablet_planner: TabletPlanner | None = None,
         on_halt: Halter | None = None,
+        encryption: InternodeEncryption = InternodeEncryption.NONE,
+        tls: InternodeTls | None = None,
     ) -> None:
         """`on_halt` is called once if a committed entry cannot be applied here: the node must
-        stop (see raft.py)."""
+        stop (see raft.py). Internode connections are admitted by group0 membership
+        (`net.handshake`); only JOIN_VERB is served to non-members."""
         directory.mkdir(parents=True, exist_ok=True)
         self.record = record
         self.cluster_name = cluster_name
@@ -113,7 +119,10 @@ class Group0Service:
         if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
             self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
         self._state = self._restored_snapshot()
-        self.rpc = RpcNode(record.raft_id, record.address, record.storage_port)
+        me = Me(record.raft_id, record.host_id, cluster_name, Location(record.datacenter, record.rack))
+        view = TopologyView(lambda: self._state.topology, record.host_id)
+        authority = ClusterAuthority(me, view, frozenset({JOIN_VERB}), encryption, raft_id_of)
+        self.rpc = RpcNode(record.raft_id, record.address, record.storage_port, authority=authority, tls=tls)
         self.driver = RaftDriver(
             record.raft_id,
             self.rpc,
