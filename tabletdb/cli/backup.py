@@ -57,15 +57,17 @@ def _reporter(console: Console) -> Iterator[RichReporter]:
 
 
 def read_credentials(path: str) -> tuple[str, str]:
-    """A cqlshrc-style file: `[authentication]` with `username` and `password` (the section
-    header may be left out)."""
+    """A cqlsh credentials file (`[PlainTextAuthProvider]` with `username` and `password`) or a
+    cqlshrc-style one (the same keys under `[authentication]`; the header may be left out)."""
     text = Path(path).read_text()
-    parser = configparser.ConfigParser()
+    parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(text if text.lstrip().startswith("[") else "[authentication]\n" + text)
-    section = parser["authentication"] if parser.has_section("authentication") else None
-    if section is None or "username" not in section or "password" not in section:
-        raise click.BadParameter(f"{path} needs username and password under [authentication]")
-    return section["username"], section["password"]
+    for name in ("PlainTextAuthProvider", "authentication"):
+        if parser.has_section(name) and {"username", "password"} <= set(parser[name]):
+            return parser[name]["username"], parser[name]["password"]
+    raise click.BadParameter(
+        f"{path} needs username and password under [PlainTextAuthProvider] or [authentication]"
+    )
 
 
 def _cluster_options(
@@ -98,8 +100,8 @@ def _connection_options(command: Any) -> Any:
     options = [
         click.option("--hosts", required=True, help="Comma-separated contact points."),
         click.option("--port", type=int, default=9042, show_default=True, help="CQL port."),
-        click.option("--username"),
-        click.option("--password"),
+        click.option("-u", "--username", help="Role for CQL and the REST APIs (HTTP basic auth)."),
+        click.option("-p", "--password"),
         click.option("--credentials-file", type=click.Path(exists=True, dir_okay=False)),
         click.option(
             "--api-port", type=int, default=10000, show_default=True, help="REST API port of every node."

@@ -203,6 +203,10 @@ class NodeConfig:
     native_transport_port_ssl: int | None = None
     """With client encryption enabled: serve TLS on this port and keep native_transport_port
     plaintext. Unset (or equal to native_transport_port): TLS on native_transport_port."""
+    # -- uploads through the REST API ------------------------------------------------------------
+    restrict_future_timestamp: bool = True
+    """Refuse uploaded tablet images holding any timestamp more than 3 days in the future
+    (ScyllaDB's name and bound; there it refuses such USING TIMESTAMP values)."""
     test_statement_delay_ms: int = 0
     """TEST ONLY: sleep this long inside every read and write (within its service-level timeout),
     so tests can make a statement deterministically slower than a short TIMEOUT."""
@@ -472,6 +476,7 @@ _PARSERS: dict[str, Parser] = {
     "ssl_storage_port": _parse_port,
     "client_encryption_options": _encryption_parser(ClientEncryption),
     "native_transport_port_ssl": _parse_optional_port,
+    "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
 }

@@ -48,6 +48,7 @@ from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.storage.commit_records import CommitLogCorrupt
 from tabletdb.storage.corruption import CorruptFile
+from tabletdb.storage.image_validation import FUTURE_TIMESTAMP_LIMIT_US
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.systables.topology import ClusterTopology
 from tabletdb.tablets.count import SizingConfig
@@ -126,6 +127,11 @@ class Node:
             self.storage.tablet_maps,
             lambda table, token: [r.host_id for r in placement.replicas(table, token)],
         )
+        self.auth = AuthService(
+            AuthConfig(config.authenticator, config.authorizer),
+            lambda: self.metadata.state.metadata,
+            config.test_statement_delay_ms,
+        )
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
@@ -137,11 +143,7 @@ class Node:
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
             data=plane.data,
-            auth=AuthService(
-                AuthConfig(config.authenticator, config.authorizer),
-                lambda: self.metadata.state.metadata,
-                config.test_statement_delay_ms,
-            ),
+            auth=self.auth,
             routes=self.routes,
             settle_versions=self.membership.settle_versions,
             backfill=plane.backfill,
@@ -303,6 +305,10 @@ class Node:
             storage=self.storage,
             snapshots_dir=self.config.workdir / "snapshots",
             faults=self._test_faults(),
+            auth=self.auth,
+            max_future_timestamp_us=FUTURE_TIMESTAMP_LIMIT_US
+            if self.config.restrict_future_timestamp
+            else None,
         )
         api: RestApi = module.RestApi(
             ctx, self.config.api_address or self.config.listen_address, self.config.api_port
@@ -322,7 +328,7 @@ class Node:
         from tabletdb.node.admin.metrics import NodeMetrics
 
         return NodeMetrics(
-            lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters
+            lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters, self.auth
         )
 
     async def run(self, stop: asyncio.Event) -> None:

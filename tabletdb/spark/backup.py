@@ -77,6 +77,11 @@ class ClusterOptions:
     all_replicas: bool = False
     """Backup: copy every replica of each tablet, not one (restore merges them, last write wins)."""
 
+    @property
+    def credentials(self) -> tuple[str, str] | None:
+        """For the REST APIs too: the same role logs in over CQL and HTTP basic auth."""
+        return (self.username, self.password or "") if self.username else None
+
 
 @contextmanager
 def cql_session(options: ClusterOptions) -> Iterator[Any]:
@@ -205,7 +210,7 @@ def run_backup(
     check_target(out_dir)
     out_dir = out_dir.resolve()  # executors get it as is
     out_dir.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(options.hosts, options.api_port, options.api_endpoints)
+    cluster = Cluster(options.hosts, options.api_port, options.api_endpoints, options.credentials)
     tag = f"backup-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     with cql_session(options) as session:
         cluster_name = session.execute("SELECT cluster_name FROM system.local").one().cluster_name
@@ -286,6 +291,7 @@ def _copy(
             entry["path"],
             str(out_dir),
             entry["sha256"],
+            cluster.credentials,
         )
         for _, host, entry in plan
     ]

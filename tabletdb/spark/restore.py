@@ -130,7 +130,7 @@ def run_restore(
     backup_dir = backup_dir.resolve()  # executors get it as is
     manifest = read_manifest(backup_dir)
     statements = split_statements((backup_dir / SCHEMA).read_text())
-    cluster = Cluster(options.hosts, options.api_port, options.api_endpoints)
+    cluster = Cluster(options.hosts, options.api_port, options.api_endpoints, options.credentials)
     target = ",".join(sorted(str(h) for h in cluster.nodes))
     progress = RestoreProgress(progress_path or backup_dir / PROGRESS_FILE, target)
     summary = RestoreSummary(tables=len(manifest.tables), resumed=progress.resumed)
@@ -249,6 +249,7 @@ def _load_files(
             f.last_token,
             str(backup_dir),
             f.sha256,
+            cluster.credentials,
         )
         for t, f in todo
     ]

@@ -167,6 +167,13 @@ def test_skipping_commit_log_corruption_is_a_key_like_any_other() -> None:
     ).commitlog_skip_corrupt_records
 
 
+def test_restrict_future_timestamp_is_on_by_default_and_can_be_turned_off() -> None:
+    assert load_config(None, {"workdir": "w"}).restrict_future_timestamp
+    assert not load_config(
+        None, {"workdir": "w", "restrict_future_timestamp": "false"}
+    ).restrict_future_timestamp
+
+
 def test_dashed_keys_are_accepted() -> None:
     assert load_config(None, {"workdir": "w", "native-transport-port": 9500}).native_transport_port == 9500
 
