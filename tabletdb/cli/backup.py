@@ -10,7 +10,6 @@ backup (listed).
 
 from __future__ import annotations
 
-import configparser
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -18,22 +17,11 @@ from typing import Any
 
 import click
 
+from tabletdb.cli.credentials import read_credentials
 from tabletdb.cli.progress import RichReporter, reporter
 
 EXIT_USAGE = 2
 EXIT_MISMATCH = 4
-
-
-def read_credentials(path: str) -> tuple[str, str]:
-    """A cqlshrc-style file: `[authentication]` with `username` and `password` (the section
-    header may be left out)."""
-    text = Path(path).read_text()
-    parser = configparser.ConfigParser()
-    parser.read_string(text if text.lstrip().startswith("[") else "[authentication]\n" + text)
-    section = parser["authentication"] if parser.has_section("authentication") else None
-    if section is None or "username" not in section or "password" not in section:
-        raise click.BadParameter(f"{path} needs username and password under [authentication]")
-    return section["username"], section["password"]
 
 
 def _cluster_options(

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from tabletdb.cli.credentials import read_credentials
 from tabletdb.cli.progress import reporter
 
 EXIT_REJECTS = 3
@@ -73,8 +74,6 @@ def _credentials(
     username: str | None, password: str | None, credentials_file: str | None
 ) -> tuple[str | None, str | None]:
     if credentials_file:
-        from tabletdb.cli.backup import read_credentials
-
         return read_credentials(credentials_file)
     return username, password
 

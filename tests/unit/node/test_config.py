@@ -311,3 +311,11 @@ def test_storage_port_defaults_to_7000_and_may_not_clash_with_cql_on_one_address
         load_config(None, {"workdir": "w", "storage_port": 9042})
     c = load_config(None, {"workdir": "w", "storage_port": 9042, "rpc_address": "127.0.0.2"})
     assert c.storage_port == 9042
+
+
+def test_a_relative_workdir_is_made_absolute_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    c = load_config(None, {"workdir": "work/cluster/node1"})
+    assert c.workdir.is_absolute() and c.workdir == tmp_path.resolve() / "work/cluster/node1"
