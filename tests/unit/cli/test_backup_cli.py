@@ -53,3 +53,18 @@ def test_exit_codes_are_in_help() -> None:
     assert "3  loaded, but some rows were rejected" in CliRunner().invoke(load_command, ["--help"]).output
     assert "4  restored, but row counts differ" in CliRunner().invoke(restore_command, ["--help"]).output
     assert "Exit codes" in CliRunner().invoke(backup_command, ["--help"]).output
+
+
+def test_load_reads_a_cqlshrc_credentials_file_and_refuses_an_incomplete_one(tmp_path: Path) -> None:
+    from tabletdb.cli.credentials import read_credentials
+    from tabletdb.cli.load import load_command
+
+    good = tmp_path / "cqlshrc"
+    good.write_text("[authentication]\nusername = loader\npassword = s3cret\n")
+    assert read_credentials(str(good)) == ("loader", "s3cret")
+    bad = tmp_path / "partial"
+    bad.write_text("username = loader\n")
+    (tmp_path / "rows.csv").write_text("k\n1\n")
+    args = [*HOSTS, "--table", "ks.t", "--from", str(tmp_path / "rows.csv"), "--credentials-file", str(bad)]
+    result = CliRunner().invoke(load_command, args)
+    assert result.exit_code == 2 and "needs username and password" in result.output
