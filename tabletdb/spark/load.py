@@ -126,10 +126,17 @@ def _checked_rows(  # returns (RDD of Checked, mapping); pyspark.rdd has no type
     return source.rdd.map(_checker(mapping, names)), mapping
 
 
-def _spread(spark: SparkSession, rdd: Any) -> Any:
-    """At least a few partitions per core: a multi-line CSV (not splittable) or a small file is
-    read by one task, and the writes and the progress display need more than one."""
+SPREAD_BYTES = 1 << 20
+"""Input bytes per write task at most (up to `SPREAD_MAX` tasks): progress moves per task."""
+SPREAD_MAX = 256
+
+
+def _spread(spark: SparkSession, rdd: Any, size: int | None) -> Any:
+    """At least a few partitions per core, and about one per MB of input: a multi-line CSV (not
+    splittable) or a small file is read by one task, and the writes and the progress display
+    (which advances as tasks finish) need more than one."""
     wanted = 4 * max(1, int(spark.sparkContext.defaultParallelism))
+    wanted = max(wanted, min(SPREAD_MAX, (size or 0) // SPREAD_BYTES))
     return rdd.repartition(wanted) if rdd.getNumPartitions() < wanted else rdd
 
 
@@ -166,9 +173,10 @@ def run_load(
     table = fetch_table_schema(session_for(options.connect), options.keyspace, options.table)
     extras = tuple(e for e in (options.writetime_column, options.ttl_column) if e)
     checked, mapping = _checked_rows(spark, table, path, fmt, extras, csv or CsvOptions())
-    checked = _spread(spark, checked).persist(StorageLevel.MEMORY_AND_DISK)
+    size = input_bytes(path)
+    checked = _spread(spark, checked, size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        _step(progress, "reading and checking rows", input_bytes(path), "bytes")
+        _step(progress, "reading and checking rows", size, "bytes")
         read = checked.count()
         bad = checked.filter(lambda c: not c[0]).map(lambda c: c[1])
         rejected = bad.count()
