@@ -20,7 +20,6 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.text import Text
 
@@ -45,16 +44,39 @@ class AmountColumn(ProgressColumn):
         return Text(f"{_amount(task.completed, unit)}/{total} {label}".rstrip(), style="progress.download")
 
 
+def average_rate(task: Task) -> float | None:
+    """Units per second over the whole step. Not rich's recent-samples speed: amounts here often
+    move in jumps (a Spark task's rows at once, files already done on a resumed run), and a
+    short window over a jump reports many times the real rate."""
+    elapsed = task.elapsed
+    if not elapsed or task.completed <= 0:
+        return None
+    return task.completed / elapsed
+
+
 class RateColumn(ProgressColumn):
-    """Rows/s or MB/s while a step runs (nothing for steps counted in items)."""
+    """Rows/s or MB/s of the step so far (nothing for steps counted in items)."""
 
     def render(self, task: Task) -> Text:
         unit = str(task.fields.get("unit", ITEMS))
-        speed = task.finished_speed or task.speed
-        if unit == ITEMS or not speed:
+        rate = average_rate(task)
+        if unit == ITEMS or rate is None:
             return Text("")
-        text = f"{speed / 1e6:,.1f} MB/s" if unit == BYTES else f"{speed:,.0f} rows/s"
+        text = f"{rate / 1e6:,.1f} MB/s" if unit == BYTES else f"{rate:,.0f} rows/s"
         return Text(text, style="progress.data.speed")
+
+
+class EtaColumn(ProgressColumn):
+    """Time left at the step's average rate; `-:--:--` until something is done."""
+
+    def render(self, task: Task) -> Text:
+        rate = average_rate(task)
+        if task.finished:
+            return Text("eta 0:00:00", style="progress.remaining")
+        if rate is None or task.total is None:
+            return Text("eta -:--:--", style="progress.remaining")
+        left = int(max(0.0, task.total - task.completed) / rate)
+        return Text(f"eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}", style="progress.remaining")
 
 
 def make_progress(console: Console) -> Progress:
@@ -63,8 +85,7 @@ def make_progress(console: Console) -> Progress:
         BarColumn(),
         AmountColumn(),
         RateColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
+        EtaColumn(),
         TimeElapsedColumn(),
         console=console,
         disable=not console.is_terminal,

@@ -63,3 +63,14 @@ def test_amounts_and_rates_in_the_step_unit() -> None:
         shown.step("copying", 3_000_000, BYTES)
         shown.advance(1_500_000)
     assert "3.0/3.0 MB" in out.getvalue()
+
+
+def test_rate_and_eta_are_the_step_average_not_a_burst() -> None:
+    from rich.progress import Task
+
+    from tabletdb.cli.progress import EtaColumn, RateColumn
+
+    task = Task(0, "writing rows", 1000, 250, _get_time=lambda: 100.0, fields={"unit": ROWS})
+    task.start_time = 50.0  # 250 rows in 50 s, all arriving in one jump
+    assert RateColumn().render(task).plain == "5 rows/s"
+    assert EtaColumn().render(task).plain == "eta 0:02:30"
