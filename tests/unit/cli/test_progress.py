@@ -74,3 +74,13 @@ def test_rate_and_eta_are_the_step_average_not_a_burst() -> None:
     task.start_time = 50.0  # 250 rows in 50 s, all arriving in one jump
     assert RateColumn().render(task).plain == "5 rows/s"
     assert EtaColumn().render(task).plain == "eta 0:02:30"
+
+
+def test_figures_stay_on_one_line_on_a_narrow_terminal() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=80)
+    with reporter(console) as shown:
+        shown.step("removing snapshots, resuming balancing and a long description", 10_000_000, BYTES)
+        shown.advance(5_000_000)
+    lines = [line for line in out.getvalue().splitlines() if "MB" in line]
+    assert lines and "10.0/10.0 MB" in lines[-1] and "eta 0:00:00" in lines[-1]
