@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from tabletdb.cli.backup import read_credentials
+from tabletdb.cli.credentials import read_credentials
 from tabletdb.spark.backup_rest import Credentials, basic_auth_headers
 
 DEFAULT_API_PORT = 10000

@@ -302,9 +302,10 @@ def _parse_str(key: str, value: Any) -> str:
 
 
 def _parse_workdir(key: str, value: Any) -> Path:
-    if isinstance(value, Path):
-        return value
-    return Path(_parse_str(key, value))
+    """Absolute from the start: files under it become URIs and REST paths (a relative path has
+    no file URI), and a later chdir must not move the node's data."""
+    path = value if isinstance(value, Path) else Path(_parse_str(key, value))
+    return path.expanduser().resolve()
 
 
 def _parse_address(key: str, value: Any) -> str:

@@ -49,13 +49,14 @@ class BackupError(RuntimeError):
 class Reporter(Protocol):
     """Where progress goes (the CLI draws it with rich; tests and benchmarks ignore it)."""
 
-    def step(self, description: str, total: int | None) -> None: ...
+    def step(self, description: str, total: int | None, unit: str = "items") -> None:
+        """Start a step of ``total`` units ("bytes", "rows" or "items"); None: unknown."""
 
     def advance(self, amount: int) -> None: ...
 
 
 class QuietReporter:
-    def step(self, description: str, total: int | None) -> None:
+    def step(self, description: str, total: int | None, unit: str = "items") -> None:
         pass
 
     def advance(self, amount: int) -> None:
@@ -281,7 +282,7 @@ def _copy(
         for t in tables
         for host, entry in _choose_files(t, layouts[t[2]], snapshots, options.all_replicas)
     ]
-    reporter.step("copying tablet files", sum(entry["size"] for _, _, entry in plan))
+    reporter.step("copying tablet files", sum(entry["size"] for _, _, entry in plan), "bytes")
     tasks = [
         DownloadTask(
             _file_name(host, entry, options.all_replicas),

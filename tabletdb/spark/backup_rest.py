@@ -58,6 +58,10 @@ class NodeApi:
     def base(self) -> str:
         return f"http://{self.address}:{self.port}"
 
+    def _failed(self, method: str, path: str, reason: object) -> RestError:
+        """One line naming the node and the call (not its query string: tags, checksums)."""
+        return RestError(f"node {self.address}:{self.port}: {method} {path}: {_one_line(str(reason))}")
+
     def _call(self, method: str, path: str, query: Mapping[str, object] | None = None) -> Any:
         url = f"{self.base}{path}"
         if query:
@@ -67,10 +71,10 @@ class NodeApi:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace").strip()
-            raise RestError(f"{method} {url}: HTTP {exc.code}: {detail}") from None
+            detail = exc.read().decode(errors="replace")
+            raise self._failed(method, path, f"HTTP {exc.code}: {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
-            raise RestError(f"{method} {url}: {exc}") from None
+            raise self._failed(method, path, exc) from None
 
     def host_ids(self) -> dict[str, uuid.UUID]:
         """Address -> host id of every member, as this node's group0 knows them."""
@@ -110,9 +114,10 @@ class NodeApi:
                     out.write(chunk)
                     advance(len(chunk))
         except urllib.error.HTTPError as exc:
-            raise RestError(f"GET {url}: HTTP {exc.code}: {exc.read().decode(errors='replace')}") from None
+            detail = exc.read().decode(errors="replace")
+            raise self._failed("GET", f"snapshot file {path}", f"HTTP {exc.code}: {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
-            raise RestError(f"GET {url}: {exc}") from None
+            raise self._failed("GET", f"snapshot file {path}", exc) from None
         return digest.hexdigest()
 
     def load_tablet(
@@ -136,15 +141,19 @@ class NodeApi:
             response = connection.getresponse()
             text = response.read()
         except OSError as exc:
-            raise RestError(f"POST {self.base}{path}: {exc}") from None
+            raise self._failed("POST", f"tablet load of {source.name}", exc) from None
         finally:
             connection.close()
         if response.status != 200:
-            raise RestError(
-                f"POST {self.base}{path}: HTTP {response.status}: {text.decode(errors='replace')}"
-            )
+            detail = f"HTTP {response.status}: {text.decode(errors='replace')}"
+            raise self._failed("POST", f"tablet load of {source.name}", detail)
         result: dict[str, Any] = json.loads(text)
         return result
+
+
+def _one_line(text: str) -> str:
+    """A server's error body may span lines (aiohttp's default pages do): keep them on one."""
+    return " ".join(part.strip() for part in text.strip().splitlines() if part.strip())
 
 
 def file_sha256(path: Path) -> str:

@@ -69,7 +69,7 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         async def handle(request: web.Request) -> web.Response:
             return web.json_response(await route(ctx, request))
 
-        return handle
+        return _readable(handle)
 
     app.add_routes(
         [
@@ -77,10 +77,31 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
             web.post("/storage_service/tablets/balancing", bind(_set_balancing)),
             web.post("/storage_service/snapshots", bind(_take_snapshot)),
             web.delete("/storage_service/snapshots", bind(_delete_snapshot)),
-            web.get("/storage_service/snapshots/file", lambda request: _download(ctx, request)),
-            web.post("/storage_service/tablets/load", lambda r: _load_tablet(ctx, placement, r)),
+            web.get("/storage_service/snapshots/file", _readable(lambda r: _download(ctx, r))),
+            web.post("/storage_service/tablets/load", _readable(lambda r: _load_tablet(ctx, placement, r))),
         ]
     )
+
+
+def _readable(
+    handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Failures as one line the backup/restore client can print (`HTTP 500: StorageError: ...`),
+    not aiohttp's generic "Server got itself in trouble"; the traceback goes to the node's log."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handle(request)
+        except web.HTTPException:
+            raise
+        except Exception as exc:
+            log.exception("REST call failed method=%s path=%s", request.method, request.path)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise web.HTTPInternalServerError(
+                text=f"{type(exc).__name__} on {request.method} {request.path}: {first}"
+            ) from None
+
+    return guarded
 
 
 # --- balancing ---------------------------------------------------------------------------------

@@ -326,3 +326,11 @@ def test_a_damaged_binary_config_file_is_one_config_error(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"a UTF-8 text file \(invalid start byte at byte 16\)") as info:
         load_config(path, {})
     assert str(path) in str(info.value)
+
+
+def test_a_relative_workdir_is_made_absolute_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    c = load_config(None, {"workdir": "work/cluster/node1"})
+    assert c.workdir.is_absolute() and c.workdir == tmp_path.resolve() / "work/cluster/node1"
