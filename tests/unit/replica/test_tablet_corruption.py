@@ -151,3 +151,14 @@ def _a_key_on_the_damaged_page(path: Path, keys: set[int]) -> int:
     finally:
         store.close()
     raise AssertionError("no key of the damaged file reads its damaged page")
+
+
+def test_at_rf1_a_write_that_reads_first_answers_read_failure(tmp_path: Path) -> None:
+    """A list-index update reads the row under a lock before it writes: with the replica's file
+    set aside, that read is a CQL ReadFailure naming the table, not a ServerError."""
+    _, _, lost = _filled(tmp_path)
+    node = DataNode(tmp_path)
+    node.drive(node.run("ALTER TABLE ks.t ADD l list<int>"))
+    with pytest.raises(ReadFailure, match="Cannot read ks.t on this node before writing"):
+        node.drive(node.run(f"UPDATE ks.t SET l[0] = 1 WHERE k = {min(lost)}"))
+    node.close()
