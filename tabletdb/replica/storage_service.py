@@ -35,6 +35,7 @@ from tabletdb.replica.stores import Segment
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.batch_rows import BatchRows
+from tabletdb.storage.data_paths import table_directory_name
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
@@ -51,7 +52,7 @@ UNREPAIRED_SUFFIX = ".unrepaired"
 
 
 def table_directory(data_dir: Path, table: TableDef) -> Path:
-    return data_dir / table.keyspace / f"{table.name}-{table.id.hex}"
+    return data_dir / table_directory_name(table.keyspace, table.name, table.id)
 
 
 def tablet_file(data_dir: Path, table: TableDef, shard: int, tablet_id: int) -> Path:

@@ -36,6 +36,7 @@ from tabletdb.spark.backup_manifest import (
 )
 from tabletdb.spark.backup_rest import DEFAULT_API_PORT, Cluster, RestError
 from tabletdb.spark.backup_tasks import DownloadTask, TaskFailed, TaskResult, run_on_spark
+from tabletdb.storage.data_paths import table_directory_name
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,9 @@ def _choose_files(
 
 
 def _file_name(host: uuid.UUID, entry: dict[str, Any], all_replicas: bool) -> str:
-    directory = f"data/{entry['keyspace']}/{entry['table']}-{uuid.UUID(entry['table_id']).hex}"
+    directory = "data/" + table_directory_name(
+        entry["keyspace"], entry["table"], uuid.UUID(entry["table_id"])
+    )
     if entry["tablet_id"] is not None:
         replica = f"-{host}" if all_replicas else ""
         return f"{directory}/tablet-{entry['tablet_id']}{replica}.db"

@@ -41,6 +41,7 @@ from tabletdb.dht.token import TokenRange
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.replica.storage_service import LocalFile, StorageService
 from tabletdb.schema.model import TableDef
+from tabletdb.storage.data_paths import table_directory_name
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.image_validation import ImageRejected, validate_image
 from tabletdb.storage.mutation import Mutation
@@ -152,7 +153,7 @@ def _tables(ctx: ApiContext, keyspaces: Iterable[str]) -> list[TableDef]:
 
 def _snapshot_name(table: TableDef, local: LocalFile) -> str:
     leaf = f"tablet-{local.tablet_id}.db" if local.tablet_id is not None else f"shard-{local.shard}-vnode.db"
-    return f"{table.keyspace}/{table.name}-{table.id.hex}/{leaf}"
+    return f"{table_directory_name(table.keyspace, table.name, table.id)}/{leaf}"
 
 
 def _snapshot_one(table: TableDef, local: LocalFile, tag_dir: Path, now: int) -> dict[str, Any]:

@@ -159,6 +159,6 @@ def test_at_rf1_a_write_that_reads_first_answers_read_failure(tmp_path: Path) ->
     _, _, lost = _filled(tmp_path)
     node = DataNode(tmp_path)
     node.drive(node.run("ALTER TABLE ks.t ADD l list<int>"))
-    with pytest.raises(ReadFailure, match="Cannot read ks.t on this node before writing"):
+    with pytest.raises(ReadFailure, match=r"Cannot read ks\.t on this node before writing"):
         node.drive(node.run(f"UPDATE ks.t SET l[0] = 1 WHERE k = {min(lost)}"))
     node.close()
