@@ -27,7 +27,7 @@ from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
 from tabletdb.storage.tablet_store import TabletStore
-from tabletdb.tablets.tablet_map import TabletMap, TabletMapLookup
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class StorageService:
             return [Segment(FULL_RING, stores)]
         out: list[Segment] = []
         for tablet_id, info in enumerate(tablet_map.tablets):
-            shard = self._local_shard(table, info.replicas, tablet_id)
+            shard = self._local_shard(table, _every_replica(info), tablet_id)
             if shard is None:
                 continue
             path = tablet_file(self.data_dir, table, shard, tablet_id)
@@ -149,7 +149,7 @@ class StorageService:
             return [LocalFile(None, s, FULL_RING, vnode_file(self.data_dir, table, s)) for s in shards]
         out: list[LocalFile] = []
         for tablet_id, info in enumerate(tablet_map.tablets):
-            shard = self._local_shard(table, info.replicas, tablet_id)
+            shard = self._local_shard(table, _every_replica(info), tablet_id)
             if shard is not None:
                 path = tablet_file(self.data_dir, table, shard, tablet_id)
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
@@ -186,7 +186,7 @@ class StorageService:
         if tablet_map is None:
             return vnode_file(self.data_dir, table, shard_of(token, self.smp, self.ignore_msb))
         tablet_id = tablet_map.tablet_id_of(token)
-        shard = self._local_shard(table, tablet_map.tablets[tablet_id].replicas, tablet_id)
+        shard = self._local_shard(table, _every_replica(tablet_map.tablets[tablet_id]), tablet_id)
         if shard is None:
             raise InvalidRequest(
                 f"tablet {tablet_id} of {table.keyspace}.{table.name} has no replica on this node "
@@ -258,6 +258,14 @@ class StorageService:
         if self._node_commit is not None:
             self._node_commit.close()
             self._node_commit = None
+
+
+def _every_replica(info: TabletInfo) -> Sequence[tuple[uuid.UUID, int]]:
+    """The tablet's replicas and, while it migrates, the new ones: a migration's target holds
+    the tablet (and receives its writes) from the stage that writes to both sets on."""
+    if info.new_replicas is None:
+        return info.replicas
+    return info.replicas + info.new_replicas
 
 
 def _fsync_directories(directory: Path, top: Path) -> None:
