@@ -103,7 +103,11 @@ class ReplicaPlacement:
         topology: Callable[[], Topology],
         catalog: Callable[[], Catalog],
         tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
+        topology_version: Callable[[], int] = lambda: 0,
     ) -> None:
+        """``topology_version``: group0's topology version as this node applied it, stamped on
+        writes so replicas can refuse those routed by a fenced-off version (``replica.fencing``)."""
+        self.topology_version = topology_version
         self.local_host = local_host
         self.local_dc = local_dc
         self._topology = topology

@@ -40,6 +40,7 @@ from tabletdb.replica.wire import (
     VERB_MUTATIONS,
     VERB_READ,
     VERB_SCAN,
+    apply_payload,
     digest_of,
     mutations_from_plain,
     partition_from_plain,
@@ -265,7 +266,8 @@ class ReadCoordinator:
             if ctx.is_local(replica):
                 await ctx.local.apply(table, mutations_from_plain(plain))
             else:
-                await ctx.call(replica, VERB_APPLY, [table.id.bytes, plain], spec.timeout)
+                payload = apply_payload(table.id.bytes, plain, ctx.placement.topology_version())
+                await ctx.call(replica, VERB_APPLY, payload, spec.timeout)
 
         try:
             async with asyncio.timeout(spec.timeout):

@@ -25,7 +25,7 @@ from tabletdb.coordinator.consistency import ALL, NAMES, check_available_sets, t
 from tabletdb.coordinator.context import Replicas
 from tabletdb.coordinator.placement import Replica, WriteSets, union
 from tabletdb.cql.errors import TruncateError, Unavailable, WriteFailure, WriteTimeout
-from tabletdb.replica.wire import VERB_APPLY, VERB_TRUNCATE, mutations_to_plain
+from tabletdb.replica.wire import VERB_APPLY, VERB_TRUNCATE, apply_payload, mutations_to_plain
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Mutation
 
@@ -62,13 +62,17 @@ class WriteCoordinator:
         return self._write(table, mutations, cl, write_type)
 
     async def _write(self, table: TableDef, mutations: Sequence[Mutation], cl: int, write_type: str) -> None:
+        version = self.replicas.placement.topology_version()  # the version the groups are chosen by
         groups = self.groups(table, mutations)
         alive = [self._check(replicas, cl) for replicas, _ in groups]  # all checked before any is sent
         if len(groups) == 1:
-            await self._write_group(table, groups[0][0], alive[0], groups[0][1], cl, write_type)
+            await self._write_group(table, groups[0][0], alive[0], groups[0][1], cl, write_type, version)
             return
         await asyncio.gather(
-            *(self._write_group(table, r, live, ms, cl, write_type) for (r, ms), live in zip(groups, alive))
+            *(
+                self._write_group(table, r, live, ms, cl, write_type, version)
+                for (r, ms), live in zip(groups, alive)
+            )
         )
 
     async def truncate(self, table: TableDef) -> None:
@@ -108,6 +112,7 @@ class WriteCoordinator:
         mutations: list[Mutation],
         cl: int,
         write_type: str,
+        version: int,
     ) -> None:
         ctx = self.replicas
         replicas = sets[0] if len(sets) == 1 else union(sets)
@@ -129,7 +134,7 @@ class WriteCoordinator:
                 coro = _applied_locally(ctx, table, mutations)
             else:
                 if payload is None:
-                    payload = [table.id.bytes, mutations_to_plain(mutations)]
+                    payload = apply_payload(table.id.bytes, mutations_to_plain(mutations), version)
                 coro = ctx.call(replica, VERB_APPLY, payload, ctx.timeouts.write)
             ctx.spawn(_report(replica, coro, settle))
 

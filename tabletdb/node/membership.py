@@ -142,7 +142,12 @@ class ClusterMember:
         """Reached over internode RPC, up as the failure detector says; serves the replica verbs."""
         rpc = self.group0.rpc
         replicas = build_replicas(placement, storage, views, rpc, self._failure_detector.is_up, timeouts)
-        register_replica_verbs(rpc, replicas.local, lambda table_id: self.group0.catalog.by_id(table_id))
+        register_replica_verbs(
+            rpc,
+            replicas.local,
+            lambda table_id: self.group0.catalog.by_id(table_id),
+            lambda: self.group0.state.topology_state.fence_version,
+        )
         return replicas
 
     def paxos(self, replicas: Replicas) -> PaxosService:

@@ -38,6 +38,12 @@ VERB_TRUNCATE = "data.truncate"
 Plain = list[Any]
 
 
+def apply_payload(table_id: bytes, mutations: Plain, topology_version: int) -> Plain:
+    """``VERB_APPLY``'s request: the table, its mutations, and the topology version the
+    coordinator chose the replicas by (checked against the replica's fence, ``replica.fencing``)."""
+    return [table_id, mutations, topology_version]
+
+
 def _bound_to_plain(b: Bound | None) -> Plain | None:
     return None if b is None else [b.key, b.inclusive]
 
