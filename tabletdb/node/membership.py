@@ -28,6 +28,7 @@ from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
 from tabletdb.node.group0_shell.service import Group0Service, MemberListener, SchemaListener
 from tabletdb.node.replica_service import ViewMaintenance, build_replicas, register_replica_verbs
+from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.query.auth_check import create_default_superuser
 from tabletdb.query.metadata_store import MetadataStore
@@ -148,6 +149,9 @@ class ClusterMember:
             lambda table_id: self.group0.catalog.by_id(table_id),
             lambda: self.group0.state.topology_state.fence_version,
         )
+        self.streaming = TabletStreaming(rpc, storage, lambda table_id: self.group0.catalog.by_id(table_id))
+        """Tablet copy/stream/cleanup verbs, what the topology coordinator moves replicas with."""
+        self.streaming.register()
         return replicas
 
     def paxos(self, replicas: Replicas) -> PaxosService:

@@ -26,6 +26,7 @@ from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
+from tabletdb.storage.snapshot_files import SIDE_FILES
 from tabletdb.storage.tablet_store import TabletStore
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
 
@@ -180,6 +181,22 @@ class StorageService:
         del self._open[path]
         committer.store.close()
         return True
+
+    def remove_file(self, path: Path) -> bool | None:
+        """Close the store at ``path`` if open and delete the file with its side files: a
+        tablet replica that moved away. True if there was a file, None (nothing done) while
+        its store has writes queued or committing."""
+        was_open = path in self._open
+        if not self.release(path):
+            return None
+        if not was_open:  # release logged the removal of an open store's file
+            self._removing(path)
+        existed = path.exists()
+        for suffix in ("", *SIDE_FILES):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+        if path.parent.exists():
+            fsync_path(path.parent)
+        return existed
 
     def _path_for(self, table: TableDef, token: int) -> Path:
         tablet_map = self._tablet_maps().get(table.id)

@@ -54,6 +54,7 @@ from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.node.group0_shell.peer_view import TopologyView
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
+from tabletdb.node.group0_shell.topology_rpc import TopologyBarrier
 from tabletdb.node.group0_shell.versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
@@ -132,6 +133,9 @@ class Group0Service:
             self._snapshot_capture,
             on_halt=on_halt,
         )
+        self.barrier = TopologyBarrier(self.rpc, self.driver, lambda: self._state.topology_state.version)
+        """The topology coordinator's barrier (served here, asked by the coordinator)."""
+        self.barrier.register()
         self._waiting: dict[uuid.UUID, asyncio.Future[Applied]] = {}
         self._schema_listeners: list[SchemaListener] = []
         self._member_listeners: list[MemberListener] = []
