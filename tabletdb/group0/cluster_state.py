@@ -151,7 +151,20 @@ def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterS
     for table_id, tm in sorted(changed.items(), key=lambda kv: kv[0].bytes):
         maps = maps.set(table_id, tm)
     metadata = replace(state.metadata, tablets=maps)
-    return replace(state, metadata=metadata, topology_state=topology), Applied(entry.command_id, True)
+    members = _without_left(state.topology, topology)
+    return replace(state, metadata=metadata, topology=members, topology_state=topology), Applied(
+        entry.command_id, True
+    )
+
+
+def _without_left(members: Topology, topology: TopologyState) -> Topology:
+    """Membership without the nodes that left: they own no tokens and get no new replicas, are
+    no peers, and the internode handshake no longer admits them (`system.topology` still lists
+    them from the topology state)."""
+    left = [h for h in members.members if topology.state_of(h) is NodeState.LEFT]
+    if not left:
+        return members
+    return replace(members, members={h: r for h, r in members.members.items() if h not in left})
 
 
 def _event_to_plain(e: SchemaChangeEvent) -> list[Any]:

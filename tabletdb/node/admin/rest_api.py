@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tabletdb.node.admin import rest_snapshots
+from tabletdb.node.admin import rest_snapshots, rest_topology
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
@@ -41,6 +41,7 @@ def build_app(ctx: ApiContext) -> web.Application:
         routes.append(web.get("/metrics", _metrics_handler(ctx.metrics)))
     app.add_routes(routes)
     rest_snapshots.add_routes(app, ctx)
+    rest_topology.add_routes(app, ctx)
     return app
 
 

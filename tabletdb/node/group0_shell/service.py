@@ -32,6 +32,7 @@ from tabletdb.group0.cluster_state import (
     ClusterState,
     GroupEntry,
     SchemaEntry,
+    TopologyEntry,
     apply_entry,
     decode_entry,
     decode_snapshot,
@@ -64,7 +65,11 @@ from tabletdb.schema.catalog_diff import catalog_events
 from tabletdb.schema.ddl_common import DdlOutcome, SchemaChangeEvent
 from tabletdb.schema.model import Catalog
 from tabletdb.systables.node_info import RaftInfo, RaftMember
+from tabletdb.topology.commands import TopologyCommand
 from tabletdb.topology.features import BATCH_FEATURE
+from tabletdb.topology.requests import enqueue
+from tabletdb.topology.state import Request, RequestResult
+from tabletdb.topology.states import NodeState
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +204,44 @@ class Group0Service:
         """Set group0's tablet-balancing flag; returns once this node applied it."""
         async with asyncio.timeout(COMMAND_TIMEOUT):
             await self._submit(BalancingCommand(uuid.uuid4(), enabled))
+
+    # --- topology ---------------------------------------------------------------------------------
+
+    async def submit_topology(self, command: TopologyCommand) -> bool:
+        """Propose a topology command; True if it took effect (False: its state id went stale)."""
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            (applied,) = await self._submit(TopologyEntry(command))
+        return applied.took_effect
+
+    async def queue_request(self, request: Request, alive: frozenset[uuid.UUID]) -> None:
+        """Queue a topology request (``topology.requests.enqueue``), deciding again while other
+        commands move the state on; raises ``RequestRefused`` with the reason it may not be queued."""
+        while not await self.submit_topology(
+            enqueue(self._state.topology_state, request, alive, uuid.uuid1())
+        ):
+            await asyncio.sleep(0.05)
+
+    async def wait_request(self, request_id: uuid.UUID) -> RequestResult:
+        """How the request ended, once this node applied its end."""
+        while True:
+            for result in self._state.topology_state.results:
+                if result.request.request_id == request_id:
+                    return result
+            await self.driver.changed()
+
+    async def remove_left_voters(self) -> None:
+        """On the leader: drop from the Raft configuration every voter whose node has left."""
+        topology = self._state.topology_state
+        for host_id, node in topology.nodes.items():
+            raft_id = raft_id_of(host_id)
+            if node.state is NodeState.LEFT and raft_id in self.driver.conf_state.voters:
+                if raft_id == self.record.raft_id or not self.driver.is_leader:
+                    continue  # a leader does not remove itself; the next one will
+                log.info("group0 removing voter of node that left host_id=%s", host_id)
+                with contextlib.suppress(ConfChangeError):
+                    self.driver.propose_conf_change(
+                        ConfChange((ConfChangeSingle(ConfChangeType.REMOVE, raft_id),))
+                    )
 
     # --- lifecycle -------------------------------------------------------------------------------
 

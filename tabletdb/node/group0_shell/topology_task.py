@@ -50,6 +50,8 @@ class TopologyIo:
     cleanup: Callable[[co.CleanupTask], Awaitable[object]]
     submit: Callable[[TopologyCommand], Awaitable[object]]
     """Propose through group0; returns once this node applied it (took effect or not)."""
+    tidy: Callable[[], Awaitable[None]] | None = None
+    """Run when there is nothing to step on (the node drops voters of nodes that left)."""
 
 
 def view_of(state: ClusterState) -> co.View:
@@ -94,6 +96,8 @@ class TopologyTask:
                 await _wait(stop, RETRY_WAIT)
                 continue
             if isinstance(action, co.Idle):
+                if self.io.tidy is not None:
+                    await self.io.tidy()
                 await _wait(stop, IDLE_WAIT)
 
     def _lost_leadership(self) -> None:
