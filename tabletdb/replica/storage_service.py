@@ -187,6 +187,7 @@ class StorageService:
         tablet replica that moved away. True if there was a file, None (nothing done) while
         its store has writes queued or committing."""
         was_open = path in self._open
+        self.write_deferred([path])  # rows merely deferred do not make it busy
         if not self.release(path):
             return None
         if not was_open:  # release logged the removal of an open store's file

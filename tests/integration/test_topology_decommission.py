@@ -2,11 +2,13 @@
 
 The fourth node's tablet replicas migrate to the others (writes to both sets, file streaming,
 reads switched, old files deleted), the node leaves and stops itself, and every row written
-before reads back at QUORUM from the nodes that stay.
+before reads back at QUORUM from the nodes that stay, and so does every write acknowledged at QUORUM while the
+replicas moved.
 """
 
 from __future__ import annotations
 
+import threading
 import urllib.error
 import urllib.request
 from typing import Any
@@ -52,8 +54,30 @@ def test_decommission_moves_every_tablet_replica_off_the_node(node_factory: Node
         held = [r for r in tablets if gone in {h for h, _ in r.replicas}]
     assert held, "the node to decommission holds no tablet replica: nothing would be tested"
 
-    status, body = post(leaving.api_url + "/storage_service/decommission", timeout=600)
+    acked: set[tuple[int, str]] = set()
+    done = threading.Event()
+
+    def writer() -> None:  # QUORUM writes through a node that stays, during the whole move
+        with pinned(nodes[1]) as w:
+            k = ROWS
+            while not done.is_set():
+                try:
+                    run(w, "INSERT INTO dk.t (k, v) VALUES (%s, %s)", "QUORUM", (k, f"w{k}"))
+                    acked.add((k, f"w{k}"))
+                except Exception:  # a write refused or timed out mid-move need not be there
+                    pass
+                k += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        status, body = post(leaving.api_url + "/storage_service/decommission", timeout=600)
+    finally:
+        done.set()
+        thread.join()
     assert status == 200, body
+    assert acked, "no write was acknowledged while the node was decommissioned"
+    expected |= acked
     wait_for(lambda: not leaving.running, "the decommissioned node to stop")
 
     with pinned(nodes[1]) as s:
