@@ -13,6 +13,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+import pytest
+
 from tests.harness.node import NodeFactory
 from tests.integration.test_replicated_data import OPTIONS, pinned, run, wait_for
 
@@ -32,10 +34,12 @@ def rows(session: Any, cl: str) -> set[tuple[int, str]]:
     return {(r.k, r.v) for r in run(session, "SELECT k, v FROM dk.t", cl)}
 
 
-def test_decommission_moves_every_tablet_replica_off_the_node(node_factory: NodeFactory) -> None:
+@pytest.mark.parametrize("which", [3, 0], ids=["a-follower", "the-founder"])
+def test_decommission_moves_every_tablet_replica_off_the_node(node_factory: NodeFactory, which: int) -> None:
+    """The founder usually leads group0, so it runs the coordinator that decommissions it."""
     nodes = node_factory.start_cluster(4, options=OPTIONS)
-    leaving = nodes[3]
-    with pinned(nodes[0]) as s:
+    leaving = nodes[which]
+    with pinned(nodes[1]) as s:
         run(
             s,
             "CREATE KEYSPACE dk WITH replication = {'class': 'NetworkTopologyStrategy', "
@@ -49,7 +53,7 @@ def test_decommission_moves_every_tablet_replica_off_the_node(node_factory: Node
             expected.add((k, f"v{k}"))
     with pinned(leaving) as s:
         gone = run(s, "SELECT host_id FROM system.local", "ONE")[0].host_id
-    with pinned(nodes[0]) as s:
+    with pinned(nodes[1]) as s:
         tablets = run(s, "SELECT replicas FROM system.tablets", "ONE")
         held = [r for r in tablets if gone in {h for h, _ in r.replicas}]
     assert held, "the node to decommission holds no tablet replica: nothing would be tested"
