@@ -121,6 +121,8 @@ def _apply_one(
         return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
     if isinstance(entry, BalancingCommand):
         return replace(state, balancing_enabled=entry.enabled), Applied(entry.command_id, True)
+    if state.topology_state.state_of(entry.record.host_id) is NodeState.LEFT:
+        return state, Applied(entry.command_id, False)  # a node that left never comes back
     known = entry.record.host_id in state.topology.members
     topology, ok = apply_join(state.topology, entry)
     joined = entry.record if ok and not known else None

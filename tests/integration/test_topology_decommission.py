@@ -102,6 +102,12 @@ def test_decommission_moves_every_tablet_replica_off_the_node(node_factory: Node
     with pinned(nodes[2]) as s:
         assert rows(s, "QUORUM") == expected
 
+    leaving.start(wait=False)  # restarted on its old data: refused, and it exits
+    wait_for(lambda: not leaving.running, "the node that left to exit when restarted")
+    assert leaving.process.returncode == 1 and "left the cluster" in leaving.log_tail(), leaving.log_tail()
+    with pinned(nodes[2]) as s:
+        assert gone not in {r.host_id for r in run(s, "SELECT host_id FROM system.peers", "ONE")}
+
 
 def test_decommission_is_refused_for_the_last_node_and_with_vnode_data(node_factory: NodeFactory) -> None:
     (node,) = node_factory.start_cluster(1)

@@ -101,6 +101,13 @@ def founds_cluster(address: str, seeds: tuple[str, ...]) -> bool:
     return address in seeds and address == min(seeds, key=lambda s: ipaddress.ip_address(s).packed)
 
 
+def left_message(host_id: uuid.UUID) -> str:
+    return (
+        f"node {host_id} left the cluster (decommissioned or removed) and cannot rejoin it; "
+        "wipe its data directory to start it as a new node with a new host id"
+    )
+
+
 class Group0Service:
     def __init__(
         self,
@@ -254,7 +261,9 @@ class Group0Service:
         self.rpc.register(JOIN_VERB, self._on_join)
         self.turns.register()
         self.versions.register()
-        await self.driver.start()
+        await self.driver.start()  # replays the local log: a node that left knows it did
+        if self._state.topology_state.state_of(self.record.host_id) is NodeState.LEFT:
+            raise JoinRefused(left_message(self.record.host_id))
         self.versions.start()
         if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
             self.driver.campaign()  # a lone voter need not wait out an election timeout
@@ -366,6 +375,8 @@ class Group0Service:
         record = record_from_plain(payload["record"])
         async with self._join_lock:
             await self.driver.read_barrier()
+            if self._state.topology_state.state_of(record.host_id) is NodeState.LEFT:
+                raise JoinRefused(left_message(record.host_id))
             check_join(self._state.topology, payload["cluster_name"], record)
             if self._state.topology.members.get(record.host_id) != record:
                 (applied,) = await self._submit(JoinCommand(uuid.uuid4(), payload["cluster_name"], record))

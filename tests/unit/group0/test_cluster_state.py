@@ -107,3 +107,5 @@ def test_a_node_that_left_is_no_member_any_more() -> None:
     assert applied.took_effect
     assert list(state.topology.members) == [join_entry(1).record.host_id]
     assert state.topology_state.state_of(gone) is NodeState.LEFT  # system.topology still shows it
+    after_join, (rejoin,) = apply_entry(state, join_entry(2))  # a node that left never comes back
+    assert not rejoin.took_effect and after_join == state
