@@ -10,62 +10,18 @@ backup (listed).
 
 from __future__ import annotations
 
-import configparser
 import dataclasses
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+from tabletdb.cli.credentials import read_credentials
+from tabletdb.cli.progress import RichReporter, reporter
 
 EXIT_USAGE = 2
 EXIT_MISMATCH = 4
-
-
-class RichReporter:
-    """The pipelines' Reporter as one rich progress bar whose task changes with each step."""
-
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._task: TaskID | None = None
-
-    def step(self, description: str, total: int | None) -> None:
-        if self._task is not None:
-            self._progress.update(self._task, completed=self._progress.tasks[-1].total or 0)
-        self._task = self._progress.add_task(description, total=total)
-
-    def advance(self, amount: int) -> None:
-        if self._task is not None:
-            self._progress.advance(self._task, amount)
-
-
-@contextmanager
-def _reporter(console: Console) -> Iterator[RichReporter]:
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
-    with progress:
-        yield RichReporter(progress)
-
-
-def read_credentials(path: str) -> tuple[str, str]:
-    """A cqlshrc-style file: `[authentication]` with `username` and `password` (the section
-    header may be left out)."""
-    text = Path(path).read_text()
-    parser = configparser.ConfigParser()
-    parser.read_string(text if text.lstrip().startswith("[") else "[authentication]\n" + text)
-    section = parser["authentication"] if parser.has_section("authentication") else None
-    if section is None or "username" not in section or "password" not in section:
-        raise click.BadParameter(f"{path} needs username and password under [authentication]")
-    return section["username"], section["password"]
 
 
 def _cluster_options(
@@ -98,8 +54,8 @@ def _connection_options(command: Any) -> Any:
     options = [
         click.option("--hosts", required=True, help="Comma-separated contact points."),
         click.option("--port", type=int, default=9042, show_default=True, help="CQL port."),
-        click.option("--username"),
-        click.option("--password"),
+        click.option("-u", "--username", help="Role for CQL and the REST APIs (HTTP basic auth)."),
+        click.option("-p", "--password"),
         click.option("--credentials-file", type=click.Path(exists=True, dir_okay=False)),
         click.option(
             "--api-port", type=int, default=10000, show_default=True, help="REST API port of every node."
@@ -143,8 +99,8 @@ def _run_with_spark(
 ) -> Any:
     spark = _spark(master, confs, app_name)
     try:
-        with _reporter(Console(stderr=True)) as reporter:
-            return pipeline(spark, reporter)
+        with reporter() as shown:
+            return pipeline(spark, shown)
     finally:
         spark.stop()
 
@@ -168,7 +124,14 @@ def backup_command(
     confs: tuple[str, ...],
     **connection: Any,
 ) -> None:
-    """Back up schema, roles and data: per-tablet files, schema.cql and manifest.json."""
+    """Back up schema, roles and data: per-tablet files, schema.cql and manifest.json.
+
+    \b
+    Exit codes:
+      0  the backup is complete (manifest.json written last)
+      1  it failed; the message names the step and the node
+      2  bad options or credentials file
+    """
 
     from tabletdb.cli.load import _first_line
     from tabletdb.spark.backup import BackupError, check_target, run_backup
@@ -179,12 +142,13 @@ def backup_command(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        check_target(Path(to_dir))  # before Spark starts
+        target = Path(to_dir).expanduser().resolve()  # executors must not depend on our cwd
+        check_target(target)  # before Spark starts
         summary = _run_with_spark(
             master,
             confs,
             "tabletdb backup",
-            lambda spark, reporter: run_backup(spark, options, Path(to_dir), keyspaces, reporter),
+            lambda spark, shown: run_backup(spark, options, target, keyspaces, shown),
         )
     except (BackupError, RestError) as exc:
         click.echo(f"tabletdb backup: failed: {exc}", err=True)
@@ -210,7 +174,15 @@ def backup_command(
 def restore_command(
     from_dir: str, progress_file: str | None, master: str, confs: tuple[str, ...], **connection: Any
 ) -> None:
-    """Restore a backup into an empty cluster; rerun after an interruption to resume."""
+    """Restore a backup into an empty cluster; rerun after an interruption to resume.
+
+    \b
+    Exit codes:
+      0  restored, and every tablet's row count matches the manifest
+      1  failed; run the same command again to resume where it stopped
+      2  bad options, credentials file or backup directory
+      4  restored, but row counts differ from the backup (listed)
+    """
     from tabletdb.cli.load import _first_line
     from tabletdb.spark.backup_manifest import ManifestError, read_manifest
     from tabletdb.spark.backup_rest import RestError
@@ -220,14 +192,15 @@ def restore_command(
         options = _cluster_options(**connection)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    progress = Path(progress_file) if progress_file else None
+    progress = Path(progress_file).expanduser().resolve() if progress_file else None
+    source = Path(from_dir).expanduser().resolve()  # executors must not depend on our cwd
     try:
-        read_manifest(Path(from_dir))  # before Spark starts
+        read_manifest(source)  # before Spark starts
         summary = _run_with_spark(
             master,
             confs,
             "tabletdb restore",
-            lambda spark, reporter: run_restore(spark, options, Path(from_dir), reporter, progress),
+            lambda spark, shown: run_restore(spark, options, source, shown, progress),
         )
     except ManifestError as exc:
         click.echo(f"tabletdb restore: {exc}", err=True)

@@ -170,7 +170,8 @@ def up(nodes: int, workdir: str, log_level: str, address_prefix: str, spawn: boo
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     fork = not spawn and hasattr(os, "fork")
-    cluster = LocalCluster(nodes, Path(workdir), log_level, address_prefix, fork=fork)
+    root = Path(workdir).expanduser().resolve()  # nodes and their logs never depend on a cwd
+    cluster = LocalCluster(nodes, root, log_level, address_prefix, fork=fork)
     started = time.monotonic()
     # All at once: a joiner keeps asking its seed until the founder answers, and a restarted
     # cluster needs a majority back anyway.
@@ -181,7 +182,7 @@ def up(nodes: int, workdir: str, log_level: str, address_prefix: str, spawn: boo
             cluster.start_node(index)
         cluster.wait_ready(range(1, nodes + 1), stop)
         if not stop.is_set():
-            _print_ready(nodes, time.monotonic() - started, Path(workdir), address_prefix)
+            _print_ready(nodes, time.monotonic() - started, root, address_prefix)
             stop.wait()
     finally:
         click.echo("stopping the cluster ...", err=True)

@@ -1,8 +1,10 @@
 """`tabletdb load`: bulk load a Parquet, CSV or JSON-lines file into a table through Spark.
 
-Exit codes: 0 every row loaded; 3 loaded, but some rows were rejected (see the rejects location);
-2 the load could not start (bad options, unknown table, input fields that match no column);
-1 the load failed while writing (the CQL error is printed).
+Exit codes (also in --help and the README): 0 every row loaded; 3 loaded, but some rows were
+rejected (see the rejects location); 2 the load could not start (bad options, unknown format,
+unknown table, input fields that match no column); 1 the load failed while writing (the CQL
+error is printed). A failed or killed load can simply be run again: rows are upserts, so the
+rows written twice end up once.
 """
 
 from __future__ import annotations
@@ -11,50 +13,69 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tabletdb.cli.credentials import read_credentials
+from tabletdb.cli.progress import reporter
 
 EXIT_REJECTS = 3
 EXIT_USAGE = 2
+_POLL = 0.5
 
 
 @contextmanager
-def _spark_progress(spark: Any, console: Console) -> Iterator[Any]:
-    """A progress bar of the running Spark stages' tasks, refreshed from the status tracker;
-    yields a function that names the current step."""
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
-    task = progress.add_task("starting", total=None)
+def _spark_progress(spark: Any) -> Iterator[Any]:
+    """Draw the load's steps; yields the `StepReporter` that run_load calls as each step starts.
+
+    Spark reports tasks, not rows: a step's amount is its total (rows or input bytes) times the
+    fraction of tasks done in the stages that ran during the step (stages skipped because their
+    output was cached never run, and are not counted).
+    """
+    context = spark.sparkContext
+    tracker = context.statusTracker()
+    lock = threading.Lock()
+    state: dict[str, Any] = {"total": None, "stages": set()}
     stop = threading.Event()
 
-    def poll() -> None:
-        tracker = spark.sparkContext.statusTracker()
-        while not stop.wait(0.3):
-            done = total = 0
-            for stage_id in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(stage_id)
-                if info is not None:
-                    done += info.numCompletedTasks
-                    total += info.numTasks
-            if total:
-                progress.update(task, completed=done, total=total)
+    with reporter() as shown:
 
-    poller = threading.Thread(target=poll, name="load-progress", daemon=True)
-    with progress:
+        def step(name: str, total: int | None, unit: str) -> None:
+            with lock:
+                if name:
+                    shown.step(name, total, unit)
+                else:
+                    shown.finish()
+                state.update(total=total if name else None, stages=set())
+
+        def poll() -> None:
+            while not stop.wait(_POLL):
+                with lock:
+                    total, seen = state["total"], state["stages"]
+                    seen.update(tracker.getActiveStageIds())
+                    infos = [i for i in map(tracker.getStageInfo, seen) if i is not None]
+                    tasks = sum(i.numTasks for i in infos)
+                    if total and tasks:
+                        done = sum(i.numCompletedTasks for i in infos)
+                        shown.set_completed(total * done / tasks)
+
+        poller = threading.Thread(target=poll, name="load-progress", daemon=True)
         poller.start()
         try:
-            yield lambda step: progress.update(task, description=step, completed=0, total=None)
+            yield step
         finally:
             stop.set()
             poller.join()
+
+
+def _credentials(
+    username: str | None, password: str | None, credentials_file: str | None
+) -> tuple[str | None, str | None]:
+    if credentials_file:
+        return read_credentials(credentials_file)
+    return username, password
 
 
 @click.command("load")
@@ -63,13 +84,30 @@ def _spark_progress(spark: Any, console: Console) -> Iterator[Any]:
 @click.option("--table", "table", required=True, help="Target table as ks.t.")
 @click.option("--from", "source", required=True, help="Input file or directory.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), default="parquet", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv", "json"]),
+    help="Input format (default: from the file's extension: .parquet, .csv, .json/.jsonl).",
+)
+@click.option(
+    "-o",
+    "--option",
+    "input_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="CSV reader option, by Spark's name: header (true), delimiter/sep (,), quote (\"), "
+    'escape ("), multiLine (true), nullValue (empty); repeatable.',
 )
 @click.option(
     "--rejects", help="Directory for rejected rows (default: <input>.rejects-<time>); must not exist."
 )
 @click.option("--username")
 @click.option("--password")
+@click.option(
+    "--credentials-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="cqlshrc-style file: [authentication] username = ..., password = ...",
+)
 @click.option("--consistency", default="LOCAL_QUORUM", show_default=True)
 @click.option(
     "--concurrency", type=int, default=256, show_default=True, help="Writes in flight per Spark task."
@@ -83,10 +121,12 @@ def load_command(
     port: int,
     table: str,
     source: str,
-    fmt: str,
+    fmt: str | None,
+    input_options: tuple[str, ...],
     rejects: str | None,
     username: str | None,
     password: str | None,
+    credentials_file: str | None,
     consistency: str,
     concurrency: int,
     writetime_column: str | None,
@@ -94,12 +134,24 @@ def load_command(
     master: str,
     confs: tuple[str, ...],
 ) -> None:
-    """Bulk load a file into a table through Spark; rows that do not fit go to the rejects."""
+    """Bulk load a file into a table through Spark; rows that do not fit go to the rejects.
+
+    \b
+    Exit codes:
+      0  every row loaded
+      1  the load failed while writing (rerun it: rows are upserts)
+      2  the load could not start (options, format, table, input fields)
+      3  loaded, but some rows were rejected (reasons in the rejects directory)
+    """
     from tabletdb.spark.connection import OptionError, parse_options
+    from tabletdb.spark.input_options import InputOptionError, infer_format, parse_csv_options, parse_pairs
     from tabletdb.spark.load import LoadError, run_load
     from tabletdb.spark.schema_map import SchemaError
     from tabletdb.spark.session import parse_conf, spark_session
 
+    if "://" not in source:
+        source = str(Path(source).expanduser().resolve())  # Spark's workers do not share our cwd
+    username, password = _credentials(username, password, credentials_file)
     raw = {"hosts": hosts, "port": str(port), "table": table, "consistency": consistency}
     raw["concurrency"] = str(concurrency)
     if writetime_column:
@@ -109,17 +161,20 @@ def load_command(
     if username:
         raw.update(username=username, password=password or "")
     rejects_dir = rejects or f"{source.rstrip('/')}.rejects-{time.strftime('%Y%m%dT%H%M%S')}"
-    console = Console(stderr=True)
+    if "://" not in rejects_dir:
+        rejects_dir = str(Path(rejects_dir).expanduser().resolve())
     try:
+        fmt = fmt or infer_format(source)
+        csv = parse_csv_options(parse_pairs(input_options), fmt)
         options = parse_options(raw)
         spark = spark_session(master, parse_conf(confs), app_name=f"tabletdb load {table}")
-    except (OptionError, ValueError) as exc:
+    except (OptionError, ValueError) as exc:  # InputOptionError is a ValueError
         click.echo(f"tabletdb load: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     try:
-        with _spark_progress(spark, console) as step:
-            summary = run_load(spark, options, raw, source, fmt, rejects_dir, step)
-    except (LoadError, SchemaError, OptionError) as exc:
+        with _spark_progress(spark) as step:
+            summary = run_load(spark, options, raw, source, fmt, rejects_dir, step, csv)
+    except (LoadError, SchemaError, OptionError, InputOptionError) as exc:
         click.echo(f"tabletdb load: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     except Exception as exc:

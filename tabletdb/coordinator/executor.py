@@ -14,12 +14,13 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 
-from tabletdb.replica.stores import DataStores
+from tabletdb.replica.stores import DataStores, damaged_replica
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.bound_modification import BoundModification
 from tabletdb.statements.modifications import CurrentCells
 from tabletdb.storage.mutation import Bound, ClusteringSlice, Mutation
 from tabletdb.storage.reconcile import LiveCell
+from tabletdb.storage.tablet_store import TabletCorrupt, TabletUnavailable
 
 Clock = Callable[[], float]
 
@@ -73,6 +74,12 @@ class WriteExecutor:
 
     def current_cells(self, table: TableDef) -> CurrentCells:
         def read(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
+            try:
+                return read_cells(key, token, ck, static, column)
+            except (TabletCorrupt, TabletUnavailable) as exc:
+                raise damaged_replica(table, exc) from exc
+
+        def read_cells(key: bytes, token: int, ck: bytes, static: bool, column: str) -> Sequence[LiveCell]:
             store = self._stores.store(table, token)
             if static:
                 data = store.read_partition(key, self._clock.now_seconds(), limit=0)

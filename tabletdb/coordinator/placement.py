@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from tabletdb.cdc.generation import Generations
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.ring import Location, ReplicaTable, TokenRing
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
@@ -104,10 +105,13 @@ class ReplicaPlacement:
         catalog: Callable[[], Catalog],
         tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
         topology_version: Callable[[], int] = lambda: 0,
+        cdc_generations: Callable[[], Generations] = tuple,
     ) -> None:
         """``topology_version``: group0's topology version as this node applied it, stamped on
         writes so replicas can refuse those routed by a fenced-off version (``replica.fencing``)."""
         self.topology_version = topology_version
+        self.cdc_generations = cdc_generations
+        """The committed CDC generations of vnode keyspaces (group0), for the replica's CDC log."""
         self.local_host = local_host
         self.local_dc = local_dc
         self._topology = topology
@@ -121,6 +125,13 @@ class ReplicaPlacement:
         self._tablet_sets: dict[int, _TabletSets] = {}
         """id(tablet info) -> (that info, the topology used, read replicas, write sets): hot-path cache."""
         self._map_of = TabletMapLookup(tablet_maps)
+
+    def catalog(self) -> Catalog:
+        return self._catalog()
+
+    def tablet_map(self, table_id: uuid.UUID) -> TabletMap | None:
+        """The table's current tablet map (None: a vnode table)."""
+        return self._map_of(table_id)
 
     def is_local(self, replica: Replica) -> bool:
         """``==`` on UUIDs runs ``uuid.UUID.__eq__`` (Python) on every write; the local replica

@@ -11,7 +11,11 @@ on everything the answer covers, which is what makes QUORUM reads see QUORUM wri
 reads see every acknowledged write even though a replica missed some (there are no hints).
 
 A replica that fails (not one that is slow) is replaced by another live one if the level
-allows; a replica that does not answer within the timeout makes the read a ReadTimeout.
+allows; a replica that does not answer within the timeout makes the read a ReadTimeout. A replica
+whose file was found damaged refuses reads until repaired (``replica.storage_service``): when
+this node's own refuses a direct local read, the read goes through the replicas like any other
+and counts it as failed, so others answer, or ReadFailure says why when too few are left
+(replication factor 1).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from tabletdb.replica.wire import (
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import ClusteringSlice
 from tabletdb.storage.reconcile import PartitionData
-from tabletdb.storage.tablet_store import ScanPage, ScanPosition
+from tabletdb.storage.tablet_store import ScanPage, ScanPosition, TabletCorrupt, TabletUnavailable
 
 REPAIR_ROUNDS = 3
 """Reads repeated after a repair before the data answer is returned as is (concurrent writes)."""
@@ -72,11 +76,19 @@ class ReadSpec:
 
 
 class _Failed(Exception):
-    def __init__(self, failed: list[Replica], answered: int, data_present: bool) -> None:
+    def __init__(self, failed: list[Replica], answered: int, data_present: bool, note: str = "") -> None:
         super().__init__(f"{len(failed)} replicas failed")
         self.failed = failed
         self.answered = answered
         self.data_present = data_present
+        self.note = note
+        """Why this node's own replica failed, when it is a reason the client can act on."""
+
+
+LOCAL_DAMAGED = (
+    "; this node's replica refused the read: its data file was found damaged and awaits repair "
+    "from the other replicas (the node's log names the file and what to do)"
+)
 
 
 class ReadCoordinator:
@@ -94,7 +106,11 @@ class ReadCoordinator:
         cl: int,
     ) -> PartitionData | None:
         if self.reads_locally(table, token, cl):
-            return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
+            try:
+                return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
+            except (TabletCorrupt, TabletUnavailable):
+                pass  # damaged or being repaired: the read below skips this replica as any failing one
+
         replicas = self.replicas.placement.replicas(table, token)
         local = self.replicas.local
         request = [key, token, slice_to_plain(clustering), now, reverse]
@@ -122,7 +138,11 @@ class ReadCoordinator:
     ) -> ScanPage:
         """Up to ``limit`` rows of ``piece`` (inside ``where``) after ``after``, at ``cl``."""
         if self.replicas.placement.only_local(where.replicas) or self._local_suffices(where.replicas, cl):
-            return self.replicas.local.scan(table, piece, now, limit, after)
+            try:
+                return self.replicas.local.scan(table, piece, now, limit, after)
+            except (TabletCorrupt, TabletUnavailable):
+                pass  # damaged or being repaired: the read below skips this replica as any failing one
+
         local = self.replicas.local
         request = [piece.start, piece.end, now, limit, position_to_plain(after)]
         start = piece.start if after is None else max(piece.start, after.token - 1)
@@ -160,6 +180,7 @@ class ReadCoordinator:
 
     async def _digest_read(self, spec: ReadSpec, replicas: ReplicaSet, cl: int) -> Any:
         excluded: set[Replica] = set()
+        note = ""
         answer: Any = None
         targets = self._targets(replicas, cl, excluded)
         for _ in range(REPAIR_ROUNDS + 1):
@@ -167,8 +188,10 @@ class ReadCoordinator:
                 answer, digests = await self._ask(spec, targets, cl, replicas)
             except _Failed as failure:
                 excluded.update(failure.failed)
+                note = note or failure.note
                 retry = self._retry_targets(replicas, cl, excluded)
                 if retry is None:
+                    failure.note = failure.note or note
                     raise self._failure(spec, replicas, cl, failure) from None
                 targets = retry
                 continue
@@ -202,7 +225,8 @@ class ReadCoordinator:
         block_for = ResponseTracker(cl, replicas, self.replicas.local_dc, write=False).block_for
         return ReadFailure(
             f"Operation failed for {spec.table.keyspace}.{spec.table.name} - received {failure.answered} "
-            f"responses and {len(failure.failed)} failures from {block_for} CL={NAMES.get(cl, cl)}",
+            f"responses and {len(failure.failed)} failures from {block_for} CL={NAMES.get(cl, cl)}"
+            f"{failure.note}",
             cl,
             failure.answered,
             block_for,
@@ -217,11 +241,17 @@ class ReadCoordinator:
         ctx = self.replicas
         answers: dict[Replica, Any] = {}
         failed: list[Replica] = []
+        note = ""
 
         async def one(replica: Replica, digest_only: bool) -> None:
+            nonlocal note
             try:
                 if ctx.is_local(replica):
-                    answer, digest = spec.local()
+                    try:
+                        answer, digest = spec.local()
+                    except (TabletCorrupt, TabletUnavailable):
+                        note = LOCAL_DAMAGED
+                        raise
                     answers[replica] = digest if digest_only else answer
                     return
                 payload = [spec.table.id.bytes, digest_only, spec.request]
@@ -243,7 +273,7 @@ class ReadCoordinator:
                 targets[0] in answers,
             ) from None
         if failed:
-            raise _Failed(failed, len(answers), targets[0] in answers)
+            raise _Failed(failed, len(answers), targets[0] in answers, note)
         data = answers[targets[0]]
         return data, [spec.digest(data), *(answers[r] for r in targets[1:])]
 
@@ -263,10 +293,11 @@ class ReadCoordinator:
             return result
 
         async def push(replica: Replica, plain: list[Any]) -> None:
-            if ctx.is_local(replica):
-                await ctx.local.apply(table, mutations_from_plain(plain))
+            if ctx.is_local(replica):  # repaired data was logged when written: no CDC rows again
+                await ctx.local.apply(table, mutations_from_plain(plain), log=False)
             else:
-                payload = apply_payload(table.id.bytes, plain, ctx.placement.topology_version())
+                version = ctx.placement.topology_version()
+                payload = apply_payload(table.id.bytes, plain, version, log=False)  # already logged
                 await ctx.call(replica, VERB_APPLY, payload, spec.timeout)
 
         try:

@@ -155,6 +155,11 @@ class WriteCoordinator:
             async with asyncio.timeout(ctx.timeouts.write):
                 await done
         except TimeoutError:
+            if tracker.satisfied:
+                # The last acknowledgements ran in the loop turn that fired the timeout, before
+                # this task resumed: the write did reach its consistency level ("received only 2
+                # responses from 2" was reported under load).
+                return
             raise WriteTimeout(
                 f"Operation timed out for {table.keyspace}.{table.name} - received only "
                 f"{tracker.received} responses from {tracker.block_for} CL={NAMES.get(cl, cl)}.",

@@ -366,9 +366,10 @@ def _decode_decimal(r: _Reader) -> bytes:
     magnitude_exp = int.from_bytes(r.take(8), "big") - 2**63
     digits = []
     while (b := r.byte()) != 0:
-        digits.append(str(b - 1))
+        digits.append(b - 1)
     r.mask = saved
-    unscaled = int("".join(digits)) * (-1 if sign == 0x01 else 1)
+    # int(Decimal) is exact and, unlike int(str), not limited to 4300 digits
+    unscaled = int(Decimal((int(sign == 0x01), tuple(digits), 0)))
     scale = len(digits) - magnitude_exp
     if not -(2**31) <= scale < 2**31:
         raise CorruptClusteringKey(f"Corrupt clustering key: decimal scale {scale} out of range")

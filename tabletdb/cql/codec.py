@@ -32,9 +32,10 @@ from decimal import Decimal
 from typing import Any
 
 from tabletdb.cql import wire
-from tabletdb.cql.compare import compare
+from tabletdb.cql.compare import compare, exact_decimal
 from tabletdb.cql.duration import Duration
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.numbers import brief_int
 from tabletdb.cql.types import (
     CqlType,
     CustomType,
@@ -72,7 +73,7 @@ def _ser_fixed_int(t: NativeType, v: Any) -> bytes:
     try:
         return int(v).to_bytes(size, "big", signed=True)
     except OverflowError:
-        raise _bad(t, f"{v} does not fit in {8 * size} bits") from None
+        raise _bad(t, f"{brief_int(v)} does not fit in {8 * size} bits") from None
 
 
 def _de_fixed_int(t: NativeType, data: bytes) -> int:
@@ -103,7 +104,7 @@ def _ser_decimal(t: NativeType, v: Any) -> bytes:
         raise _bad(t, f"{d} is not a finite decimal")
     sign, digits, exponent = d.as_tuple()
     assert isinstance(exponent, int)
-    unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+    unscaled = int(Decimal((sign, digits, 0)))  # not int(str): refused past 4300 digits
     scale = -exponent
     if not wire_int32_ok(scale):
         raise _bad(t, f"scale {scale} out of 32-bit range")
@@ -119,7 +120,7 @@ def _de_decimal(t: NativeType, data: bytes) -> Decimal:
         raise _bad(t, f"expected at least 5 bytes, got {len(data)}")
     scale = struct.unpack(">i", data[:4])[0]
     unscaled = int.from_bytes(data[4:], "big", signed=True)
-    return Decimal((1 if unscaled < 0 else 0, tuple(int(c) for c in str(abs(unscaled))), -scale))
+    return exact_decimal(unscaled, scale)
 
 
 def _ser_float(t: NativeType, v: Any) -> bytes:
@@ -127,7 +128,7 @@ def _ser_float(t: NativeType, v: Any) -> bytes:
     try:
         return struct.pack(">f" if t.name == "float" else ">d", float(v))
     except (OverflowError, struct.error):
-        raise _bad(t, f"{v} is out of range") from None
+        raise _bad(t, f"{brief_int(v) if isinstance(v, int) else v} is out of range") from None
 
 
 def _de_float(t: NativeType, data: bytes) -> float:
@@ -217,7 +218,7 @@ def _ser_date(t: NativeType, v: Any) -> bytes:
     _want(t, v, int)
     raw = int(v) + DATE_EPOCH
     if not 0 <= raw < 2**32:
-        raise _bad(t, f"{v} days since epoch is out of range")
+        raise _bad(t, f"{brief_int(v)} days since epoch is out of range")
     return raw.to_bytes(4, "big")
 
 
@@ -230,7 +231,7 @@ def _de_date(t: NativeType, data: bytes) -> int:
 def _ser_time(t: NativeType, v: Any) -> bytes:
     _want(t, v, int)
     if not 0 <= v < NANOS_PER_DAY:
-        raise _bad(t, f"{v} ns is not within a day [0, {NANOS_PER_DAY})")
+        raise _bad(t, f"{brief_int(v)} ns is not within a day [0, {NANOS_PER_DAY})")
     return int(v).to_bytes(8, "big", signed=True)
 
 

@@ -98,7 +98,8 @@ def _compare_native(name: str, a: bytes, b: bytes) -> int:
     if name == "varint":
         return _sign(int.from_bytes(a, "big", signed=True) - int.from_bytes(b, "big", signed=True))
     if name == "decimal":
-        return _sign(decode_decimal(a) - decode_decimal(b))
+        x, y = decode_decimal(a), decode_decimal(b)
+        return (x > y) - (x < y)  # exact; subtraction would round to the context's 28 digits
     if name in ("float", "double"):
         return _compare_floats(float_key(name, a), float_key(name, b))
     if name == "boolean":
@@ -110,12 +111,22 @@ def _compare_native(name: str, a: bytes, b: bytes) -> int:
     return _cmp_bytes(a, b)
 
 
+def exact_decimal(unscaled: int, scale: int) -> Decimal:
+    """``unscaled x 10^-scale`` with every digit kept: Decimal arithmetic (``scaleb``, ``*``) rounds
+    to the context's 28 digits, and a CQL decimal has no precision limit."""
+    sign, digits, _ = Decimal(unscaled).as_tuple()  # not str(): Python refuses it past 4300 digits
+    return Decimal((sign, digits, -scale))
+
+
 def decode_decimal(data: bytes) -> Decimal:
+    """The exact value: built from its digits, never through arithmetic in the default decimal
+    context, which rounds to 28 digits, flushes exponents below -999999 to zero and overflows
+    above 999999 (distinct keys would collide, large ones fail)."""
     if len(data) < 5:
         raise InvalidRequest(f"Invalid value for type decimal: expected at least 5 bytes, got {len(data)}")
     scale = struct.unpack(">i", data[:4])[0]
     unscaled = int.from_bytes(data[4:], "big", signed=True)
-    return Decimal(unscaled).scaleb(-scale)
+    return exact_decimal(unscaled, scale)
 
 
 def float_key(name: str, data: bytes) -> float:

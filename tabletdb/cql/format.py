@@ -14,6 +14,7 @@ from typing import Any
 from tabletdb.cql.duration import Duration, format_duration
 from tabletdb.cql.identifiers import quote_identifier, quote_string
 from tabletdb.cql.literals import round_to_float32
+from tabletdb.cql.numbers import int_text
 from tabletdb.cql.temporal import format_date, format_time, format_timestamp
 from tabletdb.cql.types import (
     CqlType,
@@ -100,7 +101,9 @@ def _format_native(name: str, value: Any) -> str:
     if name == "duration":
         assert isinstance(value, Duration)
         return format_duration(value)
-    return str(value)  # integers, uuid, timeuuid
+    if isinstance(value, int):
+        return int_text(value)
+    return str(value)  # uuid, timeuuid
 
 
 def _format_decimal(d: Decimal) -> str:

@@ -25,6 +25,7 @@ from tabletdb.cql.duration import Duration, format_duration
 from tabletdb.cql.errors import CqlError, InvalidRequest
 from tabletdb.cql.format import format_float
 from tabletdb.cql.literals import literal_value
+from tabletdb.cql.numbers import int_text, parse_int
 from tabletdb.cql.temporal import format_date, format_time, format_timestamp
 from tabletdb.cql.types import (
     CqlType,
@@ -79,7 +80,7 @@ def _map_key_json(t: CqlType, key: Any) -> str:
 
 def _native_to_json(name: str, value: Any) -> str:
     if name in _INTEGERS:
-        return str(int(value))
+        return int_text(int(value))
     if name in ("float", "double"):
         v = float(value)
         return "null" if math.isnan(v) or math.isinf(v) else _json_float(v, name == "float")
@@ -158,7 +159,7 @@ def _map_key_from_json(t: CqlType, key: str) -> Any:
     if isinstance(t, NativeType) and t.name in _TEXTUAL:
         return key
     try:
-        return _from_json(t, json.loads(key, parse_float=Decimal))
+        return _from_json(t, json.loads(key, parse_float=Decimal, parse_int=parse_int))
     except (ValueError, RecursionError):  # not JSON (or nested too deeply for it): as a string
         return _from_json(t, key)
 
@@ -196,7 +197,7 @@ def _native_from_json(t: NativeType, parsed: Any) -> Any:
         return parsed.lower() == "true"
     if isinstance(parsed, int):
         if name in ("float", "double", "decimal", "timestamp", "time") or name in _INTEGERS:
-            return literal_value(t, "integer", str(parsed), "value")
+            return literal_value(t, "integer", int_text(parsed), "value")
         raise InvalidRequest(f"Expected a string for {name}, got an integer")
     if isinstance(parsed, float | Decimal):
         if name in ("float", "double", "decimal"):

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from tabletdb.cql.duration import parse_duration
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.numbers import parse_int
 from tabletdb.cql.temporal import parse_date, parse_time, parse_timestamp
 from tabletdb.cql.types import CqlType, NativeType
 
@@ -89,7 +90,7 @@ def _convert(name: str, kind: str, text: str) -> Any:
 def _integer(text: str, type_name: str) -> int:
     if not _INTEGER.match(text.strip()):
         raise InvalidRequest(f"Unable to make {type_name} from '{text}'")
-    return int(text)
+    return parse_int(text)
 
 
 def _bounded_int(name: str, text: str) -> int:

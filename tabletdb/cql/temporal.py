@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.numbers import parse_int
 
 MS_PER_DAY = 86_400_000
 NANOS_PER_DAY = 86_400 * 10**9
@@ -65,7 +66,7 @@ def parse_date(text: str) -> int:
     """`yyyy-mm-dd`, or a number of days where 2**31 is the epoch (as Cassandra reads it)."""
     s = text.strip()
     if _NUMBER.match(s):
-        raw = int(s)
+        raw = parse_int(s)
         if not 0 <= raw < 2**32:
             raise InvalidRequest(f"Unable to coerce '{text}' to a formatted date (long): out of range")
         return raw - DATE_EPOCH
@@ -82,7 +83,7 @@ def parse_time(text: str) -> int:
     """`hh:mm:ss[.fffffffff]` or a number of nanoseconds, into nanoseconds since midnight."""
     s = text.strip()
     if _NUMBER.match(s):
-        nanos = int(s)
+        nanos = parse_int(s)
     else:
         m = _TIME.match(s)
         if not m:
@@ -100,7 +101,7 @@ def parse_timestamp(text: str) -> int:
     """ISO-8601-ish date-times Cassandra accepts (UTC unless a zone is given) or raw ms, into ms."""
     s = text.strip()
     if _NUMBER.match(s):
-        return int(s)
+        return parse_int(s)
     m = _TIMESTAMP.match(s)
     if not m:
         raise InvalidRequest(f"Unable to coerce '{text}' to a formatted date (long)")

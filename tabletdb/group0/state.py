@@ -12,7 +12,8 @@ state id is the catalog's version, i.e. the schema version.
 Membership and features (`group0.topology`), the tablet-balancing flag and their commands live
 one level up, in `group0.cluster_state.ClusterState`, which also defines group0's Raft entries
 and snapshots; this module fixes how a schema command and this state are encoded inside them.
-CDC generations are not in group0 yet.
+CDC generations of vnode keyspaces (``cdc.generation``) ride on the schema command that first
+needs one (``group0.tablet_planning``), so every node has a generation before any write uses it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import msgpack
 
 from tabletdb.auth.model import AuthState
+from tabletdb.cdc.generation import Generation, Generations, generation_from_plain, generation_to_plain
 from tabletdb.group0 import auth_state
 from tabletdb.group0.tablets_state import (
     EMPTY_TABLET_MAPS,
@@ -51,6 +53,8 @@ class Group0State:
     """Tablet map of every table in a tablets keyspace, by table id (group0.tablets_state)."""
     auth: AuthState = field(default_factory=AuthState)
     qos: QosState = field(default_factory=QosState)
+    cdc_generations: Generations = ()
+    """CDC generations of vnode keyspaces, oldest first (``cdc.generation.operating``)."""
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -68,6 +72,8 @@ class SchemaCommand:
     auth_mutations: auth_state.AuthMutations = ()
     qos_mutations: auth_state.QosMutations = ()
     """Role/grant and service-level changes; with schema mutations they commit atomically."""
+    cdc_generation: tuple[int, Generation] | None = None
+    """A new CDC generation (µs it operates from, streams), committed with the schema needing it."""
 
 
 Command = SchemaCommand
@@ -87,7 +93,12 @@ def apply(state: Group0State, command: Command) -> tuple[Group0State, bool]:
     catalog = apply_mutations(state.catalog, command.mutations, command.new_state_id)
     tablets = apply_tablet_changes(state.tablets, command.tablet_changes)
     auth, qos = auth_state.apply_auth(state.auth, state.qos, command.auth_mutations, command.qos_mutations)
-    return replace(state, catalog=catalog, tablets=tablets, auth=auth, qos=qos), True
+    generations = state.cdc_generations
+    if command.cdc_generation is not None:
+        generations = (*generations, command.cdc_generation)
+    return replace(
+        state, catalog=catalog, tablets=tablets, auth=auth, qos=qos, cdc_generations=generations
+    ), True
 
 
 def encode_command(command: Command) -> bytes:
@@ -102,7 +113,17 @@ def encode_command(command: Command) -> bytes:
         body["t"] = changes_to_plain(command.tablet_changes)
     if command.auth_mutations or command.qos_mutations:
         body["a"] = auth_state.mutations_to_plain(command.auth_mutations, command.qos_mutations)
+    if command.cdc_generation is not None:
+        body["g"] = _generation_to_plain(command.cdc_generation)
     return msgpack.packb(body, use_bin_type=True)
+
+
+def _generation_to_plain(item: tuple[int, Generation]) -> list[Any]:
+    return [item[0], generation_to_plain(item[1])]
+
+
+def _generation_from_plain(data: list[Any]) -> tuple[int, Generation]:
+    return int(data[0]), generation_from_plain(data[1])
 
 
 def decode_command(data: bytes) -> Command:
@@ -115,6 +136,7 @@ def decode_command(data: bytes) -> Command:
         serialize.mutations_from_plain(body["m"]),
         changes_from_plain(body.get("t", [])),
         *auth_state.mutations_from_plain(body.get("a")),
+        cdc_generation=_generation_from_plain(body["g"]) if "g" in body else None,
     )
 
 
@@ -125,6 +147,7 @@ def encode_state(state: Group0State) -> bytes:
             "catalog": serialize.catalog_to_plain(state.catalog),
             "tablets": maps_to_plain(state.tablets),
             "auth": auth_state.state_to_plain(state.auth, state.qos),
+            "cdc": [_generation_to_plain(g) for g in state.cdc_generations],
         },
         use_bin_type=True,
     )
@@ -138,7 +161,11 @@ def decode_state(data: bytes) -> Group0State:
         raise ValueError("unknown group0 snapshot encoding")
     auth, qos = auth_state.state_from_plain(body.get("auth"))
     return Group0State(
-        serialize.catalog_from_plain(body["catalog"]), maps_from_plain(body.get("tablets", [])), auth, qos
+        serialize.catalog_from_plain(body["catalog"]),
+        maps_from_plain(body.get("tablets", [])),
+        auth,
+        qos,
+        tuple(_generation_from_plain(g) for g in body.get("cdc", [])),
     )
 
 

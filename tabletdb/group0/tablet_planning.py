@@ -4,19 +4,25 @@ A schema command carries the tablet maps of the tables (views, index entries tab
 and the removal of those it drops, so group0 applies schema and maps in one step (DESIGN.md
 decision 2; ``tablets_state``). The deciding node plans them: counts from the sizing settings,
 replicas over every member's shards, lightest first. ``apply`` only copies them, so it stays
-deterministic on every node.
+deterministic on every node. The same node builds the CDC generation a command needs (a CDC
+table in a vnode keyspace, ``cdc_generation_for``), random stream bits included, for the same
+reason.
 """
 
 from __future__ import annotations
 
+import random
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from tabletdb.cdc.generation import Generation, VnodeOwner, build_generation, refines
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.state import Group0State, SchemaCommand, apply
 from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, apply_tablet_changes, plan_tablet_changes
 from tabletdb.schema.model import Catalog
+from tabletdb.schema.mutations import Mutation, PutTable
 from tabletdb.tablets.count import SizingConfig
 
 Member = tuple[uuid.UUID, str, str, int]
@@ -27,10 +33,16 @@ class TabletPlanner:
     """The placement policy of one node: its sizing settings, itself as the cluster until its
     join is recorded, and the replica load per shard it keeps up to date across commands."""
 
-    def __init__(self, sizing: SizingConfig, this_node: Member) -> None:
+    def __init__(
+        self, sizing: SizingConfig, this_node: Member, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._clock = clock
         self._sizing = sizing
         self._this_node = this_node
         self._load = ReplicaLoad()
+
+    def now_micros(self) -> int:
+        return int(self._clock() * 1_000_000)
 
     def changes(self, cluster: ClusterState, after: Catalog) -> tuple[TabletChange, ...]:
         """Tablet maps for the tables ``after`` adds to ``cluster``'s catalog, and removals for
@@ -59,5 +71,50 @@ def with_tablet_changes(
     if planner is None:
         return command, after
     changes = planner.changes(cluster, after.catalog)  # tablet maps move with the schema, atomically
-    planned = replace(command, tablet_changes=changes)
-    return planned, replace(after, tablets=apply_tablet_changes(after.tablets, changes))
+    generation = cdc_generation_for(cluster, command, after.catalog, planner.now_micros())
+    planned = replace(command, tablet_changes=changes, cdc_generation=generation)
+    generations = after.cdc_generations if generation is None else (*after.cdc_generations, generation)
+    return planned, replace(
+        after, tablets=apply_tablet_changes(after.tablets, changes), cdc_generations=generations
+    )
+
+
+CDC_IGNORE_MSB = 12
+"""The sharding every node uses (``murmur3_partitioner_ignore_msb_bits``' default)."""
+CDC_GENERATION_DELAY_US = 5_000_000
+"""A rebuilt generation operates this far after it is decided, so every node applies it before
+its first write (spec/cdc.md: generation leeway)."""
+
+
+def cdc_generation_for(
+    cluster: ClusterState, command: SchemaCommand, after: Catalog, now_micros: int
+) -> tuple[int, Generation] | None:
+    """A new CDC generation when ``command`` puts a CDC table in a vnode keyspace and the ring has
+    none built for it: the first one (operating from the start of time), or one for a ring that
+    changed since the last (operating a little after now). Otherwise None.
+
+    Only a schema change that needs a generation builds one; rebuilding on every ownership change
+    is the topology coordinator's job (docs/architecture.md, "CDC").
+    """
+    if not any(_cdc_vnode_table(after, m) for m in command.mutations):
+        return None
+    vnodes = [
+        VnodeOwner(token, record.shard_count, CDC_IGNORE_MSB)
+        for record in cluster.topology.members.values()
+        for token in record.tokens
+    ]
+    if not vnodes:
+        return None
+    current = cluster.metadata.cdc_generations
+    if current and refines(current[-1][1], [v.end for v in vnodes]):
+        return None
+    rng = random.SystemRandom()
+    start = now_micros + CDC_GENERATION_DELAY_US if current else 0
+    return start, build_generation(vnodes, lambda: rng.getrandbits(38))
+
+
+def _cdc_vnode_table(after: Catalog, mutation: Mutation) -> bool:
+    if not isinstance(mutation, PutTable) or not mutation.table.options.cdc_enabled:
+        return False
+    ks = after.keyspace(mutation.table.keyspace)
+    return ks is not None and not ks.definition.uses_tablets

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.index_table import index_tables
-from tabletdb.schema.model import Catalog, KeyspaceDef, TableDef
+from tabletdb.schema.model import CDC_LOG_SUFFIX, Catalog, KeyspaceDef, TableDef
 from tabletdb.tablets.allocation import NodeCapacity, allocate_replicas
 from tabletdb.tablets.count import ClusterShape, DcReplication, SizingConfig, TableSizing, tablet_count
 from tabletdb.tablets.hints import parse_tablet_hints
@@ -129,8 +129,28 @@ def plan_tablet_changes(
             changes = _plan_for_changed(changed, after, maps, nodes, sizing)
             created = sum(1 for c in changes if c.tablet_map is not None)
             if len(maps) + 2 * created - len(changes) == _tablet_table_count(after):
-                return changes
-    return _plan_by_scan(after, maps, nodes, sizing)
+                return _colocate_cdc_logs(changes, after, maps)
+    return _colocate_cdc_logs(_plan_by_scan(after, maps, nodes, sizing), after, maps)
+
+
+def _colocate_cdc_logs(
+    changes: tuple[TabletChange, ...], after: Catalog, maps: Mapping[uuid.UUID, TabletMap]
+) -> tuple[TabletChange, ...]:
+    """A new CDC log table takes a copy of its base's map: same tablets on the same replicas, so
+    each base replica holds the log partitions of its own writes (``cdc.tablet_streams``)."""
+    planned = {c.table_id: c.tablet_map for c in changes}
+    out = []
+    for change in changes:
+        owner = after.ids.get(change.table_id) if change.tablet_map is not None else None
+        ks = None if owner is None else after.keyspaces.get(owner[0])
+        table = None if ks is None or owner is None else ks.tables.get(owner[1])
+        if ks is not None and table is not None and table.is_cdc_log:
+            base = ks.tables.get(table.name.removesuffix(CDC_LOG_SUFFIX))
+            base_map = None if base is None else planned.get(base.id) or maps.get(base.id)
+            if base_map is not None:
+                change = TabletChange(change.table_id, replace(base_map, table_id=change.table_id))
+        out.append(change)
+    return tuple(out)
 
 
 def _tablet_table_count(catalog: Catalog) -> int:

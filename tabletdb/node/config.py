@@ -203,9 +203,16 @@ class NodeConfig:
     native_transport_port_ssl: int | None = None
     """With client encryption enabled: serve TLS on this port and keep native_transport_port
     plaintext. Unset (or equal to native_transport_port): TLS on native_transport_port."""
+    # -- uploads through the REST API ------------------------------------------------------------
+    restrict_future_timestamp: bool = True
+    """Refuse uploaded tablet images holding any timestamp more than 3 days in the future
+    (ScyllaDB's name and bound; there it refuses such USING TIMESTAMP values)."""
     test_statement_delay_ms: int = 0
     """TEST ONLY: sleep this long inside every read and write (within its service-level timeout),
     so tests can make a statement deterministically slower than a short TIMEOUT."""
+    test_fault_injection_api: bool = False
+    """TEST ONLY: serve `/faults` on the REST API (`node.admin.rest_faults`) so chaos tests can
+    partition nodes by making this one drop its internode messages to chosen peers."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -295,9 +302,10 @@ def _parse_str(key: str, value: Any) -> str:
 
 
 def _parse_workdir(key: str, value: Any) -> Path:
-    if isinstance(value, Path):
-        return value
-    return Path(_parse_str(key, value))
+    """Absolute from the start: files under it become URIs and REST paths (a relative path has
+    no file URI), and a later chdir must not move the node's data."""
+    path = value if isinstance(value, Path) else Path(_parse_str(key, value))
+    return path.expanduser().resolve()
 
 
 def _parse_address(key: str, value: Any) -> str:
@@ -469,7 +477,9 @@ _PARSERS: dict[str, Parser] = {
     "ssl_storage_port": _parse_port,
     "client_encryption_options": _encryption_parser(ClientEncryption),
     "native_transport_port_ssl": _parse_optional_port,
+    "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
+    "test_fault_injection_api": _parse_bool,
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)
@@ -484,6 +494,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("config file", str(path), f"a readable YAML file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:  # a damaged or binary file: one line, not a traceback
+        raise ConfigError(
+            "config file", str(path), f"a UTF-8 text file ({exc.reason} at byte {exc.start})"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

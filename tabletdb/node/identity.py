@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabletdb.dht.ring import random_tokens
+from tabletdb.storage.corruption import CorruptFile
 
 IDENTITY_FILE = "identity.json"
 
@@ -32,7 +33,12 @@ def load_or_create_identity(workdir: Path, num_tokens: int) -> NodeIdentity:
             data = json.loads(path.read_text())
             return NodeIdentity(uuid.UUID(data["host_id"]), tuple(int(t) for t in data["tokens"]))
         except (ValueError, KeyError, TypeError) as e:
-            raise RuntimeError(f"{path} is damaged ({e}); restore it or start with a fresh workdir") from e
+            raise CorruptFile(
+                path,
+                f"not the JSON host id and tokens it should hold ({type(e).__name__}: {e})",
+                "restore it from a backup of this node (it names the node to the cluster: a new one "
+                "would make it a different node), or start with a fresh workdir and join as a new node",
+            ) from e
     rng = random.SystemRandom()
     identity = NodeIdentity(uuid.uuid4(), tuple(sorted(random_tokens(rng, max(1, num_tokens)))))
     tmp = path.with_suffix(".tmp")

@@ -25,6 +25,7 @@ from tabletdb.node.config import NodeConfig
 from tabletdb.paxos.counters import CounterCoordinator
 from tabletdb.paxos.rounds import PaxosRounds
 from tabletdb.query.data_path import DataPath, ViewsOf
+from tabletdb.replica.cdc_log import CdcLog
 from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService
@@ -72,7 +73,8 @@ def cluster_placement(
         lambda: state().topology,
         lambda: state().metadata.catalog,
         lambda: state().metadata.tablets,
-        lambda: state().topology_state.version,
+        topology_version=lambda: state().topology_state.version,
+        cdc_generations=lambda: state().metadata.cdc_generations,
     )
 
 
@@ -88,7 +90,8 @@ def build_replicas(
     updates over them, then the local replica that applies base writes with their view updates."""
     direct = Replicas(placement, LocalReplica(stores), transport, is_up, timeouts)
     updates = ViewUpdates(direct, views.views_of, views.clock.now_seconds, views.locks)
-    return Replicas(placement, LocalReplica(stores, updates), transport, is_up, timeouts)
+    cdc = CdcLog(placement.catalog, placement.tablet_map, placement.cdc_generations)
+    return Replicas(placement, LocalReplica(stores, updates, cdc), transport, is_up, timeouts)
 
 
 def register_replica_verbs(

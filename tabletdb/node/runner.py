@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 
 from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
+from tabletdb.coordinator.replica_repair import ReplicaRepair
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
+from tabletdb.net.faults import FaultInjector
 from tabletdb.net.tls import TlsSetupError
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import client_tls
@@ -45,6 +47,8 @@ from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.storage.commit_records import CommitLogCorrupt
+from tabletdb.storage.corruption import CorruptFile
+from tabletdb.storage.image_validation import FUTURE_TIMESTAMP_LIMIT_US
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.systables.topology import ClusterTopology
 from tabletdb.tablets.count import SizingConfig
@@ -123,6 +127,11 @@ class Node:
             self.storage.tablet_maps,
             lambda table, token: [r.host_id for r in placement.replicas(table, token)],
         )
+        self.auth = AuthService(
+            AuthConfig(config.authenticator, config.authorizer),
+            lambda: self.metadata.state.metadata,
+            config.test_statement_delay_ms,
+        )
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
@@ -134,11 +143,7 @@ class Node:
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
             data=plane.data,
-            auth=AuthService(
-                AuthConfig(config.authenticator, config.authorizer),
-                lambda: self.metadata.state.metadata,
-                config.test_statement_delay_ms,
-            ),
+            auth=self.auth,
             routes=self.routes,
             settle_versions=self.membership.settle_versions,
             backfill=plane.backfill,
@@ -299,6 +304,11 @@ class Node:
             metrics=metrics,
             storage=self.storage,
             snapshots_dir=self.config.workdir / "snapshots",
+            faults=self._test_faults(),
+            auth=self.auth,
+            max_future_timestamp_us=FUTURE_TIMESTAMP_LIMIT_US
+            if self.config.restrict_future_timestamp
+            else None,
         )
         api: RestApi = module.RestApi(
             ctx, self.config.api_address or self.config.listen_address, self.config.api_port
@@ -306,12 +316,19 @@ class Node:
         await api.start()
         self.rest_api = api
 
+    def _test_faults(self) -> FaultInjector | None:
+        """The internode fault injector, exposed over REST only with `test_fault_injection_api`."""
+        group0 = self.membership.group0
+        if not self.config.test_fault_injection_api or group0 is None:
+            return None
+        return group0.rpc.faults
+
     def _node_metrics(self) -> NodeMetrics:
         """The metrics registry; prometheus_client came in with the REST API module, off the loop."""
         from tabletdb.node.admin.metrics import NodeMetrics
 
         return NodeMetrics(
-            lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters
+            lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters, self.auth
         )
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -335,11 +352,17 @@ class Node:
         _print_how_to_connect(self._rpc_address(), self.server.port)
         rest = asyncio.create_task(self._start_rest_api())
         rest.add_done_callback(lambda task: _stop_on_failure(task, stop, "the REST API could not start"))
+        repair = ReplicaRepair(
+            self.replicas, self.storage, lambda table_id: self.metadata.catalog.by_id(table_id)
+        )
+        repairing = asyncio.create_task(repair.run(stop))
+        repairing.add_done_callback(lambda task: _stop_on_failure(task, stop, "replica repair failed"))
         try:
             await stop.wait()
         finally:
             rest.cancel()
-            await asyncio.gather(rest, return_exceptions=True)
+            repairing.cancel()
+            await asyncio.gather(rest, repairing, return_exceptions=True)
             await self.server.stop()
             if self.rest_api is not None:
                 await self.rest_api.stop()
@@ -392,8 +415,9 @@ async def _main(config: NodeConfig) -> int:
     except (
         CommitLogCorrupt,
         CorruptLogError,
+        CorruptFile,
         TlsSetupError,
-    ) as exc:  # damaged state, bad certificate: one line
+    ) as exc:  # damaged state, bad certificate: one line, no traceback
         print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
     except ApplyFailed:  # group0's snapshot cannot be decoded (logged with its index and term)

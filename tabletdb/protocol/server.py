@@ -384,9 +384,7 @@ class _ClientProtocol(asyncio.Protocol):
         except CqlError as exc:
             response = ErrorResponse(error=exc)
         except Exception as exc:
-            response = ErrorResponse(
-                error=ServerError(f"Internal error processing {type(request).__name__}: {exc!r}")
-            )
+            response = _internal_error("processing", request, exc)
         if response is None:
             return False
         self._respond(stream, request, response)
@@ -399,9 +397,7 @@ class _ClientProtocol(asyncio.Protocol):
         except CqlError as exc:
             response = ErrorResponse(error=exc)
         except Exception as exc:
-            response = ErrorResponse(
-                error=ServerError(f"Internal error answering {type(request).__name__}: {exc!r}")
-            )
+            response = _internal_error("answering", request, exc)
         self.write(self.conn.send(stream, response, request))
 
     async def _authenticate(self, request: AuthResponse) -> Response:
@@ -426,9 +422,7 @@ class _ClientProtocol(asyncio.Protocol):
             except CqlError as exc:
                 response = ErrorResponse(error=exc)
             except Exception as exc:
-                response = ErrorResponse(
-                    error=ServerError(f"Internal error processing {type(request).__name__}: {exc!r}")
-                )
+                response = _internal_error("processing", request, exc)
             self._respond(stream, request, response)
         finally:
             self.tasks.discard(asyncio.current_task(self._loop))
@@ -445,6 +439,7 @@ class _ClientProtocol(asyncio.Protocol):
         try:
             data = self.conn.send(stream, response, request)
         except Exception as exc:  # an unencodable result (e.g. a too-long string) is a server error
+            _log.error("cannot encode the response to %s", type(request).__name__, exc_info=exc)
             data = self.conn.send(
                 stream, ErrorResponse(error=ServerError(f"Cannot encode response: {exc!r}"))
             )
@@ -492,3 +487,11 @@ class _ClientProtocol(asyncio.Protocol):
             self._flush()
             with contextlib.suppress(Exception):
                 self._transport.close()
+
+
+def _internal_error(doing: str, request: Request, exc: Exception) -> ErrorResponse:
+    """The reply to a request our code failed on (a bug: every client error is a CqlError), and
+    the log line with the traceback that lets it be found and fixed."""
+    statement = f": {request.query[:1000]!r}" if isinstance(request, Query | Prepare) else ""
+    _log.error("internal error %s %s%s", doing, type(request).__name__, statement, exc_info=exc)
+    return ErrorResponse(error=ServerError(f"Internal error {doing} {type(request).__name__}: {exc!r}"))

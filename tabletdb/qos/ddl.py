@@ -13,6 +13,7 @@ from tabletdb.cql import ast_auth as ast
 from tabletdb.cql.ast_terms import Literal, Null, Properties, Term
 from tabletdb.cql.duration import NANOS_PER_MILLI, parse_duration
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.unparse import cql_text
 from tabletdb.qos.model import (
     DEFAULT,
     DEFAULT_SHARES,
@@ -30,7 +31,9 @@ def _timeout_ms(term: Term) -> int | None:
     if isinstance(term, Null):
         return None
     if not isinstance(term, Literal) or term.kind not in ("duration", "string"):
-        raise InvalidRequest(f"Invalid timeout value {term!r}: expected a duration such as 500ms or null")
+        raise InvalidRequest(
+            f"Invalid timeout value {cql_text(term)}: expected a duration such as 500ms or null"
+        )
     d = parse_duration(term.text)
     if d.months or d.days:
         raise InvalidRequest(f"Timeout values cannot be expressed in days/months, got {term.text}")
@@ -47,7 +50,9 @@ def _workload(term: Term) -> str | None:
     if isinstance(term, Null):
         return None
     if not isinstance(term, Literal) or term.kind != "string":
-        raise InvalidRequest(f"Invalid workload type {term!r}: expected one of {', '.join(WORKLOAD_TYPES)}")
+        raise InvalidRequest(
+            f"Invalid workload type {cql_text(term)}: expected one of {', '.join(WORKLOAD_TYPES)}"
+        )
     value = term.text.lower()
     if value not in WORKLOAD_TYPES:
         expected = ", ".join(WORKLOAD_TYPES)
@@ -59,7 +64,7 @@ def _shares(term: Term) -> int | None:
     if isinstance(term, Null):
         return None
     if not isinstance(term, Literal) or term.kind != "integer" or not 1 <= int(term.text) <= 1000:
-        raise InvalidRequest(f"Shares value should be an integer in range [1, 1000], got {term!r}")
+        raise InvalidRequest(f"Shares value should be an integer in range [1, 1000], got {cql_text(term)}")
     return int(term.text)
 
 

@@ -3,14 +3,18 @@ service-level timeout on reads and writes.
 
 Everything is decided by the pure auth/qos packages against the group0 state this node has
 applied; this module adds what needs the event loop: password verification runs in an executor
-(it is deliberately slow) behind a small cache of verified logins, and statements run under the
-session's effective service-level timeout.
+(it is deliberately slow) behind a small cache of verified logins, failed logins are answered
+only after the throttle's delay (an asyncio sleep: the loop keeps serving), and statements run
+under the session's effective service-level timeout. CQL logins and the REST API's basic auth
+share `verify`, so both are checked, cached and throttled alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
@@ -19,10 +23,12 @@ from tabletdb.auth import describe as auth_describe
 from tabletdb.auth.authorization import check_permission
 from tabletdb.auth.login import authenticate, stored_hash
 from tabletdb.auth.model import AuthConfig
+from tabletdb.auth.passwords import verify_password
 from tabletdb.auth.roles import default_superuser
 from tabletdb.auth.service_levels import effective_timeout_ms
 from tabletdb.auth.sha512_crypt import ALPHABET, SALT_MAX
 from tabletdb.auth.statement_access import required_permissions
+from tabletdb.auth.throttle import LoginThrottle
 from tabletdb.cql import ast
 from tabletdb.cql.errors import BadCredentials, ReadTimeout, WriteTimeout
 from tabletdb.group0.auth_state import AuthOutcome
@@ -31,6 +37,8 @@ from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.schema.ddl_common import DdlOutcome
 from tabletdb.schema.describe import DescribeRow
 from tabletdb.schema.model import Catalog
+
+log = logging.getLogger(__name__)
 
 LOGIN_CACHE_SIZE = 1024
 """Verified (user, stored hash, password digest) triples kept; a password change misses."""
@@ -57,12 +65,22 @@ class AuthService:
     """One per node; reads auth state through `state` (the group0 state applied here)."""
 
     def __init__(
-        self, config: AuthConfig, state: Callable[[], Group0State], test_statement_delay_ms: int = 0
+        self,
+        config: AuthConfig,
+        state: Callable[[], Group0State],
+        test_statement_delay_ms: int = 0,
+        throttle: LoginThrottle | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self._state = state
         self._verified: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
         self._delay = test_statement_delay_ms / 1000
+        self._throttle = LoginThrottle() if throttle is None else throttle
+        self._clock = clock
+        self.password_hashes = 0
+        """Password hash computations run (one per uncached login attempt, known user or not)."""
+        self.failed_logins = 0
 
     # -- authentication ---------------------------------------------------------------------
 
@@ -75,17 +93,44 @@ class AuthService:
         """Verify SASL PLAIN credentials; on success the connection acts as `username`."""
         if not self.config.uses_passwords:
             raise BadCredentials(f"{self.config.authenticator} does not take credentials")
+        client.user = await self.verify(username, password)
+
+    async def verify(self, username: str, password: str) -> str:
+        """The role `username` if the password matches and the role may log in; otherwise
+        BadCredentials, answered only after the throttle's delay for that name."""
+        try:
+            return await self._verify(username, password)
+        except BadCredentials:
+            self.failed_logins += 1
+            delay = self._throttle.failed(username, self._clock())
+            log.debug("login failed user=%r delay_ms=%d", username, delay * 1000)
+            await asyncio.sleep(delay)
+            raise
+
+    async def _verify(self, username: str, password: str) -> str:
         auth = self._state().auth
-        key = (username, stored_hash(auth, username), _digest(password))
-        if key in self._verified:
+        hashed = stored_hash(auth, username)
+        key = (username, hashed, _digest(password)) if hashed is not None else None
+        if key is not None and key in self._verified:
             self._verified.move_to_end(key)
             if not auth.can_login(username):
                 raise BadCredentials(f"{username} is not permitted to log in")
         else:
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, authenticate, auth, username, password)
-            self._remember(key)
-        client.user = username
+            await loop.run_in_executor(None, authenticate, auth, username, password, self._hash_once)
+            if key is not None:
+                self._remember(key)
+        self._throttle.succeeded(username)
+        return username
+
+    def _hash_once(self, password: str, salted_hash: str) -> bool:
+        """`verify_password`, counted (it runs on an executor thread; an int bump is atomic
+        enough for a statistic)."""
+        self.password_hashes += 1
+        return verify_password(password, salted_hash)
+
+    def is_superuser(self, username: str) -> bool:
+        return self._state().auth.is_superuser(username)
 
     def _remember(self, key: tuple[str, str, bytes]) -> None:
         self._verified[key] = None

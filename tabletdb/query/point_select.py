@@ -32,6 +32,7 @@ from tabletdb.schema.model import TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.keys import partition_key, split_key
+from tabletdb.storage.tablet_store import TabletCorrupt, TabletUnavailable
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,16 @@ def point_select(select: BoundSelect, reads: ReadCoordinator, cl: int, now: int)
     key, token = partition_key(table, [values[i] for i in plan.point_order])
     if not reads.reads_locally(table, token, cl):
         return None
+    try:
+        return _read_point(select, point, reads, key, token, now)
+    except (TabletCorrupt, TabletUnavailable):  # damaged or being repaired: the general path skips it
+        return None
+
+
+def _read_point(
+    select: BoundSelect, point: PointPlan, reads: ReadCoordinator, key: bytes, token: int, now: int
+) -> RowsResult:
+    table, plan = select.table, point.plan
     local = reads.replicas.local
     recipe = point.recipe
     if recipe is not None:

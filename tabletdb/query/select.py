@@ -10,16 +10,19 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Any
 
 import msgpack
 
 from tabletdb.coordinator.rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
 from tabletdb.cql import ast, codec
+from tabletdb.cql.compare import exact_decimal
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
+from tabletdb.cql.unparse import cql_text
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.insert_plan import PASS_THROUGH
@@ -85,7 +88,7 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
             if fn in AGGREGATES:
                 out_type = BIGINT if fn == "count" else col.type
                 return Output(sel.alias or f"system.{fn}({col.name})", out_type, col.name, fn)
-    raise InvalidRequest(f"Unsupported selector {expr}")
+    raise InvalidRequest(f"Unsupported selector {cql_text(expr)}")
 
 
 def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> bool:
@@ -253,13 +256,17 @@ async def execute_select(select: BoundSelect, source: PartitionSource, now: int)
             continue
         if not all(f(row.values) for f in r.filters):
             continue
-        if (limit is not None and len(taken) >= limit) or (page is not None and len(taken) >= page):
-            more = limit is None or len(taken) < limit
-            break
         taken.append(row)
         last = row
         in_partition += 1
         last_count = in_partition
+        if limit is not None and len(taken) >= limit:
+            break
+        if page is not None and len(taken) >= page:
+            # a full page carries a paging state, as ScyllaDB's do (no look-ahead: when the rows
+            # end here the next page is empty and has none), unless the key names one row
+            more = not _one_row(r, table)
+            break
     await rows.aclose()
     next_state = None
     if more and last is not None:
@@ -287,6 +294,17 @@ async def execute_select(select: BoundSelect, source: PartitionSource, now: int)
         [None if v is None else codec.serialize(o.type, v) for v, o in zip(row, outputs)] for row in result
     ]
     return RowsResult(metadata, encoded)
+
+
+def _one_row(r: Restrictions, table: TableDef) -> bool:
+    """Whether the restrictions name a single row (its full primary key): such a read is never
+    paged, as the direct point read (``query.point_select``) is not."""
+    return (
+        r.partition_keys is not None
+        and len(r.partition_keys) == 1
+        and len(r.clustering_prefixes) == 1
+        and r.full_clustering == len(table.clustering_key)
+    )
 
 
 def encode_rows(plan: SelectPlan, rows: list[OutRow]) -> list[list[bytes | None]]:
@@ -364,14 +382,54 @@ def _aggregate(outputs: list[Output], rows: list[OutRow]) -> list[Any]:
 
 
 def _sum_avg(o: Output, present: list[Any]) -> Any:
+    """sum/avg as ScyllaDB computes them: integers and decimals exactly (a decimal average keeps
+    the sum's scale, rounded half-even; an integer average truncates), floats in floating point."""
+    name = o.type.name if isinstance(o.type, NativeType) else ""
+    if name == "decimal":
+        return _decimal_sum_avg(o.kind, present)
     total = sum(present) if present else 0
     if o.kind == "sum":
-        return total
+        return _wrapped(name, total) if name in _BITS else total
     if not present:
         return 0
-    if isinstance(o.type, NativeType) and o.type.name in ("float", "double", "decimal"):
+    if name in ("float", "double"):
         return total / len(present)
-    return int(total / len(present)) if total >= 0 else -int(-total / len(present))
+    quotient = abs(total) // len(present)  # exact: a float division loses a bigint's low digits
+    return quotient if total >= 0 else -quotient
+
+
+_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64, "counter": 64}
+
+
+def _wrapped(name: str, n: int) -> int:
+    """``n`` in the fixed-width type, wrapping around as ScyllaDB's sum of that type does."""
+    bits = _BITS[name]
+    n &= (1 << bits) - 1
+    return n - (1 << bits) if n >> (bits - 1) else n
+
+
+def _decimal_sum_avg(kind: str, present: list[Decimal]) -> Decimal:
+    if not present:
+        return Decimal(0)
+    scale = max(-int(d.as_tuple().exponent) for d in present)
+    digits = max(d.adjusted() for d in present) + scale + 2
+    if digits > _MAX_SUM_DIGITS:  # 1e1000000000 + 1e-1000000000 would need two billion digits
+        raise InvalidRequest(
+            f"The exact sum of these decimals needs {digits} digits, more than {_MAX_SUM_DIGITS}"
+        )
+    total = sum(int(d.scaleb(scale, _EXACT)) for d in present)
+    if kind == "avg":
+        total, rest = divmod(total, len(present))
+        if 2 * rest > len(present) or (2 * rest == len(present) and total % 2):
+            total += 1
+    return exact_decimal(total, scale)
+
+
+_MAX_SUM_DIGITS = 100_000
+"""Digits an exact decimal sum may need before it is refused rather than computed for minutes."""
+
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+"""Context for moving a decimal's point: exact at any size a CQL decimal can have."""
 
 
 def _json_row(outputs: list[Output], values: list[Any]) -> str:

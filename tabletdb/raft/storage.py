@@ -23,12 +23,14 @@ applying the same rule for the newest snapshot file at the end of replay.
 
 Recovery drops a torn or corrupt record at the very tail of the last segment (those bytes were
 never synced, so nothing depending on them was ever sent) and refuses, with `CorruptLogError`
-naming the file and offset, to start on a log with damage followed by valid records.
+naming the file and offset, to start on a log with damage followed by valid records. A damaged
+snapshot file is `CorruptSnapshotError` (a snapshot is written whole, so no damage is a tear).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -37,10 +39,22 @@ import msgpack
 from tabletdb.raft import codec
 from tabletdb.raft.log import bootstrap_state
 from tabletdb.raft.storage_fs import FileSystem, OsFileSystem
-from tabletdb.raft.storage_records import CorruptLogError, RecordType, encode_record, scan
+from tabletdb.raft.storage_records import (
+    CorruptLogError,
+    CorruptSnapshotError,
+    RecordType,
+    encode_record,
+    scan,
+)
 from tabletdb.raft.types import ConfState, Entry, HardState, Snapshot, SnapshotMeta
 
-__all__ = ["CorruptLogError", "DurableLog", "LogCompactedError", "LogUnavailableError"]
+__all__ = [
+    "CorruptLogError",
+    "CorruptSnapshotError",
+    "DurableLog",
+    "LogCompactedError",
+    "LogUnavailableError",
+]
 
 _WAL_PREFIX, _WAL_SUFFIX = "wal-", ".log"
 _SNAP_PREFIX, _SNAP_SUFFIX = "snap-", ".snap"
@@ -269,14 +283,28 @@ class DurableLog:
         self._snapshot_meta = meta
         return matches
 
+    def _where(self, name: str) -> str:
+        """``name`` with its directory, for the operator (the in-memory file system has none)."""
+        directory = getattr(self._fs, "directory", None)
+        return name if directory is None else os.path.join(directory, name)
+
     def _read_snapshot_file(self, name: str) -> Snapshot:
-        result = scan(self._fs.read(name), name)
-        if result.damage is not None or len(result.records) != 1:
-            raise CorruptLogError(name, result.valid_end, result.damage or "expected exactly one record")
+        where = self._where(name)
+        try:
+            result = scan(self._fs.read(name), where)
+        except CorruptLogError as exc:  # a valid record inside a damaged one: still one file's damage
+            raise CorruptSnapshotError(where, exc.offset, "a damaged record") from exc
+        if result.damage is not None:
+            raise CorruptSnapshotError(where, result.valid_end, result.damage)
+        if len(result.records) != 1:
+            raise CorruptSnapshotError(where, 0, f"{len(result.records)} records, expected exactly one")
         rtype, payload = result.records[0]
         if rtype != RecordType.SNAPSHOT:
-            raise CorruptLogError(name, 0, f"expected a snapshot record, found {rtype.name}")
-        return codec.snapshot_from_obj(_unpack(payload))
+            raise CorruptSnapshotError(where, 0, f"expected a snapshot record, found {rtype.name}")
+        try:
+            return codec.snapshot_from_obj(_unpack(payload))
+        except Exception as exc:  # the checksum matched: a format this code cannot read
+            raise CorruptSnapshotError(where, 0, f"its snapshot record cannot be decoded ({exc!r})") from exc
 
     def _recover(self) -> None:
         names = self._fs.list()
@@ -299,14 +327,14 @@ class DurableLog:
                 self._snapshot_meta = meta  # the file has the membership as of the snapshot
             else:
                 raise CorruptLogError(
-                    snaps[-1],
+                    self._where(snaps[-1]),
                     0,
                     f"the log is based on a snapshot at "
                     f"{self._snapshot_meta.index} but the newest file is older",
                 )
         elif self._snapshot_meta.index > 0:
             raise CorruptLogError(
-                wals[-1], 0, f"snapshot file for index {self._snapshot_meta.index} is missing"
+                self._where(wals[-1]), 0, f"snapshot file for index {self._snapshot_meta.index} is missing"
             )
         if wals:
             self._segment_seq = int(wals[-1][len(_WAL_PREFIX) : -len(_WAL_SUFFIX)])
@@ -315,10 +343,12 @@ class DurableLog:
 
     def _scan_segment(self, name: str, last: bool) -> list[tuple[RecordType, bytes]]:
         """A segment's valid records; a torn tail of the last segment is cut off the file."""
-        result = scan(self._fs.read(name), name)
+        result = scan(self._fs.read(name), self._where(name))
         if result.damage is not None:
             if not last:
-                raise CorruptLogError(name, result.valid_end, result.damage + " (not the last segment)")
+                raise CorruptLogError(
+                    self._where(name), result.valid_end, result.damage + " (a later segment follows it)"
+                )
             self._fs.truncate(name, result.valid_end)
             self._fs.sync(name)
         return result.records
@@ -337,7 +367,7 @@ class DurableLog:
                 index, term = obj
                 self._reset_to(SnapshotMeta(index, term, self._snapshot_meta.conf))
             else:
-                raise CorruptLogError(name, 0, f"unexpected {rtype.name} record in a segment")
+                raise CorruptLogError(self._where(name), 0, f"unexpected {rtype.name} record in a segment")
 
     def _replay_entry(self, entry: Entry, name: str) -> None:
         base = self._snapshot_meta.index
@@ -345,7 +375,9 @@ class DurableLog:
             return
         if entry.index > self.last_index() + 1:
             raise CorruptLogError(
-                name, 0, f"entry {entry.index} leaves a gap after {self.last_index()} (a segment is missing)"
+                self._where(name),
+                0,
+                f"entry {entry.index} leaves a gap after {self.last_index()} (a segment is missing)",
             )
         del self._entries[entry.index - base - 1 :]
         self._entries.append(entry)

@@ -35,13 +35,38 @@ class RecordType(IntEnum):
     """The whole content of a snapshot file."""
 
 
+RAFT_REMEDY = (
+    "restore the node's raft directory from a backup of this node, or start the node afresh "
+    "(a new workdir) so that it joins as a new node"
+)
+
+
 class CorruptLogError(Exception):
-    """A record in the middle of a log file is damaged; the node must not start on this log."""
+    """The durable Raft log is damaged or inconsistent; the node must not start on it.
+
+    ``torn_tail_ruled_out`` says the damage is followed by valid records (so it cannot be an
+    append cut short, which would be dropped silently); other inconsistencies say only what
+    they found."""
+
+    def __init__(self, file: str, offset: int, reason: str, *, torn_tail_ruled_out: bool = False) -> None:
+        follows = "; valid records follow it, so this is not a torn tail" if torn_tail_ruled_out else ""
+        super().__init__(
+            f"durable Raft log is corrupt: {file} at byte offset {offset}: {reason}{follows}; {RAFT_REMEDY}"
+        )
+        self.file = file
+        self.offset = offset
+
+
+class CorruptSnapshotError(CorruptLogError):
+    """A Raft snapshot file is damaged. Snapshot files are written under a temporary name,
+    fsynced and renamed, so a crash never leaves a partial one: damage is damage, never a tear."""
 
     def __init__(self, file: str, offset: int, reason: str) -> None:
-        super().__init__(
-            f"durable Raft log is corrupt: {file} at byte offset {offset}: {reason}; valid records follow "
-            f"it, so this is not a torn tail; restore the node's raft directory from a replica"
+        Exception.__init__(
+            self,
+            f"Raft snapshot file is corrupt: {file} at byte offset {offset}: {reason}; snapshot files "
+            f"are written whole (temporary name, fsync, rename), so this is damage to a complete "
+            f"file, not an interrupted write; {RAFT_REMEDY}",
         )
         self.file = file
         self.offset = offset
@@ -81,7 +106,7 @@ def scan(data: bytes, file: str) -> ScanResult:
     found = scan_records(data, _record_at, _describe_damage, _claimed_end, HEADER.size)
     damage = found.damage
     if damage is not None and not damage.torn_tail:
-        raise CorruptLogError(file, damage.offset, damage.reason)
+        raise CorruptLogError(file, damage.offset, damage.reason, torn_tail_ruled_out=True)
     return ScanResult(found.records, found.end, damage.reason if damage is not None else None)
 
 

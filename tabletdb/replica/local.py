@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Iterator, Sequence
 from typing import Protocol
 
 from tabletdb.dht.token import TokenRange
+from tabletdb.replica.cdc_log import CdcLog
 from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.group_commit import GroupCommitter
@@ -37,23 +38,43 @@ class DerivedApply(Protocol):
 class LocalReplica:
     """Replica-side operations on this node's stores (the ``DataStores`` of the node)."""
 
-    def __init__(self, stores: DataStores, derived: DerivedApply | None = None) -> None:
+    def __init__(
+        self, stores: DataStores, derived: DerivedApply | None = None, cdc: CdcLog | None = None
+    ) -> None:
         self.stores = stores
         self._derived = derived
         """Base writes of tables with views or indexes (client writes, Paxos commits, read repair
         alike) update them from this replica through it; None: a replica that only applies."""
+        self._cdc = cdc
+        """Writes to tables with CDC also apply their log rows here (None: no log is written)."""
 
-    def apply(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
-        """Apply durably (views and indexes updated from here if ``table`` has any).
+    def apply(self, table: TableDef, mutations: Sequence[Mutation], *, log: bool = True) -> Awaitable[object]:
+        """Apply durably (views and indexes updated from here if ``table`` has any), with the CDC
+        log rows of the change unless ``log`` is False (read repair: data already logged).
 
         This and ``apply_direct`` return what to await rather than being coroutines: on the
         common path that is the commit's own future, so a write pays no coroutine frame per
         layer between the request and its commit. They raise at the call what they cannot
         start (a token this node holds no replica of)."""
+        if log and self._cdc is not None and table.options.cdc_enabled:
+            return self._apply_with_log(table, mutations, self._cdc)
         derived = self._derived
         if derived is not None and derived.maintains(table):
             return derived.apply(table, mutations)
         return self.apply_direct(table, mutations)
+
+    def _apply_with_log(
+        self, table: TableDef, mutations: Sequence[Mutation], cdc: CdcLog
+    ) -> Awaitable[object]:
+        """The base write and its log rows, started in the same tick so one commit-log record of
+        this node holds both (``storage.node_commit``)."""
+        log, log_mutations = cdc.log_of(table, mutations)
+        derived = self._derived
+        if derived is not None and derived.maintains(table):
+            base = derived.apply(table, mutations)
+        else:
+            base = self.apply_direct(table, mutations)
+        return asyncio.gather(base, self.apply_direct(log, log_mutations))
 
     def apply_direct(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
         """Apply durably: one group-commit entry per store, done once the commit is."""

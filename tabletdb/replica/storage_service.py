@@ -6,12 +6,23 @@ shard of a token is ``dht.shard_of``). Stores are opened on first use and kept o
 drop close them before deleting the files, so no write lands in a file that is going away.
 Writes are committed node-wide, one log record per tick (``storage.node_commit``, log in
 ``<data>/.commitlog/``, synced per record or periodically), replayed when the service starts.
+
+A file SQLite reports damaged (``TabletCorrupt``: on open, or in any read or write) is set aside
+(``quarantine``): renamed ``<name>.corrupt-<UTC time>`` (never deleted), a marker
+``<name>.unrepaired`` written, and a fresh file opened in its place that takes new writes but
+refuses reads (``TabletStore.withheld``) until ``coordinator.replica_repair`` has copied the
+range back from the other replicas and calls ``repaired``. The marker keeps that state across
+restarts. Coordinators count a replica that refuses as failed (``coordinator.reads``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
+import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,11 +34,12 @@ from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.replica.stores import Segment
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.storage.batch_rows import BatchRows
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
 from tabletdb.storage.snapshot_files import SIDE_FILES
-from tabletdb.storage.tablet_store import TabletStore
+from tabletdb.storage.tablet_store import TabletCorrupt, TabletStore
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
 
 log = logging.getLogger(__name__)
@@ -35,6 +47,8 @@ log = logging.getLogger(__name__)
 VNODE_FILE = "vnode.db"
 COMMIT_LOG = Path(".commitlog") / "commit.log"
 """The node-wide commit log, under the data directory (no keyspace name starts with a dot)."""
+UNREPAIRED_SUFFIX = ".unrepaired"
+"""Beside a data file whose replica awaits repair (its damaged predecessor was set aside)."""
 
 
 def table_directory(data_dir: Path, table: TableDef) -> Path:
@@ -101,6 +115,11 @@ class StorageService:
         every mutation looks up here; an int hashes in C and compares equal exactly when the
         UUIDs do."""
         self._map_of = TabletMapLookup(tablet_maps)
+        self._unrepaired: dict[Path, str] = {
+            marker.with_name(marker.name[: -len(UNREPAIRED_SUFFIX)]): _read_marker(marker)
+            for marker in data_dir.glob(f"*/*/shard-*/*{UNREPAIRED_SUFFIX}")
+        }
+        """Data files whose replica awaits repair -> why (from their markers)."""
 
     # -- lookup ------------------------------------------------------------------------------
 
@@ -121,6 +140,75 @@ class StorageService:
 
     def store(self, table: TableDef, token: int) -> TabletStore:
         return self.committer(table, token).store
+
+    def path_of(self, table: TableDef, token: int) -> Path:
+        """The file holding ``token`` of ``table`` on this node."""
+        return self._path_for(table, token)
+
+    # -- damaged files -------------------------------------------------------------------------
+
+    def unrepaired(self) -> dict[Path, str]:
+        """Files whose replica awaits repair, after setting aside any open store found damaged
+        since (a write on a worker thread only flags its store)."""
+        for path, committer in list(self._open.items()):
+            if committer.store.corrupt is not None and not committer.committing:
+                self._quarantine(path, committer.store.corrupt)
+        return dict(self._unrepaired)
+
+    def repaired(self, path: Path) -> None:
+        """The replica at ``path`` holds what the other replicas had: serve reads from it again."""
+        marker = _marker(path)
+        marker.unlink(missing_ok=True)
+        fsync_path(path.parent)
+        self._unrepaired.pop(path, None)
+        committer = self._open.get(path)
+        if committer is not None:
+            committer.store.withheld = None
+        log.warning("tablet file repaired from the other replicas, serving reads again file=%s", path)
+
+    def _quarantine(self, path: Path, found: str) -> None:
+        """Set the damaged file at ``path`` aside (see the module docstring) and say so once."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        marker = _marker(path)
+        marker.write_text(f"{stamp} {found}\n")
+        fsync_path(marker)
+        committer = self._open.pop(path, None)
+        self._by_key.clear()
+        carried: list[BatchRows] = []
+        if committer is not None:
+            # No removal is logged (``_removing``): the commit log's writes for this path belong
+            # in the fresh file too, and a replay after a crash puts them there.
+            carried = committer.store.take_deferred()
+            with contextlib.suppress(sqlite3.Error):  # the damaged file is set aside whatever closing says
+                committer.store.close()
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+            n += 1
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{path}{suffix}")
+            if source.exists():
+                os.replace(source, Path(f"{aside}{suffix}"))
+        fsync_path(path.parent)
+        self._unrepaired[path] = found
+        fresh = self._committer_at(path).store
+        for rows in carried:  # acknowledged, logged, not yet in the file: durable in the new one
+            fresh.apply_rows(rows)
+        keyspace, table_dir = path.parent.parent.parent.name, path.parent.parent.name
+        log.error(
+            "tablet file is corrupt, set aside: table=%s.%s file=%s found=%s kept_as=%s; this replica "
+            "stops serving reads of it (other replicas answer), takes new writes in a fresh file, and "
+            "is re-copied from the other replicas, then serves again. With no other replica "
+            "(replication_factor 1) restore the table from a backup, or delete %s and restart to serve "
+            "only what was written since (the set-aside file's data is then lost)",
+            keyspace,
+            table_dir.rsplit("-", 1)[0],
+            path,
+            found,
+            aside,
+            marker,
+        )
 
     def segments(self, table: TableDef) -> Sequence[Segment]:
         tablet_map = self._tablet_maps().get(table.id)
@@ -222,15 +310,27 @@ class StorageService:
 
     def _committer_at(self, path: Path) -> GroupCommitter:
         committer = self._open.get(path)
-        if committer is None:
-            new = not path.exists()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            committer = GroupCommitter(TabletStore(path), node=self._node_commit)
-            if new and self._node_commit is not None:
-                # its commits are not synced: the file's directory entries must be, or a replay
-                # after power loss would find no file to apply the log to
-                _fsync_directories(path.parent, self.data_dir)
-            self._open[path] = committer
+        if committer is not None:
+            if committer.store.corrupt is not None and not committer.committing:
+                self._quarantine(path, committer.store.corrupt)  # opens the fresh file
+                return self._open[path]
+            return committer
+        new = not path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            store = TabletStore(path)
+        except TabletCorrupt as exc:
+            self._quarantine(path, exc.found)  # opens the fresh file
+            return self._open[path]
+        why = self._unrepaired.get(path)
+        if why is not None:
+            store.withheld = f"its replica awaits repair from the other replicas ({why})"
+        committer = GroupCommitter(store, node=self._node_commit)
+        if new and self._node_commit is not None:
+            # its commits are not synced: the file's directory entries must be, or a replay
+            # after power loss would find no file to apply the log to
+            _fsync_directories(path.parent, self.data_dir)
+        self._open[path] = committer
         return committer
 
     # -- removal -----------------------------------------------------------------------------
@@ -262,6 +362,8 @@ class StorageService:
     def _remove_directory(self, directory: Path) -> None:
         self._removing(directory)
         self._by_key.clear()
+        for path in [p for p in self._unrepaired if directory in p.parents]:
+            del self._unrepaired[path]  # its data is going: nothing is left to repair
         for path in [p for p in self._open if directory in p.parents]:
             self._open.pop(path).store.close()
         if directory.exists():
@@ -269,6 +371,7 @@ class StorageService:
             log.info("removed table data directory=%s", directory)
 
     def close(self) -> None:
+        self.unrepaired()  # a store found damaged cannot write its deferred rows: set it aside first
         self._by_key.clear()
         for committer in self._open.values():
             committer.store.close()
@@ -284,6 +387,17 @@ def _every_replica(info: TabletInfo) -> Sequence[tuple[uuid.UUID, int]]:
     if info.new_replicas is None:
         return info.replicas
     return info.replicas + info.new_replicas
+
+
+def _marker(path: Path) -> Path:
+    return path.with_name(path.name + UNREPAIRED_SUFFIX)
+
+
+def _read_marker(marker: Path) -> str:
+    try:
+        return marker.read_text().strip() or "damaged file set aside"
+    except OSError as exc:
+        return f"damaged file set aside (marker unreadable: {exc})"
 
 
 def _fsync_directories(directory: Path, top: Path) -> None:

@@ -13,10 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from tabletdb.cql.consistency import ONE
+from tabletdb.cql.errors import ReadFailure
 from tabletdb.dht.token import TokenRange
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.group_commit import GroupCommitter
-from tabletdb.storage.tablet_store import TabletStore
+from tabletdb.storage.tablet_store import StorageError, TabletStore
 from tabletdb.tablets.tablet_map import TabletMap
 
 
@@ -46,3 +48,17 @@ class DataStores(Protocol):
     def truncate(self, table: TableDef) -> None:
         """Remove all data of ``table`` on this node (its files)."""
         ...
+
+
+def damaged_replica(table: TableDef, exc: StorageError) -> ReadFailure:
+    """The client's error when a write must read this node's replica first (list index, UDT field,
+    view maintenance at RF=1) and that replica is damaged or being repaired: a CQL error naming
+    the table, never ServerError (the storage service has logged the file and what to do)."""
+    return ReadFailure(
+        f"Cannot read {table.keyspace}.{table.name} on this node before writing: {exc}",
+        ONE,
+        0,
+        1,
+        1,
+        False,
+    )

@@ -106,9 +106,10 @@ class ReplicaVerbs:
         return await wait_for_table(self.table_of, raw_id)
 
     async def _apply(self, src: int, payload: list[Any]) -> None:
-        table_id, mutations, version = payload
+        table_id, mutations, version, log = payload
         check_fence(version, self.fence(), src)
-        await self.local.apply(await self._table(table_id), mutations_from_plain(mutations))
+        table = await self._table(table_id)
+        await self.local.apply(table, mutations_from_plain(mutations), log=bool(log))
 
     async def _read(self, src: int, payload: list[Any]) -> Any:
         table_id, digest_only, request = payload

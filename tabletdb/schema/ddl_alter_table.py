@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.schema.cdc_log import log_for, log_name
 from tabletdb.schema.ddl_common import (
     Change,
     DdlOutcome,
@@ -60,9 +61,22 @@ def _columns_table(catalog: Catalog, keyspace: str, name: str) -> TableDef:
     return table
 
 
-def _updated(table: TableDef, views: Sequence[ViewDef] = ()) -> DdlOutcome:
+def _updated(catalog: Catalog, table: TableDef, views: Sequence[ViewDef] = ()) -> DdlOutcome:
+    """The changed table and views, and its CDC log rebuilt to match (created when CDC is
+    switched on), all in one command."""
     mutations: list[Mutation] = [PutTable(table)]
     events = [SchemaChangeEvent(Change.UPDATED, Target.TABLE, table.keyspace, table.name)]
+    ks = require_keyspace(catalog, table.keyspace)
+    if not table.is_cdc_log:
+        if table.options.cdc_enabled:
+            check_table_options(table, ks)
+        existing = ks.tables.get(log_name(table.name))
+        log = log_for(table, existing)
+        if log is not None and log != existing:
+            created = existing is None or not existing.is_cdc_log
+            mutations.append(PutTable(log))
+            change = Change.CREATED if created else Change.UPDATED
+            events.append(SchemaChangeEvent(change, Target.TABLE, log.keyspace, log.name))
     for view in views:
         mutations.append(PutView(view))
         events.append(SchemaChangeEvent(Change.UPDATED, Target.TABLE, view.keyspace, view.name))
@@ -103,7 +117,7 @@ def alter_table_add(catalog: Catalog, keyspace: str, name: str, columns: Sequenc
         if view.include_all_columns:
             view_cols = [*view.table.columns, *(replace(c, kind=ColumnKind.REGULAR) for c in added)]
             views.append(replace(view, table=replace(view.table, columns=order_columns(view_cols))))
-    return _updated(new_table, views)
+    return _updated(catalog, new_table, views)
 
 
 def alter_table_drop(
@@ -138,7 +152,8 @@ def alter_table_drop(
         remaining.remove(column)
     if not [c for c in remaining if not c.is_primary_key] and table.is_compact_storage:
         raise InvalidRequest("Cannot drop the last regular column of a COMPACT STORAGE table")
-    return _updated(replace(table, columns=tuple(remaining), dropped_columns=tuple(sorted(dropped.items()))))
+    new_table = replace(table, columns=tuple(remaining), dropped_columns=tuple(sorted(dropped.items())))
+    return _updated(catalog, new_table)
 
 
 def _index_uses(target: str, column: str) -> bool:
@@ -175,7 +190,7 @@ def alter_table_rename(
             )
         del columns[old]
         columns[new] = replace(column, name=new)
-    return _updated(replace(table, columns=order_columns(list(columns.values()))))
+    return _updated(catalog, replace(table, columns=order_columns(list(columns.values()))))
 
 
 def alter_table_alter_type(catalog: Catalog, keyspace: str, name: str, column: str) -> DdlOutcome:
@@ -194,4 +209,4 @@ def alter_table_options(
         raise InvalidRequest("Cannot alter table id.")
     new_table = replace(table, options=apply_options(table.options, options))
     check_table_options(new_table, require_keyspace(catalog, keyspace))
-    return _updated(new_table)
+    return _updated(catalog, new_table)

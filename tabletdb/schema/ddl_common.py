@@ -15,7 +15,8 @@ from tabletdb.cql.errors import ConfigurationError, InvalidRequest, Unauthorized
 from tabletdb.schema.model import Catalog, KeyspaceDef, KeyspaceSchema, TableDef
 from tabletdb.schema.mutations import Mutation
 
-NAME_LENGTH = 48
+NAME_LENGTH = 192
+"""ScyllaDB's limit on keyspace and table names (room is left for the CDC log table's suffix)."""
 _NAME = re.compile(r"\w+\Z", re.ASCII)
 
 SYSTEM_KEYSPACES = frozenset(

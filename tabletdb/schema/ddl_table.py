@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from tabletdb.cql.errors import AlreadyExists, ConfigurationError, InvalidRequest
 from tabletdb.cql.types import CqlType, UserType
+from tabletdb.schema.cdc_log import check_supported, log_for
 from tabletdb.schema.ddl_common import (
     NOOP,
     Change,
@@ -158,6 +159,8 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
     if table.is_counter and table.options.default_time_to_live:
         raise InvalidRequest("Cannot set default_time_to_live on a table with counters")
     if table.options.cdc_enabled:
+        if table.is_cdc_log:
+            raise InvalidRequest(f"Cannot enable CDC on {table.keyspace}.{table.name}: it is a CDC log table")
         if table.is_counter:
             raise InvalidRequest(
                 f"Cannot create CDC log for table {table.keyspace}.{table.name}: counters are not supported"
@@ -168,6 +171,7 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
                 f"Cannot create CDC log for table {table.keyspace}.{table.name} because keyspace "
                 f"{table.keyspace} already has a table named {log_name}"
             )
+        check_supported(table)
     if table.options.tablets is not None and not ks.definition.uses_tablets:
         raise ConfigurationError(
             f"Tablet options cannot be used on table {table.keyspace}.{table.name}: "
@@ -230,7 +234,13 @@ def create_table(
     chosen_id = claim_table_id(catalog, keyspace, name, options, new_id, table_id)
     table = TableDef(keyspace, name, chosen_id, cols, table_options, is_compact_storage=compact_storage)
     check_table_options(table, ks)
-    return DdlOutcome((PutTable(table),), (SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name),))
+    mutations: list[Mutation] = [PutTable(table)]
+    events = [SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name)]
+    log = log_for(table, None)
+    if log is not None:  # the log is created in the same command as its base
+        mutations.append(PutTable(log))
+        events.append(SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, log.name))
+    return DdlOutcome(tuple(mutations), tuple(events))
 
 
 def drop_table(catalog: Catalog, keyspace: str, name: str, if_exists: bool = False) -> DdlOutcome:

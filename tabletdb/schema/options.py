@@ -7,12 +7,14 @@ messages follow ScyllaDB's so clients and tests see familiar errors.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from tabletdb.cql.errors import ConfigurationError, CqlSyntaxError, InvalidRequest
+from tabletdb.cql.numbers import brief_int
 
 Pairs = tuple[tuple[str, str], ...]
 OptionValue = object
@@ -90,16 +92,17 @@ def _text(name: str, value: OptionValue) -> str:
 
 
 def _int(name: str, value: OptionValue) -> int:
+    """An integer property: every one is a 32-bit int in ScyllaDB's schema tables (and ours)."""
     if isinstance(value, bool):
         raise ConfigurationError(f"Invalid value for property '{name}': {value!r} is not an integer")
-    if isinstance(value, int):
-        return value
+    number: int | None = value if isinstance(value, int) else None
     if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ConfigurationError(f"Invalid integer value {value!r} for property '{name}'")
+        with contextlib.suppress(ValueError):
+            number = int(value)
+    if number is not None and -(2**31) <= number < 2**31:
+        return number
+    shown = brief_int(value) if isinstance(value, int) else repr(value)
+    raise ConfigurationError(f"Invalid integer value {shown} for property '{name}'")
 
 
 def _float(name: str, value: OptionValue) -> float:
@@ -250,6 +253,8 @@ def _speculative_retry(value: OptionValue) -> str:
             try:
                 number = float(upper[: -len(suffix)])
             except ValueError:
+                break
+            if not math.isfinite(number):  # 'nanms', 'infms': no delay to wait
                 break
             if suffix == "PERCENTILE":
                 if not 0 <= number <= 100:

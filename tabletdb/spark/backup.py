@@ -49,13 +49,14 @@ class BackupError(RuntimeError):
 class Reporter(Protocol):
     """Where progress goes (the CLI draws it with rich; tests and benchmarks ignore it)."""
 
-    def step(self, description: str, total: int | None) -> None: ...
+    def step(self, description: str, total: int | None, unit: str = "items") -> None:
+        """Start a step of ``total`` units ("bytes", "rows" or "items"); None: unknown."""
 
     def advance(self, amount: int) -> None: ...
 
 
 class QuietReporter:
-    def step(self, description: str, total: int | None) -> None:
+    def step(self, description: str, total: int | None, unit: str = "items") -> None:
         pass
 
     def advance(self, amount: int) -> None:
@@ -76,6 +77,11 @@ class ClusterOptions:
     """Files per Spark job (0: a few per core); restore records progress after each job."""
     all_replicas: bool = False
     """Backup: copy every replica of each tablet, not one (restore merges them, last write wins)."""
+
+    @property
+    def credentials(self) -> tuple[str, str] | None:
+        """For the REST APIs too: the same role logs in over CQL and HTTP basic auth."""
+        return (self.username, self.password or "") if self.username else None
 
 
 @contextmanager
@@ -205,7 +211,7 @@ def run_backup(
     check_target(out_dir)
     out_dir = out_dir.resolve()  # executors get it as is
     out_dir.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(options.hosts, options.api_port, options.api_endpoints)
+    cluster = Cluster(options.hosts, options.api_port, options.api_endpoints, options.credentials)
     tag = f"backup-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     with cql_session(options) as session:
         cluster_name = session.execute("SELECT cluster_name FROM system.local").one().cluster_name
@@ -276,7 +282,7 @@ def _copy(
         for t in tables
         for host, entry in _choose_files(t, layouts[t[2]], snapshots, options.all_replicas)
     ]
-    reporter.step("copying tablet files", sum(entry["size"] for _, _, entry in plan))
+    reporter.step("copying tablet files", sum(entry["size"] for _, _, entry in plan), "bytes")
     tasks = [
         DownloadTask(
             _file_name(host, entry, options.all_replicas),
@@ -286,6 +292,7 @@ def _copy(
             entry["path"],
             str(out_dir),
             entry["sha256"],
+            cluster.credentials,
         )
         for _, host, entry in plan
     ]

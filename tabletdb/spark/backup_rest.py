@@ -4,10 +4,13 @@ Every node serves its REST API on its own address; the port is the same everywhe
 deployment (Scylla's 10000), so `--api-port` names it, and `--api-endpoint ADDRESS:PORT`
 overrides it per node for set-ups where ports differ (tests run many nodes on one machine).
 Transfers stream through fixed-size buffers: a tablet file is never held in memory whole.
+Credentials (the CQL ones) go with every request as HTTP basic auth: a node whose authenticator
+takes passwords answers nothing without them (node.admin.rest_auth).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
@@ -17,7 +20,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,16 @@ CONNECT_PATIENCE = 15.0
 _CHUNK = 1 << 20
 
 Advance = Callable[[int], None]
+Credentials = tuple[str, str]
+"""(username, password) of a role that may log in."""
+
+
+def basic_auth_headers(credentials: Credentials | None) -> dict[str, str]:
+    """The Authorization header for `credentials`; none without them."""
+    if credentials is None:
+        return {}
+    token = base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode("ascii")
+    return {"Authorization": f"Basic {token}"}
 
 
 class RestError(RuntimeError):
@@ -39,24 +52,29 @@ class NodeApi:
 
     address: str
     port: int
+    credentials: Credentials | None = field(default=None, repr=False)
 
     @property
     def base(self) -> str:
         return f"http://{self.address}:{self.port}"
 
+    def _failed(self, method: str, path: str, reason: object) -> RestError:
+        """One line naming the node and the call (not its query string: tags, checksums)."""
+        return RestError(f"node {self.address}:{self.port}: {method} {path}: {_one_line(str(reason))}")
+
     def _call(self, method: str, path: str, query: Mapping[str, object] | None = None) -> Any:
         url = f"{self.base}{path}"
         if query:
             url += "?" + urllib.parse.urlencode({k: str(v) for k, v in query.items()})
-        request = urllib.request.Request(url, method=method)
+        request = urllib.request.Request(url, method=method, headers=basic_auth_headers(self.credentials))
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace").strip()
-            raise RestError(f"{method} {url}: HTTP {exc.code}: {detail}") from None
+            detail = exc.read().decode(errors="replace")
+            raise self._failed(method, path, f"HTTP {exc.code}: {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
-            raise RestError(f"{method} {url}: {exc}") from None
+            raise self._failed(method, path, exc) from None
 
     def host_ids(self) -> dict[str, uuid.UUID]:
         """Address -> host id of every member, as this node's group0 knows them."""
@@ -89,15 +107,17 @@ class NodeApi:
         digest = hashlib.sha256()
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with urllib.request.urlopen(url, timeout=TIMEOUT) as response, open(target, "wb") as out:
+            request = urllib.request.Request(url, headers=basic_auth_headers(self.credentials))
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response, open(target, "wb") as out:
                 while chunk := response.read(_CHUNK):
                     digest.update(chunk)
                     out.write(chunk)
                     advance(len(chunk))
         except urllib.error.HTTPError as exc:
-            raise RestError(f"GET {url}: HTTP {exc.code}: {exc.read().decode(errors='replace')}") from None
+            detail = exc.read().decode(errors="replace")
+            raise self._failed("GET", f"snapshot file {path}", f"HTTP {exc.code}: {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
-            raise RestError(f"GET {url}: {exc}") from None
+            raise self._failed("GET", f"snapshot file {path}", exc) from None
         return digest.hexdigest()
 
     def load_tablet(
@@ -108,7 +128,11 @@ class NodeApi:
         path = "/storage_service/tablets/load?" + urllib.parse.urlencode(
             {k: str(v) for k, v in query.items()}
         )
-        headers = {"Content-Length": str(source.stat().st_size), "Content-Type": "application/octet-stream"}
+        headers = {
+            "Content-Length": str(source.stat().st_size),
+            "Content-Type": "application/octet-stream",
+            **basic_auth_headers(self.credentials),
+        }
         # http.client sends a file body in `blocksize` pieces: 8 KiB by default, a syscall each
         connection = http.client.HTTPConnection(self.address, self.port, timeout=TIMEOUT, blocksize=_CHUNK)
         try:
@@ -117,15 +141,19 @@ class NodeApi:
             response = connection.getresponse()
             text = response.read()
         except OSError as exc:
-            raise RestError(f"POST {self.base}{path}: {exc}") from None
+            raise self._failed("POST", f"tablet load of {source.name}", exc) from None
         finally:
             connection.close()
         if response.status != 200:
-            raise RestError(
-                f"POST {self.base}{path}: HTTP {response.status}: {text.decode(errors='replace')}"
-            )
+            detail = f"HTTP {response.status}: {text.decode(errors='replace')}"
+            raise self._failed("POST", f"tablet load of {source.name}", detail)
         result: dict[str, Any] = json.loads(text)
         return result
+
+
+def _one_line(text: str) -> str:
+    """A server's error body may span lines (aiohttp's default pages do): keep them on one."""
+    return " ".join(part.strip() for part in text.strip().splitlines() if part.strip())
 
 
 def file_sha256(path: Path) -> str:
@@ -150,8 +178,15 @@ def parse_endpoints(endpoints: Sequence[str]) -> dict[str, int]:
 class Cluster:
     """The nodes of the cluster as their REST APIs, keyed by host id."""
 
-    def __init__(self, hosts: Sequence[str], api_port: int, endpoints: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        hosts: Sequence[str],
+        api_port: int,
+        endpoints: Mapping[str, int],
+        credentials: Credentials | None = None,
+    ) -> None:
         self._port = api_port
+        self.credentials = credentials
         self._endpoints = dict(endpoints)
         by_address = self._members(hosts)
         self.nodes: dict[uuid.UUID, NodeApi] = {hid: self.api(addr) for addr, hid in by_address.items()}
@@ -172,7 +207,7 @@ class Cluster:
             time.sleep(0.2)
 
     def api(self, address: str) -> NodeApi:
-        return NodeApi(address, self._endpoints.get(address, self._port))
+        return NodeApi(address, self._endpoints.get(address, self._port), self.credentials)
 
     def node(self, host_id: uuid.UUID) -> NodeApi:
         found = self.nodes.get(host_id)

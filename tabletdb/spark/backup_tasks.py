@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tabletdb.spark.backup_rest import NodeApi, RestError, file_sha256
+from tabletdb.spark.backup_rest import Credentials, NodeApi, RestError, file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +54,14 @@ class DownloadTask:
     snapshot_path: str
     backup_dir: str
     expected_sha256: str
+    credentials: Credentials | None = field(default=None, repr=False)
+    """For the node's REST API (basic auth); travels to the executor with the task."""
 
     def run(self) -> TaskResult:
         target = Path(self.backup_dir) / self.label
-        digest = NodeApi(self.address, self.port).download(self.tag, self.snapshot_path, target, _ignore)
+        digest = NodeApi(self.address, self.port, self.credentials).download(
+            self.tag, self.snapshot_path, target, _ignore
+        )
         if digest != self.expected_sha256:
             raise RestError(f"downloaded sha256 {digest} != the node's {self.expected_sha256}")
         return TaskResult(self.label, size=target.stat().st_size, sha256=digest)
@@ -75,6 +79,7 @@ class UploadTask:
     last_token: int
     backup_dir: str
     expected_sha256: str
+    credentials: Credentials | None = field(default=None, repr=False)
 
     def run(self) -> TaskResult:
         source = Path(self.backup_dir) / self.label
@@ -83,7 +88,7 @@ class UploadTask:
             raise RestError(f"sha256 {digest} does not match the manifest's {self.expected_sha256}")
         modes = tuple(
             str(
-                NodeApi(address, port).load_tablet(
+                NodeApi(address, port, self.credentials).load_tablet(
                     self.table_id, self.first_token, self.last_token, source, digest
                 )["mode"]
             )

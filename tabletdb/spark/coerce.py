@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -106,7 +107,12 @@ def fit_row(mapping: ColumnMapping, row: Sequence[Any]) -> tuple[Any, ...]:
             out.append(fit_value(column.cql_type, raw, column.name))
         except (CqlError, ValueConversionError) as exc:
             raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {_message(exc)}") from None
-        except ValueError as exc:  # json.JSONDecodeError and friends
+        except json.JSONDecodeError as exc:  # a collection, tuple or UDT cell's literal text
+            raise RowRejected(
+                f"column {column.name} ({column.cql_type.cql()}): {raw!r} is not a "
+                f"{column.cql_type.cql()} literal ({exc.msg} at character {exc.pos})"
+            ) from None
+        except ValueError as exc:
             raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {exc}") from None
     for name, position in zip(mapping.extras, mapping.extra_positions):
         out.append(_whole_number(name, row[position] if position < len(row) else None))
@@ -122,8 +128,13 @@ def _whole_number(name: str, raw: Any) -> int | None:
     raise RowRejected(f"field {name}: {raw!r} is not a whole number")
 
 
+_DECODING = re.compile(r"^Error decoding JSON value for [^:]*: ")
+
+
 def _message(exc: Exception) -> str:
-    return exc.message if isinstance(exc, CqlError) else str(exc)
+    """The reason without INSERT JSON's wording: values from CSV or Parquet were never JSON, and
+    the reject already names the column."""
+    return _DECODING.sub("", exc.message if isinstance(exc, CqlError) else str(exc))
 
 
 def fit_value(t: CqlType, raw: Any, receiver: str = "value") -> Any:

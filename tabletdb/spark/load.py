@@ -23,9 +23,9 @@ from pyspark.sql import types as st
 from tabletdb.spark.coerce import ColumnMapping, RowRejected, fit_row, json_object_row, map_columns
 from tabletdb.spark.connection import SourceOptions, fetch_table_schema, session_for
 from tabletdb.spark.datasource import SOURCE_NAME
+from tabletdb.spark.input_options import FORMATS, CsvOptions
 from tabletdb.spark.schema_map import TableSchema, spark_schema
 
-FORMATS = ("parquet", "csv", "json")
 CORRUPT = "_corrupt_record"
 REJECT_SCHEMA = st.StructType(
     [st.StructField("reason", st.StringType()), st.StructField("record", st.StringType())]
@@ -45,6 +45,9 @@ class LoadSummary:
     seconds: float
 
 
+StepReporter = Callable[[str, int | None, str], Any]
+"""Called as each step starts: its name, its total and the total's unit ("bytes" or "rows");
+an empty name once the last step is done."""
 Checked = tuple[bool, Any]  # (True, fitted row) or (False, (reason, record json))
 
 
@@ -81,29 +84,70 @@ def _json_checker(table: TableSchema, mapping: ColumnMapping) -> Callable[[Any],
     return check
 
 
+def _csv_source(
+    spark: SparkSession, table: TableSchema, path: str, csv: CsvOptions
+) -> tuple[DataFrame, list[str]]:
+    """The CSV as strings plus the corrupt-record field; without a header the fields are the
+    table's columns in order. Returns the frame and the input's field names."""
+    reader_options = csv.spark_options()
+    if csv.header:
+        names = spark.read.options(**reader_options).csv(path).columns
+    else:
+        names = [c.name for c in table.columns]
+    schema = st.StructType([st.StructField(n, st.StringType()) for n in [*names, CORRUPT]])
+    source = (
+        spark.read.options(**reader_options)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT)
+        .schema(schema)
+        .csv(path)
+    )
+    return source, names
+
+
 def _checked_rows(  # returns (RDD of Checked, mapping); pyspark.rdd has no type hints
-    spark: SparkSession, table: TableSchema, path: str, fmt: str, extras: tuple[str, ...]
+    spark: SparkSession,
+    table: TableSchema,
+    path: str,
+    fmt: str,
+    extras: tuple[str, ...],
+    csv: CsvOptions,
 ) -> tuple[Any, ColumnMapping]:
     if fmt == "json":
         mapping = map_columns(table, [*(c.name for c in table.columns), *extras], extras)
         lines = spark.read.text(path)
         return lines.rdd.filter(lambda r: bool(r[0].strip())).map(_json_checker(table, mapping)), mapping
     if fmt == "csv":
-        header = spark.read.option("header", "true").option("escape", '"').csv(path).columns
-        schema = st.StructType([st.StructField(n, st.StringType()) for n in [*header, CORRUPT]])
-        source: DataFrame = (
-            spark.read.option("header", "true")
-            .option("escape", '"')  # RFC 4180: a quote inside a quoted field is doubled
-            .option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", CORRUPT)
-            .schema(schema)
-            .csv(path)
-        )
+        source, _ = _csv_source(spark, table, path, csv)
     else:
         source = spark.read.parquet(path)
     names = source.columns
     mapping = map_columns(table, [n for n in names if n != CORRUPT], extras)
     return source.rdd.map(_checker(mapping, names)), mapping
+
+
+SPREAD_BYTES = 1 << 20
+"""Input bytes per write task at most (up to `SPREAD_MAX` tasks): progress moves per task."""
+SPREAD_MAX = 256
+
+
+def _spread(spark: SparkSession, rdd: Any, size: int | None) -> Any:
+    """At least a few partitions per core, and about one per MB of input: a multi-line CSV (not
+    splittable) or a small file is read by one task, and the writes and the progress display
+    (which advances as tasks finish) need more than one."""
+    wanted = 4 * max(1, int(spark.sparkContext.defaultParallelism))
+    wanted = max(wanted, min(SPREAD_MAX, (size or 0) // SPREAD_BYTES))
+    return rdd.repartition(wanted) if rdd.getNumPartitions() < wanted else rdd
+
+
+def input_bytes(path: str) -> int | None:
+    """Size of a local input file or directory (None for a URI Spark reads itself)."""
+    local = Path(path)
+    if "://" in path or not local.exists():
+        return None
+    if local.is_file():
+        return local.stat().st_size
+    return sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
 
 
 def run_load(
@@ -113,7 +157,8 @@ def run_load(
     path: str,
     fmt: str,
     rejects_dir: str,
-    progress: Callable[[str], Any] | None = None,
+    progress: StepReporter | None = None,
+    csv: CsvOptions | None = None,
 ) -> LoadSummary:
     """Load `path` into the table named by `options`; `raw_options` go to the data source as given."""
     if fmt not in FORMATS:
@@ -127,21 +172,23 @@ def run_load(
     started = time.monotonic()
     table = fetch_table_schema(session_for(options.connect), options.keyspace, options.table)
     extras = tuple(e for e in (options.writetime_column, options.ttl_column) if e)
-    checked, mapping = _checked_rows(spark, table, path, fmt, extras)
-    checked = checked.persist(StorageLevel.MEMORY_AND_DISK)
+    checked, mapping = _checked_rows(spark, table, path, fmt, extras, csv or CsvOptions())
+    size = input_bytes(path)
+    checked = _spread(spark, checked, size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        _step(progress, "checking rows")
+        _step(progress, "reading and checking rows", size, "bytes")
         read = checked.count()
+        bad = checked.filter(lambda c: not c[0]).map(lambda c: c[1])
+        rejected = bad.count()
         good = spark.createDataFrame(
             checked.filter(lambda c: c[0]).map(lambda c: c[1]), _target_schema(mapping)
         )
-        _step(progress, "writing rows")
+        _step(progress, "writing rows", read - rejected, "rows")
         good.write.format(SOURCE_NAME).options(**raw_options).mode("append").save()
-        bad = checked.filter(lambda c: not c[0]).map(lambda c: c[1])
-        rejected = bad.count()
         if rejected:
-            _step(progress, "writing rejects")
+            _step(progress, "writing rejects", rejected, "rows")
             spark.createDataFrame(bad, REJECT_SCHEMA).write.json(rejects_dir)
+        _step(progress, "", None, "")  # the last step is done
     finally:
         checked.unpersist()
     return LoadSummary(
@@ -156,9 +203,9 @@ def _target_schema(mapping: ColumnMapping) -> st.StructType:
     return schema
 
 
-def _step(progress: Callable[[str], Any] | None, name: str) -> None:
+def _step(progress: StepReporter | None, name: str, total: int | None, unit: str) -> None:
     if progress is not None:
-        progress(name)
+        progress(name, total, unit)
 
 
 def read_rejects(rejects_dir: str) -> Iterator[dict[str, str]]:

@@ -63,7 +63,9 @@ class BoundSelect:
     def restrictions(self) -> Restrictions:
         """The WHERE clause split for storage, with every other restriction a row filter."""
         if self._restrictions is None:
-            self._restrictions = analyze(self.statement.where, self.table, self._bindings, select_filter)
+            self._restrictions = analyze(
+                self.statement.where, self.table, self._bindings, select_filter, narrow=True
+            )
         return self._restrictions
 
     def index_value(self, rel: ast.Relation, column: ColumnDef, kind: str) -> bytes:

@@ -54,7 +54,7 @@ def bind_conditions(stmt: ast.ModificationStatement, table: TableDef, bindings: 
                 raise InvalidRequest(f"Undefined column name {rel.lhs.name}")
             if col.is_primary_key:
                 raise InvalidRequest(f"PRIMARY KEY column '{col.name}' cannot have IF conditions")
-            name, check = col.name, relation_predicate(col.name, col.type, rel, bindings)
+            name, check = col.name, relation_predicate(col.name, col.type, rel, bindings, condition=True)
         else:
             raise InvalidRequest("Unsupported IF condition")
         checks.append(check)
@@ -80,7 +80,11 @@ def _element_predicate(rel: ast.Relation, table: TableDef, bindings: Bindings) -
         raise InvalidRequest(f"Invalid element access on non-collection column {col.name}")
     wanted_key = term_value(rel.lhs.key, key_type, col.name, bindings)
     check = relation_predicate(
-        "element", value_type, ast.Relation(ast.ColumnRef("element"), rel.op, rel.rhs), bindings
+        "element",
+        value_type,
+        ast.Relation(ast.ColumnRef("element"), rel.op, rel.rhs),
+        bindings,
+        condition=True,
     )
     name = col.name
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from tabletdb.cdc.stream_id import stream_id_token
 from tabletdb.cql import bytecomparable
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import CqlType
@@ -39,6 +40,12 @@ def partition_key(table: TableDef, values: Sequence[bytes]) -> tuple[bytes, int]
     key = partition_key_bytes(list(values))
     if not key:
         raise InvalidRequest(f"Key may not be empty (column {table.partition_key[0].name})")
+    if table.is_cdc_log:  # the CDC partitioner: a stream id carries its token
+        if len(key) != 16:
+            raise InvalidRequest(
+                f"A CDC stream id is 16 bytes, got {len(key)} (column {table.partition_key[0].name})"
+            )
+        return key, stream_id_token(key)
     return key, token_of(key)
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import from_json
+from tabletdb.cql.numbers import parse_int
 from tabletdb.cql.types import INT, TEXT, CqlType, MapType, SetType
 from tabletdb.cql.values import Unset
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
@@ -166,7 +168,7 @@ def _json_values(stmt: ast.InsertStatement, table: TableDef, bindings: Bindings)
     if not isinstance(text, str):
         raise InvalidRequest("Got null for INSERT JSON values")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_float=Decimal, parse_int=parse_int)  # decimals keep every digit
     except (ValueError, RecursionError) as exc:  # RecursionError: arrays or objects nested too deeply
         raise InvalidRequest(f"Could not decode JSON string as a map: {exc}") from exc
     if not isinstance(doc, dict):

@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from tabletdb.cql import ast
-from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest
+from tabletdb.cql.errors import ConfigurationError, CqlSyntaxError, InvalidRequest
+from tabletdb.cql.numbers import brief_int, parse_int
 
 
 def option_value(term: ast.Term, option: str) -> Any:
     """The plain value of one option term (str, int, float, bool, dict, list)."""
     if isinstance(term, ast.Literal):
-        return _literal_value(term)
+        return _literal_value(term, option)
     if isinstance(term, ast.MapLiteral):
         return {_map_key(k, option): option_value(v, option) for k, v in term.pairs}
     if isinstance(term, ast.ListLiteral | ast.SetLiteral | ast.TupleLiteral):
@@ -35,10 +36,15 @@ def options_dict(properties: ast.Properties) -> dict[str, Any]:
     return result
 
 
-def _literal_value(term: ast.Literal) -> Any:
+def _literal_value(term: ast.Literal, option: str) -> Any:
     kind, text = term.kind, term.text
     if kind == "integer":
-        return int(text)
+        number = parse_int(text)
+        if not -(2**63) <= number < 2**63:  # no option takes more; the schema stores 64 bits at most
+            raise ConfigurationError(
+                f"Invalid value for property '{option}': {brief_int(number)} is out of range"
+            )
+        return number
     if kind == "float":
         return float(text)
     if kind == "boolean":

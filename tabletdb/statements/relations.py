@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tabletdb.cql import ast
+from tabletdb.cql import ast, codec
+from tabletdb.cql.compare import compare
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.types import CqlType, ListType, MapType, SetType
+from tabletdb.cql.types import CqlType, ListType, MapType, NativeType, SetType
 from tabletdb.cql.values import Unset
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.terms import NO_BINDINGS, Bindings, term_value
@@ -35,10 +36,14 @@ def _bound_value(term: ast.Term, t: CqlType, receiver: str, bindings: Bindings) 
     return value
 
 
-def relation_predicate(name: str, t: CqlType, rel: ast.Relation, bindings: Bindings) -> Predicate:
+def relation_predicate(
+    name: str, t: CqlType, rel: ast.Relation, bindings: Bindings, *, condition: bool = False
+) -> Predicate:
     """A test of one WHERE relation on decoded rows (column name -> Python value): shared by
-    filtering, IF conditions and view filters, so all of them read a relation the same way."""
-    return bind_relation(name, t, rel, bindings).test
+    filtering, IF conditions and view filters, so all of them read a relation the same way.
+    ``condition``: an IF condition, where ``= null`` holds of a missing value (in a WHERE clause
+    a comparison with null holds of nothing, as in ScyllaDB)."""
+    return bind_relation(name, t, rel, bindings, condition=condition).test
 
 
 def literal_predicate(name: str, t: CqlType, rel: ast.Relation) -> Predicate:
@@ -47,7 +52,24 @@ def literal_predicate(name: str, t: CqlType, rel: ast.Relation) -> Predicate:
     return relation_predicate(name, t, rel, NO_BINDINGS)
 
 
-def bind_relation(name: str, t: CqlType, rel: ast.Relation, bindings: Bindings) -> BoundRelation:
+_PYTHON_ORDERED = frozenset(
+    {"ascii", "text", "varchar", "tinyint", "smallint", "int", "bigint", "varint", "counter"}
+    | {"decimal", "timestamp", "date", "time", "boolean", "blob"}
+)
+"""Native types whose decoded Python values sort as CQL sorts them; every other type (uuids,
+floats with NaN, inet, tuples with null fields, collections) is compared in its serialized form."""
+
+
+def _comparator(t: CqlType) -> Callable[[Any, Any], int]:
+    """Three-way CQL comparison of two non-null decoded values of ``t``."""
+    if isinstance(t, NativeType) and t.name in _PYTHON_ORDERED:
+        return lambda a, b: (a > b) - (a < b)
+    return lambda a, b: compare(t, codec.serialize(t, a), codec.serialize(t, b))
+
+
+def bind_relation(
+    name: str, t: CqlType, rel: ast.Relation, bindings: Bindings, *, condition: bool = False
+) -> BoundRelation:
     """The relation on column ``name`` of type ``t`` with its values bound."""
     op = rel.op
     if op == "IN":
@@ -55,6 +77,8 @@ def bind_relation(name: str, t: CqlType, rel: ast.Relation, bindings: Bindings) 
             options = [_bound_value(item, t, name, bindings) for item in rel.rhs.items]
         else:
             options = list(_bound_value(rel.rhs, _list_of(t), name, bindings) or ())
+        if not condition:
+            options = [o for o in options if o is not None]
         return BoundRelation(lambda r: r.get(name) in options)
     if op in ("CONTAINS", "CONTAINS KEY"):
         element = _element_type(t, key=op == "CONTAINS KEY")
@@ -65,18 +89,33 @@ def bind_relation(name: str, t: CqlType, rel: ast.Relation, bindings: Bindings) 
             return BoundRelation(lambda r: any(v == wanted for _, v in (r.get(name) or ())))
         return BoundRelation(lambda r: wanted in (r.get(name) or ()))
     wanted = _bound_value(_single(rel.rhs), t, name, bindings)
-    compare: dict[str, Callable[[Any, Any], bool]] = {
-        "=": lambda a, b: a == b,
-        "!=": lambda a, b: a != b,
-        "<": lambda a, b: a is not None and a < b,
-        "<=": lambda a, b: a is not None and a <= b,
-        ">": lambda a, b: a is not None and a > b,
-        ">=": lambda a, b: a is not None and a >= b,
-    }
-    if op not in compare:
+    if op not in _OPERATORS:
         raise InvalidRequest(f"Unsupported restriction {op} on column {name}")
-    check = compare[op]
-    return BoundRelation(lambda r: check(r.get(name), wanted), wanted if op == "=" else None)
+    if op in ("=", "!=") and condition:
+        equal = op == "="
+        return BoundRelation(lambda r: (r.get(name) == wanted) == equal, wanted if equal else None)
+    if wanted is None:
+        if condition:
+            raise InvalidRequest(f'Invalid comparison with null for operator "{op}"')
+        return BoundRelation(lambda r: False, None)
+    holds, cmp = _OPERATORS[op], _comparator(t)
+
+    def test(row: Row) -> bool:
+        value = row.get(name)
+        return value is not None and holds(cmp(value, wanted))
+
+    return BoundRelation(test, wanted if op == "=" else None)
+
+
+_OPERATORS: dict[str, Callable[[int], bool]] = {
+    "=": lambda c: c == 0,
+    "!=": lambda c: c != 0,
+    "<": lambda c: c < 0,
+    "<=": lambda c: c <= 0,
+    ">": lambda c: c > 0,
+    ">=": lambda c: c >= 0,
+}
+"""Each comparison operator as a test of a three-way comparison's result."""
 
 
 def select_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Predicate:

@@ -18,7 +18,7 @@ from tabletdb.cql.values import Unset
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.statements.keys import clustering_bound, encode_clustering, partition_key
-from tabletdb.statements.slices import is_mixed, mixed_order_slices
+from tabletdb.statements.slices import TupleBound, intersect, is_mixed, mixed_order_slices
 from tabletdb.statements.terms import Bindings, term_bytes, term_value
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 
@@ -37,6 +37,9 @@ class Restrictions:
     lower: tuple[list[bytes], bool] | None = None
     """(values, inclusive) of a range start after the prefix, single- or multi-column."""
     upper: tuple[list[bytes], bool] | None = None
+    more_bounds: list[tuple[int, TupleBound | None, TupleBound | None]] = field(default_factory=list)
+    """Further slice restrictions (position of their first column, lower, upper) the rows must
+    also meet: a second range on a column, or a range on a column also restricted by ``=``."""
     filters: list[Callable[[Row], bool]] = field(default_factory=list)
     filtered_columns: list[str] = field(default_factory=list)
     has_token: bool = False
@@ -46,45 +49,52 @@ class Restrictions:
         return len(self.clustering_prefixes[0]) if self.clustering_prefixes else 0
 
     def slices(self, table: TableDef) -> list[ClusteringSlice]:
-        """The clustering slices selected, as byte ranges in storage (clustering) order.
-
-        A range on a DESC column is stored inverted, so its value bounds swap ends: ``c > v``
-        becomes "bytes before enc(v)".
-        """
+        """The clustering slices selected, as byte ranges in storage (clustering) order."""
         out = []
         for prefix in sorted(self.clustering_prefixes, key=lambda p: encode_clustering(table, p)):
-            if is_mixed(table, len(prefix), (self.lower, self.upper)):
-                out.extend(mixed_order_slices(table, prefix, self.lower, self.upper))
-                continue
-            lower, upper = self.lower, self.upper
-            if self._range_descending(table, len(prefix)):
-                lower, upper = upper, lower
-            lo = clustering_bound(
-                table, prefix + (lower[0] if lower else []), lower=True, inclusive=lower[1] if lower else True
-            )
-            hi = clustering_bound(
-                table,
-                prefix + (upper[0] if upper else []),
-                lower=False,
-                inclusive=upper[1] if upper else True,
-            )
-            start = None if not lo else Bound(lo, inclusive=True)
-            end = None if hi == b"\x60" else Bound(hi, inclusive=False)
-            out.append(ClusteringSlice(start, end))
+            pieces = _bounded(table, prefix, self.lower, self.upper)
+            for position, lower, upper in self.more_bounds:
+                pieces = intersect(pieces, _bounded(table, prefix[:position], lower, upper))
+            out.extend(pieces)
         return out
-
-    def _range_descending(self, table: TableDef, position: int) -> bool:
-        if self.lower is None and self.upper is None:
-            return False
-        width = max(len(self.lower[0]) if self.lower else 0, len(self.upper[0]) if self.upper else 0)
-        orders = {
-            c.clustering_order is ClusteringOrder.DESC
-            for c in table.clustering_key[position : position + width]
-        }
-        return orders == {True}
 
     def clustering_keys(self, table: TableDef) -> list[bytes]:
         return sorted({encode_clustering(table, p) for p in self.clustering_prefixes})
+
+
+def _bounded(
+    table: TableDef, prefix: list[bytes], lower: TupleBound | None, upper: TupleBound | None
+) -> list[ClusteringSlice]:
+    """Keys starting with ``prefix`` whose next columns lie within the bounds, as storage slices.
+
+    A range on a DESC column is stored inverted, so its value bounds swap ends: ``c > v``
+    becomes "bytes before enc(v)".
+    """
+    if is_mixed(table, len(prefix), (lower, upper)):
+        return mixed_order_slices(table, prefix, lower, upper)
+    if _range_descending(table, len(prefix), lower, upper):
+        lower, upper = upper, lower
+    lo = clustering_bound(
+        table, prefix + (lower[0] if lower else []), lower=True, inclusive=lower[1] if lower else True
+    )
+    hi = clustering_bound(
+        table, prefix + (upper[0] if upper else []), lower=False, inclusive=upper[1] if upper else True
+    )
+    start = None if not lo else Bound(lo, inclusive=True)
+    end = None if hi == b"\x60" else Bound(hi, inclusive=False)
+    return [ClusteringSlice(start, end)]
+
+
+def _range_descending(
+    table: TableDef, position: int, lower: TupleBound | None, upper: TupleBound | None
+) -> bool:
+    if lower is None and upper is None:
+        return False
+    width = max(len(lower[0]) if lower else 0, len(upper[0]) if upper else 0)
+    orders = {
+        c.clustering_order is ClusteringOrder.DESC for c in table.clustering_key[position : position + width]
+    }
+    return orders == {True}
 
 
 def _bytes(term: ast.Term, t: CqlType, name: str, bindings: Bindings) -> bytes | None:
@@ -130,15 +140,37 @@ def single_value(
     return value
 
 
+def _eq_values(rel: ast.Relation, col: ColumnDef, bindings: Bindings, keep: bool) -> list[bytes]:
+    """The values ``col = v`` or ``col IN (...)`` allows."""
+    if rel.op == "=":
+        return [single_value(rel.rhs, col, bindings, keep)]
+    return _in_list(rel.rhs, col, bindings)
+
+
+def _restrict(allowed: dict[str, list[bytes]], name: str, values: list[bytes], narrow: bool) -> None:
+    """Record the values a key column may take; a second ``=``/``IN`` on it narrows them to the
+    values both allow when ``narrow`` (a SELECT: ScyllaDB's ``a = 1 AND a = 2`` selects nothing)
+    and is refused otherwise (a write names the rows it writes, once)."""
+    if name in allowed:
+        if not narrow:
+            raise InvalidRequest(
+                f"{name} cannot be restricted by more than one relation if it includes an Equal"
+            )
+        values = [v for v in allowed[name] if v in values]
+    allowed[name] = values
+
+
 def analyze(
     where: Sequence[ast.Relation],
     table: TableDef,
     bindings: Bindings,
     make_filter: FilterFactory,
     keep: bool = True,
+    narrow: bool = False,
 ) -> Restrictions:
     """The WHERE clause split for storage, every other relation a filter from ``make_filter``.
-    ``keep`` (``Bindings.validated``'s): False where no filter can read a key's marker again."""
+    ``keep`` (``Bindings.validated``'s): False where no filter can read a key's marker again.
+    ``narrow``: a repeated equality on a key column selects the values both allow (SELECT)."""
     r = Restrictions()
     pk_values: dict[str, list[bytes]] = {}
     pk_relations: list[ast.Relation] = []
@@ -161,22 +193,10 @@ def analyze(
         if col is None:
             raise InvalidRequest(f"Undefined column name {lhs.name}")
         if col in table.partition_key and rel.op in ("=", "IN"):
-            if col.name in pk_values:
-                raise InvalidRequest(
-                    f"{col.name} cannot be restricted by more than one relation if it includes an Equal"
-                )
             pk_relations.append(rel)
-            pk_values[col.name] = (
-                [single_value(rel.rhs, col, bindings, keep)]
-                if rel.op == "="
-                else _in_list(rel.rhs, col, bindings)
-            )
+            _restrict(pk_values, col.name, _eq_values(rel, col, bindings, keep), narrow)
         elif col in table.clustering_key and rel.op in ("=", "IN"):
-            ck_eq[col.name] = (
-                [single_value(rel.rhs, col, bindings, keep)]
-                if rel.op == "="
-                else _in_list(rel.rhs, col, bindings)
-            )
+            _restrict(ck_eq, col.name, _eq_values(rel, col, bindings, keep), narrow)
         elif col in table.clustering_key and rel.op in ("<", "<=", ">", ">="):
             ck_range.setdefault(col.name, []).append((rel.op, single_value(rel.rhs, col, bindings, keep)))
         else:
@@ -193,6 +213,12 @@ def analyze(
             combos = itertools.product(*(pk_values[c.name] for c in table.partition_key))
             r.partition_keys = [list(c) for c in combos]
     _clustering(r, table, ck_eq, ck_range, multi, bindings, make_filter)
+    if not r.clustering_prefixes:  # two equalities on a clustering column no value meets
+        if r.partition_keys is not None:
+            r.partition_keys = []
+        else:
+            r.filters.append(lambda _row: False)
+            r.filtered_columns.append(table.clustering_key[0].name)
     return r
 
 
@@ -219,12 +245,17 @@ def _clustering(
     if multi:
         _multi_column(r, table, i, multi, bindings)
         return
-    if i < len(columns) and columns[i].name in ck_range:
-        for op, value in ck_range.pop(columns[i].name):
-            if op in (">", ">="):
-                r.lower = ([value], op == ">=")
+    for position in range(min(i + 1, len(columns))):
+        for op, value in ck_range.pop(columns[position].name, []):
+            bound = ([value], op in (">=", "<="))
+            lower = op in (">", ">=")
+            if position == i and (r.lower if lower else r.upper) is None:
+                if lower:
+                    r.lower = bound
+                else:
+                    r.upper = bound
             else:
-                r.upper = ([value], op == "<=")
+                r.more_bounds.append((position, bound if lower else None, None if lower else bound))
     for name in list(ck_eq) + list(ck_range):
         raise InvalidRequest(
             f'PRIMARY KEY column "{name}" cannot be restricted as preceding column '
@@ -267,11 +298,15 @@ def _multi_column(
             r.clustering_prefixes = [p + components(rel.rhs) for p in r.clustering_prefixes]
         else:
             assert not isinstance(rel.rhs, ast.InValues)
-            values = components(rel.rhs)
-            if rel.op in (">", ">="):
-                r.lower = (values, rel.op == ">=")
+            bound = (components(rel.rhs), rel.op in (">=", "<="))
+            lower = rel.op in (">", ">=")
+            if (r.lower if lower else r.upper) is None:
+                if lower:
+                    r.lower = bound
+                else:
+                    r.upper = bound
             else:
-                r.upper = (values, rel.op == "<=")
+                r.more_bounds.append((start, bound if lower else None, None if lower else bound))
 
 
 def _token_restriction(r: Restrictions, rel: ast.Relation, table: TableDef, bindings: Bindings) -> None:

@@ -81,3 +81,30 @@ def is_mixed(table: TableDef, position: int, bounds: Sequence[TupleBound | None]
         c.clustering_order is ClusteringOrder.DESC for c in table.clustering_key[position : position + width]
     }
     return len(orders) > 1
+
+
+def _start_key(bound: Bound | None) -> tuple[bytes, int] | None:
+    """A start bound as a point of the key line: (key, 0) from key on, (key, 1) after it."""
+    return None if bound is None else (bound.key, 0 if bound.inclusive else 1)
+
+
+def _end_key(bound: Bound | None) -> tuple[bytes, int] | None:
+    """An end bound as a point of the key line: (key, 1) up to key included, (key, 0) before it."""
+    return None if bound is None else (bound.key, 1 if bound.inclusive else 0)
+
+
+def intersect(a: Sequence[ClusteringSlice], b: Sequence[ClusteringSlice]) -> list[ClusteringSlice]:
+    """The keys in both lists of slices, as sorted disjoint slices: several restrictions on the
+    same clustering columns (``c > 1 AND c > 3``, ``(c) < (1) AND (c, d) < (1, 2)``) select the
+    rows every one of them selects."""
+    out = []
+    for x in a:
+        for y in b:
+            xs, ys = _start_key(x.start), _start_key(y.start)
+            start = x.start if ys is None or (xs is not None and xs >= ys) else y.start
+            xe, ye = _end_key(x.end), _end_key(y.end)
+            end = x.end if ye is None or (xe is not None and xe <= ye) else y.end
+            s, e = _start_key(start), _end_key(end)
+            if s is None or e is None or s < e:
+                out.append(ClusteringSlice(start, end))
+    return sorted(out, key=lambda sl: _start_key(sl.start) or (b"", -1))

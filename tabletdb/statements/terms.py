@@ -7,6 +7,7 @@ decoding. Values follow the conventions of `tabletdb.cql.codec`.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Sequence
@@ -15,7 +16,22 @@ from typing import Any
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.literals import literal_value
-from tabletdb.cql.types import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
+from tabletdb.cql.types import (
+    BIGINT,
+    BLOB,
+    DATE,
+    TIME,
+    TIMESTAMP,
+    TIMEUUID,
+    UUID,
+    CqlType,
+    ListType,
+    MapType,
+    SetType,
+    TupleType,
+    UserType,
+    VectorType,
+)
 from tabletdb.cql.values import UNSET, Unset, Value
 
 
@@ -71,15 +87,34 @@ class Bindings:
         if raw is None or isinstance(raw, Unset):
             return raw
         if not keep:
-            codec.deserialize(receiver_type, raw)
-            return raw
+            decoded = codec.deserialize(receiver_type, raw)
+            return codec.serialize(receiver_type, decoded) if _unordered(receiver_type) else raw
         memo = self._decoded
         if memo is None:
             memo = self._decoded = [None] * len(values)
         seen = memo[index]
         if seen is None or (seen[0] is not receiver_type and seen[0] != receiver_type):
-            memo[index] = (receiver_type, codec.deserialize(receiver_type, raw))
+            memo[index] = seen = (receiver_type, codec.deserialize(receiver_type, raw))
+        if _unordered(receiver_type):
+            # a client may send a set's elements (or a map's keys) in any order and repeated; a
+            # key must be stored and looked up in the one CQL order, as a literal is
+            return codec.serialize(receiver_type, seen[1])
         return raw
+
+
+@functools.cache
+def _unordered(t: CqlType) -> bool:
+    """Whether ``t`` holds a set or map anywhere, whose serialized form a client may send in an
+    order other than CQL's."""
+    if isinstance(t, SetType | MapType):
+        return True
+    if isinstance(t, ListType | VectorType):
+        return _unordered(t.element)
+    if isinstance(t, TupleType):
+        return any(_unordered(e) for e in t.elements)
+    if isinstance(t, UserType):
+        return any(_unordered(f) for f in t.field_types)
+    return False
 
 
 def _missing(marker: ast.BindMarker, values: Sequence[Value]) -> InvalidRequest:
@@ -203,19 +238,54 @@ def _term_kind(term: ast.Term) -> str:
     }.get(type(term), "value")
 
 
+_GENERATORS: dict[str, CqlType] = {
+    "now": TIMEUUID,
+    "currenttimeuuid": TIMEUUID,
+    "uuid": UUID,
+    "currenttimestamp": TIMESTAMP,
+    "currentdate": DATE,
+    "currenttime": TIME,
+}
+"""The functions a term can call without a row, and the type each returns."""
+
+_VALUE_COMPATIBLE: dict[CqlType, frozenset[CqlType]] = {
+    UUID: frozenset({TIMEUUID}),
+    BIGINT: frozenset({TIMESTAMP}),
+}
+"""Receivers that also take the bytes of other types (beyond their own, and a blob's taking any),
+as ScyllaDB's value compatibility has it: a timestamp is a bigint of milliseconds."""
+
+_NEED_ARGUMENTS = frozenset({"totimestamp", "todate", "tounixtimestamp", "mintimeuuid", "maxtimeuuid"})
+
+
 def _function_value(call: ast.FunctionCall, t: CqlType, receiver: str) -> Any:
-    """Functions that need no arguments and no row: the time and id generators."""
+    """Functions that need no arguments and no row: the time and id generators, checked against
+    the receiver's type as ScyllaDB checks them (a bigint cannot take a timeuuid)."""
     name = call.name.lower()
+    if name in _NEED_ARGUMENTS and not call.args:
+        raise InvalidRequest(
+            f"Invalid number of arguments in call to function system.{name}: 1 required but 0 provided"
+        )
+    if name not in _GENERATORS and not call.args:
+        raise InvalidRequest(f"Unknown function {name} called")
     if call.args:
         raise InvalidRequest(f"Function {name} with arguments is not supported in this position ({receiver})")
+    result = _GENERATORS[name]
+    if t != result and t != BLOB and result not in _VALUE_COMPATIBLE.get(t, frozenset()):
+        raise InvalidRequest(
+            f"Type error: cannot assign result of function system.{name} (type {result.cql()}) "
+            f"to {receiver} (type {t.cql()})"
+        )
     if name in ("now", "currenttimeuuid"):
-        return uuid.uuid1()
-    if name == "uuid":
-        return uuid.uuid4()
-    if name in ("currenttimestamp", "totimestamp"):
-        return time.time_ns() // 1_000_000
-    if name == "currentdate":
-        return time.time_ns() // 86_400_000_000_000
-    if name == "currenttime":
-        return time.time_ns() % 86_400_000_000_000
-    raise InvalidRequest(f"Unknown function {name} called")
+        value: Any = uuid.uuid1()
+    elif name == "uuid":
+        value = uuid.uuid4()
+    elif name == "currenttimestamp":
+        value = time.time_ns() // 1_000_000
+    elif name == "currentdate":
+        value = time.time_ns() // 86_400_000_000_000
+    else:
+        value = time.time_ns() % 86_400_000_000_000
+    if t == BLOB:
+        return codec.serialize(result, value)
+    return value

@@ -15,6 +15,10 @@ touched. With ``skip_corrupt`` (the ``commitlog_skip_corrupt_records`` setting) 
 copied beside itself (``commit.log.corrupt-<UTC time>``, synced) as evidence, the damaged
 stretches are reported at ERROR and skipped, and every valid record, those after them included,
 is replayed.
+
+A data file found damaged while replaying (``TabletCorrupt``) gets none of its writes: it is left
+as it is, for the storage service to set aside when it opens it, and its replica is then
+re-copied from the other replicas, which hold those writes too.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import msgpack
 from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.commit_records import CommitLogCorrupt, LogContents, Stretch
 from tabletdb.storage.fsync import fsync_path
-from tabletdb.storage.tablet_store import StorageError, TabletStore
+from tabletdb.storage.tablet_store import StorageError, TabletCorrupt, TabletStore
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,7 @@ def replay(commit_log: CommitLog, root: Path, *, skip_corrupt: bool = False) -> 
     records = [msgpack.unpackb(payload) for payload in contents.records]
     removals = [(i, record[1]) for i, record in enumerate(records) if record[0] == REMOVE]
     stores: dict[Path, TabletStore] = {}
+    damaged: set[Path] = set()
     count = 0
     try:
         for i, record in enumerate(records):
@@ -67,10 +72,19 @@ def replay(commit_log: CommitLog, root: Path, *, skip_corrupt: bool = False) -> 
                 if any(j > i and _under(name, prefix) for j, prefix in removals):
                     continue
                 path = root / name
+                if path in damaged:
+                    continue
                 if path not in stores:
                     if not path.exists():
                         continue
-                    stores[path] = TabletStore(path)
+                    try:
+                        stores[path] = TabletStore(path)
+                    except TabletCorrupt as exc:
+                        damaged.add(path)
+                        log.warning(
+                            "commit log replay skips a damaged data file (set aside when opened): %s", exc
+                        )
+                        continue
                 store = stores[path]
                 for blob in writers:  # in large transactions, as deferred rows are written
                     store.defer_rows(tuple(msgpack.unpackb(blob)))
@@ -141,6 +155,9 @@ def _report_torn_tail(path: Path, tail: Stretch) -> None:
 def _write_replayed(store: TabletStore) -> None:
     try:
         store.write_deferred()  # a write failing alone is dropped and logged there
+    except TabletCorrupt as exc:  # set aside when the node opens it, then repaired from replicas
+        log.warning("commit log replay: %s; its replayed writes are dropped here", exc)
+        store.discard_deferred()
     except StorageError:  # the file refuses every write: what the replay can do is report it
         log.exception("commit log replay: writes to %s failed again; they are lost", store.path)
         store.discard_deferred()

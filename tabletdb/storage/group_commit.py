@@ -63,9 +63,14 @@ class GroupCommitter:
     @property
     def idle(self) -> bool:
         """Nothing queued, committing or deferred: the store may be closed (restore replaces its file)."""
+        return not (self.committing or self.store.deferred_count)
+
+    @property
+    def committing(self) -> bool:
+        """Writes queued or being committed (rows deferred in the store aside): while this holds,
+        the store may not be closed even if its rows are to be dropped (a damaged file)."""
         outstanding = self._logged is not None and self._logged.outstanding
-        busy = self._pending or self._scheduled or self._in_flight or outstanding
-        return not (busy or self.store.deferred_count)
+        return bool(self._pending or self._scheduled or self._in_flight or outstanding)
 
     def apply(self, mutations: Sequence[Mutation]) -> asyncio.Future[None]:
         """Queue ``mutations``; the future completes once they are durable, or with what applying

@@ -51,7 +51,7 @@ from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.commit_pool import CommitPool, default_pool
 from tabletdb.storage.commit_replay import REMOVE, WRITE, replay
 from tabletdb.storage.mutation import Mutation
-from tabletdb.storage.tablet_store import StorageError, TabletStore
+from tabletdb.storage.tablet_store import StorageError, TabletCorrupt, TabletStore
 
 log = logging.getLogger(__name__)
 
@@ -383,6 +383,8 @@ class NodeCommitter:
         self.counters.write_outs += 1
         try:
             store.write_deferred()
+        except TabletCorrupt as exc:  # the storage service sets the file aside and logs it (ERROR)
+            log.debug("deferred rows kept: %s", exc)
         except Exception:  # kept deferred, durable in the log; reads of the store report it
             log.exception("writing deferred rows to %s failed", store.path)
         if self._write_out:

@@ -12,6 +12,10 @@ byte order is ballot order, and values are the proposer's opaque bytes (see
 
 Cassandra keeps this in ``system.paxos`` with a TTL; rows here are kept until their table is
 dropped (`forget_prefix`), one small row per partition ever written conditionally.
+
+The file is checked (``PRAGMA quick_check``; ``storage.corruption``) when the node opens it at start:
+a damaged one refuses the start with ``CorruptFile`` (one line: the file, the damage, what to do)
+rather than letting an acceptor answer from state it cannot read.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tabletdb.storage.corruption import CorruptFile, is_corruption, quick_check
 from tabletdb.storage.tablet_store import StorageError
 
 _DDL = """
@@ -35,6 +40,14 @@ CREATE TABLE IF NOT EXISTS paxos (
     history BLOB NOT NULL DEFAULT x''
 ) WITHOUT ROWID
 """
+
+
+PAXOS_REMEDY = (
+    "it holds this replica's Paxos promises and accepted proposals (LWT); restore it from a backup "
+    "of this node, or move it (with any -wal and -shm beside it) out of the directory and start "
+    "again with empty Paxos state, which is safe only once no conditional write is in flight: "
+    "stop LWT traffic first"
+)
 
 
 @dataclass(frozen=True)
@@ -65,8 +78,15 @@ class PaxosStateStore:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute(_DDL)
+            found = quick_check(self._conn)
         except (OSError, sqlite3.Error) as exc:
+            if is_corruption(exc):
+                self._conn.close()
+                raise CorruptFile(self.path, f"SQLite reports {exc}", PAXOS_REMEDY) from exc
             raise StorageError(f"cannot open Paxos state {self.path}: {exc}") from exc
+        if found is not None:
+            self._conn.close()
+            raise CorruptFile(self.path, f"PRAGMA quick_check found {found}", PAXOS_REMEDY)
 
     def load(self, key: bytes) -> PaxosRecord | None:
         row = self._conn.execute(

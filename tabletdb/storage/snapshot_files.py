@@ -30,11 +30,16 @@ _CHUNK = 1 << 20
 SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
+def _read_only_uri(path: Path) -> str:
+    """A file URI needs an absolute path; callers may hold one relative to the working dir."""
+    return f"{path.resolve().as_uri()}?mode=ro"
+
+
 def _read_only(path: Path) -> sqlite3.Connection:
     if not path.exists():
         raise StorageError(f"tablet file {path} does not exist")
     try:
-        return sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        return sqlite3.connect(_read_only_uri(path), uri=True)
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open tablet file {path} read-only: {exc}") from exc
 
@@ -122,7 +127,7 @@ def check_image(path: Path) -> None:
     """Sync a staged image and make sure SQLite reads it as an intact tablet file."""
     fsync_path(path)
     try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
             verdict = conn.execute("PRAGMA quick_check").fetchone()
             conn.execute("SELECT 1 FROM partitions LIMIT 1")

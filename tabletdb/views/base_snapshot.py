@@ -12,10 +12,11 @@ from typing import Any
 
 from tabletdb.coordinator.rows import column_values
 from tabletdb.cql import codec
-from tabletdb.replica.stores import DataStores
+from tabletdb.replica.stores import DataStores, damaged_replica
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.keys import decode_clustering, split_key
 from tabletdb.storage.reconcile import LiveCell, LiveRow
+from tabletdb.storage.tablet_store import TabletCorrupt, TabletUnavailable
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,10 @@ def liveness_ttl(row: LiveRow) -> int | None:
 
 
 def partition_snapshot(table: TableDef, stores: DataStores, key: bytes, token: int, now: int) -> Rows:
-    data = stores.store(table, token).read_partition(key, now)
+    try:
+        data = stores.store(table, token).read_partition(key, now)
+    except (TabletCorrupt, TabletUnavailable) as exc:
+        raise damaged_replica(table, exc) from exc
     if data is None:
         return {}
     base: dict[str, Any] = {}

@@ -36,7 +36,8 @@ _where_cache: dict[tuple[str, str], list[Predicate]] = {}
 
 
 def view_filter(view: ViewDef, base: TableDef) -> list[Predicate]:
-    """The view's WHERE restrictions other than ``IS NOT NULL``, as predicates on base rows."""
+    """The view's WHERE restrictions as predicates on base rows (``IS NOT NULL`` of a view key
+    column is left to the view key, which a null cannot form)."""
     key = (view.table.id.hex, view.where_clause)
     cached = _where_cache.get(key)
     if cached is not None:
@@ -46,13 +47,24 @@ def view_filter(view: ViewDef, base: TableDef) -> list[Predicate]:
         stmt = parse_statement(f"SELECT * FROM x WHERE {view.where_clause}")
         assert isinstance(stmt, ast.SelectStatement)
         for rel in stmt.where:
-            if rel.op == "IS NOT" or not isinstance(rel.lhs, ast.ColumnRef):
+            if not isinstance(rel.lhs, ast.ColumnRef):
                 continue
             col = base.column(rel.lhs.name)
-            if col is not None:
+            if col is None:
+                continue
+            if rel.op == "IS NOT":
+                # a key column's is checked by the view key; a regular column's holds here
+                if not col.is_primary_key:
+                    predicates.append(_not_null(col.name))
+            else:
                 predicates.append(literal_predicate(col.name, col.type, rel))
     _where_cache[key] = predicates
     return predicates
+
+
+def _not_null(name: str) -> Predicate:
+    """``name IS NOT NULL`` of a view's WHERE clause on a regular column of the base."""
+    return lambda values: values.get(name) is not None
 
 
 def _view_key(view: TableDef, values: dict[str, Any]) -> tuple[bytes, ...] | None:

@@ -113,6 +113,28 @@ def test_creator_gets_grants_and_drop_revokes_them(auth_node: TestNode) -> None:
         assert resources == {"<all keyspaces>"}
 
 
+def test_cdc_log_grants_follow_the_base(auth_node: TestNode) -> None:
+    """Enabling CDC creates the log in the same command, so its creator is granted the log as
+    it is the base; dropping the base drops the log and forgets both grants."""
+    with login(auth_node, "cassandra", "cassandra") as s:
+        s.execute("CREATE ROLE IF NOT EXISTS logger WITH LOGIN = true AND PASSWORD = 'l'")
+        s.execute("CREATE KEYSPACE cdcks WITH replication = " + NTS)
+        s.execute("GRANT CREATE ON KEYSPACE cdcks TO logger")
+    with login(auth_node, "logger", "l") as s:
+        s.execute("CREATE TABLE cdcks.t (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+        s.execute("INSERT INTO cdcks.t (k, v) VALUES (1, 2)")
+        assert [r.v for r in s.execute("SELECT v FROM cdcks.t_scylla_cdc_log")] == [2]
+    with login(auth_node, "cassandra", "cassandra") as s:
+        resources = {r.resource for r in s.execute("LIST ALL PERMISSIONS OF logger NORECURSIVE")}
+        assert {"<table cdcks.t>", "<table cdcks.t_scylla_cdc_log>"} <= resources
+    with login(auth_node, "logger", "l") as s:
+        s.execute("DROP TABLE cdcks.t")
+    with login(auth_node, "cassandra", "cassandra") as s:
+        resources = {r.resource for r in s.execute("LIST ALL PERMISSIONS OF logger NORECURSIVE")}
+        assert resources == {"<keyspace cdcks>"}
+        s.execute("DROP KEYSPACE cdcks")
+
+
 def test_service_level_timeout_is_enforced(node_factory: NodeFactory) -> None:
     node = node_factory.start_node(options={**AUTH_OPTIONS, "test_statement_delay_ms": 300})
     with login(node, "cassandra", "cassandra") as s:

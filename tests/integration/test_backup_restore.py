@@ -282,7 +282,7 @@ def test_failed_backup_task_fails_the_backup_and_still_cleans_up(
     (out / "data").write_text("a file where the data directory must go")
     with pytest.raises(BackupError, match=r"data/bk/\S+\.db: (FileExistsError|NotADirectoryError)"):
         run_backup(spark, _options(source), out, (), QuietReporter())
-    assert NodeApi(source.host, source.endpoints.api_port).balancing_enabled()
+    assert NodeApi(source.host, source.endpoints.api_port, ("cassandra", "cassandra")).balancing_enabled()
     assert not list((source.workdir / "snapshots").glob("*/*"))
     assert not (out / "manifest.json").exists()
 
@@ -302,7 +302,7 @@ def test_tablet_files_load_as_rows_where_boundaries_differ(
             " AND tablets = {'min_tablet_count': 2, 'max_tablet_count': 2}"
         )
     assert kv["tablet_count"] != 2
-    api = NodeApi(target.host, target.endpoints.api_port)
+    api = NodeApi(target.host, target.endpoints.api_port, ("cassandra", "cassandra"))
     for f in kv["files"]:
         result = api.load_tablet(
             kv["id"], f["first_token"], f["last_token"], backup_dir / f["path"], f["sha256"]

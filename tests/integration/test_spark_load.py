@@ -33,6 +33,7 @@ SCHEMA = [
     "CREATE TABLE ld.js (id int PRIMARY KEY, name text, amount decimal, tags set<int>)",
     "CREATE TABLE ld.pq (id bigint PRIMARY KEY, name text, at timestamp, score double)",
     "CREATE TABLE ld.wt (id int PRIMARY KEY, v text)",
+    "CREATE TABLE ld.opts (id int PRIMARY KEY, note text, n int)",
 ]
 GOOD_ROWS = 120
 BAD_LINES = {
@@ -86,7 +87,8 @@ def test_csv_load_keeps_every_good_row_and_rejects_every_bad_one(
         "--port",
         str(node.port),
     ]
-    command += ["--table", "ld.csv", "--from", str(source), "--format", "csv", "--rejects", str(rejects)]
+    # no --format: taken from the .csv extension
+    command += ["--table", "ld.csv", "--from", str(source), "--rejects", str(rejects)]
     command += ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2", "--consistency", "ONE"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=280)
     assert done.returncode == 3, done.stdout + done.stderr[-3000:]
@@ -158,4 +160,30 @@ def test_writetime_and_ttl_fields_apply_per_row(spark: Any, node: TestNode, db: 
     assert [r.t is not None for r in rows] == [n % 2 == 1 for n in range(6)]
     assert [r["reason"] for r in read_rejects(str(tmp_path / "rej"))] == [
         "field wt: 'later' is not a whole number"
+    ]
+
+
+def test_csv_options_multi_line_fields_delimiter_null_value_and_no_header(
+    spark: Any, node: TestNode, db: Any, tmp_path: Path
+) -> None:
+    from tabletdb.spark.input_options import parse_csv_options
+
+    # RFC 4180: quoted fields hold line breaks and doubled quotes; they are one row each. No
+    # header: the fields are the columns in DESCRIBE order (key, then regular columns by name).
+    rows = [f"{n};{n};'line one\nline ''two'' {n}'" if n % 3 == 0 else f"{n};NA;plain {n}" for n in range(30)]
+    rows.append("99;1")  # a field short: one malformed record
+    source = tmp_path / "in.csv"
+    source.write_text("\n".join(rows) + "\n")
+    csv = parse_csv_options(
+        {"header": "false", "delimiter": ";", "quote": "'", "escape": "'", "nullValue": "NA"}, "csv"
+    )
+    raw = {"hosts": node.host, "port": str(node.port), "table": "ld.opts", "consistency": "ONE"}
+    summary = run_load(spark, parse_options(raw), raw, str(source), "csv", str(tmp_path / "rej"), csv=csv)
+    assert (summary.read, summary.loaded, summary.rejected) == (31, 30, 1)
+    got = sorted((r.id, r.note, r.n) for r in db.execute("SELECT id, note, n FROM ld.opts"))
+    assert got == [
+        (n, f"line one\nline 'two' {n}", n) if n % 3 == 0 else (n, f"plain {n}", None) for n in range(30)
+    ]
+    assert [r["reason"] for r in read_rejects(str(tmp_path / "rej"))] == [
+        "malformed record (wrong number of fields or bad quoting)"
     ]

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.net.faults import FaultInjector
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
+from tabletdb.query.auth_check import AuthService
 from tabletdb.replica.storage_service import StorageService
 
 
@@ -28,3 +30,11 @@ class ApiContext:
     storage: StorageService | None = None
     snapshots_dir: Path | None = None
     """Backup and restore endpoints (node.admin.rest_snapshots) act on these."""
+    faults: FaultInjector | None = None
+    """TEST ONLY: set when `test_fault_injection_api` is on; `node.admin.rest_faults` drives it."""
+    auth: AuthService | None = None
+    """Checks every request's credentials when its authenticator takes passwords
+    (node.admin.rest_auth); None or AllowAllAuthenticator: the API is open."""
+    max_future_timestamp_us: int | None = None
+    """Uploaded tablet images may hold no timestamp beyond now + this (restrict_future_timestamp);
+    None: not restricted."""

@@ -25,6 +25,7 @@ from tabletdb.protocol.requests import (
     Request,
     Startup,
 )
+from tabletdb.query.auth_check import AuthService
 from tabletdb.query.route_check import Op, RouteCounters, Target
 from tabletdb.storage.node_commit import CommitCounters
 
@@ -54,11 +55,16 @@ class NodeCollector(Collector):
     """Reads the node's counters at scrape time."""
 
     def __init__(
-        self, requests: RequestCounts, routes: RouteCounters | None, commits: Commits | None
+        self,
+        requests: RequestCounts,
+        routes: RouteCounters | None,
+        commits: Commits | None,
+        auth: AuthService | None = None,
     ) -> None:
         self._requests = requests
         self._routes = routes
         self._commits = commits
+        self._auth = auth
 
     def collect(self) -> Iterator[Metric]:
         by_opcode = CounterMetricFamily(
@@ -71,6 +77,7 @@ class NodeCollector(Collector):
             by_opcode.add_metric([name], counts.get(kind, 0))
         yield by_opcode
         yield from self._commit_metrics()
+        yield from self._auth_metrics()
         if self._routes is None:
             return
         routed = CounterMetricFamily(
@@ -111,6 +118,22 @@ class NodeCollector(Collector):
             value=counters.write_outs,
         )
 
+    def _auth_metrics(self) -> Iterator[Metric]:
+        if self._auth is None:
+            return
+        yield CounterMetricFamily(
+            "tabletdb_auth_password_hashes",
+            "Password hashes computed for logins (CQL and REST basic auth), one per login not "
+            "answered from the cache of verified logins, whether or not the role exists.",
+            value=self._auth.password_hashes,
+        )
+        yield CounterMetricFamily(
+            "tabletdb_auth_failed_logins",
+            "Logins refused (unknown role, wrong password, or no LOGIN); each was answered after "
+            "the failed-login delay.",
+            value=self._auth.failed_logins,
+        )
+
 
 class NodeMetrics:
     """A registry holding the node's collector; ``render`` is the scrape body."""
@@ -118,10 +141,14 @@ class NodeMetrics:
     content_type = CONTENT_TYPE_LATEST
 
     def __init__(
-        self, requests: RequestCounts, routes: RouteCounters | None, commits: Commits | None = None
+        self,
+        requests: RequestCounts,
+        routes: RouteCounters | None,
+        commits: Commits | None = None,
+        auth: AuthService | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(NodeCollector(requests, routes, commits))
+        self.registry.register(NodeCollector(requests, routes, commits, auth))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

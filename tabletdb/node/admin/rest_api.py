@@ -4,7 +4,8 @@ Paths that test tools and operators already probe on Scylla keep Scylla's shapes
 (`/storage_service/keyspaces`, `/storage_service/hostid/local`, `/storage_service/host_id`,
 `/raft/leader_host`, `/raft/trigger_snapshot`). `/raft/state` and `/cluster/status` are
 tabletdb's own: the group0 view `tabletdb status` prints. `/metrics` is the Prometheus scrape
-(Scylla serves it on its own port 9180; here it shares the API port).
+(Scylla serves it on its own port 9180; here it shares the API port). Who may call what:
+`node.admin.rest_auth`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
-from tabletdb.node.admin import rest_snapshots, rest_topology
+from tabletdb.node.admin import rest_auth, rest_faults, rest_snapshots, rest_topology
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
@@ -26,7 +28,10 @@ SYSTEM_KEYSPACES = ("system", "system_schema")
 
 
 def build_app(ctx: ApiContext) -> web.Application:
-    app = web.Application()
+    middlewares: list[Middleware] = []
+    if ctx.auth is not None and ctx.auth.config.uses_passwords:
+        middlewares.append(rest_auth.middleware(ctx.auth))
+    app = web.Application(middlewares=middlewares)
     routes = [
         web.get("/storage_service/hostid/local", _handler(ctx, _local_host_id)),
         web.get("/storage_service/host_id", _handler(ctx, _host_ids)),
@@ -41,6 +46,7 @@ def build_app(ctx: ApiContext) -> web.Application:
         routes.append(web.get("/metrics", _metrics_handler(ctx.metrics)))
     app.add_routes(routes)
     rest_snapshots.add_routes(app, ctx)
+    rest_faults.add_routes(app, ctx)
     rest_topology.add_routes(app, ctx)
     return app
 

@@ -15,7 +15,10 @@ tablet load are tabletdb's own.
 * ``POST /storage_service/tablets/load?table_id=I&first_token=A&last_token=B&sha256=H`` with a
   tablet image as the body: if a local tablet covers exactly (A, B] and is empty, the file is
   installed whole; otherwise its partitions that fall in local tablets are applied as mutations
-  (last write wins, so loading the same image twice, or over live data, is harmless).
+  (last write wins, so loading the same image twice, or over live data, is harmless). Before
+  either, the image must pass `storage.image_validation` (a tablet file's schema, every token in
+  (A, B] and its key's, columns of the table, no timestamp beyond now + 3 days while
+  ``restrict_future_timestamp`` is on): otherwise 400 with the reason.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.replica.storage_service import LocalFile, StorageService
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.image_validation import ImageRejected, validate_image
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.snapshot_files import (
     check_image,
@@ -49,6 +53,7 @@ from tabletdb.storage.snapshot_files import (
     place_image,
     snapshot_to,
 )
+from tabletdb.storage.tablet_store import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +69,7 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         async def handle(request: web.Request) -> web.Response:
             return web.json_response(await route(ctx, request))
 
-        return handle
+        return _readable(handle)
 
     app.add_routes(
         [
@@ -72,10 +77,31 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
             web.post("/storage_service/tablets/balancing", bind(_set_balancing)),
             web.post("/storage_service/snapshots", bind(_take_snapshot)),
             web.delete("/storage_service/snapshots", bind(_delete_snapshot)),
-            web.get("/storage_service/snapshots/file", lambda request: _download(ctx, request)),
-            web.post("/storage_service/tablets/load", lambda r: _load_tablet(ctx, placement, r)),
+            web.get("/storage_service/snapshots/file", _readable(lambda r: _download(ctx, r))),
+            web.post("/storage_service/tablets/load", _readable(lambda r: _load_tablet(ctx, placement, r))),
         ]
     )
+
+
+def _readable(
+    handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Failures as one line the backup/restore client can print (`HTTP 500: StorageError: ...`),
+    not aiohttp's generic "Server got itself in trouble"; the traceback goes to the node's log."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handle(request)
+        except web.HTTPException:
+            raise
+        except Exception as exc:
+            log.exception("REST call failed method=%s path=%s", request.method, request.path)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise web.HTTPInternalServerError(
+                text=f"{type(exc).__name__} on {request.method} {request.path}: {first}"
+            ) from None
+
+    return guarded
 
 
 # --- balancing ---------------------------------------------------------------------------------
@@ -234,7 +260,19 @@ async def _load_tablet(ctx: ApiContext, placement: ReplicaPlacement, request: we
         expected = request.query.get("sha256")
         if expected is not None and expected != received:
             raise web.HTTPBadRequest(text=f"tablet image checksum {received} != {expected}: transfer damaged")
-        await asyncio.to_thread(check_image, staging)
+        limit = (
+            None
+            if ctx.max_future_timestamp_us is None
+            else time.time_ns() // 1000 + ctx.max_future_timestamp_us
+        )
+        try:
+            await asyncio.to_thread(check_image, staging)
+            await asyncio.to_thread(validate_image, staging, table, image_range, limit)
+        except (ImageRejected, StorageError) as exc:
+            log.warning("tablet image refused table=%s.%s reason=%s", table.keyspace, table.name, exc)
+            raise web.HTTPBadRequest(
+                text=f"tablet image for {table.keyspace}.{table.name} refused: {exc}"
+            ) from None
         return web.json_response(await _install_or_apply(storage, placement, table, image_range, staging))
     finally:
         staging.unlink(missing_ok=True)

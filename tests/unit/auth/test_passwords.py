@@ -111,3 +111,25 @@ def test_unknown_or_broken_hashes_never_match() -> None:
     assert not verify_password("x", "$2a$04$garbage")
     assert not verify_password("x", "$6$rounds=zz$abc$def")
     assert not is_supported_hash("$1$abc")
+
+
+def test_login_of_an_unknown_role_checks_a_dummy_hash_of_the_same_scheme() -> None:
+    from tabletdb.auth.login import authenticate
+    from tabletdb.auth.model import AuthState, Role
+    from tabletdb.cql.errors import BadCredentials
+    from tabletdb.schema.frozenmap import FrozenMap
+
+    checked: list[str] = []
+
+    def counting(password: str, salted_hash: str) -> bool:
+        checked.append(salted_hash)
+        return verify_password(password, salted_hash)
+
+    known = Role("known", can_login=True, salted_hash=hash_password("secret", "somesalt"))
+    state = AuthState(roles=FrozenMap({"known": known}))
+    assert authenticate(state, "known", "secret", counting) == "known"
+    for user in ("known", "ghost"):
+        with pytest.raises(BadCredentials, match=r"^Username and/or password are incorrect$"):
+            authenticate(state, user, "guess", counting)
+    assert len(checked) == 3 and all(h.startswith("$6$") and h.count("$") == 3 for h in checked)
+    assert checked[2] != known.salted_hash

@@ -139,3 +139,19 @@ def test_values_that_compare_equal_encode_equal() -> None:
 def test_corrupt_encodings_are_reported(data: bytes) -> None:
     with pytest.raises(CorruptClusteringKey):
         decode_clustering([(T.INT, False), (T.INT, False)], data)
+
+
+def test_decimals_beyond_the_default_context_encode_in_order_and_decode_exactly() -> None:
+    from decimal import Decimal
+
+    from tabletdb.cql.codec import deserialize
+
+    from .test_compare import EXTREME_DECIMALS
+
+    encoded = {d: encode_clustering([(T.DECIMAL, False, serialize(T.DECIMAL, d))]) for d in EXTREME_DECIMALS}
+    assert sorted(EXTREME_DECIMALS, key=encoded.__getitem__) == sorted(EXTREME_DECIMALS)
+    for d, key in encoded.items():
+        (back,) = decode_clustering([(T.DECIMAL, False)], key)
+        assert back is not None
+        value = deserialize(T.DECIMAL, back)
+        assert isinstance(value, Decimal) and value == d

@@ -115,3 +115,17 @@ def test_wrong_kind_is_rejected_with_cassandra_message(
 def test_unparseable_text_is_rejected(t: T.CqlType, kind: Any, text: str) -> None:
     with pytest.raises(InvalidRequest):
         literal_value(t, kind, text, "col")
+
+
+def test_varint_literals_past_int_to_str_limit_are_exact() -> None:
+    """int(str) refuses more than 4300 digits; such a literal was a ServerError (found fuzzing)."""
+    from tabletdb.cql.format import format_value
+    from tabletdb.cql.jsonvalues import to_json
+    from tabletdb.cql.types import NativeType
+
+    varint = NativeType("varint")
+    text = "-" + "9" * 5000
+    value = literal_value(varint, "integer", text, "c")
+    assert value == -(10**5000 - 1)
+    assert to_json(varint, value) == text
+    assert format_value(varint, value) == text

@@ -167,6 +167,13 @@ def test_skipping_commit_log_corruption_is_a_key_like_any_other() -> None:
     ).commitlog_skip_corrupt_records
 
 
+def test_restrict_future_timestamp_is_on_by_default_and_can_be_turned_off() -> None:
+    assert load_config(None, {"workdir": "w"}).restrict_future_timestamp
+    assert not load_config(
+        None, {"workdir": "w", "restrict_future_timestamp": "false"}
+    ).restrict_future_timestamp
+
+
 def test_dashed_keys_are_accepted() -> None:
     assert load_config(None, {"workdir": "w", "native-transport-port": 9500}).native_transport_port == 9500
 
@@ -311,3 +318,19 @@ def test_storage_port_defaults_to_7000_and_may_not_clash_with_cql_on_one_address
         load_config(None, {"workdir": "w", "storage_port": 9042})
     c = load_config(None, {"workdir": "w", "storage_port": 9042, "rpc_address": "127.0.0.2"})
     assert c.storage_port == 9042
+
+
+def test_a_damaged_binary_config_file_is_one_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "scylla.yaml"
+    path.write_bytes(b"cluster_name: x\n\xff\xfe\x00garbage")
+    with pytest.raises(ConfigError, match=r"a UTF-8 text file \(invalid start byte at byte 16\)") as info:
+        load_config(path, {})
+    assert str(path) in str(info.value)
+
+
+def test_a_relative_workdir_is_made_absolute_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    c = load_config(None, {"workdir": "work/cluster/node1"})
+    assert c.workdir.is_absolute() and c.workdir == tmp_path.resolve() / "work/cluster/node1"

@@ -4,9 +4,11 @@ handler failures, graceful stop. Ordering is controlled with asyncio.Events, nev
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from typing import Any
 
+import pytest
 from cassandra import protocol as dp
 
 from tabletdb.cql import errors as E
@@ -91,7 +93,9 @@ def test_slow_request_does_not_block_other_streams() -> None:
     run(main())
 
 
-def test_handler_errors_become_error_frames() -> None:
+def test_handler_errors_become_error_frames(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="tabletdb.protocol.server")
+
     async def main() -> None:
         server = CqlServer(GatedHandler(), port=0)
         await server.start()
@@ -106,6 +110,11 @@ def test_handler_errors_become_error_frames() -> None:
         await server.stop()
 
     run(main())
+    # the internal error (and only it: a client's bad request is no server fault) is logged at
+    # ERROR with its statement and traceback
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "'CRASH'" in errors[0].getMessage()
+    assert errors[0].exc_info is not None and "handler bug" in str(errors[0].exc_info[1])
 
 
 def test_broadcast_reaches_only_registered_connections() -> None:

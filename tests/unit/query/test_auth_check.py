@@ -11,6 +11,7 @@ import pytest
 
 from tabletdb.auth.login import authenticate
 from tabletdb.auth.model import AuthConfig
+from tabletdb.auth.throttle import LoginThrottle
 from tabletdb.cql.errors import BadCredentials, ReadTimeout, Unauthorized, WriteTimeout
 from tabletdb.cql.parser import parse_statement
 from tabletdb.protocol.handler import ClientState
@@ -23,10 +24,15 @@ ENFORCING = AuthConfig("PasswordAuthenticator", "CassandraAuthorizer")
 ONE = 0x0001
 
 
-def setup(config: AuthConfig = ENFORCING, delay_ms: int = 0) -> tuple[MemoryStore, AuthService, AuthExecutor]:
+NO_DELAY = LoginThrottle(base=0, ceiling=0)
+
+
+def setup(
+    config: AuthConfig = ENFORCING, delay_ms: int = 0, throttle: LoginThrottle = NO_DELAY
+) -> tuple[MemoryStore, AuthService, AuthExecutor]:
     store = MemoryStore()
     asyncio.run(auth_check.create_default_superuser(store, lambda: store.state, "c"))
-    service = AuthService(config, lambda: store.state, delay_ms)
+    service = AuthService(config, lambda: store.state, delay_ms, throttle=throttle)
     return store, service, AuthExecutor(config, lambda: store.state, store, store.catalog_with_system)
 
 
@@ -43,9 +49,9 @@ def counting_authenticate(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = authenticate
 
-    def counted(state: Any, username: str, password: str) -> str:
+    def counted(state: Any, username: str, password: str, verify: Any) -> str:
         calls.append(username)
-        return real(state, username, password)
+        return real(state, username, password, verify)
 
     monkeypatch.setattr(auth_check, "authenticate", counted)
     return calls
@@ -70,7 +76,47 @@ def test_wrong_password_is_never_cached_and_never_accepted(monkeypatch: pytest.M
             asyncio.run(service.login(client(), "cassandra", "Cassandra"))
     with pytest.raises(BadCredentials, match="incorrect"):
         asyncio.run(service.login(client(), "ghost", "cassandra"))
-    assert calls == ["cassandra", "cassandra", "cassandra"]
+    assert calls == ["cassandra", "cassandra", "cassandra", "ghost"]
+
+
+def test_unknown_users_cost_one_password_hash_like_known_ones() -> None:
+    """Timing parity, counted: each failed attempt hashes once, whether or not the role exists
+    (and a role without a password is hashed against the dummy too)."""
+    _, service, ex = setup()
+    as_admin(ex, "CREATE ROLE nopass WITH LOGIN = true")
+    attempts = [("cassandra", "wrong"), ("ghost", "wrong"), ("nopass", "wrong"), ("ghost", "cassandra")]
+    for n, (user, password) in enumerate(attempts, start=1):
+        with pytest.raises(BadCredentials, match=r"^Username and/or password are incorrect$"):
+            asyncio.run(service.verify(user, password))
+        assert service.password_hashes == n and service.failed_logins == n
+
+
+def test_failed_logins_wait_their_delay_without_blocking_the_loop() -> None:
+    throttle = LoginThrottle(base=0.05, ceiling=0.05)
+    _, service, _ = setup(throttle=throttle)
+
+    async def scenario() -> int:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        with pytest.raises(BadCredentials):
+            await service.verify("ghost", "guess")
+        task.cancel()
+        return ticks
+
+    assert asyncio.run(scenario()) > 1  # the loop kept running while the failure waited
+    assert throttle.tracked() == 1
+    asyncio.run(service.verify("cassandra", "cassandra"))
+    with pytest.raises(BadCredentials):
+        asyncio.run(service.verify("cassandra", "wrong"))
+    asyncio.run(service.verify("cassandra", "cassandra"))  # a success forgets the name's failures
+    assert throttle.tracked() == 1
 
 
 def test_password_change_or_lost_login_invalidates_cached_logins() -> None:

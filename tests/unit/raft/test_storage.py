@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabletdb.raft.log import LogView
-from tabletdb.raft.storage import CorruptLogError, DurableLog, LogCompactedError, LogUnavailableError
+from tabletdb.raft.storage import (
+    CorruptLogError,
+    CorruptSnapshotError,
+    DurableLog,
+    LogCompactedError,
+    LogUnavailableError,
+)
 from tabletdb.raft.storage_fs import MemFileSystem
 from tabletdb.raft.types import ConfState, Entry, EntryKind, HardState, Snapshot, SnapshotMeta
 
@@ -157,6 +163,27 @@ def test_corruption_before_valid_records_refuses_to_start() -> None:
             DurableLog(damaged)
         assert info.value.file == name and info.value.offset == start
         assert name in str(info.value) and str(start) in str(info.value)
+
+
+def test_a_damaged_snapshot_file_is_reported_as_a_damaged_snapshot(tmp_path: Path) -> None:
+    log = DurableLog.open(str(tmp_path))
+    log.append(ents(1, 30))
+    log.set_hard_state(HardState(term=1, vote=1, commit=25))
+    log.sync()
+    log.apply_snapshot(Snapshot(SnapshotMeta(20, 1, ConfState(voters=frozenset({1}))), b"state@20" * 50))
+    (snap,) = tmp_path.glob("snap-*.snap")
+    whole = snap.read_bytes()
+    for offset in range(0, len(whole), 7):
+        damaged = bytearray(whole)
+        damaged[offset] ^= 0x41
+        snap.write_bytes(bytes(damaged))
+        with pytest.raises(CorruptSnapshotError) as info:
+            DurableLog.open(str(tmp_path))
+        message = str(info.value)
+        assert message.startswith(f"Raft snapshot file is corrupt: {snap} at byte offset ")
+        assert "not a torn tail" not in message and "restore the node's raft directory" in message
+    snap.write_bytes(whole)
+    assert DurableLog.open(str(tmp_path)).snapshot().data == b"state@20" * 50
 
 
 def test_local_snapshot_compacts_and_survives_restart() -> None:

@@ -13,7 +13,7 @@ from tabletdb.cql import ast
 from tabletdb.cql.ast_terms import ColumnRef, ListLiteral, Literal, MapLiteral, Properties, Relation
 from tabletdb.cql.identifiers import quote_identifier
 from tabletdb.cql.parser import parse
-from tabletdb.schema.ddl_alter_table import alter_table_add, alter_table_drop
+from tabletdb.schema.ddl_alter_table import alter_table_add, alter_table_drop, alter_table_options
 from tabletdb.schema.ddl_common import DdlOutcome, SchemaConfig
 from tabletdb.schema.ddl_functions import create_aggregate, create_function
 from tabletdb.schema.ddl_keyspace import create_keyspace
@@ -119,6 +119,8 @@ def decide(catalog: Catalog, st: ast.Statement, config: SchemaConfig) -> DdlOutc
             return alter_table_drop(catalog, ks, name, st.action.columns, st.action.timestamp)
         if isinstance(st.action, ast.AddColumns):
             return alter_table_add(catalog, ks, name, [(c.name, c.type, c.static) for c in st.action.columns])
+        if isinstance(st.action, ast.AlterOptions):  # DESCRIBE's ALTER of a CDC log's own options
+            return alter_table_options(catalog, ks, name, options(st.action.options))
     if isinstance(st, ast.CreateIndex):
         (target,) = st.targets
         return create_index(

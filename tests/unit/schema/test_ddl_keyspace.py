@@ -34,7 +34,7 @@ def test_existing_keyspace() -> None:
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("bad-name", '"bad-name" is not a valid keyspace name'), ("k" * 49, "shouldn't be more than 48")],
+    [("bad-name", '"bad-name" is not a valid keyspace name'), ("k" * 193, "shouldn't be more than 192")],
 )
 def test_keyspace_name_rules(name: str, message: str) -> None:
     with pytest.raises(InvalidRequest, match=message):

@@ -166,8 +166,8 @@ def test_table_name_rules_and_system_keyspace() -> None:
     catalog = with_keyspace()
     with pytest.raises(InvalidRequest, match="is not a valid table name"):
         create_table(catalog, "ks", "t-1", [("a", INT, False)], ["a"], new_id=next_id())
-    with pytest.raises(InvalidRequest, match="shouldn't be more than 48 characters"):
-        create_table(catalog, "ks", "t" * 49, [("a", INT, False)], ["a"], new_id=next_id())
+    with pytest.raises(InvalidRequest, match="shouldn't be more than 192 characters"):
+        create_table(catalog, "ks", "t" * 193, [("a", INT, False)], ["a"], new_id=next_id())
     catalog = (
         apply(
             catalog,

@@ -209,22 +209,13 @@ def test_describe_with_internals_replays_to_identical_schema() -> None:
 
 
 def test_cdc_log_tables_follow_their_base() -> None:
-    from dataclasses import replace
-
     from tabletdb.schema.ddl_alter_table import alter_table_options
     from tabletdb.schema.describe import listing_rows, object_rows
-    from tabletdb.schema.model import CDC_PARTITIONER
-    from tabletdb.schema.mutations import PutTable, apply_mutations
-
-    from .helpers import next_id
 
     catalog = with_table(with_keyspace())
     catalog = apply(catalog, alter_table_options(catalog, "ks", "t", {"cdc": {"enabled": True}}))
-    log_shape = with_table(catalog, "t_scylla_cdc_log").table("ks", "t_scylla_cdc_log")
-    assert log_shape is not None
-    log_options = replace(log_shape.options, gc_grace_seconds=0, comment="CDC log for ks.t")
-    log = replace(log_shape, partitioner=CDC_PARTITIONER, options=log_options)
-    catalog = apply_mutations(catalog, [PutTable(log)], next_id())
+    log = catalog.table("ks", "t_scylla_cdc_log")
+    assert log is not None and log.is_cdc_log  # created by the ALTER that enabled CDC
     rows = keyspace_rows(catalog.keyspaces["ks"])
     assert [(r.type, r.name) for r in rows] == [
         ("keyspace", "ks"),

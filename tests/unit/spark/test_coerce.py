@@ -132,3 +132,16 @@ def test_writetime_and_ttl_fields_ride_after_the_columns() -> None:
     with pytest.raises(SchemaError, match="no field ttl"):
         map_columns(TABLE, ["k", "c"], extras=("ttl",))
     assert json_object_row(TABLE, {"k": 1, "ttl": 5}, ("ttl",))[-1] == 5
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (["x", "2024-01-01"], "column k (int): Unable to make int from 'x'"),
+        (["1", "2024-01-01", None, "[1, "], "column l (list<int>): '[1, ' is not a list<int> literal"),
+    ],
+)
+def test_reasons_for_text_cells_do_not_talk_about_json(row: list[Any], reason: str) -> None:
+    with pytest.raises(RowRejected) as caught:
+        fit_row(map_columns(TABLE, ["k", "c", "d", "l"]), row)
+    assert str(caught.value).startswith(reason) and "JSON" not in str(caught.value)

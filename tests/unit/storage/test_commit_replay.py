@@ -103,3 +103,16 @@ def test_a_whole_last_record_failing_its_checksum_is_dropped_with_a_warning(
     (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert warning.levelno == logging.WARNING and f"byte offset {offsets[-1]}" in warning.getMessage()
     node.close()
+
+
+def test_a_damaged_data_file_gets_none_of_its_writes_and_the_replay_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    crashed_node_with_records(tmp_path)
+    (tmp_path / "a.db").write_bytes(b"\xff" * 8192)  # no longer a database at all
+    with caplog.at_level(logging.WARNING, logger="tabletdb.storage.commit_replay"):
+        node = Node(tmp_path)  # the replay does not stop the start: the node sets the file aside
+    (warning,) = [r.getMessage() for r in caplog.records if "damaged data file" in r.getMessage()]
+    assert "a.db is corrupt" in warning
+    assert (tmp_path / "a.db").read_bytes() == b"\xff" * 8192, "left for the storage service"
+    node.node.close()

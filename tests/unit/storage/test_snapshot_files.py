@@ -95,3 +95,15 @@ def test_a_group_committer_is_idle_only_with_nothing_queued_or_committing(tmp_pa
         committer.store.close()
 
     asyncio.run(scenario())
+
+
+def test_relative_paths_work_as_a_relative_workdir_gives_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = TabletStore(tmp_path / "tablet-0.db")
+    store.apply([row(b"a", b"1")])
+    monkeypatch.chdir(tmp_path)
+    snapshot_to(Path("tablet-0.db"), Path("snap/tablet-0.db"))
+    assert has_partitions(Path("snap/tablet-0.db"))
+    assert live_row_count(Path("snap/tablet-0.db"), now=100) == 1
+    check_image(Path("snap/tablet-0.db"))

@@ -18,7 +18,7 @@ from tabletdb.storage.mutation import (
     prefix_end,
 )
 from tabletdb.storage.reconcile import LiveCell, winning_cell
-from tabletdb.storage.tablet_store import StorageError, TabletStore
+from tabletdb.storage.tablet_store import StorageError, TabletCorrupt, TabletStore
 
 PK = b"pk"
 
@@ -131,8 +131,8 @@ def test_install_refuses_to_overwrite_and_rejects_garbage(tmp_path: Path) -> Non
 def test_open_rejects_foreign_files_and_versions(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"definitely not sqlite" * 100)
-    with pytest.raises(StorageError, match="cannot open tablet store"):
-        TabletStore(garbage)
+    with pytest.raises(TabletCorrupt, match=r"garbage\.db is corrupt: file is not a database"):
+        TabletStore(garbage)  # what the node sets aside and repairs (replica.storage_service)
     newer = tmp_path / "newer.db"
     with TabletStore(newer) as store:
         store._conn.execute("UPDATE meta SET value = 99 WHERE key = 'schema_version'")

@@ -1,0 +1,234 @@
+"""CDC delta rows of a base write: the log table mutations that describe a list of base mutations.
+
+Pure. Every replica of the base write derives the same log rows from the same base mutations
+(``replica.cdc_log``): the stream comes from the base token, ``cdc$time`` is a timeuuid whose
+time is the write timestamp and whose low bits hash the rows it stamps, and the log cells
+expire ``ttl`` seconds after the write time, not after each replica's clock. Operation codes and
+row shapes follow spec/cdc.md and ScyllaDB's documented log rows: one row per partition delete,
+range delete bound, static row change, row delete and row write (insert = with a row marker);
+rows of one stream and write time are one batch (``cdc$batch_seq_no`` 0.., ``cdc$end_of_batch``
+on the last).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tabletdb.cdc.stream_id import stream_id_token
+from tabletdb.cql import bytecomparable
+from tabletdb.cql.types import MapType, SetType
+from tabletdb.schema.cdc_log import (
+    DELETED,
+    DELETED_ELEMENTS,
+    END_OF_BATCH,
+    OPERATION,
+    TTL,
+    CdcOptions,
+)
+from tabletdb.schema.model import TableDef
+from tabletdb.statements.keys import element_of_path, encode_clustering, split_key
+from tabletdb.storage.mutation import Bound, Cell, Mutation, RowMarker, RowWrite
+
+PRE_IMAGE, UPDATE, INSERT, ROW_DELETE, PARTITION_DELETE = 0, 1, 2, 3, 4
+RANGE_START_INCLUSIVE, RANGE_START_EXCLUSIVE, RANGE_END_INCLUSIVE, RANGE_END_EXCLUSIVE = 5, 6, 7, 8
+POST_IMAGE = 9
+
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
+_TRUE = b"\x01"
+
+StreamOf = Callable[[int], bytes]
+"""The stream id a write of a base token logs to."""
+
+
+@dataclass
+class _LogRow:
+    """One delta row before it gets its place (time, sequence number) in the log."""
+
+    operation: int
+    timestamp: int
+    values: dict[str, bytes] = field(default_factory=dict)
+    ttl: int = 0
+
+
+def timeuuid(micros: int, low_bits: int) -> bytes:
+    """A version-1 UUID at ``micros`` (µs since the epoch) with 62 given clock-sequence/node bits."""
+    t = micros * 10 + _UUID_EPOCH_OFFSET
+    time_hi = ((t >> 48) & 0x0FFF) | 0x1000
+    clock_seq = ((low_bits >> 48) & 0x3FFF) | 0x8000
+    node = low_bits & 0xFFFF_FFFF_FFFF
+    return struct.pack(">IHHH", t & 0xFFFF_FFFF, (t >> 32) & 0xFFFF, time_hi, clock_seq) + node.to_bytes(
+        6, "big"
+    )
+
+
+def _serialize_items(items: Sequence[bytes]) -> bytes:
+    return len(items).to_bytes(4, "big", signed=True) + b"".join(
+        len(i).to_bytes(4, "big", signed=True) + i for i in items
+    )
+
+
+def _key_values(base: TableDef, m: Mutation) -> dict[str, bytes]:
+    return {c.name: v for c, v in zip(base.partition_key, split_key(base, m.partition_key))}
+
+
+def _clustering_values(base: TableDef, key: bytes) -> dict[str, bytes]:
+    types = [(c.type, c.clustering_order.value == "DESC") for c in base.clustering_key]
+    values = bytecomparable.decode_clustering(types, key)
+    return {c.name: v for c, v in zip(base.clustering_key, values) if v is not None}
+
+
+def _bound_values(base: TableDef, bound: Bound) -> tuple[dict[str, bytes], bool]:
+    """The clustering prefix of a range bound and whether the prefix itself is included.
+
+    Bounds are ``bytecomparable.lower_bound``/``upper_bound`` encodings: the prefix, or the
+    prefix followed by ``AFTER_PREFIX`` (past every key starting with it).
+    """
+    key = bound.key
+    if key.endswith(bytecomparable.AFTER_PREFIX):
+        try:
+            return _clustering_values(base, key[: -len(bytecomparable.AFTER_PREFIX)]), True
+        except (bytecomparable.CorruptClusteringKey, ValueError, IndexError):
+            pass  # the prefix's own last byte is 0x60
+    return _clustering_values(base, key), False
+
+
+def _range_rows(base: TableDef, m: Mutation, keys: dict[str, bytes]) -> Iterable[_LogRow]:
+    for rt in m.range_tombstones:
+        start, end = rt.clustering.start, rt.clustering.end
+        if start is None:
+            yield _LogRow(RANGE_START_INCLUSIVE, rt.timestamp, dict(keys))
+        else:
+            values, past = _bound_values(base, start)
+            op = RANGE_START_EXCLUSIVE if past else RANGE_START_INCLUSIVE
+            yield _LogRow(op, rt.timestamp, keys | values)
+        if end is None:
+            yield _LogRow(RANGE_END_INCLUSIVE, rt.timestamp, dict(keys))
+        else:
+            values, past = _bound_values(base, end)
+            op = RANGE_END_INCLUSIVE if past else RANGE_END_EXCLUSIVE
+            yield _LogRow(op, rt.timestamp, keys | values)
+
+
+def _cells_row(base: TableDef, row: RowWrite, keys: dict[str, bytes]) -> _LogRow | None:
+    """The update or insert row of a row's cells, marker and collection overwrites (None: none)."""
+    if row.marker is None and not row.cells and not row.collection_tombstones:
+        return None
+    values = dict(keys)
+    if not row.static:
+        values |= _clustering_values(base, row.clustering)
+    stamps = [ts for _, ts in row.collection_tombstones]
+    ttl = row.marker.ttl if row.marker is not None else 0
+    if row.marker is not None:
+        stamps.append(row.marker.timestamp)
+    added: dict[str, list[Cell]] = {}
+    removed: dict[str, list[bytes]] = {}
+    for cell in row.cells:
+        stamps.append(cell.timestamp)
+        ttl = max(ttl, cell.ttl)
+        if cell.path:
+            if cell.value is None:
+                removed.setdefault(cell.column, []).append(cell.path)
+            else:
+                added.setdefault(cell.column, []).append(cell)
+        elif cell.value is None:
+            values[DELETED + cell.column] = _TRUE
+        else:
+            values[cell.column] = cell.value
+    for column, _ in row.collection_tombstones:
+        values[DELETED + column] = _TRUE
+    for name, cells in added.items():
+        values[name] = _collection_value(base, name, cells)
+    for name, paths in removed.items():
+        values[DELETED_ELEMENTS + name] = _deleted_elements(base, name, paths)
+    op = INSERT if row.marker is not None else UPDATE
+    return _LogRow(op, max(stamps), values, ttl)
+
+
+def _collection_value(base: TableDef, name: str, cells: list[Cell]) -> bytes:
+    """Added set elements or map entries as the frozen collection the log column holds."""
+    t = base.column(name).type  # type: ignore[union-attr]  # cells name the base's own columns
+    ordered = sorted(cells, key=lambda c: c.path)
+    if isinstance(t, SetType):
+        return _serialize_items([element_of_path(t.element, c.path) for c in ordered])
+    if isinstance(t, MapType):
+        pairs: list[bytes] = []
+        for c in ordered:
+            pairs += [element_of_path(t.key, c.path), c.value or b""]
+        return len(ordered).to_bytes(4, "big", signed=True) + b"".join(
+            len(p).to_bytes(4, "big", signed=True) + p for p in pairs
+        )
+    raise ValueError(f"CDC cannot log element cells of column {name} ({t.cql()})")
+
+
+def _deleted_elements(base: TableDef, name: str, paths: list[bytes]) -> bytes:
+    t = base.column(name).type  # type: ignore[union-attr]
+    element = t.element if isinstance(t, SetType) else t.key if isinstance(t, MapType) else None
+    if element is None:
+        raise ValueError(f"CDC cannot log removed elements of column {name} ({t.cql()})")
+    return _serialize_items([element_of_path(element, p) for p in sorted(set(paths))])
+
+
+def delta_rows(base: TableDef, m: Mutation) -> list[_LogRow]:
+    """The delta rows of one base mutation, in log order: partition delete, static row, range
+    deletes, then each row's delete and write."""
+    keys = _key_values(base, m)
+    rows: list[_LogRow] = []
+    if m.partition_tombstone is not None:
+        rows.append(_LogRow(PARTITION_DELETE, m.partition_tombstone, dict(keys)))
+    for row in m.rows:
+        if row.static:
+            found = _cells_row(base, row, keys)
+            if found is not None:
+                rows.append(found)
+    rows.extend(_range_rows(base, m, keys))
+    for row in m.rows:
+        if row.static:
+            continue
+        if row.tombstone is not None:
+            rows.append(_LogRow(ROW_DELETE, row.tombstone, keys | _clustering_values(base, row.clustering)))
+        found = _cells_row(base, row, keys)
+        if found is not None:
+            rows.append(found)
+    return rows
+
+
+def _keys_only(base: TableDef, row: _LogRow) -> _LogRow:
+    keep = {c.name for c in base.primary_key}
+    return _LogRow(row.operation, row.timestamp, {k: v for k, v in row.values.items() if k in keep}, row.ttl)
+
+
+def log_mutations(
+    base: TableDef, log: TableDef, mutations: Sequence[Mutation], stream_of: StreamOf
+) -> list[Mutation]:
+    """The log table mutations for ``mutations`` of ``base`` (one per stream touched)."""
+    keys_only = CdcOptions.of(base).delta == "keys"
+    log_ttl = log.options.default_time_to_live
+    groups: dict[tuple[bytes, int], list[_LogRow]] = {}
+    for m in mutations:
+        stream = stream_of(m.token)
+        for row in delta_rows(base, m):
+            groups.setdefault((stream, row.timestamp), []).append(_keys_only(base, row) if keys_only else row)
+    by_stream: dict[bytes, list[RowWrite]] = {}
+    for (stream, ts), rows in groups.items():
+        digest = hashlib.blake2b(
+            repr((stream, [(r.operation, r.values) for r in rows])).encode(), digest_size=8
+        )
+        time = timeuuid(ts, int.from_bytes(digest.digest(), "big"))
+        expiry = ts // 1_000_000 + log_ttl if log_ttl else 0
+        for seq, row in enumerate(rows):
+            values = dict(row.values)
+            values[OPERATION] = row.operation.to_bytes(1, "big")
+            if row.ttl:
+                values[TTL] = row.ttl.to_bytes(8, "big", signed=True)
+            if seq == len(rows) - 1:
+                values[END_OF_BATCH] = _TRUE
+            cells = tuple(
+                Cell(name, value, ts, ttl=log_ttl, expiry=expiry) for name, value in sorted(values.items())
+            )
+            clustering = encode_clustering(log, [time, seq.to_bytes(4, "big", signed=True)])
+            marker = RowMarker(ts, log_ttl, expiry)
+            by_stream.setdefault(stream, []).append(RowWrite(clustering, marker=marker, cells=cells))
+    return [Mutation(stream, stream_id_token(stream), rows=tuple(rows)) for stream, rows in by_stream.items()]

@@ -1,0 +1,141 @@
+"""Checks an uploaded tablet image must pass before a node installs or applies it.
+
+The REST API's tablet load takes a file from the network; `snapshot_files.check_image` only
+proves SQLite can read it. This module proves it is what it claims to be, so a tampered image is
+refused rather than installed:
+
+* its schema is exactly a tablet file's (the tables and indexes `sqlite_schema.DDL` creates, no
+  triggers or views of any kind, our schema version): nothing runs or hides inside it;
+* every partition's token is inside the token range the upload names, and is the token of its
+  key (so no row lands in a tablet it does not belong to); every row, cell and tombstone belongs
+  to one of its partitions (none hides, to surface once a write creates its partition), and
+  every cell names a column the target table has or had;
+* no timestamp (cells, row markers, tombstones of every kind) is further in the future than
+  the allowed bound: a write from the far future would shadow every later write for good.
+  ScyllaDB refuses such USING TIMESTAMP values (``restrict_future_timestamp``, 3 days), and
+  uploads are held to the same bound.
+
+All checks are read-only queries on a staged copy; the caller runs this off the event loop.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from tabletdb.dht.murmur3 import token_of
+from tabletdb.dht.token import TokenRange
+from tabletdb.schema.model import TableDef
+from tabletdb.storage.sqlite_schema import DDL, SCHEMA_VERSION
+
+FUTURE_TIMESTAMP_LIMIT_US = 3 * 24 * 3600 * 1_000_000
+"""ScyllaDB's bound for restrict_future_timestamp: 3 days, in microseconds."""
+
+_TIMESTAMP_COLUMNS = (
+    ("cells", "ts"),
+    ("rows", "marker_ts"),
+    ("rows", "tombstone"),
+    ("partitions", "tombstone"),
+    ("collection_tombstones", "ts"),
+    ("range_tombstones", "ts"),
+)
+
+
+_PARTITION_CHILDREN = ("rows", "cells", "collection_tombstones", "range_tombstones")
+
+
+class ImageRejected(ValueError):
+    """The image is not an acceptable tablet file for the upload; the message says why."""
+
+
+def _normalized(sql: str | None) -> str | None:
+    return None if sql is None else re.sub(r"\s+", " ", sql).strip()
+
+
+def _schema(conn: sqlite3.Connection) -> set[tuple[str, str, str, str | None]]:
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return {(kind, name, table, _normalized(sql)) for kind, name, table, sql in rows}
+
+
+def expected_schema() -> set[tuple[str, str, str, str | None]]:
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in DDL:
+            conn.execute(statement)
+        return _schema(conn)
+    finally:
+        conn.close()
+
+
+def _check_schema(conn: sqlite3.Connection) -> None:
+    found, expected = _schema(conn), expected_schema()
+    if found != expected:
+        extra = sorted(f"{kind} {name}" for kind, name, _, _ in found - expected)
+        missing = sorted(f"{kind} {name}" for kind, name, _, _ in expected - found)
+        raise ImageRejected(
+            "the upload is not a tablet file: its schema differs from a tablet file's"
+            f" (unexpected or altered: {', '.join(extra) or '-'}; missing: {', '.join(missing) or '-'})"
+        )
+    version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if version is None or version[0] != SCHEMA_VERSION:
+        raise ImageRejected(
+            f"the upload is a tablet file of schema version {version[0] if version else None},"
+            f" this node reads version {SCHEMA_VERSION}"
+        )
+
+
+def _check_partitions(conn: sqlite3.Connection, table: TableDef, token_range: TokenRange) -> None:
+    checks_key_tokens = not table.is_cdc_log  # CDC log tables place rows by their own partitioner
+    for pk, token in conn.execute("SELECT pk, token FROM partitions"):
+        if not isinstance(token, int) or not token_range.contains(token):
+            raise ImageRejected(
+                f"the upload holds a partition with token {token}, outside the token range"
+                f" ({token_range.start}, {token_range.end}] it was sent for"
+            )
+        if checks_key_tokens and (not isinstance(pk, bytes) or token_of(pk) != token):
+            raise ImageRejected(
+                f"the upload holds a partition stored under token {token}, not its key's token"
+            )
+    for child in _PARTITION_CHILDREN:
+        orphan = conn.execute(
+            f"SELECT 1 FROM {child} WHERE pk NOT IN (SELECT pk FROM partitions) LIMIT 1"
+        ).fetchone()
+        if orphan is not None:
+            raise ImageRejected(f"the upload holds {child} of a partition it does not list")
+    known = {c.name for c in table.columns if not c.is_primary_key} | {n for n, _ in table.dropped_columns}
+    for (column,) in conn.execute("SELECT DISTINCT col FROM cells"):
+        if column not in known:
+            raise ImageRejected(
+                f"the upload holds cells of column {column!r}, which {table.keyspace}.{table.name} never had"
+            )
+
+
+def _check_timestamps(conn: sqlite3.Connection, limit_us: int) -> None:
+    for table, column in _TIMESTAMP_COLUMNS:
+        (highest,) = conn.execute(f"SELECT max({column}) FROM {table}").fetchone()
+        if highest is not None and highest > limit_us:
+            raise ImageRejected(
+                f"the upload holds a timestamp {highest} ({table}.{column}) beyond now + 3 days"
+                f" ({limit_us}); restrict_future_timestamp refuses such writes"
+            )
+
+
+def validate_image(
+    path: Path, table: TableDef, token_range: TokenRange, max_timestamp_us: int | None
+) -> None:
+    """ImageRejected unless the staged image at `path` is a tablet file of `table` whose data
+    all lies in `token_range`, with no timestamp above `max_timestamp_us` (None: unchecked)."""
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise ImageRejected(f"the upload is not a readable SQLite file: {exc}") from exc
+    try:
+        _check_schema(conn)
+        _check_partitions(conn, table, token_range)
+        if max_timestamp_us is not None:
+            _check_timestamps(conn, max_timestamp_us)
+    except sqlite3.Error as exc:
+        raise ImageRejected(f"the upload is not a readable tablet file: {exc}") from exc
+    finally:
+        conn.close()

@@ -1,0 +1,77 @@
+"""CDC on three real nodes: every acknowledged write has exactly one log row, on its base replicas.
+
+RF=1: each node coordinates writes whose only replica is often another node; the log row is
+written by that replica into its own copy of the log tablet (a write whose replica held no log
+tablet would fail), and every write has one row. The same on a vnode keyspace, whose streams
+come from the generation committed with the table: a log row written anywhere but on its
+stream's replica would be missing from the log's reads. RF=3 with a node killed -9: QUORUM writes go
+on logging; when the node is back, the ALL reads that repair the base write no log rows of their
+own, and once the log is repaired too the returning node holds every row, alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.harness.node import NodeFactory
+from tests.integration.test_replicated_data import OPTIONS, available_at_all, pinned, run, wait_for
+
+NTS = "{'class': 'NetworkTopologyStrategy', 'replication_factor': %d}"
+Logged = set[tuple[int, int, str, int]]
+"""(k, c, v, cdc$operation) of the log rows."""
+
+
+def _schema(session: Any, ks: str, rf: int, tablets: str = "{'initial': 4}") -> None:
+    session.execute(f"CREATE KEYSPACE {ks} WITH replication = {NTS % rf} AND tablets = {tablets}")
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, v text, PRIMARY KEY (k, c)) WITH cdc = {{'enabled': true}}"
+    )
+
+
+def _write(session: Any, ks: str, keys: range, cl: str) -> Logged:
+    for k in keys:
+        run(session, f"INSERT INTO {ks}.t (k, c, v) VALUES (%s, %s, %s)", cl, (k, k % 3, f"v{k}"))
+    return {(k, k % 3, f"v{k}", 2) for k in keys}
+
+
+def _log(session: Any, ks: str, cl: str) -> list[tuple[int, int, str, int]]:
+    rows = run(session, f'SELECT k, c, v, "cdc$operation" FROM {ks}.t_scylla_cdc_log', cl, fetch_size=7)
+    return sorted((r.k, r.c, r.v, r.cdc_operation) for r in rows)
+
+
+@pytest.mark.slow
+def test_one_log_row_per_write_on_its_replicas_through_a_kill(node_factory: NodeFactory) -> None:
+    nodes = node_factory.start_cluster(3, options=OPTIONS)
+    with pinned(nodes[0]) as s0:
+        _schema(s0, "c1", 1)
+        _schema(s0, "c3", 3)
+        _schema(s0, "v1", 1, "{'enabled': false}")  # vnodes: streams of the generation built with it
+    expected: dict[str, Logged] = {"c1": set(), "c3": set(), "v1": set()}
+    for i, node in enumerate(nodes):
+        with pinned(node) as s:
+            expected["c1"] |= _write(s, "c1", range(i * 20, i * 20 + 20), "ONE")
+            expected["v1"] |= _write(s, "v1", range(i * 20, i * 20 + 20), "ONE")
+            expected["c3"] |= _write(s, "c3", range(i * 10, i * 10 + 10), "QUORUM")
+    for node in nodes:
+        with pinned(node) as s:
+            assert _log(s, "c1", "ONE") == sorted(expected["c1"])
+            assert _log(s, "v1", "ONE") == sorted(expected["v1"])  # each on its stream's only replica
+            assert _log(s, "c3", "ALL") == sorted(expected["c3"])
+
+    victim = nodes[2]
+    victim.kill()
+    with pinned(nodes[0]) as s0:
+        expected["c3"] |= _write(s0, "c3", range(100, 110), "QUORUM")
+        for k in range(0, 30, 3):  # rows node 2 holds, changed while it is away
+            run(s0, "UPDATE c3.t SET v = 'new' WHERE k = %s AND c = %s", "QUORUM", (k, k % 3))
+            expected["c3"].add((k, k % 3, "new", 1))
+        assert _log(s0, "c3", "QUORUM") == sorted(expected["c3"])
+    victim.start()
+    with pinned(victim) as s2:
+        wait_for(lambda: available_at_all(s2, "c3"), "node 2 to see its peers up")
+        base = run(s2, "SELECT k, c, v FROM c3.t", "ALL", fetch_size=7)  # repairs the base
+        assert len(base) == len({(k, c) for k, c, _, _ in expected["c3"]})
+        assert _log(s2, "c3", "ALL") == sorted(expected["c3"])  # no row made up by the repair
+        assert _log(s2, "c3", "ONE") == sorted(expected["c3"])  # node 2 alone now has them all

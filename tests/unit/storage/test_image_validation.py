@@ -1,0 +1,130 @@
+"""Uploaded tablet images: what makes one acceptable, and the reason each tampering is refused."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tabletdb.cql.types import BLOB, INT
+from tabletdb.dht import token_of
+from tabletdb.dht.token import FULL_RING, TokenRange
+from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
+from tabletdb.storage.image_validation import FUTURE_TIMESTAMP_LIMIT_US, ImageRejected, validate_image
+from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
+from tabletdb.storage.snapshot_files import snapshot_to
+from tabletdb.storage.tablet_store import TabletStore
+
+TABLE = TableDef(
+    "ks",
+    "t",
+    uuid.UUID(int=7),
+    (
+        ColumnDef("k", BLOB, ColumnKind.PARTITION_KEY, 0),
+        ColumnDef("c", BLOB, ColumnKind.CLUSTERING, 0),
+        ColumnDef("v", INT, ColumnKind.REGULAR),
+    ),
+)
+NOW_US = time.time_ns() // 1000
+LIMIT = NOW_US + FUTURE_TIMESTAMP_LIMIT_US
+
+
+def row(pk: bytes, ts: int = NOW_US, column: str = "v") -> Mutation:
+    cell = Cell(column, b"\0\0\0\1", ts, b"", 0, 0)
+    return Mutation(pk, token_of(pk), None, (RowWrite(b"c", marker=RowMarker(ts, 0, 0), cells=(cell,)),), ())
+
+
+def image(tmp_path: Path, *mutations: Mutation) -> Path:
+    """A snapshot of a real store holding `mutations`, as backup sends it."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    with TabletStore(tmp_path / "live.db") as store:
+        store.apply(list(mutations))
+    snapshot_to(tmp_path / "live.db", tmp_path / "image.db")
+    return tmp_path / "image.db"
+
+
+def tamper(path: Path, *sql: str) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        for statement in sql:
+            conn.execute(statement)
+    conn.close()
+
+
+def test_a_real_snapshot_within_its_range_is_accepted(tmp_path: Path) -> None:
+    keys = [bytes([n]) for n in range(30)]
+    path = image(tmp_path, *(row(k) for k in keys))
+    validate_image(path, TABLE, FULL_RING, LIMIT)
+    validate_image(path, TABLE, TokenRange(min(map(token_of, keys)) - 1, max(map(token_of, keys))), LIMIT)
+
+
+def test_a_token_outside_the_named_range_is_refused(tmp_path: Path) -> None:
+    keys = [bytes([n]) for n in range(30)]
+    path = image(tmp_path, *(row(k) for k in keys))
+    highest = max(map(token_of, keys))
+    with pytest.raises(ImageRejected, match=rf"token {highest}, outside the token range"):
+        validate_image(path, TABLE, TokenRange(-(2**63), highest - 1), LIMIT)
+
+
+def test_a_partition_moved_to_another_token_is_refused(tmp_path: Path) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, "UPDATE partitions SET token = token + 1")
+    with pytest.raises(ImageRejected, match="not its key's token"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+
+
+def test_data_of_a_partition_the_image_does_not_list_is_refused(tmp_path: Path) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, "DELETE FROM partitions")
+    with pytest.raises(ImageRejected, match="holds rows of a partition it does not list"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+
+
+def test_a_far_future_timestamp_anywhere_is_refused(tmp_path: Path) -> None:
+    in_2096 = 3_980_000_000 * 1_000_000
+    with pytest.raises(ImageRejected, match=r"cells\.ts.*restrict_future_timestamp"):
+        validate_image(image(tmp_path / "a", row(b"a", ts=in_2096)), TABLE, FULL_RING, LIMIT)
+    path = image(tmp_path / "b", row(b"a"))
+    tamper(path, f"UPDATE partitions SET tombstone = {in_2096}")
+    with pytest.raises(ImageRejected, match=r"partitions\.tombstone"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+    validate_image(path, TABLE, FULL_RING, None)  # restrict_future_timestamp: false
+
+
+def test_a_day_ahead_is_within_the_bound(tmp_path: Path) -> None:
+    validate_image(image(tmp_path, row(b"a", ts=NOW_US + 86_400_000_000)), TABLE, FULL_RING, LIMIT)
+
+
+def test_cells_of_a_column_the_table_never_had_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ImageRejected, match="column 'other'"):
+        validate_image(image(tmp_path, row(b"a", column="other")), TABLE, FULL_RING, LIMIT)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TRIGGER t AFTER INSERT ON cells BEGIN DELETE FROM cells; END",
+        "CREATE VIEW v AS SELECT * FROM cells",
+        "CREATE TABLE extra (x)",
+        "DROP INDEX partitions_by_token",
+    ],
+)
+def test_a_schema_other_than_a_tablet_files_is_refused(tmp_path: Path, sql: str) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, sql)
+    with pytest.raises(ImageRejected, match="not a tablet file: its schema differs"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+
+
+def test_another_schema_version_or_not_sqlite_is_refused(tmp_path: Path) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, "UPDATE meta SET value = 99 WHERE key = 'schema_version'")
+    with pytest.raises(ImageRejected, match="schema version 99"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database" * 100)
+    with pytest.raises(ImageRejected, match="not a readable"):
+        validate_image(junk, TABLE, FULL_RING, LIMIT)
