@@ -36,7 +36,7 @@ from tabletdb.cql.errors import InvalidRequest, Unavailable
 # The level codes and names (tabletdb.cql.consistency), re-exported so the coordinator modules read them here.
 __all__ = ["ALL", "ANY", "EACH_QUORUM", "LOCAL_ONE", "LOCAL_QUORUM", "LOCAL_SERIAL", "NAMES", "ONE", "QUORUM"]
 __all__ += ["SERIAL", "THREE", "TWO", "Requirement", "ResponseTracker", "check_available", "read_targets"]
-__all__ += ["requirement"]
+__all__ += ["tracker_for", "SetsTracker", "check_available_sets", "requirement"]
 
 Requirement = tuple[tuple[str | None, int], ...]
 """(scope, count) pairs: scope None = any DC, else only replicas in that DC count."""
@@ -134,6 +134,65 @@ class ResponseTracker:
             (scope is None or replica.dc == scope) and got < n
             for (scope, n), got in zip(self.need, self._acked)
         )
+
+
+class SetsTracker(ResponseTracker):
+    """One level counted on each of several replica sets (a tablet whose writes go to its old and
+    new replicas): met when it is met on every set, impossible once it is on any set. Replicas
+    in both sets count in both."""
+
+    def __init__(self, cl: int, sets: Sequence[ReplicaSet], local_dc: str, *, write: bool) -> None:
+        union = tuple(dict.fromkeys(r for replicas in sets for r in replicas))
+        super().__init__(cl, union, local_dc, write=write)
+        self.trackers = [ResponseTracker(cl, replicas, local_dc, write=write) for replicas in sets]
+
+    @property
+    def block_for(self) -> int:
+        return sum(t.block_for for t in self.trackers)
+
+    @property
+    def received(self) -> int:
+        return sum(t.received for t in self.trackers)
+
+    @property
+    def satisfied(self) -> bool:
+        return all(t.satisfied for t in self.trackers)
+
+    @property
+    def impossible(self) -> bool:
+        return any(t.impossible for t in self.trackers)
+
+    def ack(self, replica: Replica) -> bool:
+        for t in self.trackers:
+            t.ack(replica)
+        return self.satisfied
+
+    def fail(self, replica: Replica) -> bool:
+        for t in self.trackers:
+            t.fail(replica)
+        return self.impossible
+
+    def counts(self, replica: Replica) -> bool:
+        return any(t.counts(replica) for t in self.trackers)
+
+
+def tracker_for(cl: int, sets: Sequence[ReplicaSet], local_dc: str, *, write: bool) -> ResponseTracker:
+    """The tracker of a request over ``sets`` (usually one set: a plain ``ResponseTracker``)."""
+    if len(sets) == 1:
+        return ResponseTracker(cl, sets[0], local_dc, write=write)
+    return SetsTracker(cl, sets, local_dc, write=write)
+
+
+def check_available_sets(
+    cl: int, sets: Sequence[ReplicaSet], local_dc: str, is_up: Callable[[Replica], bool], *, write: bool
+) -> list[Replica]:
+    """The live replicas of every set (each once); raises Unavailable if any set cannot meet ``cl``."""
+    if len(sets) == 1:
+        return check_available(cl, sets[0], local_dc, is_up, write=write)
+    alive: dict[Replica, None] = {}
+    for replicas in sets:
+        alive.update(dict.fromkeys(check_available(cl, replicas, local_dc, is_up, write=write)))
+    return list(alive)
 
 
 def check_available(

@@ -1,10 +1,11 @@
 """Which nodes hold a token of a table: the one answer every coordinator (writes, reads, Paxos) uses.
 
 Tablet tables take their replicas from the group0 tablet map (host and shard, in the map's
-order, which is the allocator's placement order). Vnode tables walk the token ring of every
-group0 member with the keyspace's strategy (SimpleStrategy, NetworkTopologyStrategy,
-EverywhereStrategy). The ring walk is precomputed once per (topology, replication) in a
-``dht.ring.ReplicaTable`` so a lookup is a binary search.
+order, which is the allocator's placement order); a tablet in migration is read from the set
+its stage reads and written to every set its stage writes (``tablets.migration``).
+Vnode tables walk the token ring of every group0 member with the keyspace's strategy
+(SimpleStrategy, NetworkTopologyStrategy, EverywhereStrategy). The ring walk is precomputed
+once per (topology, replication) in a ``dht.ring.ReplicaTable`` so a lookup is a binary search.
 
 A node with no topology yet (in-process tests, a founder before its own join record) is a
 cluster of one: every token is local.
@@ -22,7 +23,8 @@ from tabletdb.dht.ring import Location, ReplicaTable, TokenRing
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
 from tabletdb.group0.topology import Topology, raft_id_of
 from tabletdb.schema.model import EVERYWHERE, LOCAL, SIMPLE, Catalog, Replication, TableDef
-from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
+from tabletdb.tablets.migration import read_replicas, write_replicas
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup, TabletReplica
 
 
 class Replica:
@@ -74,6 +76,14 @@ class Replica:
 
 
 ReplicaSet = tuple[Replica, ...]
+WriteSets = tuple[ReplicaSet, ...]
+"""The replica sets a write must meet its level on: one, or (old, new) during a migration."""
+_TabletSets = tuple[TabletInfo, Topology, ReplicaSet, WriteSets]
+
+
+def union(sets: WriteSets) -> ReplicaSet:
+    """Every replica of ``sets`` once, in order."""
+    return tuple(dict.fromkeys(r for replicas in sets for r in replicas))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +104,12 @@ class ReplicaPlacement:
         topology: Callable[[], Topology],
         catalog: Callable[[], Catalog],
         tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
+        topology_version: Callable[[], int] = lambda: 0,
         cdc_generations: Callable[[], Generations] = tuple,
     ) -> None:
+        """``topology_version``: group0's topology version as this node applied it, stamped on
+        writes so replicas can refuse those routed by a fenced-off version (``replica.fencing``)."""
+        self.topology_version = topology_version
         self.cdc_generations = cdc_generations
         """The committed CDC generations of vnode keyspaces (group0), for the replica's CDC log."""
         self.local_host = local_host
@@ -108,8 +122,8 @@ class ReplicaPlacement:
         self._ranges_cache: dict[uuid.UUID, tuple[object, list[ReplicatedRange]]] = {}
         self._local = (Replica(local_host, None, local_dc),)
         self._dcs_of: tuple[Topology, dict[uuid.UUID, str]] | None = None
-        self._tablet_sets: dict[int, tuple[TabletInfo, Topology, ReplicaSet]] = {}
-        """id(tablet info) -> (that info, the topology used, its replicas): hot-path cache."""
+        self._tablet_sets: dict[int, _TabletSets] = {}
+        """id(tablet info) -> (that info, the topology used, read replicas, write sets): hot-path cache."""
         self._map_of = TabletMapLookup(tablet_maps)
 
     def catalog(self) -> Catalog:
@@ -147,21 +161,49 @@ class ReplicaPlacement:
             return self._local
         tablet_map = self._map_of(table.id)
         if tablet_map is not None:
-            info = tablet_map.tablet_for(token)
-            cached = self._tablet_sets.get(id(info))
-            if cached is not None and cached[0] is info and cached[1] is topology:
-                return cached[2]
-            dcs = self._dcs()
-            replicas = tuple(Replica(r.host, r.shard, dcs.get(r.host, self.local_dc)) for r in info.replicas)
-            if len(self._tablet_sets) > 65536:
-                self._tablet_sets.clear()
-            self._tablet_sets[id(info)] = (info, topology, replicas)
-            return replicas
+            return self._tablet_entry(tablet_map.tablet_for(token), topology)[2]
         found = self._vnode_table(table)
         if found is None:
             return self._local
         ring_table, dcs = found
         return tuple(Replica(h, None, dcs[h]) for h in ring_table.for_token(token))
+
+    def write_sets(self, table: TableDef, token: int) -> WriteSets:
+        """The replica sets a write of ``token`` must meet its consistency level on, each on its own.
+
+        One set (the same as ``replicas``) except while a tablet migrates through a stage that
+        writes to both its old and new replicas: then (old, new). Counting the level over the
+        union instead could acknowledge a QUORUM write held by a minority of the set that serves
+        reads once they switch (``tablets.migration``; the topology simulation checks this).
+        """
+        topology = self._topology()
+        if topology.members:
+            tablet_map = self._map_of(table.id)
+            if tablet_map is not None:
+                return self._tablet_entry(tablet_map.tablet_for(token), topology)[3]
+        return (self.replicas(table, token),)
+
+    def _tablet_entry(self, info: TabletInfo, topology: Topology) -> _TabletSets:
+        """(info, topology, read replicas, write sets) of a tablet, cached by the info's identity."""
+        cached = self._tablet_sets.get(id(info))
+        if cached is not None and cached[0] is info and cached[1] is topology:
+            return cached
+        dcs = self._dcs()
+
+        def placed(replicas: tuple[TabletReplica, ...]) -> ReplicaSet:
+            return tuple(Replica(r.host, r.shard, dcs.get(r.host, self.local_dc)) for r in replicas)
+
+        reads = placed(read_replicas(info))
+        writes = write_replicas(info)
+        if info.new_replicas is not None and len(writes) > len(info.replicas):
+            sets: WriteSets = (placed(info.replicas), placed(info.new_replicas))
+        else:
+            sets = (reads if writes == read_replicas(info) else placed(writes),)
+        if len(self._tablet_sets) > 65536:
+            self._tablet_sets.clear()
+        entry = (info, topology, reads, sets)
+        self._tablet_sets[id(info)] = entry
+        return entry
 
     def ranges(self, table: TableDef) -> list[ReplicatedRange]:
         """The whole ring in token order as non-wrapping ranges, each with its replicas.

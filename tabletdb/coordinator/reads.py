@@ -44,6 +44,7 @@ from tabletdb.replica.wire import (
     VERB_MUTATIONS,
     VERB_READ,
     VERB_SCAN,
+    apply_payload,
     digest_of,
     mutations_from_plain,
     partition_from_plain,
@@ -295,7 +296,9 @@ class ReadCoordinator:
             if ctx.is_local(replica):  # repaired data was logged when written: no CDC rows again
                 await ctx.local.apply(table, mutations_from_plain(plain), log=False)
             else:
-                await ctx.call(replica, VERB_APPLY, [table.id.bytes, plain, False], spec.timeout)
+                version = ctx.placement.topology_version()
+                payload = apply_payload(table.id.bytes, plain, version, log=False)  # already logged
+                await ctx.call(replica, VERB_APPLY, payload, spec.timeout)
 
         try:
             async with asyncio.timeout(spec.timeout):

@@ -10,6 +10,8 @@ detector lags a restart by a ping). A replica that misses a write (down, or too 
 there are no hints; reads at a level that overlaps the write's repair the difference.
 
 The local-only case (RF=1 on this node, or a single node) goes straight to the committer.
+A tablet in migration may have two replica sets to write (``ReplicaPlacement.write_sets``): the
+write goes to both and needs its level on each.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from tabletdb.coordinator.consistency import ALL, NAMES, ResponseTracker, check_available
+from tabletdb.coordinator.consistency import ALL, NAMES, check_available_sets, tracker_for
 from tabletdb.coordinator.context import Replicas
-from tabletdb.coordinator.placement import Replica, ReplicaSet
+from tabletdb.coordinator.placement import Replica, WriteSets, union
 from tabletdb.cql.errors import TruncateError, Unavailable, WriteFailure, WriteTimeout
-from tabletdb.replica.wire import VERB_APPLY, VERB_TRUNCATE, mutations_to_plain
+from tabletdb.replica.wire import VERB_APPLY, VERB_TRUNCATE, apply_payload, mutations_to_plain
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Mutation
 
@@ -38,12 +40,12 @@ class WriteCoordinator:
 
     def groups(
         self, table: TableDef, mutations: Sequence[Mutation]
-    ) -> list[tuple[ReplicaSet, list[Mutation]]]:
-        """Mutations grouped by the replica set of their token (placement order kept)."""
+    ) -> list[tuple[WriteSets, list[Mutation]]]:
+        """Mutations grouped by the replica sets of their token (placement order kept)."""
         placement = self.replicas.placement
-        by_set: dict[ReplicaSet, list[Mutation]] = {}
+        by_set: dict[WriteSets, list[Mutation]] = {}
         for m in mutations:
-            by_set.setdefault(placement.replicas(table, m.token), []).append(m)
+            by_set.setdefault(placement.write_sets(table, m.token), []).append(m)
         return list(by_set.items())
 
     def write(
@@ -54,19 +56,23 @@ class WriteCoordinator:
         What to await, not a coroutine: a single write whose only replica is this node is the
         local commit itself (``LocalReplica.apply``)."""
         if len(mutations) == 1:  # the common single-statement write: skip the grouping
-            replicas = self.replicas.placement.replicas(table, mutations[0].token)
-            if len(replicas) == 1 and self.replicas.is_local(replicas[0]):
+            sets = self.replicas.placement.write_sets(table, mutations[0].token)
+            if len(sets) == 1 and len(sets[0]) == 1 and self.replicas.is_local(sets[0][0]):
                 return self.replicas.local.apply(table, mutations)
         return self._write(table, mutations, cl, write_type)
 
     async def _write(self, table: TableDef, mutations: Sequence[Mutation], cl: int, write_type: str) -> None:
+        version = self.replicas.placement.topology_version()  # the version the groups are chosen by
         groups = self.groups(table, mutations)
         alive = [self._check(replicas, cl) for replicas, _ in groups]  # all checked before any is sent
         if len(groups) == 1:
-            await self._write_group(table, groups[0][0], alive[0], groups[0][1], cl, write_type)
+            await self._write_group(table, groups[0][0], alive[0], groups[0][1], cl, write_type, version)
             return
         await asyncio.gather(
-            *(self._write_group(table, r, live, ms, cl, write_type) for (r, ms), live in zip(groups, alive))
+            *(
+                self._write_group(table, r, live, ms, cl, write_type, version)
+                for (r, ms), live in zip(groups, alive)
+            )
         )
 
     async def truncate(self, table: TableDef) -> None:
@@ -93,25 +99,27 @@ class WriteCoordinator:
         except Exception as exc:
             raise TruncateError(f"Error during truncate of {table.keyspace}.{table.name}: {exc}") from exc
 
-    def _check(self, replicas: ReplicaSet, cl: int) -> list[Replica]:
-        if len(replicas) == 1 and self.replicas.is_local(replicas[0]):
-            return list(replicas)
-        return check_available(cl, replicas, self.replicas.local_dc, self.replicas.is_up, write=True)
+    def _check(self, sets: WriteSets, cl: int) -> list[Replica]:
+        if len(sets) == 1 and len(sets[0]) == 1 and self.replicas.is_local(sets[0][0]):
+            return list(sets[0])
+        return check_available_sets(cl, sets, self.replicas.local_dc, self.replicas.is_up, write=True)
 
     async def _write_group(
         self,
         table: TableDef,
-        replicas: ReplicaSet,
+        sets: WriteSets,
         alive: list[Replica],
         mutations: list[Mutation],
         cl: int,
         write_type: str,
+        version: int,
     ) -> None:
         ctx = self.replicas
+        replicas = sets[0] if len(sets) == 1 else union(sets)
         if len(replicas) == 1 and ctx.is_local(replicas[0]):
             await ctx.local.apply(table, mutations)
             return
-        tracker = ResponseTracker(cl, replicas, ctx.local_dc, write=True)
+        tracker = tracker_for(cl, sets, ctx.local_dc, write=True)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         errors: list[str] = []
         payload: list[Any] | None = None
@@ -126,7 +134,7 @@ class WriteCoordinator:
                 coro = _applied_locally(ctx, table, mutations)
             else:
                 if payload is None:
-                    payload = [table.id.bytes, mutations_to_plain(mutations)]
+                    payload = apply_payload(table.id.bytes, mutations_to_plain(mutations), version)
                 coro = ctx.call(replica, VERB_APPLY, payload, ctx.timeouts.write)
             ctx.spawn(_report(replica, coro, settle))
 

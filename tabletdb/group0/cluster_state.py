@@ -121,6 +121,8 @@ def _apply_one(
         return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
     if isinstance(entry, BalancingCommand):
         return replace(state, balancing_enabled=entry.enabled), Applied(entry.command_id, True)
+    if state.topology_state.state_of(entry.record.host_id) is NodeState.LEFT:
+        return state, Applied(entry.command_id, False)  # a node that left never comes back
     known = entry.record.host_id in state.topology.members
     topology, ok = apply_join(state.topology, entry)
     joined = entry.record if ok and not known else None
@@ -151,7 +153,20 @@ def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterS
     for table_id, tm in sorted(changed.items(), key=lambda kv: kv[0].bytes):
         maps = maps.set(table_id, tm)
     metadata = replace(state.metadata, tablets=maps)
-    return replace(state, metadata=metadata, topology_state=topology), Applied(entry.command_id, True)
+    members = _without_left(state.topology, topology)
+    return replace(state, metadata=metadata, topology=members, topology_state=topology), Applied(
+        entry.command_id, True
+    )
+
+
+def _without_left(members: Topology, topology: TopologyState) -> Topology:
+    """Membership without the nodes that left: they own no tokens and get no new replicas, are
+    no peers, and the internode handshake no longer admits them (`system.topology` still lists
+    them from the topology state)."""
+    left = [h for h in members.members if topology.state_of(h) is NodeState.LEFT]
+    if not left:
+        return members
+    return replace(members, members={h: r for h, r in members.members.items() if h not in left})
 
 
 def _event_to_plain(e: SchemaChangeEvent) -> list[Any]:

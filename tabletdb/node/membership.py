@@ -20,20 +20,24 @@ from tabletdb.coordinator.context import Replicas, Timeouts
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.tablet_planning import TabletPlanner
-from tabletdb.group0.topology import NodeRecord
+from tabletdb.group0.topology import NodeRecord, raft_id_of
 from tabletdb.net.failure_detector import FailureDetector, Members, Transition
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import internode_tls
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
 from tabletdb.node.group0_shell.service import Group0Service, MemberListener, SchemaListener
+from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
 from tabletdb.node.replica_service import ViewMaintenance, build_replicas, register_replica_verbs
+from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.query.auth_check import create_default_superuser
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.systables.node_info import RaftInfo
 from tabletdb.systables.version_reads import Settle
+from tabletdb.topology import coordinator as co
+from tabletdb.topology.states import NodeState
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +134,7 @@ class ClusterMember:
         self._failure_detector = FailureDetector(self.group0.rpc, peers, on_status)
         self._failure_detector.register()
         self._paxos: PaxosService | None = None
+        self._topology_task: asyncio.Task[None] | None = None
 
     def _halt(self, failure: ApplyFailed) -> None:
         self.halted = True
@@ -142,7 +147,15 @@ class ClusterMember:
         """Reached over internode RPC, up as the failure detector says; serves the replica verbs."""
         rpc = self.group0.rpc
         replicas = build_replicas(placement, storage, views, rpc, self._failure_detector.is_up, timeouts)
-        register_replica_verbs(rpc, replicas.local, lambda table_id: self.group0.catalog.by_id(table_id))
+        register_replica_verbs(
+            rpc,
+            replicas.local,
+            lambda table_id: self.group0.catalog.by_id(table_id),
+            lambda: self.group0.state.topology_state.fence_version,
+        )
+        self.streaming = TabletStreaming(rpc, storage, lambda table_id: self.group0.catalog.by_id(table_id))
+        """Tablet copy/stream/cleanup verbs, what the topology coordinator moves replicas with."""
+        self.streaming.register()
         return replicas
 
     def paxos(self, replicas: Replicas) -> PaxosService:
@@ -184,11 +197,59 @@ class ClusterMember:
                 log.warning("node stopped while joining the cluster")
             return False
         self._failure_detector.start()
+        self._topology_task = asyncio.create_task(self._topology(stop))
         if group0.founder:
             await create_default_superuser(group0, lambda: group0.state.metadata, self._config.cluster_name)
         return True
 
+    async def _topology(self, stop: asyncio.Event) -> None:
+        """Run the topology coordinator while this node leads group0, and stop the node once
+        group0 says it left the cluster (its data moved away, it is no longer a replica)."""
+        group0, me = self.group0, self.group0.record.host_id
+        task = TopologyTask(self._topology_io())
+        runner = asyncio.create_task(task.run(stop))
+        try:
+            while not stop.is_set():
+                if group0.state.topology_state.state_of(me) is NodeState.LEFT:
+                    log.info("this node left the cluster (decommissioned or removed); stopping")
+                    stop.set()
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.5)
+        finally:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+
+    def _topology_io(self) -> TopologyIo:
+        group0, detector, streaming = self.group0, self._failure_detector, self.streaming
+        me = group0.record.host_id
+
+        async def stream(t: co.StreamTask) -> object:
+            _, table_id, tablet_id = t.key
+            sources = [raft_id_of(s.host) for s in t.sources]
+            return await streaming.stream(raft_id_of(t.target.host), table_id, tablet_id, sources)
+
+        async def cleanup(t: co.CleanupTask) -> object:
+            _, table_id, tablet_id = t.key
+            return await streaming.cleanup(raft_id_of(t.replica.host), table_id, tablet_id, t.replica.shard)
+
+        return TopologyIo(
+            is_leader=lambda: group0.driver.is_leader,
+            state=lambda: group0.state,
+            alive=lambda h: h == me or detector.is_up(raft_id_of(h)),
+            barrier=lambda h: group0.barrier.ask(raft_id_of(h)),
+            stream=stream,
+            cleanup=cleanup,
+            submit=group0.submit_topology,
+            tidy=group0.remove_left_voters,
+        )
+
     async def stop(self) -> None:
+        if self._topology_task is not None:
+            self._topology_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._topology_task
         if self._paxos is not None:
             self._paxos.close()
         await self._failure_detector.stop()

@@ -73,7 +73,8 @@ def cluster_placement(
         lambda: state().topology,
         lambda: state().metadata.catalog,
         lambda: state().metadata.tablets,
-        lambda: state().metadata.cdc_generations,
+        topology_version=lambda: state().topology_state.version,
+        cdc_generations=lambda: state().metadata.cdc_generations,
     )
 
 
@@ -93,9 +94,12 @@ def build_replicas(
     return Replicas(placement, LocalReplica(stores, updates, cdc), transport, is_up, timeouts)
 
 
-def register_replica_verbs(rpc: RpcNode, local: LocalReplica, tables: TableOf) -> None:
-    """Serve ``local`` to other nodes' coordinators over ``rpc``."""
-    verbs = ReplicaVerbs(local, tables)
+def register_replica_verbs(
+    rpc: RpcNode, local: LocalReplica, tables: TableOf, fence: Callable[[], int] = lambda: 0
+) -> None:
+    """Serve ``local`` to other nodes' coordinators over ``rpc``, refusing writes routed by a
+    topology version below ``fence`` (group0's ``fence_version``)."""
+    verbs = ReplicaVerbs(local, tables, fence)
     for verb, handler in verbs.handlers().items():
         rpc.register(verb, handler)
 

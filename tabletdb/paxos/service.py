@@ -174,6 +174,18 @@ class PaxosService:
         replicas = tuple(r.raft_id for r in placed)
         level = "LOCAL_SERIAL" if serial == LOCAL_SERIAL else "SERIAL"
         quorum = len(replicas) // 2 + 1
+        if len(self._replicas.placement.write_sets(table, token)) > 1:
+            # Paxos runs on one replica set; while a migration writes to two, a commit on the
+            # old set could miss the new one after streaming, and accepted proposals do not
+            # move with the data. Refused (retryable) until the move switched to the new set.
+            raise Unavailable(
+                f"Cannot achieve consistency level {level}: the tablet of {table.keyspace}.{table.name} "
+                f"holding token {token} is moving to new replicas; lightweight transactions and "
+                "counter updates on it wait until the move switches over, retry",
+                serial,
+                quorum,
+                0,
+            )
         alive = [r for r in placed if self._replicas.is_up(r)]
         if len(alive) < quorum or not replicas:
             raise Unavailable(

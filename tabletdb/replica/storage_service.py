@@ -39,8 +39,9 @@ from tabletdb.storage.data_paths import table_directory_name
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
+from tabletdb.storage.snapshot_files import SIDE_FILES
 from tabletdb.storage.tablet_store import TabletCorrupt, TabletStore
-from tabletdb.tablets.tablet_map import TabletMap, TabletMapLookup
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +220,7 @@ class StorageService:
             return [Segment(FULL_RING, stores)]
         out: list[Segment] = []
         for tablet_id, info in enumerate(tablet_map.tablets):
-            shard = self._local_shard(table, info.replicas, tablet_id)
+            shard = self._local_shard(table, _every_replica(info), tablet_id)
             if shard is None:
                 continue
             path = tablet_file(self.data_dir, table, shard, tablet_id)
@@ -238,7 +239,7 @@ class StorageService:
             return [LocalFile(None, s, FULL_RING, vnode_file(self.data_dir, table, s)) for s in shards]
         out: list[LocalFile] = []
         for tablet_id, info in enumerate(tablet_map.tablets):
-            shard = self._local_shard(table, info.replicas, tablet_id)
+            shard = self._local_shard(table, _every_replica(info), tablet_id)
             if shard is not None:
                 path = tablet_file(self.data_dir, table, shard, tablet_id)
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
@@ -270,12 +271,29 @@ class StorageService:
         committer.store.close()
         return True
 
+    def remove_file(self, path: Path) -> bool | None:
+        """Close the store at ``path`` if open and delete the file with its side files: a
+        tablet replica that moved away. True if there was a file, None (nothing done) while
+        its store has writes queued or committing."""
+        was_open = path in self._open
+        self.write_deferred([path])  # rows merely deferred do not make it busy
+        if not self.release(path):
+            return None
+        if not was_open:  # release logged the removal of an open store's file
+            self._removing(path)
+        existed = path.exists()
+        for suffix in ("", *SIDE_FILES):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+        if path.parent.exists():
+            fsync_path(path.parent)
+        return existed
+
     def _path_for(self, table: TableDef, token: int) -> Path:
         tablet_map = self._tablet_maps().get(table.id)
         if tablet_map is None:
             return vnode_file(self.data_dir, table, shard_of(token, self.smp, self.ignore_msb))
         tablet_id = tablet_map.tablet_id_of(token)
-        shard = self._local_shard(table, tablet_map.tablets[tablet_id].replicas, tablet_id)
+        shard = self._local_shard(table, _every_replica(tablet_map.tablets[tablet_id]), tablet_id)
         if shard is None:
             raise InvalidRequest(
                 f"tablet {tablet_id} of {table.keyspace}.{table.name} has no replica on this node "
@@ -362,6 +380,14 @@ class StorageService:
         if self._node_commit is not None:
             self._node_commit.close()
             self._node_commit = None
+
+
+def _every_replica(info: TabletInfo) -> Sequence[tuple[uuid.UUID, int]]:
+    """The tablet's replicas and, while it migrates, the new ones: a migration's target holds
+    the tablet (and receives its writes) from the stage that writes to both sets on."""
+    if info.new_replicas is None:
+        return info.replicas
+    return info.replicas + info.new_replicas
 
 
 def _marker(path: Path) -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.token import TokenRange
+from tabletdb.replica.fencing import check_fence
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.wire import (
     VERB_APPLY,
@@ -85,9 +86,12 @@ def export_mutations(local: LocalReplica, table: TableDef, request: list[Any]) -
 class ReplicaVerbs:
     """Handlers for the data verbs, to register on the node's RPC endpoint."""
 
-    def __init__(self, local: LocalReplica, table_of: TableOf) -> None:
+    def __init__(self, local: LocalReplica, table_of: TableOf, fence: Callable[[], int] = lambda: 0) -> None:
+        """``fence``: the topology fence version this node last applied from group0
+        (``replica.fencing``); writes routed by an older version are refused."""
         self.local = local
         self.table_of = table_of
+        self.fence = fence
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -102,9 +106,10 @@ class ReplicaVerbs:
         return await wait_for_table(self.table_of, raw_id)
 
     async def _apply(self, src: int, payload: list[Any]) -> None:
-        table_id, mutations, *rest = payload  # [id, mutations] or, from read repair, [.., False]
-        log = not rest or bool(rest[0])
-        await self.local.apply(await self._table(table_id), mutations_from_plain(mutations), log=log)
+        table_id, mutations, version, log = payload
+        check_fence(version, self.fence(), src)
+        table = await self._table(table_id)
+        await self.local.apply(table, mutations_from_plain(mutations), log=bool(log))
 
     async def _read(self, src: int, payload: list[Any]) -> Any:
         table_id, digest_only, request = payload

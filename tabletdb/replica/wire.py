@@ -38,6 +38,13 @@ VERB_TRUNCATE = "data.truncate"
 Plain = list[Any]
 
 
+def apply_payload(table_id: bytes, mutations: Plain, topology_version: int, *, log: bool = True) -> Plain:
+    """``VERB_APPLY``'s request: the table, its mutations, the topology version the coordinator
+    chose the replicas by (checked against the replica's fence, ``replica.fencing``), and whether
+    the replica writes the change's CDC log rows (not for read repair: already logged)."""
+    return [table_id, mutations, topology_version, log]
+
+
 def _bound_to_plain(b: Bound | None) -> Plain | None:
     return None if b is None else [b.key, b.inclusive]
 

@@ -26,7 +26,7 @@ from tabletdb.coordinator.context import Replicas
 from tabletdb.coordinator.placement import Replica, ReplicaSet
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.replica.derived_locks import DerivedLocks
-from tabletdb.replica.wire import VERB_APPLY, mutations_to_plain
+from tabletdb.replica.wire import VERB_APPLY, apply_payload, mutations_to_plain
 from tabletdb.schema.model import TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
 from tabletdb.views.base_snapshot import partition_snapshot
@@ -108,7 +108,8 @@ class ViewUpdates:
             return
         if pair is not None and ctx.is_up(pair):
             try:
-                payload = [table.id.bytes, mutations_to_plain(mutations)]
+                version = ctx.placement.topology_version()
+                payload = apply_payload(table.id.bytes, mutations_to_plain(mutations), version)
                 await ctx.call(pair, VERB_APPLY, payload, ctx.timeouts.write)
                 return
             except Exception as exc:  # the pair failed: fall back to every live view replica

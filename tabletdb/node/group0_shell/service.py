@@ -32,6 +32,7 @@ from tabletdb.group0.cluster_state import (
     ClusterState,
     GroupEntry,
     SchemaEntry,
+    TopologyEntry,
     apply_entry,
     decode_entry,
     decode_snapshot,
@@ -54,6 +55,7 @@ from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.node.group0_shell.peer_view import TopologyView
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
+from tabletdb.node.group0_shell.topology_rpc import TopologyBarrier
 from tabletdb.node.group0_shell.versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
 from tabletdb.raft.errors import ConfChangeError, NotLeaderError
@@ -63,7 +65,11 @@ from tabletdb.schema.catalog_diff import catalog_events
 from tabletdb.schema.ddl_common import DdlOutcome, SchemaChangeEvent
 from tabletdb.schema.model import Catalog
 from tabletdb.systables.node_info import RaftInfo, RaftMember
+from tabletdb.topology.commands import TopologyCommand
 from tabletdb.topology.features import BATCH_FEATURE
+from tabletdb.topology.requests import enqueue
+from tabletdb.topology.state import Request, RequestResult
+from tabletdb.topology.states import NodeState
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +99,13 @@ def founds_cluster(address: str, seeds: tuple[str, ...]) -> bool:
     if all(seed == address for seed in seeds):
         return True
     return address in seeds and address == min(seeds, key=lambda s: ipaddress.ip_address(s).packed)
+
+
+def left_message(host_id: uuid.UUID) -> str:
+    return (
+        f"node {host_id} left the cluster (decommissioned or removed) and cannot rejoin it; "
+        "wipe its data directory to start it as a new node with a new host id"
+    )
 
 
 class Group0Service:
@@ -132,6 +145,9 @@ class Group0Service:
             self._snapshot_capture,
             on_halt=on_halt,
         )
+        self.barrier = TopologyBarrier(self.rpc, self.driver, lambda: self._state.topology_state.version)
+        """The topology coordinator's barrier (served here, asked by the coordinator)."""
+        self.barrier.register()
         self._waiting: dict[uuid.UUID, asyncio.Future[Applied]] = {}
         self._schema_listeners: list[SchemaListener] = []
         self._member_listeners: list[MemberListener] = []
@@ -196,6 +212,44 @@ class Group0Service:
         async with asyncio.timeout(COMMAND_TIMEOUT):
             await self._submit(BalancingCommand(uuid.uuid4(), enabled))
 
+    # --- topology ---------------------------------------------------------------------------------
+
+    async def submit_topology(self, command: TopologyCommand) -> bool:
+        """Propose a topology command; True if it took effect (False: its state id went stale)."""
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            (applied,) = await self._submit(TopologyEntry(command))
+        return applied.took_effect
+
+    async def queue_request(self, request: Request, alive: frozenset[uuid.UUID]) -> None:
+        """Queue a topology request (``topology.requests.enqueue``), deciding again while other
+        commands move the state on; raises ``RequestRefused`` with the reason it may not be queued."""
+        while not await self.submit_topology(
+            enqueue(self._state.topology_state, request, alive, uuid.uuid1())
+        ):
+            await asyncio.sleep(0.05)
+
+    async def wait_request(self, request_id: uuid.UUID) -> RequestResult:
+        """How the request ended, once this node applied its end."""
+        while True:
+            for result in self._state.topology_state.results:
+                if result.request.request_id == request_id:
+                    return result
+            await self.driver.changed()
+
+    async def remove_left_voters(self) -> None:
+        """On the leader: drop from the Raft configuration every voter whose node has left."""
+        topology = self._state.topology_state
+        for host_id, node in topology.nodes.items():
+            raft_id = raft_id_of(host_id)
+            if node.state is NodeState.LEFT and raft_id in self.driver.conf_state.voters:
+                if raft_id == self.record.raft_id or not self.driver.is_leader:
+                    continue  # a leader does not remove itself; the next one will
+                log.info("group0 removing voter of node that left host_id=%s", host_id)
+                with contextlib.suppress(ConfChangeError):
+                    self.driver.propose_conf_change(
+                        ConfChange((ConfChangeSingle(ConfChangeType.REMOVE, raft_id),))
+                    )
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -207,7 +261,9 @@ class Group0Service:
         self.rpc.register(JOIN_VERB, self._on_join)
         self.turns.register()
         self.versions.register()
-        await self.driver.start()
+        await self.driver.start()  # replays the local log: a node that left knows it did
+        if self._state.topology_state.state_of(self.record.host_id) is NodeState.LEFT:
+            raise JoinRefused(left_message(self.record.host_id))
         self.versions.start()
         if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
             self.driver.campaign()  # a lone voter need not wait out an election timeout
@@ -319,6 +375,8 @@ class Group0Service:
         record = record_from_plain(payload["record"])
         async with self._join_lock:
             await self.driver.read_barrier()
+            if self._state.topology_state.state_of(record.host_id) is NodeState.LEFT:
+                raise JoinRefused(left_message(record.host_id))
             check_join(self._state.topology, payload["cluster_name"], record)
             if self._state.topology.members.get(record.host_id) != record:
                 (applied,) = await self._submit(JoinCommand(uuid.uuid4(), payload["cluster_name"], record))

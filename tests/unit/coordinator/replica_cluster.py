@@ -112,15 +112,28 @@ class Cluster:
         self.down: set[int] = set()
         self.stores: list[StorageService] = []
         self.replicas: list[Replicas] = []
+        self.versions = [0] * size
+        """Each node's topology version as its coordinator stamps it on writes."""
+        self.fences = [0] * size
+        """Each node's fence version: its replica refuses writes stamped below it."""
         self.counters: list[CounterCoordinator] = []
         for i in range(size):
             storage = StorageService(workdir / f"n{i}", host(i), 2, 12, lambda: self.maps)
             placement = ReplicaPlacement(
-                host(i), DC, lambda: self.topology, lambda: self.catalog, lambda: self.maps
+                host(i),
+                DC,
+                lambda: self.topology,
+                lambda: self.catalog,
+                lambda: self.maps,
+                lambda i=i: self.versions[i],  # type: ignore[misc]
             )
             local = LocalReplica(storage)
             replicas = Replicas(placement, local, self.net, lambda raft: raft not in self.down, timeouts)
-            self.net.verbs[raft_id_of(host(i))] = ReplicaVerbs(local, self.catalog.by_id)
+            self.net.verbs[raft_id_of(host(i))] = ReplicaVerbs(
+                local,
+                self.catalog.by_id,
+                lambda i=i: self.fences[i],  # type: ignore[misc]
+            )
             self.counters.append(_counters(storage, replicas))
             self.stores.append(storage)
             self.replicas.append(replicas)

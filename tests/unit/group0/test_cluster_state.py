@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from tabletdb.group0.cluster_state import (
     BatchEntry,
     ClusterState,
     SchemaEntry,
+    TopologyEntry,
     apply_entry,
     decode_entry,
     decode_snapshot,
@@ -17,6 +19,9 @@ from tabletdb.group0.cluster_state import (
 from tabletdb.group0.state import SchemaCommand
 from tabletdb.group0.topology import JoinCommand, NodeRecord
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
+from tabletdb.topology.commands import TopologyCommand
+from tabletdb.topology.state import TopoNode
+from tabletdb.topology.states import NodeState
 
 EVENT = SchemaChangeEvent(Change.CREATED, Target.TABLE, "ks", "t")
 
@@ -87,3 +92,20 @@ def test_batch_built_on_a_stale_state_takes_no_effect_from_the_stale_command_on(
     assert [a.took_effect for a in outcomes] == [True, False, False]
     assert after.state_id == fresh.command_id
     assert outcomes[2].events == ()
+
+
+def test_a_node_that_left_is_no_member_any_more() -> None:
+    state = ClusterState()
+    for n in (1, 2):
+        state, _ = apply_entry(state, join_entry(n))
+    gone = join_entry(2).record.host_id
+    topo = state.topology_state
+    after = replace(topo.with_node(TopoNode(gone, NodeState.LEFT)), state_id=uuid.uuid1())
+    state, (applied,) = apply_entry(
+        state, TopologyEntry(TopologyCommand(topo.state_id, after, reason="left"))
+    )
+    assert applied.took_effect
+    assert list(state.topology.members) == [join_entry(1).record.host_id]
+    assert state.topology_state.state_of(gone) is NodeState.LEFT  # system.topology still shows it
+    after_join, (rejoin,) = apply_entry(state, join_entry(2))  # a node that left never comes back
+    assert not rejoin.took_effect and after_join == state

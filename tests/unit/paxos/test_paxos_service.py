@@ -28,6 +28,8 @@ from tabletdb.paxos.messages import Ballot
 from tabletdb.paxos.rounds import Reconciler, encode_mutations
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
+from tabletdb.tablets.migration import Migration, advance_stage, begin_migration
+from tabletdb.tablets.tablet_map import TabletReplica, TransitionStage
 from tests.unit.coordinator.replica_cluster import Cluster, host
 
 KEY = b"partition"
@@ -261,3 +263,32 @@ def test_a_dead_replica_nobody_noticed_does_not_stall_a_contended_round(tmp_path
         done = asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"x", [])))
         assert done is True
         assert [stored(cluster, i) for i in range(2)] == [b"x", b"x"]
+
+
+def test_a_transaction_on_a_tablet_written_to_two_replica_sets_is_refused_until_it_switches(
+    setup: tuple[Cluster, Network, list[PaxosService]],
+) -> None:
+    cluster, _, services = setup
+    tm = cluster.maps[cluster.table.id]
+    tablet_id = tm.tablet_id_of(TOKEN)
+    source = tm.tablets[tablet_id].replicas[0]
+    moved = TabletReplica(source.host, 1 - source.shard)  # an intra-node move: another shard
+    tm = begin_migration(tm, Migration(cluster.table.id, tablet_id, source, moved))
+    refused_at, allowed_at = [], []
+    while tm.tablets[tablet_id].in_transition:
+        cluster.maps = {**cluster.maps, cluster.table.id: tm}
+        stage = tm.tablets[tablet_id].stage
+        try:
+            asyncio.run(services[0].transact(cluster.table, TOKEN, KEY, insert_if_absent(b"v", [])))
+            allowed_at.append(stage)
+        except Unavailable as exc:
+            assert "moving to new replicas" in str(exc)
+            refused_at.append(stage)
+        tm = advance_stage(tm, tablet_id)
+    both = [
+        TransitionStage.WRITE_BOTH_READ_OLD,
+        TransitionStage.STREAMING,
+        TransitionStage.WRITE_BOTH_READ_NEW,
+    ]
+    assert refused_at == both
+    assert len(allowed_at) == 4

@@ -1,0 +1,164 @@
+"""The topology coordinator's shell: runs ``topology.coordinator.step`` while this node leads group0.
+
+Each turn builds the step's view from group0's state as this node applied it, runs the pure step
+and carries out its action: a barrier (every live member's read barrier answers the version),
+streaming and cleanup of tablet replicas, or a command proposed through group0 (applied, or
+refused by its state-id guard if another coordinator moved the state on). What it saw lives in
+``Observations`` here and is dropped when leadership is lost: a new leader gathers it again, and
+everything else it needs is in group0. A failed barrier, stream or cleanup is logged and tried
+again on a later turn; the step decides whether to wait or roll back.
+
+The I/O is handed in as callables by host id (the node maps them to RPCs), so the loop is
+tested against real stores and sockets without a whole node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.topology import coordinator as co
+from tabletdb.topology.commands import TopologyCommand
+
+log = logging.getLogger(__name__)
+
+_Task = TypeVar("_Task", co.StreamTask, co.CleanupTask)
+
+IDLE_WAIT = 0.5
+"""Seconds between steps when there is nothing to do (or leadership is elsewhere)."""
+RETRY_WAIT = 0.5
+"""Seconds before a step again after a barrier, stream or cleanup failed."""
+
+
+@dataclass(frozen=True)
+class TopologyIo:
+    """What the task does to the cluster, by host id."""
+
+    is_leader: Callable[[], bool]
+    state: Callable[[], ClusterState]
+    alive: Callable[[uuid.UUID], bool]
+    barrier: Callable[[uuid.UUID], Awaitable[int]]
+    """The topology version the member applied after a Raft read barrier."""
+    stream: Callable[[co.StreamTask], Awaitable[object]]
+    cleanup: Callable[[co.CleanupTask], Awaitable[object]]
+    submit: Callable[[TopologyCommand], Awaitable[object]]
+    """Propose through group0; returns once this node applied it (took effect or not)."""
+    tidy: Callable[[], Awaitable[None]] | None = None
+    """Run when there is nothing to step on (the node drops voters of nodes that left)."""
+
+
+def view_of(state: ClusterState) -> co.View:
+    members = state.topology.members
+    return co.View(
+        state.topology_state,
+        state.metadata.tablets,
+        {h: r.shard_count for h, r in members.items()},
+        {h: (r.datacenter, r.rack) for h, r in members.items()},
+    )
+
+
+DEFAULT_CONFIG = co.CoordinatorConfig()
+
+
+class TopologyTask:
+    def __init__(
+        self,
+        io: TopologyIo,
+        config: co.CoordinatorConfig = DEFAULT_CONFIG,
+        clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000),
+    ) -> None:
+        self.io = io
+        self.config = config
+        self.clock_ms = clock_ms
+        self.obs = co.Observations(alive=frozenset())
+        self._down_since: dict[uuid.UUID, int] = {}
+        self._leading = False
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Step while this node leads group0, until ``stop`` is set."""
+        while not stop.is_set():
+            if not self.io.is_leader():
+                self._lost_leadership()
+                await _wait(stop, IDLE_WAIT)
+                continue
+            self._leading = True
+            try:
+                action = await self.step_once()
+            except Exception as exc:  # the step and commands are pure; this is I/O failing
+                log.warning("topology coordinator step failed, retrying: %s", exc)
+                await _wait(stop, RETRY_WAIT)
+                continue
+            if isinstance(action, co.Idle):
+                if self.io.tidy is not None:
+                    await self.io.tidy()
+                await _wait(stop, IDLE_WAIT)
+
+    def _lost_leadership(self) -> None:
+        if self._leading:
+            log.info("topology coordinator stopped: this node no longer leads group0")
+        self._leading = False
+        self.obs = co.Observations(alive=frozenset())
+        self._down_since.clear()
+
+    async def step_once(self) -> co.Action:
+        """Run one step on the current state and carry out its action."""
+        state = self.io.state()
+        now = self.clock_ms()
+        nodes = state.topology_state.nodes
+        alive = frozenset(h for h in nodes if self.io.alive(h))
+        for h in nodes:
+            if h in alive:
+                self._down_since.pop(h, None)
+            else:
+                self._down_since.setdefault(h, now)
+        self.obs = replace(self.obs, alive=alive, now_ms=now, down_since=dict(self._down_since))
+        action = co.step(view_of(state), self.obs, uuid.uuid1(), self.config)
+        if isinstance(action, co.Barrier):
+            await self._barrier(action, alive)
+        elif isinstance(action, co.Stream):
+            done = await self._each(action.tasks, self.io.stream, "stream")
+            self.obs = replace(self.obs, streamed=self.obs.streamed | done)
+        elif isinstance(action, co.Cleanup):
+            done = await self._each(action.tasks, self.io.cleanup, "cleanup")
+            self.obs = replace(self.obs, cleaned=self.obs.cleaned | done)
+        elif isinstance(action, co.Propose):
+            log.info("topology coordinator proposes: %s", action.command.reason)
+            await self.io.submit(action.command)
+        return action
+
+    async def _barrier(self, action: co.Barrier, alive: frozenset[uuid.UUID]) -> None:
+        live = [h for h in action.nodes if h in alive]
+        answers = await asyncio.gather(*(self.io.barrier(h) for h in live), return_exceptions=True)
+        behind = {h: a for h, a in zip(live, answers) if not isinstance(a, int) or a < action.version}
+        if behind:
+            log.info("topology barrier on version %d not reached yet: %s", action.version, behind)
+            await asyncio.sleep(RETRY_WAIT)
+            return
+        self.obs = replace(self.obs, barrier_version=action.version)
+
+    async def _each(
+        self, tasks: tuple[_Task, ...], run: Callable[[_Task], Awaitable[object]], what: str
+    ) -> frozenset[co.MoveKey]:
+        outcomes = await asyncio.gather(*(run(t) for t in tasks), return_exceptions=True)
+        done = frozenset(t.key for t, o in zip(tasks, outcomes) if not isinstance(o, BaseException))
+        for task, outcome in zip(tasks, outcomes):
+            if isinstance(outcome, BaseException):
+                _, table_id, tablet_id = task.key
+                log.info(
+                    "topology %s of tablet %d of table %s failed: %s", what, tablet_id, table_id, outcome
+                )
+        if len(done) < len(tasks):
+            await asyncio.sleep(RETRY_WAIT)
+        return done
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)

@@ -1,0 +1,117 @@
+"""The internode verbs that move tablet replicas for the topology coordinator: copy, stream, cleanup.
+
+* ``tablet.copy`` (asked of a source): a consistent copy of its replica's SQLite file, sent
+  whole in one frame (``replica.tablet_images.copy_tablet``), or None if it was never written.
+* ``tablet.stream`` (asked of a target): pull the copy from each source in turn and install it
+  (``install_tablet``: whole into an empty file, else merged as rows, last write wins); answers
+  how each went in. The coordinator asks this at a migration's ``streaming`` stage.
+* ``tablet.cleanup`` (asked of an old replica): close and delete its file of the tablet
+  (``drop_tablet``), refused while the node's map still serves the tablet there.
+
+A node asking itself runs the handler directly (no RPC to self).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tabletdb.net.framing import MAX_FRAME
+from tabletdb.net.rpc import RpcNode
+from tabletdb.replica.storage_service import StorageService
+from tabletdb.replica.tablet_images import copy_tablet, drop_tablet, install_tablet
+from tabletdb.replica.verbs import TableOf, wait_for_table
+from tabletdb.storage.tablet_store import StorageError
+
+VERB_TABLET_COPY = "tablet.copy"
+VERB_TABLET_STREAM = "tablet.stream"
+VERB_TABLET_CLEANUP = "tablet.cleanup"
+
+STREAM_TIMEOUT = 600.0
+"""Seconds one source's copy may take to arrive (whole files: bounded by the frame size)."""
+MAX_IMAGE = MAX_FRAME - (1 << 20)
+"""The largest tablet file sent whole in one frame (room left for the frame's envelope)."""
+
+
+class TabletStreaming:
+    """Serves the three verbs on ``rpc`` and asks them of other nodes."""
+
+    def __init__(self, rpc: RpcNode, storage: StorageService, table_of: TableOf) -> None:
+        self.rpc = rpc
+        self.storage = storage
+        self.table_of = table_of
+
+    def register(self) -> None:
+        self.rpc.register(VERB_TABLET_COPY, self._copy)
+        self.rpc.register(VERB_TABLET_STREAM, self._stream)
+        self.rpc.register(VERB_TABLET_CLEANUP, self._cleanup)
+
+    # --- asking --------------------------------------------------------------------------------
+
+    async def stream(self, target: int, table_id: uuid.UUID, tablet_id: int, sources: list[int]) -> list[str]:
+        """Have ``target`` pull and install the tablet from ``sources`` (raft ids)."""
+        payload = [table_id.bytes, tablet_id, sources]
+        if target == self.rpc.node_id:
+            return await self._stream(target, payload)
+        timeout = STREAM_TIMEOUT * len(sources)
+        answer: list[str] = await self.rpc.call(target, VERB_TABLET_STREAM, payload, timeout)
+        return answer
+
+    async def cleanup(self, replica: int, table_id: uuid.UUID, tablet_id: int, shard: int) -> bool:
+        """Have ``replica`` delete its file of the tablet on ``shard``; True if there was one."""
+        payload = [table_id.bytes, tablet_id, shard]
+        if replica == self.rpc.node_id:
+            return await self._cleanup(replica, payload)
+        return bool(await self.rpc.call(replica, VERB_TABLET_CLEANUP, payload, STREAM_TIMEOUT))
+
+    # --- serving -------------------------------------------------------------------------------
+
+    def _staging(self) -> Path:
+        incoming = self.storage.data_dir / ".incoming"
+        incoming.mkdir(parents=True, exist_ok=True)
+        return incoming / f"{uuid.uuid4().hex}.db"
+
+    async def _copy(self, src: int, payload: list[Any]) -> bytes | None:
+        raw_id, tablet_id = payload
+        table = await wait_for_table(self.table_of, raw_id)
+        staging = self._staging()
+        try:
+            if not await copy_tablet(self.storage, table, tablet_id, staging):
+                return None
+            size = staging.stat().st_size
+            if size > MAX_IMAGE:
+                raise StorageError(
+                    f"tablet {tablet_id} of {table.keyspace}.{table.name} is {size} bytes; "
+                    f"files over {MAX_IMAGE} bytes cannot be streamed whole yet"
+                )
+            return await asyncio.to_thread(staging.read_bytes)
+        finally:
+            staging.unlink(missing_ok=True)
+
+    async def _stream(self, src: int, payload: list[Any]) -> list[str]:
+        raw_id, tablet_id, sources = payload
+        table = await wait_for_table(self.table_of, raw_id)
+        modes: list[str] = []
+        for source in sources:
+            request = [raw_id, tablet_id]
+            if source == self.rpc.node_id:
+                image = await self._copy(source, request)
+            else:
+                image = await self.rpc.call(source, VERB_TABLET_COPY, request, STREAM_TIMEOUT)
+            if image is None:
+                modes.append("empty")
+                continue
+            staging = self._staging()
+            try:
+                await asyncio.to_thread(staging.write_bytes, image)
+                modes.append(await install_tablet(self.storage, table, tablet_id, staging))
+            finally:
+                staging.unlink(missing_ok=True)
+        return modes
+
+    async def _cleanup(self, src: int, payload: list[Any]) -> bool:
+        raw_id, tablet_id, shard = payload
+        table = await wait_for_table(self.table_of, raw_id)
+        return drop_tablet(self.storage, table, tablet_id, shard)

@@ -1,0 +1,112 @@
+"""A tablet replica's data as one whole file: copied off a source, installed on a target, dropped.
+
+The topology coordinator moves a tablet replica by streaming: the target pulls a consistent copy
+of the source's SQLite file (``storage.snapshot_files``: online backup from a read-only
+connection, taken while writes continue) and installs it. By then the target already takes the
+tablet's writes (the migration writes to both replica sets), so a target whose file holds
+anything gets the image applied as rows (last write wins keeps both the image's rows and the
+writes it has), and only an empty, idle target file is replaced whole. Several sources (a
+rebuild reads every surviving replica) are merged the same way: the first may install whole, the
+next ones go in as rows. Cleanup closes a replica's store and deletes its file, refusing while
+the current tablet map still routes reads or writes to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.replica.storage_service import StorageService, tablet_file
+from tabletdb.schema.model import TableDef
+from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.mutation import Mutation
+from tabletdb.storage.snapshot_files import (
+    check_image,
+    has_partitions,
+    image_mutations,
+    place_image,
+    snapshot_to,
+)
+from tabletdb.tablets.migration import read_replicas, write_replicas
+
+log = logging.getLogger(__name__)
+
+APPLY_BATCH = 256
+"""Mutations of an image applied per commit when it goes in as rows."""
+
+
+class TabletBusy(Exception):
+    """The tablet's store has writes queued or committing; the caller retries."""
+
+
+def local_tablet_path(storage: StorageService, table: TableDef, tablet_id: int) -> Path:
+    """The file of this node's replica of the tablet (as the current map places it)."""
+    for local in storage.local_files(table):
+        if local.tablet_id == tablet_id:
+            return local.path
+    raise InvalidRequest(
+        f"this node ({storage.host_id}) holds no replica of tablet {tablet_id} of "
+        f"{table.keyspace}.{table.name}"
+    )
+
+
+async def copy_tablet(storage: StorageService, table: TableDef, tablet_id: int, staging: Path) -> bool:
+    """A consistent copy of this node's replica of the tablet at ``staging``; False (nothing
+    written) if the replica was never written. Rows the store deferred are written first, so
+    the copy holds every write committed before the call."""
+    path = local_tablet_path(storage, table, tablet_id)
+    storage.write_deferred([path])
+    if not path.exists():
+        return False
+    await asyncio.to_thread(snapshot_to, path, staging)
+    return True
+
+
+async def install_tablet(storage: StorageService, table: TableDef, tablet_id: int, staging: Path) -> str:
+    """Put the checked image at ``staging`` into this node's replica of the tablet: ``"file"``
+    when it replaced an empty, idle file whole, ``"rows"`` when it was applied as mutations."""
+    await asyncio.to_thread(check_image, staging)
+    path = local_tablet_path(storage, table, tablet_id)
+    # No await between these checks and the rename: no write can slip in between.
+    if not has_partitions(path) and storage.release(path):
+        place_image(staging, path)
+        return "file"
+    tablet_map = storage.tablet_maps().get(table.id)
+    token_range = tablet_map.range_of(tablet_id) if tablet_map is not None else None
+    batch: list[Mutation] = []
+    committer: GroupCommitter | None = None
+    rows = image_mutations(staging) if token_range is None else image_mutations(staging, token_range)
+    for mutation in rows:
+        committer = storage.committer(table, mutation.token)
+        batch.append(mutation)
+        if len(batch) >= APPLY_BATCH:
+            await committer.apply(list(batch))
+            batch.clear()
+    if batch and committer is not None:
+        await committer.apply(batch)
+    return "rows"
+
+
+def drop_tablet(storage: StorageService, table: TableDef, tablet_id: int, shard: int) -> bool:
+    """Close and delete this node's file of the tablet on ``shard``; False if there was none.
+
+    Refused while the current map still reads or writes the tablet on this node and shard (a
+    cleanup sent by a coordinator whose view is stale must not delete a live replica)."""
+    tablet_map = storage.tablet_maps().get(table.id)
+    if tablet_map is not None and 0 <= tablet_id < tablet_map.tablet_count:
+        info = tablet_map.tablets[tablet_id]
+        mine = (storage.host_id, shard)
+        if any((r.host, r.shard) == mine for r in write_replicas(info) + read_replicas(info)):
+            raise InvalidRequest(
+                f"tablet {tablet_id} of {table.keyspace}.{table.name} is still served by this node "
+                f"({storage.host_id}, shard {shard}); cleanup only deletes a replica that moved away"
+            )
+    path = tablet_file(storage.data_dir, table, shard, tablet_id)
+    removed = storage.remove_file(path)
+    if removed is None:
+        raise TabletBusy(f"tablet file {path} has writes in flight; retry the cleanup")
+    if removed:
+        log.info("tablet replica cleaned up table=%s tablet=%d path=%s", table.id, tablet_id, path)
+    return removed

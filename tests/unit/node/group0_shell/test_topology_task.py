@@ -1,0 +1,137 @@
+"""The topology task carries a decommission through to the end: real tablet streaming and cleanup
+between three nodes' stores over loopback sockets, every step applied by group0's own entry
+encoding and apply. Group0 itself is one in-process value here (Raft and the barrier's read
+barrier are tested on their own, ``test_topology_barrier``)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from tabletdb.group0.cluster_state import ClusterState, TopologyEntry, apply_entry, decode_entry, encode_entry
+from tabletdb.group0.state import Group0State
+from tabletdb.group0.topology import NodeRecord, Topology
+from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
+from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.topology import coordinator as co
+from tabletdb.topology.commands import TopologyCommand
+from tabletdb.topology.requests import enqueue
+from tabletdb.topology.state import Request, TopologyState, TopoNode
+from tabletdb.topology.states import NodeState, RequestKind
+from tests.unit.coordinator.replica_cluster import host
+from tests.unit.node.test_tablet_streaming import TABLE, Nodes, nodes
+
+
+def index_of(h: uuid.UUID) -> int:
+    return (h.int >> 100) - 1
+
+
+class Group0:
+    """The cluster's group0 value, changed only by encoded entries through ``apply_entry``."""
+
+    def __init__(self, cluster: Nodes) -> None:
+        self.cluster = cluster
+        members = {
+            host(i): NodeRecord(
+                host(i), "127.0.0.1", "127.0.0.1", "dc1", f"r{i}", (), frozenset(), shard_count=1
+            )
+            for i in range(3)
+        }
+        topology = TopologyState(
+            state_id=uuid.uuid1(), nodes={h: TopoNode(h, NodeState.NORMAL) for h in members}
+        )
+        self.state = ClusterState(
+            metadata=Group0State(tablets=FrozenMap(cluster.maps.items())),
+            topology=Topology("c", members),
+            topology_state=topology,
+        )
+        self.refused = 0
+
+    async def submit(self, command: TopologyCommand) -> None:
+        before = self.state.topology_state.state_id
+        self.state, _ = apply_entry(self.state, decode_entry(encode_entry(TopologyEntry(command))))
+        self.refused += self.state.topology_state.state_id == before
+        self.cluster.maps = dict(self.state.metadata.tablets)  # what every node's stores follow
+
+
+def io_for(cluster: Nodes, group0: Group0, coordinator: int) -> TopologyIo:
+    verbs = cluster.streaming[coordinator]
+
+    async def barrier(h: uuid.UUID) -> int:
+        return group0.state.topology_state.version
+
+    async def stream(task: co.StreamTask) -> object:
+        _, table_id, tablet_id = task.key
+        sources = [index_of(s.host) + 1 for s in task.sources]
+        return await verbs.stream(index_of(task.target.host) + 1, table_id, tablet_id, sources)
+
+    async def cleanup(task: co.CleanupTask) -> object:
+        _, table_id, tablet_id = task.key
+        return await verbs.cleanup(index_of(task.replica.host) + 1, table_id, tablet_id, task.replica.shard)
+
+    return TopologyIo(
+        lambda: True, lambda: group0.state, lambda h: True, barrier, stream, cleanup, group0.submit
+    )
+
+
+def test_a_decommission_moves_every_replica_off_the_node_and_cleans_it_up(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            keys = [f"key-{i}".encode() for i in range(40)]
+            for n, key in enumerate(keys):
+                _, owners, _ = c.tablet_of(key)
+                for owner in owners:
+                    await c.write(owner, key, b"v%d" % n, 10)
+            leaving = host(2)
+            held = [p for p in c.storages[2].local_files(TABLE) if p.path.exists()]
+            assert held  # the node holds data to move
+            group0 = Group0(c)
+            request = Request(uuid.uuid1(), RequestKind.LEAVE, leaving)
+            alive = frozenset(group0.state.topology_state.nodes)
+            await group0.submit(enqueue(group0.state.topology_state, request, alive, uuid.uuid1()))
+            task = TopologyTask(io_for(c, group0, coordinator=0))
+            actions: list[co.Action] = []
+            async with asyncio.timeout(120):
+                while not isinstance(action := await task.step_once(), co.Idle):
+                    actions.append(action)
+            topo = group0.state.topology_state
+            assert topo.state_of(leaving) is NodeState.LEFT
+            assert [r.request.request_id for r in topo.results] == [request.request_id]
+            assert topo.results[0].error == ""
+            assert group0.refused == 0 and topo.fence_version > 0
+            assert any(isinstance(a, co.Stream) for a in actions)
+            tm = group0.state.metadata.tablets[TABLE.id]
+            assert all(
+                leaving not in {r.host for r in t.replicas} and not t.in_transition for t in tm.tablets
+            )
+            for n, key in enumerate(keys):
+                _, owners, _ = c.tablet_of(key)
+                assert [c.values(o, key) for o in owners] == [[b"v%d" % n]] * 2, key
+            assert not any(p.path.exists() for p in held)  # cleaned up
+
+    asyncio.run(main())
+
+
+def test_a_task_that_loses_leadership_forgets_what_it_observed(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            group0 = Group0(c)
+            request = Request(uuid.uuid1(), RequestKind.LEAVE, host(2))
+            alive = frozenset(group0.state.topology_state.nodes)
+            await group0.submit(enqueue(group0.state.topology_state, request, alive, uuid.uuid1()))
+            leading = [True]
+            io = io_for(c, group0, coordinator=0)
+            task = TopologyTask(TopologyIo(lambda: leading[0], *list(io.__dict__.values())[1:]))
+            stop = asyncio.Event()
+            runner = asyncio.create_task(task.run(stop))
+            async with asyncio.timeout(60):
+                while task.obs.barrier_version < 1:
+                    await asyncio.sleep(0.01)
+                leading[0] = False
+                while task.obs.barrier_version != -1:
+                    await asyncio.sleep(0.01)
+                stop.set()
+                await runner
+
+    asyncio.run(main())
