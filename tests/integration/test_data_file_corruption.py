@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.harness.clients import PATIENT_DRIVER
 from tests.harness.node import NodeFactory, TestNode
+from tests.integration.test_replicated_data import pinned
 
 ROWS = 400
 MORE = 40
@@ -29,31 +27,6 @@ OPTIONS = {
     "read_request_timeout_in_ms": 30000,
     "range_request_timeout_in_ms": 30000,
 }
-
-
-@contextmanager
-def pinned(node: TestNode) -> Iterator[Any]:
-    """A session whose requests are all coordinated by ``node`` and never retried elsewhere."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import FallthroughRetryPolicy, WhiteListRoundRobinPolicy
-
-    profile = ExecutionProfile(
-        load_balancing_policy=WhiteListRoundRobinPolicy([node.host]),
-        retry_policy=FallthroughRetryPolicy(),
-        request_timeout=60,
-    )
-    cluster = Cluster(
-        [node.host],
-        port=node.port,
-        protocol_version=4,
-        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-        schema_metadata_enabled=False,
-        **PATIENT_DRIVER,
-    )
-    try:
-        yield cluster.connect()
-    finally:
-        cluster.shutdown()
 
 
 def _run(session: Any, cql: str, cl: str, params: tuple[Any, ...] = ()) -> list[Any]:
