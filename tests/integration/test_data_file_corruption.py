@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness.node import NodeFactory, TestNode
 from tests.integration.test_replicated_data import pinned
 
@@ -37,14 +39,14 @@ def _run(session: Any, cql: str, cl: str, params: tuple[Any, ...] = ()) -> list[
     return list(session.execute(stmt, params))
 
 
-def _fill(node: TestNode, rf: int) -> None:
+def _fill(node: TestNode, rf: int, tablets: bool = True) -> None:
     from cassandra import ConsistencyLevel
     from cassandra.concurrent import execute_concurrent_with_args
 
     with pinned(node) as session:
         session.execute(
             "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', "
-            f"'replication_factor': {rf}}} AND tablets = {{'enabled': true}}"
+            f"'replication_factor': {rf}}} AND tablets = {{'enabled': {str(tablets).lower()}}}"
         )
         session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
         insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
@@ -56,7 +58,8 @@ def _fill(node: TestNode, rf: int) -> None:
 
 
 def _tablet_files(node: TestNode) -> list[Path]:
-    return sorted((node.workdir / "data" / "ks").glob("t-*/shard-*/tablet-*.db"))
+    """Tablet files, or a vnode table's per-shard files."""
+    return sorted((node.workdir / "data" / "ks").glob("t-*/shard-*/*.db"))
 
 
 def _keys(node: TestNode) -> set[int]:
@@ -101,9 +104,12 @@ def _set_aside(path: Path) -> list[Path]:
     return [p for p in path.parent.glob(f"{path.name}.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
 
 
-def test_rf3_a_damaged_tablet_file_is_skipped_logged_kept_and_repaired(node_factory: NodeFactory) -> None:
+@pytest.mark.parametrize("tablets", [True, False], ids=["tablets", "vnodes"])
+def test_rf3_a_damaged_data_file_is_skipped_logged_kept_and_repaired(
+    node_factory: NodeFactory, tablets: bool
+) -> None:
     nodes = node_factory.start_cluster(3, options=OPTIONS)
-    _fill(nodes[0], rf=3)
+    _fill(nodes[0], rf=3, tablets=tablets)
     damaged_node = nodes[2]
     damaged_node.stop()
     path, damaged = _damage_largest_tablet_file(damaged_node)
