@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from typing import TypeVar
 
 import click
 
@@ -18,21 +19,40 @@ from tabletdb.sim.nemesis import FAULT_KINDS
 from tabletdb.sim.runner import SeedResult, run_seed
 from tabletdb.sim.topo_seed import PLANTED_BUGS, TopologySeedResult, run_topology_seed
 
+W = TypeVar("W")
+R = TypeVar("R")
+
 
 def _one(args: tuple[int, int, int, bool, tuple[str, ...]]) -> SeedResult:
     seed, nodes, ops, planted_bug, faults = args
     return run_seed(seed, nodes=nodes, ops=ops, planted_bug=planted_bug, faults=faults)
 
 
-def _results(
-    start: int, seeds: int, nodes: int, ops: int, planted_bug: bool, faults: tuple[str, ...], jobs: int
-) -> Iterator[SeedResult]:
-    work = [(seed, nodes, ops, planted_bug, faults) for seed in range(start, start + seeds)]
-    if jobs <= 1 or seeds < 16:  # a process pool costs more than it saves on a few seeds
-        yield from map(_one, work)
+def _run_seeds(
+    fn: Callable[[W], R], work: list[W], jobs: int, *, pool_from: int, chunksize: int
+) -> Iterator[R]:
+    """``fn`` over every seed's arguments, in order; in a process pool of ``jobs`` (0: one per CPU)
+    only from ``pool_from`` seeds on: a pool costs more than it saves on a few."""
+    workers = jobs or os.cpu_count() or 1
+    if workers <= 1 or len(work) < pool_from:
+        yield from map(fn, work)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_one, work, chunksize=8)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(fn, work, chunksize=chunksize)
+
+
+SEEDS = click.option(
+    "--seeds", type=click.IntRange(min=1), default=100, show_default=True, help="Number of seeds."
+)
+START = click.option("--start", type=click.IntRange(min=0), default=0, show_default=True, help="First seed.")
+JOBS = click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Worker processes (0: one per CPU). Results do not depend on it.",
+)
+VERBOSE = click.option("--verbose", is_flag=True, help="Print a line for every seed, not only failing ones.")
 
 
 @click.group(name="sim")
@@ -41,8 +61,8 @@ def sim_group() -> None:
 
 
 @sim_group.command(name="raft")
-@click.option("--seeds", type=click.IntRange(min=1), default=100, show_default=True, help="Number of seeds.")
-@click.option("--start", type=click.IntRange(min=0), default=0, show_default=True, help="First seed.")
+@SEEDS
+@START
 @click.option("--nodes", type=click.IntRange(min=1), default=3, show_default=True, help="Nodes per cluster.")
 @click.option(
     "--ops", type=click.IntRange(min=1), default=100, show_default=True, help="Client ops per seed."
@@ -58,14 +78,8 @@ def sim_group() -> None:
     show_default=True,
     help="Comma-separated fault kinds the nemesis may inject (empty: none).",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Worker processes (0: one per CPU). Results do not depend on it.",
-)
-@click.option("--verbose", is_flag=True, help="Print a line for every seed, not only failing ones.")
+@JOBS
+@VERBOSE
 def raft_command(
     seeds: int, start: int, nodes: int, ops: int, planted_bug: bool, faults: str, jobs: int, verbose: bool
 ) -> None:
@@ -76,10 +90,10 @@ def raft_command(
         raise click.BadParameter(
             f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}", param_hint="--faults"
         )
-    workers = jobs or os.cpu_count() or 1
     started = time.perf_counter()
     total_ops = violations = failing = 0
-    for result in _results(start, seeds, nodes, ops, planted_bug, kinds, workers):
+    work = [(seed, nodes, ops, planted_bug, kinds) for seed in range(start, start + seeds)]
+    for result in _run_seeds(_one, work, jobs, pool_from=16, chunksize=8):
         total_ops += result.completed + result.indeterminate
         violations += len(result.violations)
         if not result.ok:
@@ -99,17 +113,9 @@ def _one_topology(args: tuple[int, int, str]) -> TopologySeedResult:
     return run_topology_seed(seed, requests=requests, planted_bug=planted_bug)
 
 
-def _topology_results(work: list[tuple[int, int, str]], jobs: int) -> Iterator[TopologySeedResult]:
-    if jobs <= 1 or len(work) < 8:
-        yield from map(_one_topology, work)
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_one_topology, work, chunksize=2)
-
-
 @sim_group.command(name="topology")
-@click.option("--seeds", type=click.IntRange(min=1), default=100, show_default=True, help="Number of seeds.")
-@click.option("--start", type=click.IntRange(min=0), default=0, show_default=True, help="First seed.")
+@SEEDS
+@START
 @click.option(
     "--requests",
     type=click.IntRange(min=1),
@@ -123,14 +129,8 @@ def _topology_results(work: list[tuple[int, int, str]], jobs: int) -> Iterator[T
     default=None,
     help="Run with a deliberate bug the checkers must catch.",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Worker processes (0: one per CPU). Results do not depend on it.",
-)
-@click.option("--verbose", is_flag=True, help="Print a line for every seed, not only failing ones.")
+@JOBS
+@VERBOSE
 @click.option("--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines).")
 def topology_command(
     seeds: int, start: int, requests: int, planted_bug: str | None, jobs: int, verbose: bool, trace: bool
@@ -139,7 +139,7 @@ def topology_command(
     started = time.perf_counter()
     failing = finished = rolled_back = 0
     work = [(seed, requests, planted_bug or "") for seed in range(start, start + seeds)]
-    for result in _topology_results(work, jobs or os.cpu_count() or 1):
+    for result in _run_seeds(_one_topology, work, jobs, pool_from=8, chunksize=2):
         finished += result.finished
         rolled_back += result.rolled_back
         if not result.ok:

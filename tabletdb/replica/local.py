@@ -56,25 +56,21 @@ class LocalReplica:
         common path that is the commit's own future, so a write pays no coroutine frame per
         layer between the request and its commit. They raise at the call what they cannot
         start (a token this node holds no replica of)."""
-        if log and self._cdc is not None and table.options.cdc_enabled:
-            return self._apply_with_log(table, mutations, self._cdc)
+        cdc = self._cdc
+        if log and cdc is not None and table.options.cdc_enabled:
+            # The base write and its log rows start in the same tick, so one commit-log record
+            # of this node holds both (``storage.node_commit``).
+            log_table, log_mutations = cdc.log_of(table, mutations)
+            return asyncio.gather(
+                self._apply_base(table, mutations), self.apply_direct(log_table, log_mutations)
+            )
+        return self._apply_base(table, mutations)
+
+    def _apply_base(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
         derived = self._derived
         if derived is not None and derived.maintains(table):
             return derived.apply(table, mutations)
         return self.apply_direct(table, mutations)
-
-    def _apply_with_log(
-        self, table: TableDef, mutations: Sequence[Mutation], cdc: CdcLog
-    ) -> Awaitable[object]:
-        """The base write and its log rows, started in the same tick so one commit-log record of
-        this node holds both (``storage.node_commit``)."""
-        log, log_mutations = cdc.log_of(table, mutations)
-        derived = self._derived
-        if derived is not None and derived.maintains(table):
-            base = derived.apply(table, mutations)
-        else:
-            base = self.apply_direct(table, mutations)
-        return asyncio.gather(base, self.apply_direct(log, log_mutations))
 
     def apply_direct(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
         """Apply durably: one group-commit entry per store, done once the commit is."""

@@ -72,7 +72,7 @@ class TableOptions:
 
     @property
     def cdc_enabled(self) -> bool:
-        return self.cdc is not None and dict(self.cdc).get("enabled") == "true"
+        return self.cdc is not None and ("enabled", "true") in self.cdc  # pairs: one per key
 
 
 # Options the CQL grammar accepts in WITH; `id` is consumed by CREATE TABLE itself.
