@@ -85,6 +85,10 @@ class Membership(Protocol):
 
     def raft_info(self) -> RaftInfo | None: ...
 
+    def is_alive(self, host_id: uuid.UUID) -> bool:
+        """Whether another member answers, as the failure detector sees it."""
+        ...
+
     def versions_key(self) -> object:
         """Changes whenever what ``peer_schema_version`` answers may have changed."""
         ...
@@ -177,6 +181,9 @@ class ClusterMember:
 
     def raft_info(self) -> RaftInfo | None:
         return self.group0.raft_info()
+
+    def is_alive(self, host_id: uuid.UUID) -> bool:
+        return self._failure_detector.is_up(raft_id_of(host_id))
 
     def versions_key(self) -> object:
         return self.group0.versions.view_key()
@@ -277,6 +284,9 @@ class MaintenanceNode:
 
     def raft_info(self) -> RaftInfo | None:
         return None
+
+    def is_alive(self, host_id: uuid.UUID) -> bool:
+        return False  # it does not contact the cluster, so it knows no other node to be up
 
     def versions_key(self) -> object:
         return None

@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 import time
+import uuid
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.raft import ApplyFailed
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
+from tabletdb.node.operator_view import LoadReport, NodeOps
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
@@ -172,7 +174,28 @@ class Node:
         )
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
+        self.ops = self._operator_view()
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
+
+    def _operator_view(self) -> NodeOps:
+        """Liveness, load and uptime for nodetool's REST routes; peers ask this node's load."""
+        me, membership = self.identity.host_id, self.membership
+        group0 = membership.group0
+
+        def alive(host_id: uuid.UUID) -> bool:
+            return host_id == me or membership.is_alive(host_id)
+
+        loads = LoadReport(
+            me,
+            self.config.workdir / "data",
+            group0.rpc if group0 is not None else None,
+            lambda: self.metadata.state.topology.members.values(),
+            alive,
+        )
+        loads.register()
+        return NodeOps(
+            me, alive, loads, time.time(), lambda: self.server.serving, group0_running=group0 is not None
+        )
 
     def _tablet_planner(self) -> TabletPlanner:
         """The tablet placement policy with this node's sizing settings (and itself as the cluster
@@ -306,6 +329,7 @@ class Node:
             snapshots_dir=self.config.workdir / "snapshots",
             faults=self._test_faults(),
             auth=self.auth,
+            ops=self.ops,
             max_future_timestamp_us=FUTURE_TIMESTAMP_LIMIT_US
             if self.config.restrict_future_timestamp
             else None,
