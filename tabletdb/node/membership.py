@@ -26,7 +26,7 @@ from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import internode_tls
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
-from tabletdb.node.group0_shell.service import Group0Service, MemberListener, SchemaListener
+from tabletdb.node.group0_shell.service import Group0Service, SchemaListener
 from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
 from tabletdb.node.replica_service import ViewMaintenance, build_replicas, register_replica_verbs
 from tabletdb.node.tablet_streaming import TabletStreaming
@@ -114,7 +114,6 @@ class ClusterMember:
         planner: TabletPlanner,
         peers: Members,
         on_status: Transition,
-        on_new_member: MemberListener,
         on_halt: Halter | None = None,
     ) -> None:
         """`on_halt` is called once if group0 cannot apply a committed entry on this node."""
@@ -132,7 +131,6 @@ class ClusterMember:
             encryption=encryption,
             tls=tls,
         )
-        self.group0.add_member_listener(on_new_member)
         self.metadata: NodeMetadata = self.group0
         self.settle_versions: Settle | None = self.group0.settle_versions
         self._failure_detector = FailureDetector(self.group0.rpc, peers, on_status)

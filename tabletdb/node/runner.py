@@ -37,6 +37,7 @@ from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
 from tabletdb.node.operator_view import LoadReport, NodeOps
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
+from tabletdb.node.topology_events import TopologyEvents
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
@@ -99,7 +100,6 @@ class Node:
                 self._tablet_planner(),
                 self._peer_records,
                 self._announce_status,
-                self._announce_new_node,
                 on_halt=self._halt,
             )
         self.metadata = self.membership.metadata
@@ -307,9 +307,18 @@ class Node:
     def _announce_status(self, record: NodeRecord, up: bool) -> None:
         self.server.broadcast(StatusChangeEvent("UP" if up else "DOWN", record.rpc_address))
 
-    def _announce_new_node(self, record: NodeRecord) -> None:
-        if record.host_id != self.identity.host_id:
-            self.server.broadcast(TopologyChangeEvent("NEW_NODE", record.rpc_address))
+    async def _topology_events(self, stop: asyncio.Event) -> None:
+        """NEW_NODE / REMOVED_NODE to registered clients as group0's ring changes."""
+        group0 = self.membership.group0
+        if group0 is None:
+            return  # maintenance mode: the ring never changes
+        events = TopologyEvents(
+            self.identity.host_id,
+            lambda: self.metadata.state,
+            group0.driver.changed,
+            lambda change, address: self.server.broadcast(TopologyChangeEvent(change, address)),
+        )
+        await events.run(stop)
 
     async def _start_rest_api(self) -> None:
         """Start the admin API once CQL is served.
@@ -381,12 +390,15 @@ class Node:
         )
         repairing = asyncio.create_task(repair.run(stop))
         repairing.add_done_callback(lambda task: _stop_on_failure(task, stop, "replica repair failed"))
+        events = asyncio.create_task(self._topology_events(stop))
+        events.add_done_callback(lambda task: _stop_on_failure(task, stop, "topology events failed"))
         try:
             await stop.wait()
         finally:
             rest.cancel()
             repairing.cancel()
-            await asyncio.gather(rest, repairing, return_exceptions=True)
+            events.cancel()
+            await asyncio.gather(rest, repairing, events, return_exceptions=True)
             await self.server.stop()
             if self.rest_api is not None:
                 await self.rest_api.stop()
