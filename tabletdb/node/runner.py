@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING
@@ -137,10 +138,12 @@ class Node:
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
-            SchemaConfig(
-                tablets_mode_for_new_keyspaces=config.tablets_mode_for_new_keyspaces,
-                datacenters=(config.dc,),
-                enforce_rack_list=config.enforce_rack_list,
+            self._schema_config(
+                SchemaConfig(
+                    tablets_mode_for_new_keyspaces=config.tablets_mode_for_new_keyspaces,
+                    datacenters=(config.dc,),
+                    enforce_rack_list=config.enforce_rack_list,
+                )
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
@@ -176,6 +179,22 @@ class Node:
         self.rest_api: RestApi | None = None
         self.ops = self._operator_view()
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
+
+    def _schema_config(self, base: SchemaConfig) -> Callable[[], SchemaConfig]:
+        """DDL's settings with the datacenters the cluster has (group0's members, and this node's
+        own before its join is recorded): `'replication_factor': N` expands to every one of them
+        and naming any of them is accepted, whichever node receives the statement."""
+        cached: list[tuple[object, SchemaConfig]] = []
+
+        def current() -> SchemaConfig:
+            topology = self.metadata.state.topology
+            if cached and cached[0][0] is topology:
+                return cached[0][1]
+            dcs = tuple(sorted({base.datacenters[0], *(r.datacenter for r in topology.members.values())}))
+            cached[:] = [(topology, replace(base, datacenters=dcs))]
+            return cached[0][1]
+
+        return current
 
     def _operator_view(self) -> NodeOps:
         """Liveness, load and uptime for nodetool's REST routes; peers ask this node's load."""
