@@ -37,6 +37,7 @@ from tabletdb.node.group0_shell.raft import ApplyFailed
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
 from tabletdb.node.operator_view import LoadReport, NodeOps
+from tabletdb.node.port_check import PortsBusy, check_ports
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
 from tabletdb.node.topology_events import TopologyEvents
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
@@ -465,6 +466,11 @@ async def _main(config: NodeConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    try:
+        check_ports(config)  # before anything is asked of the cluster: no member that never serves
+    except PortsBusy as exc:
+        print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
+        return 1
     try:
         node = Node(config)
     except (
