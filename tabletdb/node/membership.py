@@ -199,7 +199,7 @@ class ClusterMember:
             if self.halted:
                 log.warning("node stopped: group0 could not apply a committed entry (the ERROR above)")
             else:
-                log.warning("node stopped while joining the cluster")
+                log.info("node stopped while joining the cluster")
             return False
         self._failure_detector.start()
         self._topology_task = asyncio.create_task(self._topology(stop))

@@ -394,7 +394,7 @@ class Node:
         tune_for_serving()  # start-up's objects are built: keep the collector off them from now on
         freezer = MetadataFreezer()  # and off the metadata that schema changes add later
         self.metadata.add_listener(lambda _events: freezer.changed())
-        log.warning(
+        log.info(
             "node serving CQL address=%s port=%d tls=%s host_id=%s startup_ms=%.0f",
             self._rpc_address(),
             self.server.port,
@@ -425,7 +425,7 @@ class Node:
             self.storage.close()
             await self.membership.stop()
             self.metadata.close()
-            log.warning("node stopped")
+            log.info("node stopped")
 
 
 def _print_how_to_connect(address: str, port: int) -> None:
