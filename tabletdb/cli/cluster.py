@@ -248,5 +248,6 @@ def _print_ready(nodes: int, seconds: float, workdir: Path, prefix: str) -> None
     click.echo(f"  connect: .venv/bin/cqlsh {addresses[0]} {CQL_PORT}")
     click.echo(f"  driver:  Cluster({addresses!r}, port={CQL_PORT})")
     click.echo(f"  status:  tabletdb status --host {addresses[0]}")
+    click.echo(f"  nodetool: tabletdb nodetool -h {addresses[0]} status")
     click.echo(f"  logs:    {workdir}/node<i>.log; Ctrl-C stops all nodes", nl=True)
     sys.stdout.flush()
