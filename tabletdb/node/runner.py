@@ -24,6 +24,7 @@ from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.coordinator.replica_repair import ReplicaRepair
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
+from tabletdb.group0.rack_shape import token_owners_shape
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.net.faults import FaultInjector
@@ -139,6 +140,7 @@ class Node:
                 tablets_mode_for_new_keyspaces=config.tablets_mode_for_new_keyspaces,
                 datacenters=(config.dc,),
                 enforce_rack_list=config.enforce_rack_list,
+                rf_rack_valid_keyspaces=config.rf_rack_valid_keyspaces,
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
@@ -147,6 +149,7 @@ class Node:
             routes=self.routes,
             settle_versions=self.membership.settle_versions,
             backfill=plane.backfill,
+            cluster=lambda: token_owners_shape(self.metadata.state),
         )
         cql_tls = client_tls(config)
         self.server = CqlServer(
