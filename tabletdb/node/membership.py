@@ -128,6 +128,7 @@ class ClusterMember:
             encryption=encryption,
             tls=tls,
         )
+        self.group0.rf_rack_valid_keyspaces = config.rf_rack_valid_keyspaces
         self.group0.add_member_listener(on_new_member)
         self.metadata: NodeMetadata = self.group0
         self.settle_versions: Settle | None = self.group0.settle_versions

@@ -9,6 +9,7 @@ Liveness (`alive`) is an observation of the node that admits: a live node may no
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 from tabletdb.topology.commands import TopologyCommand
@@ -69,11 +70,22 @@ def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID
         raise RequestRefused(f"ignore_nodes names nodes that are not members: {', '.join(unknown)}")
 
 
+RackCheck = Callable[[Request], str | None]
+"""Why a request would break a keyspace's rack rules, or None (``topology.rack_admission``)."""
+
+
 def enqueue(
-    topology: TopologyState, request: Request, alive: frozenset[uuid.UUID], new_id: uuid.UUID
+    topology: TopologyState,
+    request: Request,
+    alive: frozenset[uuid.UUID],
+    new_id: uuid.UUID,
+    racks: RackCheck | None = None,
 ) -> TopologyCommand:
     """The command that queues `request`; RequestRefused if it may not be queued."""
     _check(topology, request, alive)
+    broken = None if racks is None else racks(request)
+    if broken is not None:
+        raise RequestRefused(broken)
     after = topology
     node = topology.nodes.get(request.host_id)
     if node is None:
