@@ -37,6 +37,9 @@ def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID
         )
     state = topology.state_of(host)
     kind = request.kind
+    if kind is RequestKind.MOVE:
+        _check_move(topology, request)
+        return
     if kind in (RequestKind.JOIN, RequestKind.REPLACE) and state is not NodeState.NONE:
         raise RequestRefused(
             f"node {host} cannot {kind.value}: it is {state.value}; a node that left must be wiped "
@@ -72,6 +75,22 @@ def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID
 
 RackCheck = Callable[[Request], str | None]
 """Why a request would break a keyspace's rack rules, or None (``topology.rack_admission``)."""
+
+
+def _check_move(topology: TopologyState, request: Request) -> None:
+    move = request.move
+    if move is None or move.target.host != request.host_id:
+        raise RequestRefused("a tablet move request must name its tablet and target (the request's node)")
+    for role, host in (("source", move.source.host), ("target", move.target.host)):
+        if topology.state_of(host) is not NodeState.NORMAL:
+            raise RequestRefused(
+                f"tablet move: the {role} node {host} is {topology.state_of(host).value}, not normal"
+            )
+    if move.source.host == move.target.host:
+        raise RequestRefused(
+            "tablet move: moving a replica between shards of one node is not supported yet; "
+            "give another node as dst_host"
+        )
 
 
 def enqueue(
