@@ -413,6 +413,7 @@ class QueryProcessor:
             keyspace=first.keyspace,
             name=first.name or None,
             arg_types=list(first.arg_types) if first.target.value in ("FUNCTION", "AGGREGATE") else None,
+            warnings=list(outcome.warnings) or None,  # ScyllaDB's client warnings (protocol v4+)
         )
 
     def _ddl_config(self) -> SchemaConfig:

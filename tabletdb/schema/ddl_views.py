@@ -30,7 +30,7 @@ from tabletdb.schema.ddl_table import check_key_column_type, claim_table_id, clu
 from tabletdb.schema.model import Catalog, ColumnDef, ColumnKind, TableDef, ViewDef, order_columns
 from tabletdb.schema.mutations import DropView, PutView
 from tabletdb.schema.options import TableOptions, apply_options, table_id_option
-from tabletdb.schema.rack_rules import check_placeable
+from tabletdb.schema.rack_rules import check_placeable, views_warning
 
 
 def _unknown(name: str) -> InvalidRequest:
@@ -152,7 +152,8 @@ def create_view(
             f"Tablet options cannot be used on view {keyspace}.{name}: keyspace does not use tablets"
         )
     view = ViewDef(table, base.id, base.name, where_clause, selected is None)
-    return DdlOutcome((PutView(view),), (SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name),))
+    event = SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name)
+    return DdlOutcome((PutView(view),), (event,), views_warning(ks.definition))
 
 
 def alter_view(catalog: Catalog, keyspace: str, name: str, options: Mapping[str, object]) -> DdlOutcome:

@@ -27,7 +27,7 @@ from tabletdb.schema.ddl_common import (
 from tabletdb.schema.index_targets import TARGET_KINDS, local_target_string, target_string
 from tabletdb.schema.model import Catalog, ColumnKind, IndexDef, IndexKind, TableDef
 from tabletdb.schema.mutations import PutTable
-from tabletdb.schema.rack_rules import check_placeable
+from tabletdb.schema.rack_rules import check_placeable, views_warning
 
 
 def default_index_name(table: TableDef, column: str, existing: set[str]) -> str:
@@ -131,7 +131,7 @@ def create_index(
     indexes = tuple(sorted((*table.indexes, index), key=lambda i: i.name))
     new_table = replace(table, indexes=indexes)
     event = SchemaChangeEvent(Change.UPDATED, Target.TABLE, keyspace, table_name)
-    return DdlOutcome((PutTable(new_table),), (event,))
+    return DdlOutcome((PutTable(new_table),), (event,), views_warning(ks.definition))
 
 
 def drop_index(catalog: Catalog, keyspace: str, name: str, if_exists: bool = False) -> DdlOutcome:

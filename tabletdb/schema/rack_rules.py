@@ -95,6 +95,18 @@ def needs_rack_validity(ks: KeyspaceSchema) -> bool:
     return ks.definition.uses_tablets and (bool(ks.views) or any(t.indexes for t in ks.tables.values()))
 
 
+def views_warning(ks: KeyspaceDef) -> tuple[str, ...]:
+    """The client warning ScyllaDB gives when a view or index lands on a tablets keyspace with a
+    numeric RF: from now on ALTER and topology changes must keep it RF-rack-valid."""
+    if not ks.uses_tablets or all(isinstance(v, tuple) for _, v in ks.replication.options):
+        return ()
+    return (
+        f"Keyspace {ks.name} has materialized views or secondary indexes and a numeric replication "
+        "factor: this requires the keyspace to remain RF-rack-valid, so ALTER KEYSPACE and topology "
+        "changes that would break it are refused. A rack list lifts this.",
+    )
+
+
 def check_rf_rack_valid_by_config(ks: KeyspaceDef, shape: ClusterShape) -> None:
     """``rf_rack_valid_keyspaces: true``: refuse an RF-rack-invalid keyspace with ScyllaDB's text."""
     found = rack_invalid_dc(ks, shape)

@@ -129,7 +129,9 @@ def test_views_need_an_rf_rack_valid_keyspace(racked: list[TestNode]) -> None:
             s.execute("CREATE INDEX ON loose.t (v)")
         s.execute(f"CREATE KEYSPACE tight WITH replication = {nts('2')}")  # RF = racks
         s.execute("CREATE TABLE tight.t (k int PRIMARY KEY, v int)")
-        s.execute("CREATE INDEX ON tight.t (v)")
+        future = s.execute_async("CREATE INDEX ON tight.t (v)")
+        future.result()
+        assert any("requires the keyspace to remain RF-rack-valid" in w for w in future.warnings or ())
         with pytest.raises(
             InvalidRequest, match=r"Cannot alter keyspace tight: .*required to be RF-rack-valid"
         ):

@@ -108,3 +108,11 @@ def test_invalid_request_is_the_error_class_of_rf_rack_validity() -> None:
     config = SchemaConfig(datacenters=("dc1",), cluster=TWO_NODES, rf_rack_valid_keyspaces=True)
     with pytest.raises(InvalidRequest):
         create_keyspace(Catalog(), "ks", nts(dc1=2), config=config)
+
+
+def test_a_view_on_a_numeric_rf_warns_that_the_keyspace_must_stay_rf_rack_valid() -> None:
+    from tabletdb.schema.rack_rules import views_warning
+
+    (warning,) = views_warning(_ks(dc1=3))
+    assert "requires the keyspace to remain RF-rack-valid" in warning
+    assert views_warning(_ks(dc1=["a", "b"])) == ()
