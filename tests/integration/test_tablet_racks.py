@@ -87,6 +87,8 @@ def test_cl_all_counts_the_keyspace_rf_not_the_tablet_replicas(racked: list[Test
                 run(s, "INSERT INTO short.t (k, v) VALUES (2, 2)", "ALL")
             with pytest.raises(Unavailable):
                 run(s, "SELECT v FROM short.t WHERE k = 1", "ALL")
+            with pytest.raises(Unavailable, match="SERIAL: 2 replicas needed, 1 alive"):
+                run(s, "INSERT INTO short.t (k, v) VALUES (4, 4) IF NOT EXISTS", "ONE")
             run(s, "INSERT INTO short.t (k, v) VALUES (3, 3)", "ONE")
             assert [r.v for r in run(s, "SELECT v FROM short.t WHERE k = 1", "ONE")] == [1]
 
