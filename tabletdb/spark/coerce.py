@@ -139,9 +139,31 @@ def _message(exc: Exception) -> str:
     return _DECODING.sub("", exc.message if isinstance(exc, CqlError) else str(exc))
 
 
+_INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
+
+
+def _already_fits(t: CqlType, raw: Any) -> bool:
+    """Whether a typed input value is already the codec's value for native type `t` (a Parquet
+    long for a bigint, any string for text, ...): then it needs no reading. Only exact types:
+    anything else takes the general path and its rules."""
+    if not isinstance(t, NativeType):
+        return False
+    kind, name = type(raw), t.name
+    if kind is str:
+        return name == "text" or (name == "ascii" and raw.isascii())
+    if kind is int:
+        bits = _INT_BITS.get(name)
+        return bits is not None and -(1 << (bits - 1)) <= raw < 1 << (bits - 1)
+    if kind is float:
+        return name == "double"
+    return (kind is bool and name == "boolean") or (kind is bytes and name == "blob")
+
+
 def fit_value(t: CqlType, raw: Any, receiver: str = "value", *, spark_form: bool = True) -> Any:
     if raw is None:
         return None
+    if not spark_form and _already_fits(t, raw):
+        return raw
     if isinstance(raw, str):
         # A native value's text is what from_json reads; anything structured is JSON text.
         parsed = raw if isinstance(t, NativeType) else json.loads(raw, parse_float=Decimal)

@@ -38,6 +38,8 @@ SCHEMA = [
     "CREATE TABLE fl.mixed (id int, seq int, name text, amount decimal, at timestamp, flag boolean,"
     " score double, tags list<text>, props map<text, int>, note text STATIC, PRIMARY KEY (id, seq))"
     " WITH CLUSTERING ORDER BY (seq DESC)",
+    "CREATE TABLE fl.mixed_big (id int, seq int, name text, amount decimal, at timestamp, flag boolean,"
+    " score double, tags list<text>, props map<text, int>, note text STATIC, PRIMARY KEY (id, seq))",
     "CREATE TABLE fl.typed (id bigint PRIMARY KEY, at timestamp, day date, raw blob, u uuid,"
     " pair frozen<tuple<int, text>>, nums set<int>, v text)",
     "CREATE TABLE fl.big (id int, seq int, v text, n bigint, PRIMARY KEY (id, seq))",
@@ -82,9 +84,9 @@ def checksum(rows: Iterator[tuple[Any, ...]]) -> tuple[int, str]:
     return len(digests), hashlib.sha256("".join(digests).encode()).hexdigest()
 
 
-def _read_mixed(db: Any) -> Iterator[tuple[Any, ...]]:
+def _read_mixed(db: Any, table: str = "fl.mixed") -> Iterator[tuple[Any, ...]]:
     columns = "id, seq, name, amount, at, flag, score, tags, props"
-    for r in db.execute(f"SELECT {columns} FROM fl.mixed"):
+    for r in db.execute(f"SELECT {columns} FROM {table}", timeout=120):
         props = dict(r.props) if r.props else None
         yield (r.id, r.seq, r.name, r.amount, r.at, r.flag, r.score, list(r.tags) if r.tags else None, props)
 
@@ -269,3 +271,22 @@ def test_a_load_killed_midway_and_run_again_ends_with_every_row_once(
     rows = ((r.id, r.seq, r.v, r.n) for r in db.execute("SELECT id, seq, v, n FROM fl.big", timeout=120))
     assert checksum(rows) == checksum(iter(expected))
     assert len(list(read_rejects(str(tmp_path / "second")))) == bad
+
+
+@pytest.mark.slow
+def test_100k_rows_load_through_files_with_every_column_equal_to_the_input(
+    node: TestNode, db: Any, tmp_path: Path
+) -> None:
+    good = 100_000
+    source = tmp_path / "big.csv"
+    bad = _mixed_csv(source, good)
+    done = subprocess.run(
+        _load_command(node, "fl.mixed_big", source, tmp_path / "rejects"),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr[-3000:]
+    assert f"read {good + bad} rows: loaded {good}, rejected {bad}" in done.stdout
+    assert checksum(_read_mixed(db, "fl.mixed_big")) == checksum(iter(_mixed_row(n) for n in range(good)))
+    assert len(list(read_rejects(str(tmp_path / "rejects")))) == bad

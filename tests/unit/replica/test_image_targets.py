@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 
@@ -42,7 +43,7 @@ def test_shard_runs_tile_the_range_and_each_run_is_its_shards(smp: int, ignore_m
         b = rnd.randint(a + 1, MAX_TOKEN)
         runs = shard_runs(TokenRange(a, b), smp, ignore_msb)
         assert runs[0][1].start == a and runs[-1][1].end == b
-        for (s1, r1), (s2, r2) in zip(runs, runs[1:]):
+        for (s1, r1), (s2, r2) in itertools.pairwise(runs):
             assert r1.end == r2.start and s1 != s2
         for shard, run in runs:
             for token in (run.start + 1, run.end, rnd.randint(run.start + 1, run.end)):
