@@ -31,6 +31,7 @@ from tests.harness.clients import scylla_session
 from tests.harness.node import TestNode
 
 pyspark = pytest.importorskip("pyspark")
+pytestmark = pytest.mark.timeout(1200)  # each CLI run starts its own Spark: minutes on a loaded box
 
 NTS = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
 SCHEMA = [
@@ -44,6 +45,8 @@ SCHEMA = [
     " pair frozen<tuple<int, text>>, nums set<int>, v text)",
     "CREATE TABLE fl.big (id int, seq int, v text, n bigint, PRIMARY KEY (id, seq))",
     "CREATE TABLE fl.hits (id int PRIMARY KEY, c counter)",
+    f"CREATE KEYSPACE fv WITH replication = {NTS} AND tablets = {{'enabled': false}}",
+    "CREATE TABLE fv.rows (id int, seq int, v text, PRIMARY KEY (id, seq))",
 ]
 BAD_LINES = {
     'x1,1,bad int,1.5,2024-01-01T00:00:00Z,true,1.0,"[""a""]",{}': "column id (int)",
@@ -145,7 +148,7 @@ def test_csv_loads_through_files_with_every_column_equal_to_the_input(
         _load_command(node, "fl.mixed", source, tmp_path / "rejects"),
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=900,
     )
     assert done.returncode == 3, done.stdout + done.stderr[-3000:]
     assert f"read {good + bad} rows: loaded {good}, rejected {bad}" in done.stdout
@@ -201,6 +204,25 @@ def test_parquet_typed_columns_writetime_and_ttl_through_files(
     assert [r.t is not None for r in got] == [n % 2 == 1 for n in range(60)]
 
 
+def test_a_vnode_table_loads_through_one_whole_ring_file_per_task(
+    spark: Any, node: TestNode, db: Any, tmp_path: Path
+) -> None:
+    rows = [(n % 97, n, f"v{n}") for n in range(500)]
+    spark.createDataFrame(rows, "id int, seq int, v string").write.parquet(str(tmp_path / "in.parquet"))
+    raw = {"hosts": node.host, "port": str(node.port), "table": "fv.rows", "consistency": "ONE"}
+    summary = run_file_load(
+        spark,
+        parse_options(raw),
+        FileTarget(node.endpoints.api_port),
+        str(tmp_path / "in.parquet"),
+        "parquet",
+        str(tmp_path / "rej"),
+    )
+    assert (summary.loaded, summary.rejected) == (500, 0)
+    got = ((r.id, r.seq, r.v) for r in db.execute("SELECT id, seq, v FROM fv.rows"))
+    assert checksum(got) == checksum(iter(rows))
+
+
 def test_tables_the_file_path_cannot_load_are_refused_or_go_through_cql(
     node: TestNode, db: Any, tmp_path: Path
 ) -> None:
@@ -215,7 +237,7 @@ def test_tables_the_file_path_cannot_load_are_refused_or_go_through_cql(
     assert refused.returncode == 2, refused.stdout + refused.stderr[-2000:]
     assert "counter table" in refused.stderr and "--via cql" in refused.stderr
     done = subprocess.run(
-        _load_command(node, "fl.hits", source, tmp_path / "r2"), capture_output=True, text=True, timeout=280
+        _load_command(node, "fl.hits", source, tmp_path / "r2"), capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "via cql" in done.stdout
@@ -264,7 +286,7 @@ def test_a_load_killed_midway_and_run_again_ends_with_every_row_once(
         _load_command(node, "fl.big", source, tmp_path / "second"),
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=900,
     )
     assert second.returncode == 3, second.stdout + second.stderr[-3000:]
     assert f"loaded {total}, rejected {bad}" in second.stdout
@@ -274,6 +296,7 @@ def test_a_load_killed_midway_and_run_again_ends_with_every_row_once(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_100k_rows_load_through_files_with_every_column_equal_to_the_input(
     node: TestNode, db: Any, tmp_path: Path
 ) -> None:
