@@ -108,16 +108,21 @@ def _credentials(
     type=click.Path(exists=True, dir_okay=False),
     help="cqlshrc-style file: [authentication] username = ..., password = ...",
 )
-@click.option("--consistency", default="LOCAL_QUORUM", show_default=True)
 @click.option(
-    "--concurrency", type=int, default=256, show_default=True, help="Writes in flight per Spark task."
+    "--consistency",
+    help="Consistency of the INSERTs (--via cql; default LOCAL_QUORUM). Files go to every replica.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="INSERTs in flight per Spark task (--via cql; default 256).",
 )
 @click.option("--writetime-column", help="Input field with each row's write timestamp (microseconds).")
 @click.option("--ttl-column", help="Input field with each row's TTL in seconds.")
 @click.option(
     "--via",
     type=click.Choice(["files", "cql"]),
-    help="files: per-tablet SQLite files merged on the replicas (fast; the default); cql: INSERTs "
+    help="files: per-tablet SQLite files merged on the replicas (the default); cql: INSERTs "
     "through the driver (the default for counter tables and tables with views, indexes or CDC).",
 )
 @click.option(
@@ -147,8 +152,8 @@ def load_command(
     username: str | None,
     password: str | None,
     credentials_file: str | None,
-    consistency: str,
-    concurrency: int,
+    consistency: str | None,
+    concurrency: int | None,
     writetime_column: str | None,
     ttl_column: str | None,
     via: str | None,
@@ -183,8 +188,11 @@ def load_command(
     if "://" not in source:
         source = str(Path(source).expanduser().resolve())  # Spark's workers do not share our cwd
     username, password = _credentials(username, password, credentials_file)
-    raw = {"hosts": hosts, "port": str(port), "table": table, "consistency": consistency}
-    raw["concurrency"] = str(concurrency)
+    raw = {"hosts": hosts, "port": str(port), "table": table}
+    if consistency:
+        raw["consistency"] = consistency
+    if concurrency:
+        raw["concurrency"] = str(concurrency)
     if writetime_column:
         raw["writetime_column"] = writetime_column
     if ttl_column:
@@ -201,6 +209,11 @@ def load_command(
         rest_login = (username, password or "") if username else None
         target = FileTarget(api_port, parse_endpoints(api_endpoints), rest_login, file_rows or FLUSH_ROWS)
         via = choose_via(options, via)
+        if via == "files" and (consistency or concurrency):
+            raise LoadError(
+                "--consistency and --concurrency apply to --via cql: a load through files sends "
+                "each tablet's file to every one of its replicas"
+            )
         spark = spark_session(master, parse_conf(confs), app_name=f"tabletdb load {table}")
     except (OptionError, LoadError, SchemaError, ValueError) as exc:  # InputOptionError is a ValueError
         click.echo(f"tabletdb load: {exc}", err=True)

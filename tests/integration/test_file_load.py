@@ -121,7 +121,7 @@ def _load_command(node: TestNode, table: str, source: Path, rejects: Path, *extr
         str(node.port),
     ]
     command += ["--table", table, "--from", str(source), "--rejects", str(rejects)]
-    command += ["--api-endpoint", f"{node.host}:{node.endpoints.api_port}", "--consistency", "ONE"]
+    command += ["--api-endpoint", f"{node.host}:{node.endpoints.api_port}"]
     return [*command, "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2", *extra]
 
 
@@ -236,6 +236,16 @@ def test_tables_the_file_path_cannot_load_are_refused_or_go_through_cql(
     )
     assert refused.returncode == 2, refused.stdout + refused.stderr[-2000:]
     assert "counter table" in refused.stderr and "--via cql" in refused.stderr
+    csv = tmp_path / "plain.csv"
+    csv.write_text("id,seq,v,n\n1,1,x,2\n")
+    ignored = subprocess.run(  # an option the file path cannot honour is refused, not ignored
+        _load_command(node, "fl.big", csv, tmp_path / "r0", "--consistency", "ONE"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ignored.returncode == 2, ignored.stdout + ignored.stderr[-2000:]
+    assert "apply to --via cql" in ignored.stderr
     done = subprocess.run(
         _load_command(node, "fl.hits", source, tmp_path / "r2"), capture_output=True, text=True, timeout=900
     )
