@@ -14,8 +14,13 @@ tablet load are tabletdb's own.
   ``DELETE /storage_service/snapshots?tag=T`` removes the snapshot.
 * ``POST /storage_service/tablets/load?table_id=I&first_token=A&last_token=B&sha256=H`` with a
   tablet image as the body: if a local tablet covers exactly (A, B] and is empty, the file is
-  installed whole; otherwise its partitions that fall in local tablets are applied as mutations
-  (last write wins, so loading the same image twice, or over live data, is harmless). Before
+  installed whole; otherwise its partitions that fall in local tablets (vnode tables: in the
+  ranges this node replicates) are merged into their files inside SQLite
+  (``replica.tablet_images.merge_image``: set-based, last write wins, one synced transaction per
+  file, so loading the same image twice, or over live data, is harmless, and a crash leaves a
+  file with all of it or none). The answer says how (``mode`` "file" or "rows"), how many
+  partitions were taken, and ``covered``: whether every tablet the range overlaps is local (a
+  bulk load fails rather than count an image half-taken as done). Before
   either, the image must pass `storage.image_validation` (a tablet file's schema, every token in
   (A, B] and its key's, columns of the table, no timestamp beyond now + 3 days while
   ``restrict_future_timestamp`` is on): otherwise 400 with the reason.
@@ -39,27 +44,18 @@ from aiohttp import web
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.dht.token import TokenRange
 from tabletdb.node.admin.api_context import ApiContext
+from tabletdb.replica.image_targets import tablet_targets, vnode_targets
 from tabletdb.replica.storage_service import LocalFile, StorageService
+from tabletdb.replica.tablet_images import may_replace_whole, merge_image
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.data_paths import table_directory_name
-from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.image_validation import ImageRejected, validate_image
-from tabletdb.storage.mutation import Mutation
-from tabletdb.storage.snapshot_files import (
-    check_image,
-    file_sha256,
-    has_partitions,
-    image_mutations,
-    live_row_count,
-    place_image,
-    snapshot_to,
-)
+from tabletdb.storage.snapshot_files import check_image, file_sha256, live_row_count, place_image, snapshot_to
 from tabletdb.storage.tablet_store import StorageError
 
 log = logging.getLogger(__name__)
 
 _TAG = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-_APPLY_BATCH = 256
 _UPLOAD_CHUNK = 1 << 20
 
 
@@ -288,30 +284,18 @@ async def _install_or_apply(
 ) -> dict[str, Any]:
     local = storage.local_files(table)
     same = [f for f in local if f.tablet_id is not None and f.token_range == image_range]
-    # No await between the checks and the rename, so no write slips in; a store with writes
-    # queued or committing (on a worker thread) is not released, and its image goes in as rows.
-    if same and not has_partitions(same[0].path) and storage.release(same[0].path):
+    # No await between the checks and the rename, so no write slips in (see may_replace_whole).
+    if same and may_replace_whole(storage, same[0].path):
         place_image(staging, same[0].path)
-        return {"mode": "file", "tablet_id": same[0].tablet_id, "partitions": None}
+        return {"mode": "file", "tablet_id": same[0].tablet_id, "partitions": None, "covered": True}
     tablet_map = storage.tablet_maps().get(table.id)
-    mine = {f.tablet_id for f in local}
-    applied = 0
-    batches: dict[int, tuple[GroupCommitter, list[Mutation]]] = {}
-    for mutation in image_mutations(staging, image_range):
-        if tablet_map is not None and tablet_map.tablet_id_of(mutation.token) not in mine:
-            continue
-        if tablet_map is None and not any(
-            placement.is_local(r) for r in placement.replicas(table, mutation.token)
-        ):
-            continue  # a vnode range this node does not replicate
-        committer = storage.committer(table, mutation.token)
-        pending = batches.setdefault(id(committer), (committer, []))[1]
-        pending.append(mutation)
-        applied += 1
-        if len(pending) >= _APPLY_BATCH:
-            await committer.apply(list(pending))
-            pending.clear()
-    for committer, pending in batches.values():
-        if pending:
-            await committer.apply(pending)
-    return {"mode": "rows", "tablet_id": None, "partitions": applied}
+    if tablet_map is not None:
+        local_tablets = {f.tablet_id for f in local if f.tablet_id is not None}
+        targets, covered = tablet_targets(tablet_map, local_tablets, image_range)
+    else:  # a vnode table: the ranges this node replicates, by shard file
+        mine = [
+            r.token_range for r in placement.ranges(table) if any(placement.is_local(x) for x in r.replicas)
+        ]
+        targets, covered = vnode_targets(mine, image_range, storage.smp, storage.ignore_msb), True
+    merged = await merge_image(storage, table, staging, targets)
+    return {"mode": "rows", "tablet_id": None, "partitions": merged, "covered": covered}
