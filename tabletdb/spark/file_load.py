@@ -12,7 +12,9 @@ as one whole-ring file to every node, which merges the ranges it replicates.
 Every row of one load gets the load's write timestamp (or its own from the writetime field), so
 running a killed load again writes the same cells again: every row ends up once. Balancing is
 paused for the load (and put back as it was), so tablets do not move under it; a replica that
-no longer holds a tablet says so (``covered``) and the load fails rather than count it done.
+no longer holds a tablet says so (``covered``), and one whose tablet moved while it merged the
+file says that (``moved``: a topology change, not balancing, can still move tablets); either way
+the load fails rather than count it done.
 
 The file path bypasses the write path, so it refuses what only the write path maintains:
 counter tables, tables with materialized views, secondary indexes or CDC. Those load with
@@ -180,6 +182,13 @@ def send_file(plan: FilePlan, group: int, mutations: list[Mutation], tmp: Path) 
                     f"node {address}:{port} no longer holds every tablet of token range ({first}, {last}] "
                     f"of {plan.table.keyspace}.{plan.table.name} (the tablet map changed during the "
                     "load); run the load again"
+                )
+            if answer.get("moved", False):
+                raise FileLoadFailed(
+                    f"the replicas of token range ({first}, {last}] of "
+                    f"{plan.table.keyspace}.{plan.table.name} changed while node {address}:{port} merged "
+                    "the file (a topology change moved a tablet), so a new replica may lack it; run the "
+                    "load again once the change ended (a rerun writes the same cells)"
                 )
     finally:
         path.unlink(missing_ok=True)

@@ -52,6 +52,7 @@ from tabletdb.storage.data_paths import table_directory_name
 from tabletdb.storage.image_validation import ImageRejected, validate_image
 from tabletdb.storage.snapshot_files import check_image, file_sha256, live_row_count, place_image, snapshot_to
 from tabletdb.storage.tablet_store import StorageError
+from tabletdb.tablets.tablet_map import TabletMap
 
 log = logging.getLogger(__name__)
 
@@ -270,9 +271,37 @@ async def _load_tablet(ctx: ApiContext, placement: ReplicaPlacement, request: we
             raise web.HTTPBadRequest(
                 text=f"tablet image for {table.keyspace}.{table.name} refused: {exc}"
             ) from None
-        return web.json_response(await _install_or_apply(storage, placement, table, image_range, staging))
+        version_before = ctx.state().topology_state.version
+        answer = await _install_or_apply(storage, placement, table, image_range, staging)
+        answer["moved"] = moved_during(
+            version_before,
+            ctx.state().topology_state.version,
+            storage.tablet_maps().get(table.id),
+            image_range,
+        )
+        return web.json_response(answer)
     finally:
         staging.unlink(missing_ok=True)
+
+
+def moved_during(
+    version_before: int, version_after: int, tablet_map: TabletMap | None, image_range: TokenRange
+) -> bool:
+    """Whether replicas of the image's range may have changed while it was installed.
+
+    A tablet migration streams a consistent copy of the old replica's file after a barrier this
+    node passed, so an install that committed after that copy is on the old replica only. Then
+    this node's view already shows the change (its version moved, or the tablet is in transition):
+    the sender must not count the file as loaded everywhere."""
+    if version_after != version_before:
+        return True
+    if tablet_map is None:
+        return False
+    return any(
+        info.in_transition
+        for tablet_id, info in enumerate(tablet_map.tablets)
+        if tablet_map.range_of(tablet_id).intersect(image_range)
+    )
 
 
 async def _install_or_apply(
