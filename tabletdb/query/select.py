@@ -8,7 +8,7 @@ so concurrent writes never make a page repeat or skip rows outside what they cha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Any
@@ -23,13 +23,15 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.cql.unparse import cql_text
-from tabletdb.query.selectors import RowFn, scalar
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.cells import is_multi_cell
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.restrictions import Restrictions
+from tabletdb.statements.selectors import scalar
 from tabletdb.views.index_reads import IndexLookup, choose_index, index_rows, unindexed_filtering
+
+RowFn = Callable[[OutRow], Any]
 
 PAGING_VERSION = 1
 DEFAULT_PAGE = 10_000
@@ -87,7 +89,7 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
         if fn in AGGREGATES:
             return _aggregate_output(sel, fn, arg, table)
     s = scalar(expr, table)
-    return Output(sel.alias or s.name, s.type, None, "expr", s.eval)
+    return Output(sel.alias or s.name, s.type, None, "expr", _on_values(s.eval))
 
 
 def _cell_meta(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:
@@ -113,13 +115,17 @@ def _aggregate_output(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef
         name, t, value = inner.name, inner.type, _cell_reader(inner)
     else:
         s = scalar(arg, table)
-        name, t, value = s.name, s.type, s.eval
+        name, t, value = s.name, s.type, _on_values(s.eval)
     out_type = BIGINT if fn == "count" else t
     return Output(sel.alias or f"system.{fn}({name})", out_type, None, fn, value)
 
 
 def _cell_reader(o: Output) -> RowFn:
     return lambda row: _value(o, row)
+
+
+def _on_values(fn: Callable[[Mapping[str, Any]], Any]) -> RowFn:
+    return lambda row: fn(row.values)
 
 
 def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> bool:

@@ -163,3 +163,19 @@ def test_functions_and_fromjson_in_values_where_and_set(session: Any) -> None:
         session.execute("INSERT INTO sf.w (k, b) VALUES (2, toJson(1))")
     with pytest.raises(InvalidRequest, match="Could not decode JSON"):
         session.execute("INSERT INTO sf.w (k, n) VALUES (2, fromJson('nope'))")
+
+
+def test_system_tables_take_the_same_selectors(session: Any) -> None:
+    row = session.execute(
+        "SELECT keyspace_name AS ks, toJson(durable_writes), textAsBlob(keyspace_name), "
+        "replication['class'], "
+        "1, CAST(durable_writes AS text) FROM system_schema.keyspaces WHERE keyspace_name = 'sf'"
+    ).one()
+    assert row[0] == "sf" and row[1] == "true" and row[2] == b"sf" and row[4] == 1 and row[5] == "true"
+    assert row[3].endswith("SimpleStrategy")
+    counted = session.execute(
+        "SELECT count(keyspace_name), max(blobAsText(textAsBlob(keyspace_name))) FROM system_schema.keyspaces"
+    ).one()
+    assert counted[0] >= 2 and counted[1] >= "sf"
+    with pytest.raises(InvalidRequest, match="not supported on system tables"):
+        session.execute("SELECT writetime(durable_writes) FROM system_schema.keyspaces")

@@ -1,7 +1,8 @@
 """Scalar selectors: a SELECT expression compiled once per plan into a typed per-row function.
 
-`query.select` keeps the selectors it reads straight from a row (columns, writetime/ttl of a
-column, token, the aggregates); everything else a select list may hold comes here: native
+A row is its column values by name, so user tables (`query.select`) and the rendered virtual
+tables (`systables.select`) share this. They keep what they read straight from a row (columns,
+writetime/ttl of a column, token, the aggregates); everything else a select list may hold is here: native
 function calls (`statements.functions`), CAST, constants, collection elements (`m['k']`,
 `s[e]`, `l[i]`) and UDT fields (`u.f`), nested in each other as deep as the grammar allows.
 What is not supported (user-defined functions, bind markers in the select clause, writetime/ttl
@@ -10,11 +11,10 @@ of an element) is refused at planning time with a message naming it, never run a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tabletdb.coordinator.rows import OutRow
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.literals import literal_value
@@ -36,7 +36,7 @@ from tabletdb.cql.unparse import cql_text
 from tabletdb.schema.model import TableDef
 from tabletdb.statements import functions
 
-RowFn = Callable[[OutRow], Any]
+RowFn = Callable[[Mapping[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def scalar(expr: ast.Expr, table: TableDef, wanted: CqlType | None = None) -> Sc
         if col is None:
             raise InvalidRequest(f"Undefined column name {expr.name}")
         name = col.name
-        return Scalar(name, col.type, lambda row: row.values.get(name))
+        return Scalar(name, col.type, lambda row: row.get(name))
     if isinstance(expr, ast.Literal):
         t = wanted or _LITERAL_TYPES[expr.kind]
         value = literal_value(t, expr.kind, expr.text, cql_text(expr))
@@ -140,13 +140,13 @@ def _element(ref: ast.ElementRef, table: TableDef) -> Scalar:
     shown = f"{cql_text(ast.ColumnRef(name))}[{cql_text(ref.key)}]"
     if isinstance(t, MapType):
         key = _constant_key(ref, t.key, f"key({name})")
-        return Scalar(shown, t.value, lambda row: _map_get(row.values.get(name), key))
+        return Scalar(shown, t.value, lambda row: _map_get(row.get(name), key))
     if isinstance(t, SetType):
         elem = _constant_key(ref, t.element, f"element({name})")
-        return Scalar(shown, t.element, lambda row: elem if elem in (row.values.get(name) or ()) else None)
+        return Scalar(shown, t.element, lambda row: elem if elem in (row.get(name) or ()) else None)
     if isinstance(t, ListType):
         index = _constant_key(ref, INT, f"idx({name})")
-        return Scalar(shown, t.element, lambda row: _list_get(row.values.get(name), index))
+        return Scalar(shown, t.element, lambda row: _list_get(row.get(name), index))
     raise InvalidRequest(f"Column {name} of type {t.cql()} is not a collection: elements cannot be selected")
 
 
@@ -176,8 +176,8 @@ def _field(ref: ast.FieldRef, table: TableDef) -> Scalar:
     name = col.name
     shown = f"{cql_text(ast.ColumnRef(name))}.{cql_text(ast.ColumnRef(ref.field))}"
 
-    def get(row: OutRow) -> Any:
-        value = row.values.get(name)
+    def get(row: Mapping[str, Any]) -> Any:
+        value = row.get(name)
         return None if value is None or i >= len(value) else value[i]
 
     return Scalar(shown, t.field_types[i], get)
