@@ -179,3 +179,19 @@ def test_system_tables_take_the_same_selectors(session: Any) -> None:
     assert counted[0] >= 2 and counted[1] >= "sf"
     with pytest.raises(InvalidRequest, match="not supported on system tables"):
         session.execute("SELECT writetime(durable_writes) FROM system_schema.keyspaces")
+
+
+def test_elements_and_fields_filter_in_where(session: Any) -> None:
+    assert [
+        r.c for r in session.execute("SELECT c FROM sf.t WHERE k = 1 AND m['x'] = 1 ALLOW FILTERING")
+    ] == [1]
+    assert [
+        r.c for r in session.execute("SELECT c FROM sf.t WHERE k = 1 AND m['x'] = 2 ALLOW FILTERING")
+    ] == []
+    assert [
+        r.c for r in session.execute("SELECT c FROM sf.t WHERE k = 1 AND a.zip = 123 ALLOW FILTERING")
+    ] == [1]
+    ps = session.prepare("SELECT c FROM sf.t WHERE k = ? AND a.street = ? ALLOW FILTERING")
+    assert [r.c for r in session.execute(ps, (1, "Main"))] == [1]
+    with pytest.raises(InvalidRequest, match="has no field"):
+        session.execute("SELECT c FROM sf.t WHERE k = 1 AND a.nope = 1 ALLOW FILTERING")
