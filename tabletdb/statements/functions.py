@@ -122,6 +122,11 @@ def is_native(name: str) -> bool:
     return name in _generators() or name in function_names_with_arguments()
 
 
+def accepted_types(name: str) -> list[CqlType]:
+    """The argument types an overloaded one-argument function takes (for error messages)."""
+    return [NativeType(t) for n, t in _TIME_CONVERSIONS if n == name]
+
+
 def parameter_types(name: str) -> tuple[CqlType, ...] | None:
     """The one type each argument of `name` takes when a literal or marker is passed to it (None:
     the function is overloaded or generic, so such an argument needs a type hint)."""

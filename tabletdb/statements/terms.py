@@ -308,9 +308,11 @@ def _arg_type(name: str, arg: object, params: tuple[CqlType, ...] | None, i: int
         return arg.type
     if params is not None and i < len(params):
         return params[i]
+    hint = next(iter(functions.accepted_types(name)), None)
+    example = f", e.g. {name}(({hint.cql()}) {cql_text(arg)})" if hint is not None else ""
     raise InvalidRequest(
-        f"Cannot infer the type of argument {cql_text(arg)} of function {name}; give it a type hint, "
-        f"e.g. {name}((int) ...)"
+        f"Ambiguous call to function {name}: cannot infer the type of argument {cql_text(arg)}; "
+        f"give it a type hint{example}"
     )
 
 

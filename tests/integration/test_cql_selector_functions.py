@@ -195,3 +195,19 @@ def test_elements_and_fields_filter_in_where(session: Any) -> None:
     assert [r.c for r in session.execute(ps, (1, "Main"))] == [1]
     with pytest.raises(InvalidRequest, match="has no field"):
         session.execute("SELECT c FROM sf.t WHERE k = 1 AND a.nope = 1 ALLOW FILTERING")
+
+
+def test_functions_in_conditions_collection_literals_and_limits(session: Any) -> None:
+    session.execute("CREATE TABLE sf.c (k int PRIMARY KEY, v int, l list<bigint>, m map<int, text>)")
+    session.execute(
+        "INSERT INTO sf.c (k, v, l, m) VALUES (1, 5, [toUnixTimestamp(toDate((date) '2020-01-02')), 3], "
+        "{blobAsInt(0x00000002): 'two'})"
+    )
+    row = session.execute("SELECT l, m FROM sf.c WHERE k = 1").one()
+    assert row.l == [1577923200000, 3] and row.m == {2: "two"}
+    applied = session.execute("UPDATE sf.c SET v = 6 WHERE k = 1 IF v = blobAsInt(0x00000005)").one()
+    assert applied[0] is True
+    session.execute("DELETE FROM sf.c WHERE k = blobAsInt(0x00000001)")
+    assert session.execute("SELECT k FROM sf.c WHERE k = 1").one() is None
+    with pytest.raises(InvalidRequest, match=r"Ambiguous call to function todate.*\(timeuuid\) '2020-01-02'"):
+        session.execute("INSERT INTO sf.c (k, l) VALUES (2, [toUnixTimestamp(toDate('2020-01-02'))])")
