@@ -61,6 +61,10 @@ class Transition:
     state: TransitionState
     error: str = ""
     """Set when rolling back: why the request failed."""
+    since_version: int = 0
+    """The topology version that entered a vnode phase state (0: not in one yet)."""
+    tablets_moved: bool = True
+    """Whether the request moved tablets (then its vnode phase can no longer be rolled back)."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,13 @@ def state_to_plain(s: TopologyState) -> dict[str, Any]:
         "queue": [request_to_plain(r) for r in s.queue],
         "tr": None
         if s.transition is None
-        else [request_to_plain(s.transition.request), s.transition.state.value, s.transition.error],
+        else [
+            request_to_plain(s.transition.request),
+            s.transition.state.value,
+            s.transition.error,
+            s.transition.since_version,
+            s.transition.tablets_moved,
+        ],
         "version": s.version,
         "fence": s.fence_version,
         "ignored": sorted(h.bytes for h in s.ignored),
@@ -162,7 +172,13 @@ def state_from_plain(d: dict[str, Any]) -> TopologyState:
         queue=tuple(request_from_plain(r) for r in d["queue"]),
         transition=None
         if tr is None
-        else Transition(request_from_plain(tr[0]), TransitionState(tr[1]), tr[2]),
+        else Transition(
+            request_from_plain(tr[0]),
+            TransitionState(tr[1]),
+            tr[2],
+            int(tr[3]) if len(tr) > 3 else 0,  # states from before vnode phases
+            bool(tr[4]) if len(tr) > 4 else True,
+        ),
         version=int(d["version"]),
         fence_version=int(d["fence"]),
         ignored=frozenset(_req_id(h) for h in d["ignored"]),
