@@ -298,12 +298,18 @@ class TabletStore:
 
     def delete_token_range(self, token_range: TokenRange) -> int:
         """Remove every partition in the range (cleanup after a range leaves this replica)."""
+        return self.delete_token_ranges([token_range])
 
+    def delete_token_ranges(self, token_ranges: Iterable[TokenRange]) -> int:
+        """Remove every partition in the ranges in one transaction; how many partitions went.
+        Writes the deferred rows first, so on the owner thread only."""
+
+        pieces = [p for r in token_ranges for p in r.unwrap()]
         self.write_deferred()
 
         def delete() -> int:
             removed = 0
-            for piece in token_range.unwrap():
+            for piece in pieces:
                 selector = "SELECT pk FROM partitions WHERE token > ? AND token <= ?"
                 bounds = (piece.start, piece.end)
                 for table in ("cells", "rows", "collection_tombstones", "range_tombstones"):

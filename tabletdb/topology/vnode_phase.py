@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 from tabletdb.dht.ring import Location
 from tabletdb.dht.token import TokenRange
-from tabletdb.schema.model import Replication
+from tabletdb.schema.model import LOCAL, Catalog, Replication
 from tabletdb.topology import vnode_ranges as vr
 from tabletdb.topology.state import Request, TopologyState, Transition
 from tabletdb.topology.states import CleanupStatus, NodeState, TransitionState
@@ -47,6 +47,21 @@ class VnodeTable:
 
     table_id: uuid.UUID
     replication: Replication
+
+
+def vnode_tables(catalog: Catalog) -> tuple[VnodeTable, ...]:
+    """Every table whose data follows the token ring: the tables, views and index tables of the
+    keyspaces that use neither tablets nor LocalStrategy."""
+    out: list[VnodeTable] = []
+    for ks in catalog.keyspaces.values():
+        d = ks.definition
+        if d.uses_tablets or d.replication.strategy_class == LOCAL:
+            continue
+        for table in ks.tables.values():
+            out.append(VnodeTable(table.id, d.replication))
+            out.extend(VnodeTable(i.table_id, d.replication) for i in table.indexes if i.table_id is not None)
+        out.extend(VnodeTable(v.table.id, d.replication) for v in ks.views.values())
+    return tuple(sorted(out, key=lambda t: t.table_id.bytes))
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,24 @@ def owned_ranges(
     return merged
 
 
+def kept_ranges(
+    found: Rings, host: uuid.UUID, replication: Replication, locations: Mapping[uuid.UUID, Location]
+) -> list[TokenRange]:
+    """What ``host`` must keep of a vnode keyspace: the ranges it replicates in any ring reads or
+    writes use now (sorted, merged)."""
+    every = sorted(
+        (r for ring in (found.read, *found.writes) for r in owned_ranges(ring, host, replication, locations)),
+        key=lambda r: r.start,
+    )
+    merged: list[TokenRange] = []
+    for r in every:
+        if merged and merged[-1].end >= r.start:
+            merged[-1] = TokenRange(merged[-1].start, max(merged[-1].end, r.end))
+        else:
+            merged.append(r)
+    return merged
+
+
 def complement(ranges: list[TokenRange]) -> list[TokenRange]:
     """The non-wrapping ranges of the ring not in ``ranges`` (sorted, non-overlapping)."""
     out: list[TokenRange] = []
