@@ -203,3 +203,13 @@ def test_a_replacing_node_takes_the_replaced_tokens() -> None:
 def test_complement_of_nothing_is_the_ring() -> None:
     assert vr.complement([]) == [TokenRange(MIN_TOKEN, MAX_TOKEN)]
     assert vr.complement([TokenRange(MIN_TOKEN, MAX_TOKEN)]) == []
+
+
+def test_a_node_keeps_what_it_replicates_in_either_ring_while_both_are_written() -> None:
+    old: vr.Ring = {h(0): (-500,), h(1): (0,), h(2): (500,)}
+    new: vr.Ring = {**old, h(3): (250,)}
+    for host in (h(0), h(1), h(2)):
+        kept = vr.kept_ranges(vr.Rings(new, (old, new)), host, simple(2), {})
+        for token in probes(old, new):
+            either = host in naive_replicas(old, token, 2) or host in naive_replicas(new, token, 2)
+            assert any(r.contains(token) for r in kept) == either, (host, token)
