@@ -13,7 +13,7 @@ from tabletdb.schema.model import SIMPLE, Replication
 from tabletdb.topology import coordinator as co
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology import vnode_ranges as vr
-from tabletdb.topology.state import Request, TopologyState, TopoNode
+from tabletdb.topology.state import Request, TopologyState, TopoNode, state_from_plain, state_to_plain
 from tabletdb.topology.states import CleanupStatus, NodeState, RequestKind, TransitionState
 from tests.unit.topology.driver import TABLE, Cluster, cluster, host, new_id
 
@@ -228,3 +228,19 @@ def test_a_tablets_only_view_has_no_vnode_phase() -> None:
         not in (TransitionState.WRITE_BOTH_READ_OLD, TransitionState.WRITE_BOTH_READ_NEW)
         for cmd in c.commands
     )
+
+
+def test_a_vnode_transition_survives_its_group0_encoding() -> None:
+    c = vnode_cluster()
+    c.request(RequestKind.LEAVE, host(0))
+    while (
+        c.topology.transition is None
+        or c.topology.transition.state is not TransitionState.WRITE_BOTH_READ_OLD
+    ):
+        c.execute(c.step())
+    tr = c.topology.transition
+    assert tr.since_version > 0 and not tr.tablets_moved
+    assert state_from_plain(state_to_plain(c.topology)) == c.topology
+    older = state_to_plain(c.topology)
+    del older["tr_vnode"]  # a state written before the vnode fields
+    assert state_from_plain(older).transition == replace(tr, since_version=0, tablets_moved=True)
