@@ -170,7 +170,6 @@ class RangeStreaming:
             if table is None or not table_directory(self.storage.data_dir, table).exists():
                 continue
             drop = vr.complement(vr.kept_ranges(rings, me, vt.replication, locations))
-            removed += self.storage.drop_ranges(table, drop)
-            await asyncio.sleep(0)  # one table at a time between requests
+            removed += await self.storage.drop_ranges(table, drop)
         log.info("vnode cleanup done topology_version=%d partitions_removed=%d", applied, removed)
         return removed

@@ -303,9 +303,13 @@ class TabletStore:
     def delete_token_ranges(self, token_ranges: Iterable[TokenRange]) -> int:
         """Remove every partition in the ranges in one transaction; how many partitions went.
         Writes the deferred rows first, so on the owner thread only."""
-
-        pieces = [p for r in token_ranges for p in r.unwrap()]
         self.write_deferred()
+        return self.delete_written(token_ranges)
+
+    def delete_written(self, token_ranges: Iterable[TokenRange]) -> int:
+        """``delete_token_ranges`` of what is written: rows still deferred are left alone (the
+        caller wrote them first). Any thread."""
+        pieces = [p for r in token_ranges for p in r.unwrap()]
 
         def delete() -> int:
             removed = 0
