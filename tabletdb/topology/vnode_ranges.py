@@ -169,7 +169,9 @@ def receivers(move: RangeMove) -> tuple[uuid.UUID, ...]:
 def sources(move: RangeMove, request: Request, alive: Iterable[uuid.UUID]) -> tuple[uuid.UUID, ...]:
     """The replicas a gainer of ``move`` reads the range from (see the module docstring)."""
     up = set(alive)
-    gone = {request.host_id} if request.kind is RequestKind.REMOVE else set()
+    gone = set(request.ignore_nodes)  # dead nodes the operator said to ignore: best effort without them
+    if request.kind is RequestKind.REMOVE:
+        gone.add(request.host_id)
     if request.kind is RequestKind.REPLACE and request.replaced_id is not None:
         gone.add(request.replaced_id)
     lost = move.lost

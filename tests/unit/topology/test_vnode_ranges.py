@@ -213,3 +213,12 @@ def test_a_node_keeps_what_it_replicates_in_either_ring_while_both_are_written()
         for token in probes(old, new):
             either = host in naive_replicas(old, token, 2) or host in naive_replicas(new, token, 2)
             assert any(r.contains(token) for r in kept) == either, (host, token)
+
+
+def test_nodes_the_operator_ignores_are_no_sources() -> None:
+    old = {h(0): (-500,), h(1): (0,), h(2): (500,), h(3): (900,)}
+    new = {x: t for x, t in old.items() if x != h(0)}
+    request = Request(h(9), RequestKind.REMOVE, h(0), ignore_nodes=frozenset({h(1)}))
+    for m in vr.range_moves(old, new, simple(3), {}):
+        src = vr.sources(m, request, {h(2), h(3)})
+        assert src and h(0) not in src and h(1) not in src
