@@ -62,18 +62,18 @@ def owners(topology: TopologyState, tokens: Tokens) -> Ring:
 
 
 def target_ring(request: Request, old: Ring, tokens: Tokens) -> Ring:
-    """The ring once ``request`` is done: a joining node's tokens added, a leaving or removed
-    node's taken away, a replaced node's handed to its replacement."""
+    """The ring once ``request`` is done, as the membership records will make it: a joining
+    node's tokens added, a leaving or removed node's taken away, a replaced node's taken away and
+    its replacement's added (the same tokens when the replacing node took them over; if it came
+    with others, the ranges move by the difference like a removal and a join at once)."""
     new = dict(old)
     host = request.host_id
-    if request.kind is RequestKind.JOIN and tokens.get(host):
-        new[host] = tuple(tokens[host])
-    elif request.kind in (RequestKind.LEAVE, RequestKind.REMOVE):
+    if request.kind in (RequestKind.LEAVE, RequestKind.REMOVE):
         new.pop(host, None)
-    elif request.kind is RequestKind.REPLACE and request.replaced_id is not None:
-        taken = new.pop(request.replaced_id, None) or tuple(tokens.get(request.replaced_id, ()))
-        if taken:
-            new[host] = taken
+    if request.kind is RequestKind.REPLACE and request.replaced_id is not None:
+        new.pop(request.replaced_id, None)
+    if request.kind in (RequestKind.JOIN, RequestKind.REPLACE) and tokens.get(host):
+        new[host] = tuple(tokens[host])
     return new
 
 

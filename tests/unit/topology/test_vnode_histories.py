@@ -120,8 +120,17 @@ class World:
             joiner = self.joiners.pop(0)
             self.c.alive.add(joiner)
             self.c.request(RequestKind.JOIN, joiner)
-        elif choice < 0.75 and len(normal) > 2:
+        elif choice < 0.65 and len(normal) > 2:
             self.c.request(RequestKind.LEAVE, self.rng.choice(normal))
+        elif choice < 0.8 and len(normal) >= RF and self.joiners:
+            dead = self.rng.choice(normal)
+            self.c.alive.discard(dead)  # killed for good, then replaced
+            new = self.joiners.pop(0)
+            self.c.alive.add(new)
+            if self.rng.random() < 0.7:  # it takes the dead node's tokens over (or keeps its own)
+                tokens = {**self.c.vnode.tokens, new: self.c.vnode.tokens[dead]}
+                self.c.vnode = replace(self.c.vnode, tokens=tokens)
+            self.c.request(RequestKind.REPLACE, new, dead)
         elif len(normal) > RF:
             dead = self.rng.choice(normal)
             self.c.alive.discard(dead)  # killed for good, then removed
@@ -144,7 +153,7 @@ class World:
 def world(seed: int, skip_copy: bool = False) -> World:
     rng = random.Random(seed)
     c = vnode_cluster(nodes=4)
-    joiners = [host(10 + i) for i in range(3)]
+    joiners = [host(10 + i) for i in range(4)]
     taken: set[int] = set()
     tokens: dict[uuid.UUID, tuple[int, ...]] = {}
     for h in [*sorted(c.topology.nodes), *joiners]:

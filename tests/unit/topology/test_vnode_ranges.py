@@ -191,13 +191,21 @@ def test_rings_follow_the_transition_state() -> None:
     assert vr.rings(rollback, tokens).writes == (old,)
 
 
-def test_a_replacing_node_takes_the_replaced_tokens() -> None:
-    tokens = {h(0): (-500,), h(1): (0,), h(2): (500,), h(3): (42,)}
+def test_a_replacement_moves_ranges_by_its_own_record_tokens() -> None:
+    tokens: vr.Ring = {h(0): (-500,), h(1): (0,), h(2): (500,), h(3): (0,)}
     nodes = {x: TopoNode(x, NodeState.NORMAL) for x in (h(0), h(1), h(2))}
     nodes[h(3)] = TopoNode(h(3), NodeState.REPLACING)
     request = Request(h(9), RequestKind.REPLACE, h(3), h(1))
     old = vr.owners(TopologyState(nodes=nodes), tokens)
+    assert h(3) not in old  # a replacing node owns nothing yet
+    # it took the replaced node's tokens over: the same ring, the replaced node's ranges rebuilt
     assert vr.target_ring(request, old, tokens) == {h(0): (-500,), h(3): (0,), h(2): (500,)}
+    moves = vr.range_moves(old, vr.target_ring(request, old, tokens), simple(2), {})
+    assert moves and all(m.lost == (h(1),) and m.gained == (h(3),) for m in moves)
+    assert all(vr.sources(m, request, {h(0), h(2)}) == tuple(x for x in m.old if x != h(1)) for m in moves)
+    # it came with tokens of its own: the ring is what its record says, ranges move accordingly
+    other = {**tokens, h(3): (250,)}
+    assert vr.target_ring(request, old, other) == {h(0): (-500,), h(3): (250,), h(2): (500,)}
 
 
 def test_complement_of_nothing_is_the_ring() -> None:
