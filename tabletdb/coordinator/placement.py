@@ -330,6 +330,20 @@ def members_locations(topology: Topology) -> dict[uuid.UUID, Location]:
     return {h: Location(r.datacenter, r.rack) for h, r in topology.members.items()}
 
 
+def vnode_replica_table(
+    topology: Topology, replication: Replication, topology_state: TopologyState = _NO_STATE
+) -> ReplicaTable[uuid.UUID] | None:
+    """Every vnode range's replicas under ``replication`` in the ring reads use (None: a local
+    keyspace, or no node owns tokens yet); what operators' ring views (nodetool describering,
+    ownership) show, the same ring ``ReplicaPlacement`` reads."""
+    if replication.strategy_class == LOCAL:
+        return None
+    read = rings(topology_state, {h: r.tokens for h, r in topology.members.items()}).read
+    if not read:
+        return None
+    return strategy_table(TokenRing.from_assignments(read), replication, members_locations(topology))
+
+
 def _merge_adjacent(pieces: list[ReplicatedRange]) -> list[ReplicatedRange]:
     out: list[ReplicatedRange] = []
     for piece in pieces:

@@ -5,6 +5,10 @@
   message carries a large range whole) and apply it through the ordinary durable write path.
   Upserts are last-write-wins, so the writes the node already takes for the range (both rings
   are written by then) and several sources merge in any order. Answers how many partitions came.
+``request_cleanup`` is what ``nodetool cleanup`` asks (``POST /storage_service/keyspace_cleanup``):
+it marks this node's cleanup as needed in group0 and waits until the coordinator has run it, so
+a manual cleanup is never beside an ownership change either.
+
 * ``vnode.cleanup`` (asked of a node whose cleanup is running): after a Raft read barrier shows
   at least the topology version named, delete from its files of every vnode table the ranges it
   replicates in none of the rings reads and writes use (``StorageService.drop_ranges``: logged
@@ -19,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from tabletdb.cql.errors import InvalidRequest
@@ -28,12 +34,15 @@ from tabletdb.dht.token import TokenRange
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.topology import raft_id_of
 from tabletdb.net.rpc import RpcNode
+from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService, table_directory
 from tabletdb.replica.verbs import TableOf, wait_for_table
 from tabletdb.replica.wire import VERB_MUTATIONS, mutations_from_plain
 from tabletdb.topology import vnode_ranges as vr
-from tabletdb.topology.vnode_phase import RangeCleanupTask, RangeStreamTask, vnode_tables
+from tabletdb.topology.commands import TopologyCommand
+from tabletdb.topology.states import CleanupStatus
+from tabletdb.topology.vnode_phase import RangeCleanupTask, RangeStreamTask, ask_cleanup, vnode_tables
 
 log = logging.getLogger(__name__)
 
@@ -173,3 +182,29 @@ class RangeStreaming:
             removed += await self.storage.drop_ranges(table, drop)
         log.info("vnode cleanup done topology_version=%d partitions_removed=%d", applied, removed)
         return removed
+
+
+CLEANUP_WAIT = 600.0
+"""Seconds ``request_cleanup`` waits for the coordinator to clean this node."""
+
+
+async def request_cleanup(group0: Group0Service, host: uuid.UUID) -> None:
+    """Mark ``host``'s cleanup needed in group0 (decided again if the state moved on) and wait
+    until it is clean; ValueError if the node is not normal, TimeoutError after CLEANUP_WAIT."""
+    async with asyncio.timeout(CLEANUP_WAIT):
+        while True:
+            await group0.driver.read_barrier()
+            t = group0.state.topology_state
+            found = ask_cleanup(t, host)
+            if found is None:
+                break  # one is pending already: wait for it
+            command = TopologyCommand(
+                t.state_id, replace(found.topology, state_id=uuid.uuid1()), (), found.reason
+            )
+            if await group0.submit_topology(command):
+                log.info("vnode cleanup asked host_id=%s", host)
+                break
+        while (
+            node := group0.state.topology_state.nodes.get(host)
+        ) is not None and node.cleanup is not CleanupStatus.CLEAN:
+            await asyncio.sleep(0.2)

@@ -250,6 +250,18 @@ def mark_rolled_back(
     return _with_cleanup(after, gained, CleanupStatus.NEEDED)
 
 
+def ask_cleanup(t: TopologyState, host: uuid.UUID) -> Next | None:
+    """``t`` with ``host``'s cleanup needed (an operator's ``nodetool cleanup``: the coordinator
+    then cleans it as after an ownership change, never beside one); None if one is pending."""
+    node = t.nodes.get(host)
+    if node is None or node.state is not NodeState.NORMAL:
+        state = "unknown" if node is None else node.state.value
+        raise ValueError(f"node {host} is {state}: only a normal node owns ranges to clean up")
+    if node.cleanup is not CleanupStatus.CLEAN:
+        return None
+    return Next(_with_cleanup(t, [host], CleanupStatus.NEEDED), f"cleanup of vnode ranges asked on {host}")
+
+
 def pending_cleanup(t: TopologyState) -> list[uuid.UUID]:
     return sorted(
         h

@@ -244,3 +244,16 @@ def test_a_vnode_transition_survives_its_group0_encoding() -> None:
     older = state_to_plain(c.topology)
     del older["tr_vnode"]  # a state written before the vnode fields
     assert state_from_plain(older).transition == replace(tr, since_version=0, tablets_moved=True)
+
+
+def test_an_operator_cleanup_runs_through_the_coordinator() -> None:
+    c = vnode_cluster()
+    asked = vp.ask_cleanup(c.topology, host(1))
+    assert asked is not None and asked.topology.nodes[host(1)].cleanup is CleanupStatus.NEEDED
+    c.topology = replace(asked.topology, state_id=new_id())
+    assert vp.ask_cleanup(c.topology, host(1)) is None  # already pending
+    c.run()
+    assert c.topology.nodes[host(1)].cleanup is CleanupStatus.CLEAN
+    assert [t.host for a in c.actions if isinstance(a, vp.CleanupRanges) for t in a.tasks] == [host(1)]
+    with pytest.raises(ValueError, match="only a normal node"):
+        vp.ask_cleanup(c.topology, JOINER)
