@@ -35,7 +35,7 @@ from tabletdb.dht.token import TokenRange
 from tabletdb.schema.model import LOCAL, Catalog, Replication
 from tabletdb.topology import vnode_ranges as vr
 from tabletdb.topology.state import Request, TopologyState, Transition
-from tabletdb.topology.states import CleanupStatus, NodeState, TransitionState
+from tabletdb.topology.states import CleanupStatus, NodeState, RequestKind, TransitionState
 
 RangeKey = tuple[uuid.UUID, uuid.UUID, uuid.UUID]
 """(request id, table id, target host): one table's ranges streamed to one node."""
@@ -270,8 +270,14 @@ def pending_cleanup(t: TopologyState) -> list[uuid.UUID]:
     )
 
 
+RING_CHANGES = frozenset({RequestKind.JOIN, RequestKind.LEAVE, RequestKind.REMOVE, RequestKind.REPLACE})
+"""Requests that change token ownership; others (a tablet move) never wait for a cleanup."""
+
+
 def blocking_cleanup(t: TopologyState, request: Request) -> list[uuid.UUID]:
     """Nodes whose pending cleanup keeps ``request`` from starting (the pure rule)."""
+    if request.kind not in RING_CHANGES:
+        return []
     exempt = {request.host_id, request.replaced_id} | request.ignore_nodes | t.ignored
     return [h for h in pending_cleanup(t) if h not in exempt]
 

@@ -257,3 +257,10 @@ def test_an_operator_cleanup_runs_through_the_coordinator() -> None:
     assert [t.host for a in c.actions if isinstance(a, vp.CleanupRanges) for t in a.tasks] == [host(1)]
     with pytest.raises(ValueError, match="only a normal node"):
         vp.ask_cleanup(c.topology, JOINER)
+
+
+def test_a_tablet_move_does_not_wait_for_a_vnode_cleanup() -> None:
+    c = vnode_cluster(nodes=4)
+    c.topology = c.topology.with_node(replace(c.topology.nodes[host(1)], cleanup=CleanupStatus.NEEDED))
+    assert vp.blocking_cleanup(c.topology, Request(new_id(), RequestKind.MOVE, host(0))) == []
+    assert vp.blocking_cleanup(c.topology, Request(new_id(), RequestKind.LEAVE, host(0))) == [host(1)]
