@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -40,7 +41,19 @@ def load(session: Any, table: str, keys: range) -> set[tuple[int, str]]:
 
 
 def rows(session: Any, table: str, cl: str) -> set[tuple[int, str]]:
-    return {(r.k, r.v) for r in run(session, f"SELECT k, v FROM {table}", cl, fetch_size=1000)}
+    """Every row at ``cl``. Unavailable is retried: on a loaded box the failure detector may call
+    a busy peer down for a second, and Unavailable is answered before any replica is asked, so
+    retrying it cannot hide a missing row."""
+    from cassandra import Unavailable
+
+    for attempt in range(10):
+        try:
+            return {(r.k, r.v) for r in run(session, f"SELECT k, v FROM {table}", cl, fetch_size=1000)}
+        except Unavailable:
+            if attempt == 9:
+                raise
+            time.sleep(1)
+    raise AssertionError("unreachable")
 
 
 def host_id(node: TestNode) -> Any:
