@@ -3,9 +3,11 @@
 Tablet tables take their replicas from the group0 tablet map (host and shard, in the map's
 order, which is the allocator's placement order); a tablet in migration is read from the set
 its stage reads and written to every set its stage writes (``tablets.migration``).
-Vnode tables walk the token ring of every group0 member with the keyspace's strategy
-(SimpleStrategy, NetworkTopologyStrategy, EverywhereStrategy). The ring walk is precomputed
-once per (topology, replication) in a ``dht.ring.ReplicaTable`` so a lookup is a binary search.
+Vnode tables walk the token ring of the members that own their tokens with the keyspace's
+strategy (SimpleStrategy, NetworkTopologyStrategy, EverywhereStrategy); during a topology
+request's vnode phase reads use one ring and writes go to the old and the new one
+(``topology.vnode_ranges.rings``). The ring walk is precomputed once per (topology,
+replication) in a ``dht.ring.ReplicaTable`` so a lookup is a binary search.
 
 A node with no topology yet (in-process tests, a founder before its own join record) is a
 cluster of one: every token is local.
@@ -22,9 +24,11 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.ring import Location, ReplicaTable, TokenRing
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
 from tabletdb.group0.topology import Topology, raft_id_of
-from tabletdb.schema.model import EVERYWHERE, LOCAL, SIMPLE, Catalog, Replication, TableDef
+from tabletdb.schema.model import LOCAL, Catalog, Replication, TableDef
 from tabletdb.tablets.migration import read_replicas, write_replicas
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup, TabletReplica
+from tabletdb.topology.state import TopologyState
+from tabletdb.topology.vnode_ranges import rings, strategy_table
 
 
 class Replica:
@@ -117,6 +121,18 @@ def _short_or_plain(replicas: ReplicaSet, rf_by_dc: Mapping[str, int]) -> Replic
 
 
 _TabletSets = tuple[TabletInfo, Topology, ReplicaSet, WriteSets, Mapping[str, int]]
+_NO_STATE = TopologyState()
+"""No topology state machine (in-process tests): every member owns its tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class _VnodeTables:
+    """A vnode keyspace's replicas by token: the ring reads use, and the rings writes go to
+    (one; or old and new while a topology request's vnode phase runs)."""
+
+    read: ReplicaTable[uuid.UUID]
+    writes: tuple[ReplicaTable[uuid.UUID], ...]
+    dcs: dict[uuid.UUID, str]
 
 
 def union(sets: WriteSets) -> ReplicaSet:
@@ -144,9 +160,12 @@ class ReplicaPlacement:
         tablet_maps: Callable[[], Mapping[uuid.UUID, TabletMap]],
         topology_version: Callable[[], int] = lambda: 0,
         cdc_generations: Callable[[], Generations] = tuple,
+        topology_state: Callable[[], TopologyState] = lambda: _NO_STATE,
     ) -> None:
         """``topology_version``: group0's topology version as this node applied it, stamped on
-        writes so replicas can refuse those routed by a fenced-off version (``replica.fencing``)."""
+        writes so replicas can refuse those routed by a fenced-off version (``replica.fencing``).
+        ``topology_state``: group0's topology state machine, which says who owns vnode tokens."""
+        self._topology_state = topology_state
         self.topology_version = topology_version
         self.cdc_generations = cdc_generations
         """The committed CDC generations of vnode keyspaces (group0), for the replica's CDC log."""
@@ -155,8 +174,7 @@ class ReplicaPlacement:
         self._topology = topology
         self._catalog = catalog
         self._tablet_maps = tablet_maps
-        self._vnode_cache: dict[Replication, tuple[Topology, ReplicaTable[uuid.UUID], dict[uuid.UUID, str]]]
-        self._vnode_cache = {}
+        self._vnode_cache: dict[Replication, tuple[Topology, TopologyState, _VnodeTables]] = {}
         self._ranges_cache: dict[uuid.UUID, tuple[object, list[ReplicatedRange]]] = {}
         self._local = (Replica(local_host, None, local_dc),)
         self._dcs_of: tuple[Topology, dict[uuid.UUID, str]] | None = None
@@ -205,14 +223,15 @@ class ReplicaPlacement:
         found = self._vnode_table(table)
         if found is None:
             return self._local
-        ring_table, dcs = found
-        return tuple(Replica(h, None, dcs[h]) for h in ring_table.for_token(token))
+        dcs = found.dcs
+        return tuple(Replica(h, None, dcs[h]) for h in found.read.for_token(token))
 
     def write_sets(self, table: TableDef, token: int) -> WriteSets:
         """The replica sets a write of ``token`` must meet its consistency level on, each on its own.
 
         One set (the same as ``replicas``) except while a tablet migrates through a stage that
-        writes to both its old and new replicas: then (old, new). Counting the level over the
+        writes to both its old and new replicas, or a vnode range changes owners in a topology
+        request's vnode phase: then (old, new). Counting the level over the
         union instead could acknowledge a QUORUM write held by a minority of the set that serves
         reads once they switch (``tablets.migration``; the topology simulation checks this).
         """
@@ -221,6 +240,16 @@ class ReplicaPlacement:
             tablet_map = self._map_of(table.id)
             if tablet_map is not None:
                 return self._tablet_entry(tablet_map.tablet_for(token), topology, self._rf_of(table))[3]
+            found = self._vnode_table(table)
+            if found is not None:
+                dcs = found.dcs
+                read = tuple(Replica(h, None, dcs[h]) for h in found.read.for_token(token))
+                if len(found.writes) == 1:
+                    return (read,)
+                sets = tuple(
+                    tuple(Replica(h, None, dcs[h]) for h in t.for_token(token)) for t in found.writes
+                )
+                return (read,) if _same_set(sets[0], sets[1]) else sets
         return (self.replicas(table, token),)
 
     def _rf_of(self, table: TableDef) -> Mapping[str, int]:
@@ -272,7 +301,12 @@ class ReplicaPlacement:
         tablet_map = self._tablet_maps().get(table.id)
         topology = self._topology()
         ks = self._catalog().keyspace(table.keyspace)
-        version = (tablet_map, topology, None if ks is None else ks.definition.replication)
+        version = (
+            tablet_map,
+            topology,
+            None if ks is None else ks.definition.replication,
+            self._topology_state(),
+        )
         cached = self._ranges_cache.get(table.id)
         if cached is not None and _same_version(cached[0], version):
             return cached[1]
@@ -295,7 +329,7 @@ class ReplicaPlacement:
             if found is None:
                 local = (Replica(self.local_host, None, self.local_dc),)
                 return [ReplicatedRange(TokenRange(MIN_TOKEN, MAX_TOKEN), local)]
-            ring_table, dcs = found
+            ring_table, dcs = found.read, found.dcs
             tokens = ring_table.ring.tokens
             for i, end in enumerate(tokens):
                 start = MIN_TOKEN if i == 0 else tokens[i - 1]
@@ -313,7 +347,7 @@ class ReplicaPlacement:
             self._dcs_of = (topology, {h: r.datacenter for h, r in topology.members.items()})
         return self._dcs_of[1]
 
-    def _vnode_table(self, table: TableDef) -> tuple[ReplicaTable[uuid.UUID], dict[uuid.UUID, str]] | None:
+    def _vnode_table(self, table: TableDef) -> _VnodeTables | None:
         topology = self._topology()
         ks = self._catalog().keyspace(table.keyspace)
         if ks is None:
@@ -321,51 +355,51 @@ class ReplicaPlacement:
         replication = ks.definition.replication
         if replication.strategy_class == LOCAL:
             return None
+        state = self._topology_state()
         cached = self._vnode_cache.get(replication)
-        if cached is not None and cached[0] is topology:
-            return cached[1], cached[2]
-        members = {h: r for h, r in topology.members.items() if r.tokens}
-        if not members:
+        if cached is not None and cached[0] is topology and cached[1] is state:
+            return cached[2]
+        found = rings(state, {h: r.tokens for h, r in topology.members.items()})
+        if not found.read:
             return None
-        ring = TokenRing.from_assignments({h: r.tokens for h, r in members.items()})
-        dcs = {h: r.datacenter for h, r in members.items()}
-        ring_table = _strategy_table(ring, replication, members_locations(topology))
+        locations = members_locations(topology)
+
+        def table_of(ring: dict[uuid.UUID, tuple[int, ...]]) -> ReplicaTable[uuid.UUID]:
+            return strategy_table(TokenRing.from_assignments(ring), replication, locations)
+
+        read = table_of(found.read)
+        writes = tuple(read if ring == found.read else table_of(ring) for ring in found.writes)
+        dcs = {h: r.datacenter for h, r in topology.members.items()}
+        entry = _VnodeTables(read, writes, dcs)
         if len(self._vnode_cache) > 64:
             self._vnode_cache.clear()
-        self._vnode_cache[replication] = (topology, ring_table, dcs)
-        return ring_table, dcs
+        self._vnode_cache[replication] = (topology, state, entry)
+        return entry
 
 
 def _same_version(a: object, b: tuple[object, ...]) -> bool:
-    """Same tablet map and topology objects (identity: group0 replaces them on change), same replication."""
+    """Same tablet map, topology and topology state objects (identity: group0 replaces them on
+    change), same replication."""
     assert isinstance(a, tuple)
-    return a[0] is b[0] and a[1] is b[1] and a[2] == b[2]
+    return a[0] is b[0] and a[1] is b[1] and a[2] == b[2] and a[3] is b[3]
 
 
 def members_locations(topology: Topology) -> dict[uuid.UUID, Location]:
     return {h: Location(r.datacenter, r.rack) for h, r in topology.members.items()}
 
 
-def _strategy_table(
-    ring: TokenRing[uuid.UUID], replication: Replication, locations: Mapping[uuid.UUID, Location]
-) -> ReplicaTable[uuid.UUID]:
-    options = dict(replication.options)
-    if replication.strategy_class == SIMPLE:
-        return ReplicaTable.simple(ring, int(str(options.get("replication_factor", "1"))))
-    if replication.strategy_class == EVERYWHERE:
-        return ReplicaTable.simple(ring, len(ring.hosts()))
-    rf_by_dc = {dc: replication.factor(dc) for dc in options if dc not in ("class", "replication_factor")}
-    return ReplicaTable.network_topology(ring, rf_by_dc, locations)
-
-
-def vnode_replica_table(topology: Topology, replication: Replication) -> ReplicaTable[uuid.UUID] | None:
-    """Every vnode range's replicas under ``replication`` (None: a local keyspace, or no node owns
-    tokens yet); what operators' ring views (nodetool describering, ownership) show."""
-    members = {h: r for h, r in topology.members.items() if r.tokens}
-    if replication.strategy_class == LOCAL or not members:
+def vnode_replica_table(
+    topology: Topology, replication: Replication, topology_state: TopologyState = _NO_STATE
+) -> ReplicaTable[uuid.UUID] | None:
+    """Every vnode range's replicas under ``replication`` in the ring reads use (None: a local
+    keyspace, or no node owns tokens yet); what operators' ring views (nodetool describering,
+    ownership) show, the same ring ``ReplicaPlacement`` reads."""
+    if replication.strategy_class == LOCAL:
         return None
-    ring = TokenRing.from_assignments({h: r.tokens for h, r in members.items()})
-    return _strategy_table(ring, replication, members_locations(topology))
+    read = rings(topology_state, {h: r.tokens for h, r in topology.members.items()}).read
+    if not read:
+        return None
+    return strategy_table(TokenRing.from_assignments(read), replication, members_locations(topology))
 
 
 def _merge_adjacent(pieces: list[ReplicatedRange]) -> list[ReplicatedRange]:

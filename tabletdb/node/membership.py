@@ -28,6 +28,7 @@ from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
 from tabletdb.node.group0_shell.service import Group0Service, SchemaListener
 from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
+from tabletdb.node.range_streaming import RangeStreaming
 from tabletdb.node.replica_service import ViewMaintenance, build_replicas, register_replica_verbs
 from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
@@ -159,6 +160,17 @@ class ClusterMember:
         self.streaming = TabletStreaming(rpc, storage, lambda table_id: self.group0.catalog.by_id(table_id))
         """Tablet copy/stream/cleanup verbs, what the topology coordinator moves replicas with."""
         self.streaming.register()
+        me = raft_id_of(self.group0.record.host_id)
+        self.ranges = RangeStreaming(
+            rpc,
+            replicas.local,
+            storage,
+            lambda table_id: self.group0.catalog.by_id(table_id),
+            lambda: self.group0.state,
+            lambda: self.group0.barrier.ask(me),
+        )
+        """Vnode range stream/cleanup verbs, what the topology coordinator moves vnode data with."""
+        self.ranges.register()
         return replicas
 
     def paxos(self, replicas: Replicas) -> PaxosService:
@@ -249,6 +261,8 @@ class ClusterMember:
             cleanup=cleanup,
             submit=group0.submit_topology,
             tidy=group0.remove_left_voters,
+            stream_ranges=self.ranges.stream,
+            cleanup_ranges=self.ranges.cleanup,
         )
 
     async def stop(self) -> None:

@@ -177,11 +177,13 @@ class PaxosService:
         size = expected.get(self._replicas.local_dc, 0) if serial == LOCAL_SERIAL else sum(expected.values())
         quorum = max(len(replicas), size) // 2 + 1
         if len(self._replicas.placement.write_sets(table, token)) > 1:
-            # Paxos runs on one replica set; while a migration writes to two, a commit on the
-            # old set could miss the new one after streaming, and accepted proposals do not
-            # move with the data. Refused (retryable) until the move switched to the new set.
+            # Paxos runs on one replica set; while a migration (or a vnode range changing owners)
+            # writes to two, a commit on the old set could miss the new one after streaming, and
+            # accepted proposals do not move with the data. Refused (retryable) until the move
+            # switched to the new set.
+            moving = "tablet" if self._replicas.placement.tablet_map(table.id) is not None else "token range"
             raise Unavailable(
-                f"Cannot achieve consistency level {level}: the tablet of {table.keyspace}.{table.name} "
+                f"Cannot achieve consistency level {level}: the {moving} of {table.keyspace}.{table.name} "
                 f"holding token {token} is moving to new replicas; lightweight transactions and "
                 "counter updates on it wait until the move switches over, retry",
                 serial,

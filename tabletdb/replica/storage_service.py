@@ -17,6 +17,7 @@ restarts. Coordinators count a replica that refuses as failed (``coordinator.rea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -287,6 +288,25 @@ class StorageService:
         if path.parent.exists():
             fsync_path(path.parent)
         return existed
+
+    async def drop_ranges(self, table: TableDef, ranges: Sequence[TokenRange]) -> int:
+        """Delete the partitions in ``ranges`` from this node's files of the vnode table ``table``
+        (cleanup of ranges it no longer replicates); how many partitions went. The deletion is
+        logged first, so a commit-log replay repeats it after the rows it replays; the deferred
+        rows are written on the loop, the deletion runs on a worker thread (it may be large)."""
+        if not ranges or self._tablet_maps().get(table.id) is not None:
+            return 0
+        removed = 0
+        for shard in range(self.smp):
+            path = vnode_file(self.data_dir, table, shard)
+            if not path.exists():
+                continue
+            store = self._committer_at(path).store
+            if self._node_commit is not None:
+                self._node_commit.removed_ranges(path, [(r.start, r.end) for r in ranges])
+            store.write_deferred()
+            removed += await asyncio.to_thread(store.delete_written, ranges)
+        return removed
 
     def _path_for(self, table: TableDef, token: int) -> Path:
         tablet_map = self._tablet_maps().get(table.id)

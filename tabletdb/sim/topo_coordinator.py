@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from tabletdb.sim.topo_world import World
 from tabletdb.topology import coordinator as co
+from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TopologyCommand
 from tabletdb.topology.states import NodeState
 
@@ -29,6 +30,8 @@ class Coordinator:
         self.obs = co.Observations(alive=frozenset())
         self.after_commit: Callable[[TopologyCommand], None] = lambda command: None
         """Set by the nemesis: may crash the coordinator right after its command commits."""
+        self.skip_range_copy = False
+        """Planted bug: vnode range streams are reported done without copying anything."""
 
     def elect(self) -> None:
         w = self.world
@@ -58,7 +61,7 @@ class Coordinator:
         down = {h: s.down_since for h, s in w.hosts.items() if s.down_since is not None and h not in alive}
         self.obs = replace(self.obs, alive=alive, now_ms=w.loop.now, down_since=down)
         snap = w.view_of(me)
-        view = co.View(snap.topology, snap.tablets, {h: 1 for h in w.hosts})
+        view = co.View(snap.topology, snap.tablets, {h: 1 for h in w.hosts}, vnode=w.vnode_view())
         action = co.step(view, self.obs, w.new_id(), self.config)
         if isinstance(action, co.Idle):
             return
@@ -76,6 +79,14 @@ class Coordinator:
             snapshots = [(t, w.snapshot_of(t.key[2], t.sources)) for t in action.tasks]
             ok = all(all(w.reachable(s.host, t.target.host) for s in t.sources) for t in action.tasks)
             w.loop.after(delay * 3, lambda: self._streamed(epoch, snapshots, ok))
+        elif isinstance(action, vp.StreamRanges):
+            copies = [
+                (task, {k for r, src in task.ranges for s in src for k in w.vnode_keys(s, [r])})
+                for task in action.tasks
+            ]
+            w.loop.after(delay * 3, lambda: self._ranges_streamed(epoch, copies))
+        elif isinstance(action, vp.CleanupRanges):
+            w.loop.after(delay, lambda: self._ranges_cleaned(epoch, me, action))
         else:
             assert isinstance(action, co.Cleanup)
             w.loop.after(delay, lambda: self._cleaned(epoch, me, action))
@@ -129,3 +140,32 @@ class Coordinator:
         if self._current(epoch):
             self.busy = False
             self.obs = replace(self.obs, cleaned=self.obs.cleaned | done)
+
+    def _ranges_streamed(self, epoch: int, copies: list[tuple[vp.RangeStreamTask, set[int]]]) -> None:
+        """Each target took what its sources held when it asked (the planted bug copies nothing)."""
+        w = self.world
+        done = set()
+        for task, keys in copies:
+            sources = {s for _, src in task.ranges for s in src}
+            if all(w.reachable(s, task.target) for s in sources):
+                if not self.skip_range_copy:
+                    w.hosts[task.target].vdata |= keys
+                done.add(task.key)
+        if self._current(epoch):
+            self.busy = False
+            self.obs = replace(self.obs, ranges_streamed=self.obs.ranges_streamed | done)
+
+    def _ranges_cleaned(self, epoch: int, me: uuid.UUID, action: vp.CleanupRanges) -> None:
+        """A node cleans once it applied the version asked for (its read barrier catches it up)."""
+        w = self.world
+        done = set()
+        for task in action.tasks:
+            if not w.reachable(me, task.host):
+                continue
+            w.catch_up(task.host, full=True)
+            if w.view_of(task.host).topology.version >= task.version:
+                w.vnode_cleanup(task.host)
+                done.add((task.host, task.version))
+        if self._current(epoch):
+            self.busy = False
+            self.obs = replace(self.obs, ranges_cleaned=self.obs.ranges_cleaned | done)

@@ -28,7 +28,7 @@ from tabletdb.topology.requests import RequestRefused, enqueue, removing_live_no
 from tabletdb.topology.state import Request
 from tabletdb.topology.states import NodeState, RequestKind
 
-PLANTED_BUGS = ("reads-before-streaming", "unguarded")
+PLANTED_BUGS = ("reads-before-streaming", "unguarded", "vnode-ranges-unstreamed")
 TICK = 5
 
 
@@ -69,11 +69,24 @@ class TopologySeedResult:
         return "\n".join(lines)
 
 
+VNODE_STEPS = {
+    "vnode ranges write both, read old": "vnode_read_old",
+    "fence writes routed by the old ring": "vnode_fence",
+    "vnode ranges write both, read new": "vnode_read_new",
+    "cleanup of vnode ranges on": "vnode_cleanup_running",
+    "cleanup of vnode ranges done": "vnode_cleanup_done",
+}
+"""Phrases of the vnode phase's command reasons (`topology.vnode_phase`) and their labels."""
+
+
 def stage_label(reason: str) -> str:
-    """The step a command's reason names: `start`, a tablet stage (`streaming`, ...), `done`,
-    `finish`, `roll back`, `rolled back`, `refuse`."""
+    """The step a command's reason names: `start`, a tablet stage (`streaming`, ...), a vnode
+    step (`VNODE_STEPS`), `done`, `finish`, `roll back`, `rolled back`, `refuse`."""
     if reason.startswith("advance "):
         return reason.rsplit(" to ", 1)[1]
+    for phrase, label in VNODE_STEPS.items():
+        if phrase in reason:
+            return label
     for label in ("rolled back", "roll back", "start", "finish", "refuse"):
         if reason.startswith(label):
             return label
@@ -91,6 +104,7 @@ class _Run:
             planted_bug=planted_bug == "reads-before-streaming",
         )
         self.coordinator = Coordinator(self.world, config)
+        self.coordinator.skip_range_copy = planted_bug == "vnode-ranges-unstreamed"
         self.coordinator.after_commit = self._maybe_crash_coordinator
         self.requests = requests
         self.admitted: list[Request] = []
@@ -125,7 +139,10 @@ class _Run:
         serving = w.coordinators()
         if serving:
             self.next_key += 1
-            w.write(self.rng.choice(serving), self.next_key, drop=0.2)
+            if self.next_key % 2:
+                w.write(self.rng.choice(serving), self.next_key, drop=0.2)
+            else:
+                w.vnode_write(self.rng.choice(serving), self.next_key, drop=0.2)
 
     # --- the nemesis ----------------------------------------------------------------------------
 
@@ -223,6 +240,8 @@ class _Run:
                 else:
                     self.joins += 1
                     new = w.new_host(f"r{self.joins}")
+                    if self.rng.random() < 0.7:  # it takes the dead node's tokens over, or keeps its own
+                        w.tokens[new] = w.tokens[victim]
                     w.catch_up(new, full=True)
                     request = Request(w.new_id(), RequestKind.REPLACE, new, replaced_id=victim)
         self._submit(request, alive, expect_refusal=False)

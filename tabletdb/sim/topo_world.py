@@ -7,24 +7,41 @@ raft`): a command reaches it after a delay and only from the majority side of a 
 nodes learn committed states a little later, each at its own pace. A node that restarts
 catches up with group0 before it serves, as the real node does before it opens its CQL port.
 Data is a set of keys per (host, tablet): enough to tell on which replicas an acknowledged write
-lives at every moment.
+lives at every moment. Beside the tablet table there is a vnode table (SimpleStrategy, the same
+RF) whose keys live where each node's view of the token ring puts them: every host draws its
+tokens when it is created, and the topology state says who owns them
+(`topology.vnode_ranges`).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tabletdb.dht.murmur3 import token_of
+from tabletdb.dht.ring import ReplicaTable, TokenRing
+from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
+from tabletdb.schema.model import SIMPLE, Replication
 from tabletdb.sim.events import EventLoop
 from tabletdb.tablets.migration import read_replicas, write_replicas
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica
+from tabletdb.topology import vnode_phase as vp
+from tabletdb.topology import vnode_ranges as vr
 from tabletdb.topology.commands import TopologyCommand, apply_command
 from tabletdb.topology.state import TopologyState, TopoNode
 from tabletdb.topology.states import NodeState
 
 TABLE = uuid.UUID(int=0x7AB1E)
+VTABLE = uuid.UUID(int=0x7AB1F)
+TOKENS_PER_HOST = 3
+
+
+@functools.cache
+def vnode_token(key: int) -> int:
+    return token_of(b"%d" % key)
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,8 @@ class SimHost:
     down_since: int | None = None
     data: dict[int, set[int]] = field(default_factory=dict)
     """tablet id -> keys this node holds for it."""
+    vdata: set[int] = field(default_factory=set)
+    """Keys of the vnode table this node holds."""
 
 
 def quorum(n: int) -> int:
@@ -68,6 +87,11 @@ class World:
         self.accepted_prev: dict[uuid.UUID, str] = {}
         self.acked: dict[int, set[int]] = {}
         """tablet id -> keys whose QUORUM write was acknowledged."""
+        self.vacked: set[int] = set()
+        """Keys of the vnode table whose QUORUM write was acknowledged."""
+        self.tokens: dict[uuid.UUID, tuple[int, ...]] = {}
+        self.replication = Replication(SIMPLE, (("replication_factor", str(rf)),))
+        self._tables: dict[frozenset[tuple[uuid.UUID, tuple[int, ...]]], ReplicaTable[uuid.UUID]] = {}
         self.writes_acked = 0
         self.writes_failed = 0
         self.unguarded = False
@@ -88,7 +112,28 @@ class World:
         host = SimHost(self.new_id(), name)
         self.hosts[host.host_id] = host
         self.side[host.host_id] = 0
+        taken = {t for ts in self.tokens.values() for t in ts}
+        mine: set[int] = set()
+        while len(mine) < TOKENS_PER_HOST:
+            token = self.rng.randint(MIN_TOKEN + 1, MAX_TOKEN)
+            if token not in taken:
+                mine.add(token)
+        self.tokens[host.host_id] = tuple(sorted(mine))
         return host.host_id
+
+    def vnode_view(self) -> vp.VnodeView:
+        return vp.VnodeView(dict(self.tokens), (vp.VnodeTable(VTABLE, self.replication),), {})
+
+    def vnode_table(self, ring: vr.Ring) -> ReplicaTable[uuid.UUID]:
+        key = frozenset(ring.items())
+        table = self._tables.get(key)
+        if table is None:
+            if len(self._tables) > 256:
+                self._tables.clear()
+            table = self._tables[key] = vr.strategy_table(
+                TokenRing.from_assignments(ring), self.replication, {}
+            )
+        return table
 
     def name(self, host: uuid.UUID) -> str:
         h = self.hosts.get(host)
@@ -184,6 +229,38 @@ class World:
         else:
             self.writes_failed += 1
 
+    def vnode_write(self, via: uuid.UUID, key: int, drop: float) -> None:
+        """A QUORUM write of the vnode table coordinated by `via` on its own view of the ring:
+        acknowledged if a quorum of every replica set it writes (both rings in a vnode phase) took it."""
+        view = self.view_of(via).topology
+        rings = vr.rings(view, self.tokens)
+        token = vnode_token(key)
+        sets = [self.vnode_table(ring).for_token(token) for ring in rings.writes]
+        took: set[uuid.UUID] = set()
+        for h in {h for replicas in sets for h in replicas}:
+            target = self.hosts[h]
+            if not self.reachable(via, h) or not target.serving or self.rng.random() < drop:
+                continue
+            if view.version < self.view_of(h).topology.fence_version:
+                continue
+            target.vdata.add(key)
+            took.add(h)
+        if all(len(took & set(replicas)) >= quorum(len(replicas)) for replicas in sets):
+            self.vacked.add(key)
+            self.writes_acked += 1
+        else:
+            self.writes_failed += 1
+
+    def vnode_keys(self, host: uuid.UUID, ranges: list[TokenRange]) -> set[int]:
+        return {k for k in self.hosts[host].vdata if any(r.contains(vnode_token(k)) for r in ranges)}
+
+    def vnode_cleanup(self, host: uuid.UUID) -> None:
+        """The node drops the vnode keys it replicates in none of its view's rings."""
+        h = self.hosts[host]
+        kept = vr.kept_ranges(vr.rings(self.view_of(host).topology, self.tokens), host, self.replication, {})
+        h.vdata = {k for k in h.vdata if any(r.contains(vnode_token(k)) for r in kept)}
+        self.check_replicas("vnode cleanup")
+
     def stream(
         self, tid: int, sources: tuple[TabletReplica, ...], target: TabletReplica, keys: set[int]
     ) -> None:
@@ -223,6 +300,26 @@ class World:
                             f"(view {index}, after {when})"
                         )
                         return
+        tables_seen: set[int] = set()
+        for index in sorted(views):
+            read = vr.rings(self.snapshots[index].topology, self.tokens).read
+            if not read:
+                continue
+            table = self.vnode_table(read)
+            if id(table) in tables_seen:
+                continue
+            tables_seen.add(id(table))
+            held = [[self.hosts[h].vdata for h in row] for row in table.replicas]
+            for key in sorted(self.vacked):
+                row = table.ring.index_of(vnode_token(key))
+                if sum(1 for data in held[row] if key in data) < quorum(len(held[row])):
+                    vreaders = table.replicas[row]
+                    vholders = [h for h in vreaders if key in self.hosts[h].vdata]
+                    self.violation(
+                        f"acknowledged vnode write {key} is on {len(vholders)} of its {len(vreaders)} "
+                        f"read replicas {[self.name(h) for h in vreaders]} (view {index}, after {when})"
+                    )
+                    return
 
 
 def _write_groups(info: TabletInfo) -> list[tuple[TabletReplica, ...]]:

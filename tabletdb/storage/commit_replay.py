@@ -2,7 +2,10 @@
 
 The log (``node_commit`` writes it) holds two kinds of record, msgpack lists:
 ``[WRITE, [[store name, [packed rows of one writer, ...]], ...]]`` for a tick's writes and
-``[REMOVE, name]`` before the data at ``name`` (a file or a directory) is removed or replaced.
+``[REMOVE, name]`` before the data at ``name`` (a file or a directory) is removed or replaced,
+``[REMOVE_RANGES, name, [[start, end], ...]]`` before the partitions of those token ranges are
+deleted from the file at ``name`` (cleanup of ranges the node no longer owns; replayed in order,
+so the rows written before it are deleted again and those written after it stay).
 Every write record not followed by a removal of its path is applied again to its store if the
 file exists; that is harmless for what the stores already have, because every upsert is
 last-write-wins (counters are stored as totals, each built by one Paxos round, so they too).
@@ -30,6 +33,7 @@ from pathlib import Path
 
 import msgpack
 
+from tabletdb.dht.token import TokenRange
 from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.commit_records import CommitLogCorrupt, LogContents, Stretch
 from tabletdb.storage.fsync import fsync_path
@@ -39,6 +43,7 @@ log = logging.getLogger(__name__)
 
 WRITE = "w"
 REMOVE = "r"
+REMOVE_RANGES = "x"
 
 REPLAY_BATCH = 4096
 """Replayed writes per transaction: a log of 64 MiB holds a few hundred thousand."""
@@ -65,6 +70,9 @@ def replay(commit_log: CommitLog, root: Path, *, skip_corrupt: bool = False) -> 
     count = 0
     try:
         for i, record in enumerate(records):
+            if record[0] == REMOVE_RANGES:
+                _replay_range_removal(stores, damaged, root / record[1], record[2])
+                continue
             if record[0] != WRITE:
                 continue
             count += 1
@@ -99,6 +107,23 @@ def replay(commit_log: CommitLog, root: Path, *, skip_corrupt: bool = False) -> 
     if count:
         log.info("commit log replayed records=%d stores=%d", count, len(stores))
     return count
+
+
+def _replay_range_removal(
+    stores: dict[Path, TabletStore], damaged: set[Path], path: Path, ranges: list[list[int]]
+) -> None:
+    """Delete the ranges again, after the rows replayed so far (which they may hold)."""
+    if path in damaged or not path.exists():
+        return
+    store = stores.get(path)
+    if store is None:
+        try:
+            store = stores[path] = TabletStore(path)
+        except TabletCorrupt:
+            damaged.add(path)
+            return
+    _write_replayed(store)
+    store.delete_token_ranges([TokenRange(start, end) for start, end in ranges])
 
 
 def _keep_copy(path: Path) -> Path:

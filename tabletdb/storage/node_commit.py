@@ -26,9 +26,11 @@ worker fsyncs every store given rows since the last reset (``TabletStore.sync_to
 commit is in flight at a time and its own rows are deferred after its append), resets the log,
 and appends. Removing or replacing data (TRUNCATE, DROP, a restore replacing a file) first logs a
 *removal* record for the path (``removed``) and drops the path's deferred rows, so a replay
-never applies rows logged before it to what is there after. At start (``replay``,
-``commit_replay``) every valid write record not followed by a removal of its path is applied
-again to its store if the file exists; a log damaged between valid records stops the start.
+never applies rows logged before it to what is there after; deleting token ranges from a file
+(cleanup of vnode ranges) logs a *range removal* the replay repeats in order
+(``removed_ranges``). At start (``replay``, ``commit_replay``) every valid write record not
+followed by a removal of its path is applied again to its store if the file exists; a log
+damaged between valid records stops the start.
 
 A write that cannot be packed for the log fails alone. Rows that the store later fails to write
 while the rest of the deferred batch succeeds are dropped and logged (``write_deferred``): they
@@ -49,7 +51,7 @@ import msgpack
 from tabletdb.storage.batch_rows import BatchRows, batch_rows
 from tabletdb.storage.commit_log import CommitLog
 from tabletdb.storage.commit_pool import CommitPool, default_pool
-from tabletdb.storage.commit_replay import REMOVE, WRITE, replay
+from tabletdb.storage.commit_replay import REMOVE, REMOVE_RANGES, WRITE, replay
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.tablet_store import StorageError, TabletCorrupt, TabletStore
 
@@ -211,6 +213,15 @@ class NodeCommitter:
         for dirty in [p for p in self._dirty if p == path or path in p.parents]:
             self._dirty.pop(dirty).discard_deferred()
             self._write_out.pop(dirty, None)
+
+    def removed_ranges(self, path: Path, ranges: Sequence[tuple[int, int]]) -> None:
+        """Log (synced) that the partitions of the store at ``path`` in the token ranges
+        ``(start, end]`` are being deleted (cleanup of ranges this node no longer owns): a replay
+        deletes them again at this point of the log, so rows logged before cannot come back.
+        Call before deleting them."""
+        payload: bytes = msgpack.packb([REMOVE_RANGES, self._name(path), [list(r) for r in ranges]])
+        with self._log_lock:
+            self._log.append(payload)
 
     def close(self) -> None:
         """Sync what was committed; with no commit in flight the log is emptied too (a clean

@@ -299,12 +299,22 @@ class TabletStore:
 
     def delete_token_range(self, token_range: TokenRange) -> int:
         """Remove every partition in the range (cleanup after a range leaves this replica)."""
+        return self.delete_token_ranges([token_range])
 
+    def delete_token_ranges(self, token_ranges: Iterable[TokenRange]) -> int:
+        """Remove every partition in the ranges in one transaction; how many partitions went.
+        Writes the deferred rows first, so on the owner thread only."""
         self.write_deferred()
+        return self.delete_written(token_ranges)
+
+    def delete_written(self, token_ranges: Iterable[TokenRange]) -> int:
+        """``delete_token_ranges`` of what is written: rows still deferred are left alone (the
+        caller wrote them first). Any thread."""
+        pieces = [p for r in token_ranges for p in r.unwrap()]
 
         def delete() -> int:
             removed = 0
-            for piece in token_range.unwrap():
+            for piece in pieces:
                 selector = "SELECT pk FROM partitions WHERE token > ? AND token <= ?"
                 bounds = (piece.start, piece.end)
                 for table in ("cells", "rows", "collection_tombstones", "range_tombstones"):

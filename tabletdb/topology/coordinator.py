@@ -10,7 +10,9 @@ Tablet migrations of a request advance in lockstep, stage by stage (`tablets.mig
 before each stage change every live node must have seen the current version (the barrier), so
 no node still routes by the previous stage when the next begins, and the fence moves up to it.
 Reads switch only after streaming has finished for every moving tablet; old replicas are
-cleaned only after reads switched.
+cleaned only after reads switched. Vnode keyspaces follow the token ring: once a request's
+tablets are done its ring change runs through the same barriers and fences (``vnode_phase``),
+and the nodes it leaves holding ranges they no longer own are cleaned before the next request.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from tabletdb.tablets.migration import STAGE_ORDER, advance_stage
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
+from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TabletUpdate, TopologyCommand
 from tabletdb.topology.placement import PlanError, plan_moves
 from tabletdb.topology.state import Request, RequestResult, TopologyState, Transition
@@ -50,6 +53,8 @@ class View:
     tablets: Mapping[uuid.UUID, TabletMap]
     shards: Mapping[uuid.UUID, int] = field(default_factory=dict)
     locations: Mapping[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
+    vnode: vp.VnodeView = field(default_factory=lambda: vp.VnodeView({}, (), {}))
+    """Ring tokens per node and the vnode tables (none: the request changes no ring)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class Observations:
     """The highest topology version a global barrier confirmed on every live node."""
     streamed: frozenset[MoveKey] = frozenset()
     cleaned: frozenset[MoveKey] = frozenset()
+    ranges_streamed: frozenset[vp.RangeKey] = frozenset()
+    ranges_cleaned: frozenset[vp.CleanKey] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,7 @@ class Propose:
     command: TopologyCommand
 
 
-Action = Idle | Barrier | Stream | Cleanup | Propose
+Action = Idle | Barrier | Stream | Cleanup | Propose | vp.StreamRanges | vp.CleanupRanges
 
 
 @dataclass(frozen=True)
@@ -166,12 +173,24 @@ def step(
     t = view.topology
     tr = t.transition
     if tr is None:
+        cleaning = _cleanup(view, obs, new_id)
+        if cleaning is not None:
+            return cleaning
         if not t.queue:
             return Idle("no topology requests")
+        blocked = vp.blocking_cleanup(t, t.queue[0])
+        if blocked:
+            request = t.queue[0]
+            return Idle(
+                f"{request.kind.value} of {request.host_id} waits for the cleanup of vnode ranges on "
+                f"{', '.join(str(h) for h in blocked)}"
+            )
         return _start(view, t.queue[0], new_id)
-    moving = _moving(view.tablets)
     if tr.state is TransitionState.ROLLBACK_TO_NORMAL:
         return _rolling_back(view, obs, tr, new_id)
+    if tr.state in (TransitionState.WRITE_BOTH_READ_OLD, TransitionState.WRITE_BOTH_READ_NEW):
+        return _vnode_phase(view, obs, tr, new_id, config)
+    moving = _moving(view.tablets)
     if moving and min(m.stage_index for m in moving) <= _STREAMING:
         failure = _needed_node_down(tr.request, moving, obs, config)
         if failure:
@@ -179,6 +198,9 @@ def step(
     if obs.barrier_version < t.version:
         return Barrier(t.version, _members(t))
     if not moving:
+        entered = vp.enter(t, tr, view.vnode)
+        if entered is not None:
+            return _command(view, new_id, entered.topology, [], entered.reason)
         return _finish(view, tr.request, new_id)
     stage = min(m.stage_index for m in moving)
     at_stage = [m for m in moving if m.stage_index == stage]
@@ -215,6 +237,45 @@ def step(
     return _command(view, new_id, after, updates, f"advance {len(updates)} tablet(s) to {target}")
 
 
+def _cleanup(view: View, obs: Observations, new_id: uuid.UUID) -> Action | None:
+    """Cleanup of vnode ranges while no request runs (``vnode_phase.cleanup``), after a barrier:
+    the node cleans by the ring every live node routes by."""
+    t = view.topology
+    if not vp.pending_cleanup(t):
+        return None
+    if obs.barrier_version < t.version:
+        return Barrier(t.version, _members(t))
+    found = vp.cleanup(t, obs.alive, obs.ranges_cleaned)
+    if isinstance(found, vp.Next):
+        return _command(view, new_id, found.topology, [], found.reason)
+    return found
+
+
+def _vnode_phase(
+    view: View, obs: Observations, tr: Transition, new_id: uuid.UUID, config: CoordinatorConfig
+) -> Action:
+    t = view.topology
+    failure = vp.needed_down(
+        t, tr, view.vnode, obs.alive, obs.down_since, obs.now_ms, config.rollback_after_ms
+    )
+    if failure:
+        after = replace(
+            t,
+            transition=replace(tr, state=TransitionState.ROLLBACK_TO_NORMAL, error=failure),
+            version=t.version + 1,
+        )
+        why = f"roll back {tr.request.kind.value} of {tr.request.host_id}"
+        return _command(view, new_id, after, [], why)
+    if obs.barrier_version < t.version:
+        return Barrier(t.version, _members(t))
+    found = vp.advance(t, tr, view.vnode, obs.alive, obs.ranges_streamed)
+    if found is None:
+        return _finish(view, tr.request, new_id)
+    if isinstance(found, vp.Next):
+        return _command(view, new_id, found.topology, [], found.reason)
+    return found
+
+
 def _start(view: View, request: Request, new_id: uuid.UUID) -> Action:
     t = view.topology
     try:
@@ -235,7 +296,7 @@ def _start(view: View, request: Request, new_id: uuid.UUID) -> Action:
     after = replace(
         after,
         queue=tuple(r for r in t.queue if r.request_id != request.request_id),
-        transition=Transition(request, state),
+        transition=Transition(request, state, tablets_moved=bool(moves)),
         ignored=ignored,
         version=t.version + 1,
     )
@@ -262,6 +323,7 @@ def _finish(view: View, request: Request, new_id: uuid.UUID) -> Propose:
         after = after.with_node(replace(t.nodes[request.replaced_id], state=NodeState.LEFT))
         gone.add(request.replaced_id)
     after = replace(after, ignored=after.ignored - gone, version=t.version + 1, fence_version=t.version)
+    after = vp.mark_finished(t, after, request, view.vnode)
     return _command(view, new_id, after, [], f"finish {request.kind.value} of {request.host_id}")
 
 
@@ -320,6 +382,7 @@ def _rolling_back(view: View, obs: Observations, tr: Transition, new_id: uuid.UU
     after = replace(
         after, ignored=after.ignored - {request.host_id}, version=t.version + 1, fence_version=t.version
     )
+    after = vp.mark_rolled_back(t, after, tr, view.vnode)
     return _command(
         view, new_id, after, [], f"rolled back {request.kind.value} of {request.host_id}: {tr.error}"
     )

@@ -75,6 +75,10 @@ class Transition:
     state: TransitionState
     error: str = ""
     """Set when rolling back: why the request failed."""
+    since_version: int = field(default=0, kw_only=True)
+    """The topology version that entered a vnode phase state (0: not in one yet)."""
+    tablets_moved: bool = field(default=True, kw_only=True)
+    """Whether the request moved tablets (then its vnode phase can no longer be rolled back)."""
 
 
 @dataclass(frozen=True)
@@ -184,11 +188,22 @@ def state_to_plain(s: TopologyState) -> dict[str, Any]:
         "tr": None
         if s.transition is None
         else [request_to_plain(s.transition.request), s.transition.state.value, s.transition.error],
+        "tr_vnode": None
+        if s.transition is None
+        else [s.transition.since_version, s.transition.tablets_moved],
         "version": s.version,
         "fence": s.fence_version,
         "ignored": sorted(h.bytes for h in s.ignored),
         "results": [[request_to_plain(r.request), r.error] for r in s.results],
     }
+
+
+def _with_vnode(transition: Transition, plain: list[Any] | None) -> Transition:
+    """The transition with its vnode-phase fields (absent in states from before them)."""
+    if plain is None:
+        return transition
+    since, moved = plain
+    return replace(transition, since_version=int(since), tablets_moved=bool(moved))
 
 
 def state_from_plain(d: dict[str, Any]) -> TopologyState:
@@ -203,7 +218,9 @@ def state_from_plain(d: dict[str, Any]) -> TopologyState:
         queue=tuple(request_from_plain(r) for r in d["queue"]),
         transition=None
         if tr is None
-        else Transition(request_from_plain(tr[0]), TransitionState(tr[1]), tr[2]),
+        else _with_vnode(
+            Transition(request_from_plain(tr[0]), TransitionState(tr[1]), tr[2]), d.get("tr_vnode")
+        ),
         version=int(d["version"]),
         fence_version=int(d["fence"]),
         ignored=frozenset(_req_id(h) for h in d["ignored"]),

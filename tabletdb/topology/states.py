@@ -37,6 +37,10 @@ class TransitionState(StrEnum):
     """Replicas move onto a joining (or replacing) node."""
     TABLET_DRAINING = "tablet draining"
     """Replicas move off a leaving (or removed) node."""
+    WRITE_BOTH_READ_OLD = "write both read old"
+    """Vnode ranges: writes go to the old and the new owners, reads to the old; ranges stream."""
+    WRITE_BOTH_READ_NEW = "write both read new"
+    """Vnode ranges: writes still go to both, reads to the new owners."""
     ROLLBACK_TO_NORMAL = "rollback to normal"
     """The request failed; migrations that had not switched reads are reverted."""
 

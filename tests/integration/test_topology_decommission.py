@@ -109,17 +109,8 @@ def test_decommission_moves_every_tablet_replica_off_the_node(node_factory: Node
         assert gone not in {r.host_id for r in run(s, "SELECT host_id FROM system.peers", "ONE")}
 
 
-def test_decommission_is_refused_for_the_last_node_and_with_vnode_data(node_factory: NodeFactory) -> None:
+def test_decommission_is_refused_for_the_last_node(node_factory: NodeFactory) -> None:
     (node,) = node_factory.start_cluster(1)
     status, body = post(node.api_url + "/storage_service/decommission", timeout=60)
     assert status == 400 and "last token owner" in body, (status, body)
-    with pinned(node) as s:  # vnode ranges are not streamed yet: refused rather than lost
-        run(
-            s,
-            "CREATE KEYSPACE vk WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-            "ONE",
-        )
-        run(s, "CREATE TABLE vk.t (k int PRIMARY KEY)", "ONE")
-    status, body = post(node.api_url + "/storage_service/decommission", timeout=60)
-    assert status == 400 and "keyspaces vk use vnodes" in body, (status, body)
     assert node.running

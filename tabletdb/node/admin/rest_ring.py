@@ -7,8 +7,9 @@ pure), so any node answers the same; liveness, load and uptime come from the run
 
 ``POST /storage_service/keyspace_cleanup/{keyspace}``: a tablets keyspace never needs one (a
 replica that moves away deletes its file as the migration's last stage), so it answers 0 at
-once; a vnode keyspace's cleanup is not built on this node yet, so it is refused with that
-reason rather than answering as if data had been dropped.
+once; for a vnode keyspace the node's cleanup is asked of the topology coordinator and the
+answer waits until it ran (``node.range_streaming.request_cleanup``: the node drops the ranges
+it does not replicate, of every vnode keyspace).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aiohttp import web
 from tabletdb.node.admin import ring_info
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.operator_view import NodeOps
+from tabletdb.node.range_streaming import CLEANUP_WAIT, request_cleanup
 from tabletdb.schema.model import LOCAL
 from tabletdb.topology.states import NodeState
 
@@ -271,7 +273,15 @@ async def _keyspace_cleanup(ctx: ApiContext, request: web.Request) -> int:
     definition = ks.definition
     if definition.uses_tablets or definition.replication.strategy_class == LOCAL:
         return 0  # nothing to drop: tablet migrations delete a moved replica's file themselves
-    raise web.HTTPBadRequest(
-        text=f"cleanup of keyspace {keyspace}: vnode keyspaces cannot be cleaned up on this node yet "
-        "(only tablets keyspaces move their data, and they need no cleanup); nothing was dropped"
-    )
+    if ctx.group0 is None:
+        raise web.HTTPServiceUnavailable(text="node is in maintenance mode: group0 is not running")
+    try:
+        await request_cleanup(ctx.group0, ctx.host_id)
+    except ValueError as exc:
+        raise web.HTTPBadRequest(text=f"cleanup of keyspace {keyspace}: {exc}") from None
+    except TimeoutError:
+        raise web.HTTPGatewayTimeout(
+            text=f"cleanup of keyspace {keyspace}: asked, not done within {CLEANUP_WAIT:.0f} s "
+            "(a node down or a topology request running); it runs once they are done"
+        ) from None
+    return 0

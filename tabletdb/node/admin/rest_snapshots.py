@@ -237,6 +237,7 @@ def _placement(ctx: ApiContext) -> ReplicaPlacement:
         lambda: ctx.state().topology,
         lambda: ctx.state().metadata.catalog,
         lambda: ctx.state().metadata.tablets,
+        topology_state=lambda: ctx.state().topology_state,
     )
 
 

@@ -2,9 +2,9 @@
 
 * ``POST /storage_service/decommission``: queue a ``leave`` of this node in group0's topology
   queue and answer once the topology coordinator finished it (every tablet replica of the node
-  migrated away; the node then leaves the Raft configuration and stops). Refused, with the
-  reason, when the request may not be queued (``topology.requests``) or when a keyspace with
-  data uses vnodes: their ranges are not streamed yet, so a decommission would lose their data.
+  migrated away, its vnode ranges streamed to their new owners; the node then leaves the Raft
+  configuration and stops). Refused, with the reason, when the request may not be queued
+  (``topology.requests``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import uuid
 from aiohttp import web
 
 from tabletdb.node.admin.api_context import ApiContext
-from tabletdb.schema.model import LOCAL
 from tabletdb.topology.requests import RequestRefused
 from tabletdb.topology.state import Request
 from tabletdb.topology.states import RequestKind
@@ -30,26 +29,10 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
     app.add_routes([web.post("/storage_service/decommission", decommission)])
 
 
-def vnode_keyspaces_with_tables(ctx: ApiContext) -> list[str]:
-    """Keyspaces whose data a topology change would not move yet."""
-    out = []
-    for name, ks in ctx.state().metadata.catalog.keyspaces.items():
-        d = ks.definition
-        if not d.uses_tablets and d.replication.strategy_class != LOCAL and ks.tables:
-            out.append(name)
-    return sorted(out)
-
-
 async def _decommission(ctx: ApiContext) -> dict[str, str]:
     group0 = ctx.group0
     if group0 is None:
         raise web.HTTPServiceUnavailable(text="node is in maintenance mode: group0 is not running")
-    vnodes = vnode_keyspaces_with_tables(ctx)
-    if vnodes:
-        raise web.HTTPBadRequest(
-            text=f"decommission: keyspaces {', '.join(vnodes)} use vnodes, whose ranges are not "
-            "streamed to new owners yet; their data would be lost (only tablets keyspaces move)"
-        )
     request = Request(uuid.uuid1(), RequestKind.LEAVE, ctx.host_id)
     try:
         await group0.queue_request(request, frozenset({ctx.host_id}))

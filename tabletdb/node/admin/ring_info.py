@@ -93,7 +93,7 @@ def describe_ring(state: ClusterState, keyspace: str, table: str | None) -> list
                 f"keyspace {keyspace} uses tablets, whose replicas differ by table: name a table too"
             )
         return list(_tablet_ranges(state, ks, table))
-    replicas = vnode_replica_table(state.topology, ks.definition.replication)
+    replicas = vnode_replica_table(state.topology, ks.definition.replication, state.topology_state)
     if replicas is None:
         raise RingQueryError(
             f"keyspace {keyspace} has no replicated ranges (local strategy or no token owner)"

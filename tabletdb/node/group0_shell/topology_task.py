@@ -21,15 +21,17 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.topology import coordinator as co
+from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TopologyCommand
 
 log = logging.getLogger(__name__)
 
 _Task = TypeVar("_Task", co.StreamTask, co.CleanupTask)
+_RangeTask = TypeVar("_RangeTask", vp.RangeStreamTask, vp.RangeCleanupTask)
 
 IDLE_WAIT = 0.5
 """Seconds between steps when there is nothing to do (or leadership is elsewhere)."""
@@ -52,15 +54,22 @@ class TopologyIo:
     """Propose through group0; returns once this node applied it (took effect or not)."""
     tidy: Callable[[], Awaitable[None]] | None = None
     """Run when there is nothing to step on (the node drops voters of nodes that left)."""
+    stream_ranges: Callable[[vp.RangeStreamTask], Awaitable[object]] | None = None
+    cleanup_ranges: Callable[[vp.RangeCleanupTask], Awaitable[object]] | None = None
+    """Vnode ranges: streamed to a node that gains them, dropped by a node that lost them."""
 
 
 def view_of(state: ClusterState) -> co.View:
     members = state.topology.members
+    locations = {h: (r.datacenter, r.rack) for h, r in members.items()}
     return co.View(
         state.topology_state,
         state.metadata.tablets,
         {h: r.shard_count for h, r in members.items()},
-        {h: (r.datacenter, r.rack) for h, r in members.items()},
+        locations,
+        vp.VnodeView(
+            {h: r.tokens for h, r in members.items()}, vp.vnode_tables(state.metadata.catalog), locations
+        ),
     )
 
 
@@ -128,10 +137,40 @@ class TopologyTask:
         elif isinstance(action, co.Cleanup):
             done = await self._each(action.tasks, self.io.cleanup, "cleanup")
             self.obs = replace(self.obs, cleaned=self.obs.cleaned | done)
+        elif isinstance(action, vp.StreamRanges):
+            streamed = await self._ranges(action.tasks, self.io.stream_ranges, "stream")
+            self.obs = replace(self.obs, ranges_streamed=self.obs.ranges_streamed | streamed)
+        elif isinstance(action, vp.CleanupRanges):
+            cleaned = await self._ranges(action.tasks, self.io.cleanup_ranges, "cleanup")
+            self.obs = replace(self.obs, ranges_cleaned=self.obs.ranges_cleaned | cleaned)
         elif isinstance(action, co.Propose):
             log.info("topology coordinator proposes: %s", action.command.reason)
             await self.io.submit(action.command)
         return action
+
+    async def _ranges(
+        self, tasks: tuple[_RangeTask, ...], run: Callable[[_RangeTask], Awaitable[object]] | None, what: str
+    ) -> frozenset[Any]:
+        """Run vnode range tasks at once; the keys of those that succeeded."""
+        if run is None:
+            raise RuntimeError(f"this node cannot {what} vnode ranges (no verb wired)")
+        outcomes = await asyncio.gather(*(run(t) for t in tasks), return_exceptions=True)
+        done: list[Any] = []
+        for task, outcome in zip(tasks, outcomes):
+            if isinstance(outcome, BaseException):
+                where = (
+                    f"table {task.table_id} to {task.target}"
+                    if isinstance(task, vp.RangeStreamTask)
+                    else f"on {task.host}"
+                )
+                log.info("topology %s of vnode ranges %s failed: %s", what, where, outcome)
+            elif isinstance(task, vp.RangeStreamTask):
+                done.append(task.key)
+            else:
+                done.append((task.host, task.version))
+        if len(done) < len(tasks):
+            await asyncio.sleep(RETRY_WAIT)
+        return frozenset(done)
 
     async def _barrier(self, action: co.Barrier, alive: frozenset[uuid.UUID]) -> None:
         live = [h for h in action.nodes if h in alive]

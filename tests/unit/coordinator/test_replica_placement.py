@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 import uuid
+from dataclasses import replace
 
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.dht.murmur3 import token_of
@@ -16,6 +17,8 @@ from tabletdb.schema.model import NTS, SIMPLE, Catalog, KeyspaceDef, KeyspaceTab
 from tabletdb.schema.mutations import PutKeyspace, PutTable, apply_mutations
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.tablets.tablet_map import TabletMap
+from tabletdb.topology.state import Request, TopologyState, TopoNode, Transition
+from tabletdb.topology.states import NodeState, RequestKind, TransitionState
 from tests.unit.coordinator.replica_cluster import host, table_def
 
 RACKS = ["r0", "r1", "r2", "r0", "r1", "r2"]
@@ -95,3 +98,50 @@ def test_without_topology_everything_is_local() -> None:
     replicas = placement.replicas(table_def(), 42)
     assert [(r.host_id, r.dc) for r in replicas] == [(host(5), "dc9")]
     assert placement.local_only(table_def())
+
+
+def test_vnode_replicas_follow_the_topology_states_rings() -> None:
+    """A joining node owns nothing until the vnode phase; then writes go to both rings (reads to
+    the old, then to the new), and once it is normal only its ring is left."""
+    topo = topology(4)
+    cat, _ = catalog(Replication(SIMPLE, (("replication_factor", "2"),)), tablets=False)
+    joiner = host(3)
+    nodes = {h: TopoNode(h, NodeState.NORMAL) for h in topo.members if h != joiner}
+    join = Request(uuid.uuid1(), RequestKind.JOIN, joiner)
+    states = {
+        "queued": TopologyState(nodes={**nodes, joiner: TopoNode(joiner, NodeState.NONE)}),
+        "tablets": TopologyState(
+            nodes={**nodes, joiner: TopoNode(joiner, NodeState.BOOTSTRAPPING)},
+            transition=Transition(join, TransitionState.TABLET_MIGRATION),
+        ),
+    }
+    states["read old"] = replace(
+        states["tablets"], transition=Transition(join, TransitionState.WRITE_BOTH_READ_OLD)
+    )
+    states["read new"] = replace(
+        states["tablets"], transition=Transition(join, TransitionState.WRITE_BOTH_READ_NEW)
+    )
+    states["normal"] = TopologyState(nodes={**nodes, joiner: TopoNode(joiner, NodeState.NORMAL)})
+    current = states["queued"]
+    placement = ReplicaPlacement(
+        host(0), "dc1", lambda: topo, lambda: cat, dict, topology_state=lambda: current
+    )
+    three = Topology("c", {h: r for h, r in topo.members.items() if h != joiner})
+    old = ReplicaTable.simple(TokenRing.from_assignments({h: r.tokens for h, r in three.members.items()}), 2)
+    new = ReplicaTable.simple(TokenRing.from_assignments({h: r.tokens for h, r in topo.members.items()}), 2)
+    tokens = [token_of(f"k{i}".encode()) for i in range(300)]
+    moved = [t for t in tokens if set(old.for_token(t)) != set(new.for_token(t))]
+    assert moved
+    for name, state in states.items():
+        current = state
+        for t in tokens:
+            reads = {r.host_id for r in placement.replicas(table_def(), t)}
+            writes = [{r.host_id for r in s} for s in placement.write_sets(table_def(), t)]
+            expect_read = new.for_token(t) if name in ("read new", "normal") else old.for_token(t)
+            assert reads == set(expect_read), (name, t)
+            if name in ("read old", "read new") and t in moved:
+                assert writes == [set(old.for_token(t)), set(new.for_token(t))]
+            else:
+                assert writes == [reads]
+        scanned = {r.host_id for rr in placement.ranges(table_def()) for r in rr.replicas}
+        assert (joiner in scanned) == (name in ("read new", "normal"))

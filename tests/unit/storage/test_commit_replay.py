@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tabletdb.dht.murmur3 import token_of
+from tabletdb.dht.token import TokenRange
 from tabletdb.storage.commit_records import HEADER, CommitLogCorrupt, read_log
 from tests.unit.storage.test_node_commit import Node, put, value_of
 
@@ -116,3 +118,31 @@ def test_a_damaged_data_file_gets_none_of_its_writes_and_the_replay_goes_on(
     assert "a.db is corrupt" in warning
     assert (tmp_path / "a.db").read_bytes() == b"\xff" * 8192, "left for the storage service"
     node.node.close()
+
+
+def test_a_range_removal_is_replayed_in_order(tmp_path: Path) -> None:
+    """Rows logged before a cleanup deleted their range stay deleted after a crash and replay;
+    rows of the range written after it, and rows outside it, are replayed."""
+    keys = [b"k%d" % i for i in range(40)]
+    cut = sorted(token_of(k) for k in keys)[20]
+    dropped = TokenRange(-(1 << 63), cut)
+    inside = [k for k in keys if dropped.contains(token_of(k))]
+    node = Node(tmp_path)
+
+    async def go() -> None:
+        for k in keys:
+            await node.committer("a.db").apply([put(k, b"old", 1)])
+        store = node.committer("a.db").store
+        node.node.removed_ranges(store.path, [(dropped.start, dropped.end)])
+        assert store.delete_token_ranges([dropped]) == len(inside)
+        await node.committer("a.db").apply([put(inside[0], b"new", 2)])
+
+    asyncio.run(go())
+    node.crash()
+    node.node._log.close()
+    again = Node(tmp_path)
+    store = again.committer("a.db").store
+    assert value_of(store, inside[0]) == b"new"
+    assert all(value_of(store, k) is None for k in inside[1:])
+    assert all(value_of(store, k) == b"old" for k in keys if k not in inside)
+    again.close()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from tabletdb.tablets.tablet_map import TabletMap, TabletReplica
 from tabletdb.topology import coordinator as co
+from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TopologyCommand, apply_command
 from tabletdb.topology.requests import enqueue
 from tabletdb.topology.state import Request, TopologyState, TopoNode
@@ -39,9 +40,11 @@ class Cluster:
     locations: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
     check: Callable[[Cluster, TopologyCommand, co.Observations], None] | None = None
     """Called with every command the coordinator proposes and the observations it decided on."""
+    vnode: vp.VnodeView = field(default_factory=lambda: vp.VnodeView({}, (), {}))
 
     def view(self) -> co.View:
-        return co.View(self.topology, self.tablets, {h: 2 for h in self.topology.nodes}, self.locations)
+        shards = {h: 2 for h in self.topology.nodes}
+        return co.View(self.topology, self.tablets, shards, self.locations, self.vnode)
 
     def apply(self, command: TopologyCommand) -> bool:
         self.topology, changed, ok = apply_command(self.topology, self.tablets, command)
@@ -70,6 +73,13 @@ class Cluster:
             self.obs = replace(self.obs, streamed=self.obs.streamed | {t.key for t in action.tasks})
         elif isinstance(action, co.Cleanup):
             self.obs = replace(self.obs, cleaned=self.obs.cleaned | {t.key for t in action.tasks})
+        elif isinstance(action, vp.StreamRanges):
+            self.obs = replace(
+                self.obs, ranges_streamed=self.obs.ranges_streamed | {t.key for t in action.tasks}
+            )
+        elif isinstance(action, vp.CleanupRanges):
+            cleaned = {(t.host, t.version) for t in action.tasks}
+            self.obs = replace(self.obs, ranges_cleaned=self.obs.ranges_cleaned | cleaned)
         elif isinstance(action, co.Propose):
             assert self.apply(action.command), action.command.reason
 
