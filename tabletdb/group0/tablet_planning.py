@@ -18,9 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from tabletdb.cdc.generation import Generation, VnodeOwner, build_generation, refines
+from tabletdb.cdc.tablet_streams import StreamSets, next_stream_set
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.state import Group0State, SchemaCommand, apply
-from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, apply_tablet_changes, plan_tablet_changes
+from tabletdb.group0.tablets_state import (
+    ReplicaLoad,
+    TabletChange,
+    TabletMaps,
+    apply_tablet_changes,
+    plan_tablet_changes,
+)
 from tabletdb.schema.model import Catalog
 from tabletdb.schema.mutations import Mutation, PutTable
 from tabletdb.tablets.count import SizingConfig
@@ -71,12 +78,36 @@ def with_tablet_changes(
     if planner is None:
         return command, after
     changes = planner.changes(cluster, after.catalog)  # tablet maps move with the schema, atomically
-    generation = cdc_generation_for(cluster, command, after.catalog, planner.now_micros())
-    planned = replace(command, tablet_changes=changes, cdc_generation=generation)
+    now = planner.now_micros()
+    generation = cdc_generation_for(cluster, command, after.catalog, now)
+    tablets = apply_tablet_changes(after.tablets, changes)
+    stream_sets = cdc_stream_sets_for(command, after, tablets, now)
+    planned = replace(command, tablet_changes=changes, cdc_generation=generation, cdc_stream_sets=stream_sets)
     generations = after.cdc_generations if generation is None else (*after.cdc_generations, generation)
     return planned, replace(
-        after, tablets=apply_tablet_changes(after.tablets, changes), cdc_generations=generations
+        after,
+        tablets=tablets,
+        cdc_generations=generations,
+        cdc_stream_sets=(*after.cdc_stream_sets, *stream_sets),
     )
+
+
+def cdc_stream_sets_for(
+    command: SchemaCommand, after: Group0State, tablets: TabletMaps, now_micros: int
+) -> StreamSets:
+    """A new stream set for each CDC table of a tablets keyspace that ``command`` touches whose
+    tablets no longer match its latest set (first of all: a log table just made)."""
+    found = []
+    for mutation in command.mutations:
+        if not isinstance(mutation, PutTable) or not mutation.table.options.cdc_enabled:
+            continue
+        tablet_map = tablets.get(mutation.table.id)
+        if tablet_map is None:
+            continue
+        new = next_stream_set(after.cdc_stream_sets, mutation.table.id, tablet_map.last_tokens, now_micros)
+        if new is not None:
+            found.append(new)
+    return tuple(found)
 
 
 CDC_IGNORE_MSB = 12

@@ -100,3 +100,37 @@ def test_generations_survive_encoding() -> None:
     assert decode_command(encode_command(planned)) == planned
     assert decode_state(encode_state(after)) == after
     assert operating((), 5) is None
+
+
+TABLETS = {"replication": {"class": "NetworkTopologyStrategy", "dc1": 1}, "tablets": {"initial": 4}}
+
+
+def test_a_cdc_tablet_table_gets_its_first_stream_set_with_its_log() -> None:
+    metadata = Group0State(with_keyspace(None, "tk", **TABLETS))
+    cluster = ClusterState(metadata, Topology("c", {}))
+
+    def create(name: str, cdc: bool) -> SchemaCommand:
+        options = {"cdc": {"enabled": True}} if cdc else {}
+        outcome = create_table(
+            cluster.metadata.catalog,
+            "tk",
+            name,
+            [("k", INT, False)],
+            ["k"],
+            options=options,
+            new_id=uuid.uuid4(),
+        )
+        return SchemaCommand(cluster.metadata.state_id, uuid.uuid1(), outcome.mutations)
+
+    planned, after = with_tablet_changes(cluster, create("plain", False), PLANNER)
+    assert planned.cdc_stream_sets == () and after.cdc_stream_sets == ()
+    cluster = ClusterState(after, cluster.topology)
+    planned, after = with_tablet_changes(cluster, create("t", True), PLANNER)
+    (stream_set,) = planned.cdc_stream_sets
+    table = after.catalog.table("tk", "t")
+    assert table is not None and stream_set.table_id == table.id
+    assert stream_set.timestamp == int(NOW * 1_000_000)
+    assert stream_set.last_tokens == after.tablets[table.id].last_tokens
+    assert apply(cluster.metadata, planned) == (after, True)
+    assert decode_command(encode_command(planned)) == planned
+    assert decode_state(encode_state(after)) == after
