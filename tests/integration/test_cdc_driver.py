@@ -238,12 +238,6 @@ def test_what_is_not_logged_yet_is_refused(session: Any) -> None:
     _ensure(session)
     from cassandra import InvalidRequest
 
-    for options, message in [
-        ("{'enabled': true, 'preimage': true}", "preimage and postimage are not supported"),
-        ("{'enabled': true, 'postimage': true}", "preimage and postimage are not supported"),
-    ]:
-        with pytest.raises(InvalidRequest, match=message):
-            session.execute(f"CREATE TABLE cdc.r (k int PRIMARY KEY, v int) WITH cdc = {options}")
     with pytest.raises(InvalidRequest, match="non-frozen list"):
         session.execute("CREATE TABLE cdc.r (k int PRIMARY KEY, l list<int>) WITH cdc = {'enabled': true}")
     session.execute("CREATE TABLE cdc.r (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
