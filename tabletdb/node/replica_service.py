@@ -75,6 +75,7 @@ def cluster_placement(
         lambda: state().metadata.tablets,
         topology_version=lambda: state().topology_state.version,
         cdc_generations=lambda: state().metadata.cdc_generations,
+        cdc_stream_sets=lambda: state().metadata.cdc_stream_sets,
     )
 
 

@@ -91,7 +91,7 @@ class CdcLog:
 
     def _generation_streams(self, base: TableDef, mutations: Sequence[Mutation]) -> Callable[[int], bytes]:
         """Vnode tables: the generation operating at the write's time (all of one write share it)."""
-        stamps = [ts for m in mutations for ts in _timestamps(m)]
+        stamps = [ts for m in mutations for ts in write_timestamps(m)]
         generation = operating(self._generations(), max(stamps, default=0))
         if generation is None:
             raise RuntimeError(
@@ -120,7 +120,8 @@ def _read(stores: DataStores, base: TableDef, key: bytes, token: int, now: int) 
         raise damaged_replica(base, exc) from exc
 
 
-def _timestamps(m: Mutation) -> list[int]:
+def write_timestamps(m: Mutation) -> list[int]:
+    """Every timestamp a base mutation writes with (cells, markers, tombstones)."""
     stamps = [rt.timestamp for rt in m.range_tombstones]
     if m.partition_tombstone is not None:
         stamps.append(m.partition_tombstone)
