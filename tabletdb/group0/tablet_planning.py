@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from tabletdb.cdc.generation import Generation, VnodeOwner, build_generation, refines
+from tabletdb.cdc.generation import Generation, VnodeOwner, next_generation, refines
 from tabletdb.cdc.tablet_streams import StreamSets, next_stream_set
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.state import Group0State, SchemaCommand, apply
@@ -28,7 +28,7 @@ from tabletdb.group0.tablets_state import (
     apply_tablet_changes,
     plan_tablet_changes,
 )
-from tabletdb.schema.model import Catalog
+from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.schema.mutations import Mutation, PutTable
 from tabletdb.tablets.count import SizingConfig
 
@@ -124,24 +124,52 @@ def cdc_generation_for(
     none built for it: the first one (operating from the start of time), or one for a ring that
     changed since the last (operating a little after now). Otherwise None.
 
-    Only a schema change that needs a generation builds one; rebuilding on every ownership change
-    is the topology coordinator's job (docs/architecture.md, "CDC").
+    When the ring changes with no schema change, the group0 leader finds the generation outdated
+    (``cdc_generation_outdated``) and commits such a command itself
+    (``node.group0_shell.cdc_generations``).
     """
     if not any(_cdc_vnode_table(after, m) for m in command.mutations):
         return None
-    vnodes = [
+    rng = random.SystemRandom()
+    return next_generation(
+        cluster.metadata.cdc_generations,
+        ring_owners(cluster),
+        now_micros,
+        lambda: rng.getrandbits(38),
+        CDC_GENERATION_DELAY_US,
+    )
+
+
+def ring_owners(cluster: ClusterState) -> list[VnodeOwner]:
+    """Every member's vnodes, with its sharding: the ring a generation is built for."""
+    return [
         VnodeOwner(token, record.shard_count, CDC_IGNORE_MSB)
         for record in cluster.topology.members.values()
         for token in record.tokens
     ]
-    if not vnodes:
+
+
+def cdc_generation_outdated(cluster: ClusterState) -> TableDef | None:
+    """A CDC table of a vnode keyspace, if there is one and the latest generation was built for
+    another ring than the members' (None: nothing to rebuild)."""
+    catalog = cluster.metadata.catalog
+    table = next(
+        (
+            t
+            for ks in catalog.keyspaces.values()
+            if not ks.definition.uses_tablets
+            for t in ks.tables.values()
+            if t.options.cdc_enabled
+        ),
+        None,
+    )
+    if table is None:
         return None
+    vnodes = ring_owners(cluster)
     current = cluster.metadata.cdc_generations
-    if current and refines(current[-1][1], [v.end for v in vnodes]):
+    if not vnodes or (current and refines(current[-1][1], [v.end for v in vnodes])):
         return None
-    rng = random.SystemRandom()
-    start = now_micros + CDC_GENERATION_DELAY_US if current else 0
-    return start, build_generation(vnodes, lambda: rng.getrandbits(38))
+    return table
 
 
 def _cdc_vnode_table(after: Catalog, mutation: Mutation) -> bool:
