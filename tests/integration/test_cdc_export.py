@@ -108,6 +108,7 @@ def test_a_table_without_a_log_is_refused(node: TestNode, session: Any, spark: A
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_export_killed_and_rerun_has_every_row_once(
     node: TestNode, session: Any, spark: Any, tmp_path: Path
 ) -> None:
@@ -119,7 +120,8 @@ def test_export_killed_and_rerun_has_every_row_once(
     command = [sys.executable, "-m", "tabletdb.cli.main", "cdc", "export", "--hosts", node.host]
     command += ["--port", str(node.port), "--table", "cdce_k.t", "--to", str(out), "--master", "local[2]"]
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    follower = subprocess.Popen([*command, "--follow", "--every", "1"], env=env, stdout=subprocess.PIPE)
+    output = (tmp_path / "follower.log").open("w")
+    follower = subprocess.Popen([*command, "--follow", "--every", "1"], env=env, stdout=output, stderr=output)
     try:
         for k in range(60):
             session.execute(insert, (k, k))
@@ -127,7 +129,9 @@ def test_export_killed_and_rerun_has_every_row_once(
         deadline = time.monotonic() + 300
         while not list(out.glob("pass-*")) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert list(out.glob("pass-*")), "no pass committed"
+        assert list(out.glob("pass-*")), (
+            "no pass committed:\n" + (tmp_path / "follower.log").read_text()[-3000:]
+        )
     finally:
         follower.send_signal(signal.SIGKILL)
         follower.wait()
