@@ -39,6 +39,7 @@ _LAZY_COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cluster": ("tabletdb.cli.cluster", ("cluster_group",)),
     "status": ("tabletdb.cli.status", ("status_command",)),
     "cdc": ("tabletdb.cli.cdc", ("cdc_group",)),
+    "nodetool": ("tabletdb.cli.nodetool", ("nodetool_group",)),
 }
 
 
