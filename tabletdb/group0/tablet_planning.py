@@ -151,9 +151,14 @@ def ring_owners(cluster: ClusterState) -> list[VnodeOwner]:
 
 def cdc_generation_outdated(cluster: ClusterState) -> TableDef | None:
     """A CDC table of a vnode keyspace, if there is one and the latest generation was built for
-    another ring than the members' (None: nothing to rebuild)."""
+    another ring than the members' (None: nothing to rebuild). Cheap when nothing changed: the
+    ring is compared first, the catalog searched only when it no longer fits."""
+    vnodes = ring_owners(cluster)
+    current = cluster.metadata.cdc_generations
+    if not vnodes or (current and refines(current[-1][1], [v.end for v in vnodes])):
+        return None
     catalog = cluster.metadata.catalog
-    table = next(
+    return next(
         (
             t
             for ks in catalog.keyspaces.values()
@@ -163,13 +168,6 @@ def cdc_generation_outdated(cluster: ClusterState) -> TableDef | None:
         ),
         None,
     )
-    if table is None:
-        return None
-    vnodes = ring_owners(cluster)
-    current = cluster.metadata.cdc_generations
-    if not vnodes or (current and refines(current[-1][1], [v.end for v in vnodes])):
-        return None
-    return table
 
 
 def _cdc_vnode_table(after: Catalog, mutation: Mutation) -> bool:
