@@ -5,9 +5,9 @@ Figures, all against one fresh node in one run (scylla-driver in a separate proc
 - `insert cdc off`: a table without CDC (the same-run baseline);
 - `insert cdc delta`: `cdc = {'enabled': true}` — the base write plus one delta log row, derived
   and committed by the replica in the same commit tick;
-- `insert cdc pre+post image`: `cdc = {'enabled': true, 'preimage': true, 'postimage': true}`,
-  measured only when the server accepts it (it refuses pre/postimage until they are built; the
-  figure is then `{"refused": "<the server's message>"}`).
+- `insert cdc pre+post image`: `cdc = {'enabled': true, 'preimage': true, 'postimage': true}`:
+  the replica also reads the partition under its lock before the write and logs the images
+  (a server that refuses the options shows `{"refused": "<the server's message>"}` instead).
 with ops/s, p50/p99 and server CPU µs per op; the ratios of CPU µs/op to `insert cdc off` are
 printed as `cpu_ratio_to_off`. Run on a quiet machine: on a shared box the figures are noise.
 

@@ -131,6 +131,26 @@ def operating(generations: Generations, timestamp: int) -> Generation | None:
     return generations[max(index, 0)][1]
 
 
+def next_generation(
+    current: Generations,
+    vnodes: Sequence[VnodeOwner],
+    now_micros: int,
+    random_bits: Callable[[], int],
+    delay_micros: int,
+) -> tuple[int, Generation] | None:
+    """The generation to commit for the ring ``vnodes``, or None if the latest already fits it
+    (or there is no ring yet): the first operates from the start of time, a later one from
+    ``delay_micros`` after now, in whole ms (clients read the time back in ms), so every node
+    applies it before it operates."""
+    if not vnodes or (current and refines(current[-1][1], [v.end for v in vnodes])):
+        return None
+    if not current:
+        return 0, build_generation(vnodes, random_bits)
+    start = now_micros + delay_micros
+    start -= start % 1000
+    return max(start, current[-1][0] + 1000), build_generation(vnodes, random_bits)
+
+
 def refines(generation: Generation, ring_ends: Sequence[int]) -> bool:
     """Whether ``generation`` was built for exactly this ring (its ranges are the vnodes)."""
     return [e.range_end for e in generation.entries] == sorted(ring_ends)

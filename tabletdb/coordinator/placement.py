@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tabletdb.cdc.generation import Generations
+from tabletdb.cdc.tablet_streams import StreamSets
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.ring import Location, ReplicaTable, TokenRing
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
@@ -161,6 +162,7 @@ class ReplicaPlacement:
         topology_version: Callable[[], int] = lambda: 0,
         cdc_generations: Callable[[], Generations] = tuple,
         topology_state: Callable[[], TopologyState] = lambda: _NO_STATE,
+        cdc_stream_sets: Callable[[], StreamSets] = tuple,
     ) -> None:
         """``topology_version``: group0's topology version as this node applied it, stamped on
         writes so replicas can refuse those routed by a fenced-off version (``replica.fencing``).
@@ -169,6 +171,8 @@ class ReplicaPlacement:
         self.topology_version = topology_version
         self.cdc_generations = cdc_generations
         """The committed CDC generations of vnode keyspaces (group0), for the replica's CDC log."""
+        self.cdc_stream_sets = cdc_stream_sets
+        """The stream sets of CDC tablet tables (group0), for the write-time check."""
         self.local_host = local_host
         self.local_dc = local_dc
         self._topology = topology

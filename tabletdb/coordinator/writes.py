@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from tabletdb.cdc.tablet_streams import sets_of
+from tabletdb.cdc.write_time import refusal
 from tabletdb.coordinator.consistency import ALL, NAMES, check_available_sets, tracker_for
 from tabletdb.coordinator.context import Replicas
 from tabletdb.coordinator.placement import Replica, WriteSets, union
-from tabletdb.cql.errors import TruncateError, Unavailable, WriteFailure, WriteTimeout
+from tabletdb.cql.errors import InvalidRequest, TruncateError, Unavailable, WriteFailure, WriteTimeout
+from tabletdb.replica.cdc_log import write_timestamps
 from tabletdb.replica.wire import VERB_APPLY, VERB_TRUNCATE, apply_payload, mutations_to_plain
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.mutation import Mutation
@@ -55,11 +59,27 @@ class WriteCoordinator:
 
         What to await, not a coroutine: a single write whose only replica is this node is the
         local commit itself (``LocalReplica.apply``)."""
+        if table.options.cdc_enabled:
+            self.check_cdc_time(table, mutations)
         if len(mutations) == 1:  # the common single-statement write: skip the grouping
             sets = self.replicas.placement.write_sets(table, mutations[0].token)
             if len(sets) == 1 and self.replicas.placement.only_local(sets[0]):
                 return self.replicas.local.apply(table, mutations)
         return self._write(table, mutations, cl, write_type)
+
+    def check_cdc_time(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
+        """Refuse a CDC write whose timestamp the streams cannot serve (``cdc.write_time``);
+        ``write`` checks its own, a batch checks all its tables before writing any."""
+        placement = self.replicas.placement
+        if placement.tablet_map(table.id) is None:
+            starts = [t for t, _ in placement.cdc_generations()]
+        else:
+            starts = [s.timestamp for s in sets_of(placement.cdc_stream_sets(), table.id)]
+        now = time.time_ns() // 1000
+        for timestamp in {t for m in mutations for t in write_timestamps(m)}:
+            why = refusal(starts, timestamp, now)
+            if why is not None:
+                raise InvalidRequest(why)
 
     async def _write(self, table: TableDef, mutations: Sequence[Mutation], cl: int, write_type: str) -> None:
         version = self.replicas.placement.topology_version()  # the version the groups are chosen by

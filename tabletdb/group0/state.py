@@ -13,7 +13,9 @@ Membership and features (`group0.topology`), the tablet-balancing flag and their
 one level up, in `group0.cluster_state.ClusterState`, which also defines group0's Raft entries
 and snapshots; this module fixes how a schema command and this state are encoded inside them.
 CDC generations of vnode keyspaces (``cdc.generation``) ride on the schema command that first
-needs one (``group0.tablet_planning``), so every node has a generation before any write uses it.
+needs one (``group0.tablet_planning``), so every node has a generation before any write uses it;
+so do the stream sets of CDC tables in tablets keyspaces (``cdc.tablet_streams``), which the
+description tables show.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import msgpack
 
 from tabletdb.auth.model import AuthState
 from tabletdb.cdc.generation import Generation, Generations, generation_from_plain, generation_to_plain
+from tabletdb.cdc.tablet_streams import StreamSets, stream_sets_from_plain, stream_sets_to_plain
 from tabletdb.group0 import auth_state
 from tabletdb.group0.tablets_state import (
     EMPTY_TABLET_MAPS,
@@ -55,6 +58,9 @@ class Group0State:
     qos: QosState = field(default_factory=QosState)
     cdc_generations: Generations = ()
     """CDC generations of vnode keyspaces, oldest first (``cdc.generation.operating``)."""
+    cdc_stream_sets: StreamSets = ()
+    """Stream sets of CDC tables in tablets keyspaces, oldest first (``cdc.tablet_streams``); a
+    dropped table's go with it."""
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -74,6 +80,8 @@ class SchemaCommand:
     """Role/grant and service-level changes; with schema mutations they commit atomically."""
     cdc_generation: tuple[int, Generation] | None = None
     """A new CDC generation (µs it operates from, streams), committed with the schema needing it."""
+    cdc_stream_sets: StreamSets = ()
+    """New stream sets of CDC tablet tables (a log just made), committed with the schema change."""
 
 
 Command = SchemaCommand
@@ -96,9 +104,23 @@ def apply(state: Group0State, command: Command) -> tuple[Group0State, bool]:
     generations = state.cdc_generations
     if command.cdc_generation is not None:
         generations = (*generations, command.cdc_generation)
+    stream_sets = _live_stream_sets((*state.cdc_stream_sets, *command.cdc_stream_sets), catalog)
     return replace(
-        state, catalog=catalog, tablets=tablets, auth=auth, qos=qos, cdc_generations=generations
+        state,
+        catalog=catalog,
+        tablets=tablets,
+        auth=auth,
+        qos=qos,
+        cdc_generations=generations,
+        cdc_stream_sets=stream_sets,
     ), True
+
+
+def _live_stream_sets(sets: StreamSets, catalog: Catalog) -> StreamSets:
+    """Stream sets of tables that still exist (the ids map keeps every table's id)."""
+    if all(s.table_id in catalog.ids for s in sets):
+        return sets
+    return tuple(s for s in sets if s.table_id in catalog.ids)
 
 
 def encode_command(command: Command) -> bytes:
@@ -115,6 +137,8 @@ def encode_command(command: Command) -> bytes:
         body["a"] = auth_state.mutations_to_plain(command.auth_mutations, command.qos_mutations)
     if command.cdc_generation is not None:
         body["g"] = _generation_to_plain(command.cdc_generation)
+    if command.cdc_stream_sets:
+        body["s"] = stream_sets_to_plain(command.cdc_stream_sets)
     return msgpack.packb(body, use_bin_type=True)
 
 
@@ -137,6 +161,7 @@ def decode_command(data: bytes) -> Command:
         changes_from_plain(body.get("t", [])),
         *auth_state.mutations_from_plain(body.get("a")),
         cdc_generation=_generation_from_plain(body["g"]) if "g" in body else None,
+        cdc_stream_sets=stream_sets_from_plain(body.get("s", [])),
     )
 
 
@@ -148,6 +173,7 @@ def encode_state(state: Group0State) -> bytes:
             "tablets": maps_to_plain(state.tablets),
             "auth": auth_state.state_to_plain(state.auth, state.qos),
             "cdc": [_generation_to_plain(g) for g in state.cdc_generations],
+            "cdc_sets": stream_sets_to_plain(state.cdc_stream_sets),
         },
         use_bin_type=True,
     )
@@ -166,6 +192,7 @@ def decode_state(data: bytes) -> Group0State:
         auth,
         qos,
         tuple(_generation_from_plain(g) for g in body.get("cdc", [])),
+        stream_sets_from_plain(body.get("cdc_sets", [])),
     )
 
 

@@ -17,11 +17,18 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from tabletdb.cdc.generation import Generation, VnodeOwner, build_generation, refines
+from tabletdb.cdc.generation import Generation, VnodeOwner, next_generation, refines
+from tabletdb.cdc.tablet_streams import StreamSets, next_stream_set
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.state import Group0State, SchemaCommand, apply
-from tabletdb.group0.tablets_state import ReplicaLoad, TabletChange, apply_tablet_changes, plan_tablet_changes
-from tabletdb.schema.model import Catalog
+from tabletdb.group0.tablets_state import (
+    ReplicaLoad,
+    TabletChange,
+    TabletMaps,
+    apply_tablet_changes,
+    plan_tablet_changes,
+)
+from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.schema.mutations import Mutation, PutTable
 from tabletdb.tablets.count import SizingConfig
 
@@ -71,12 +78,36 @@ def with_tablet_changes(
     if planner is None:
         return command, after
     changes = planner.changes(cluster, after.catalog)  # tablet maps move with the schema, atomically
-    generation = cdc_generation_for(cluster, command, after.catalog, planner.now_micros())
-    planned = replace(command, tablet_changes=changes, cdc_generation=generation)
+    now = planner.now_micros()
+    generation = cdc_generation_for(cluster, command, after.catalog, now)
+    tablets = apply_tablet_changes(after.tablets, changes)
+    stream_sets = cdc_stream_sets_for(command, after, tablets, now)
+    planned = replace(command, tablet_changes=changes, cdc_generation=generation, cdc_stream_sets=stream_sets)
     generations = after.cdc_generations if generation is None else (*after.cdc_generations, generation)
     return planned, replace(
-        after, tablets=apply_tablet_changes(after.tablets, changes), cdc_generations=generations
+        after,
+        tablets=tablets,
+        cdc_generations=generations,
+        cdc_stream_sets=(*after.cdc_stream_sets, *stream_sets),
     )
+
+
+def cdc_stream_sets_for(
+    command: SchemaCommand, after: Group0State, tablets: TabletMaps, now_micros: int
+) -> StreamSets:
+    """A new stream set for each CDC table of a tablets keyspace that ``command`` touches whose
+    tablets no longer match its latest set (first of all: a log table just made)."""
+    found = []
+    for mutation in command.mutations:
+        if not isinstance(mutation, PutTable) or not mutation.table.options.cdc_enabled:
+            continue
+        tablet_map = tablets.get(mutation.table.id)
+        if tablet_map is None:
+            continue
+        new = next_stream_set(after.cdc_stream_sets, mutation.table.id, tablet_map.last_tokens, now_micros)
+        if new is not None:
+            found.append(new)
+    return tuple(found)
 
 
 CDC_IGNORE_MSB = 12
@@ -93,24 +124,50 @@ def cdc_generation_for(
     none built for it: the first one (operating from the start of time), or one for a ring that
     changed since the last (operating a little after now). Otherwise None.
 
-    Only a schema change that needs a generation builds one; rebuilding on every ownership change
-    is the topology coordinator's job (docs/architecture.md, "CDC").
+    When the ring changes with no schema change, the group0 leader finds the generation outdated
+    (``cdc_generation_outdated``) and commits such a command itself
+    (``node.group0_shell.cdc_generations``).
     """
     if not any(_cdc_vnode_table(after, m) for m in command.mutations):
         return None
-    vnodes = [
+    rng = random.SystemRandom()
+    return next_generation(
+        cluster.metadata.cdc_generations,
+        ring_owners(cluster),
+        now_micros,
+        lambda: rng.getrandbits(38),
+        CDC_GENERATION_DELAY_US,
+    )
+
+
+def ring_owners(cluster: ClusterState) -> list[VnodeOwner]:
+    """Every member's vnodes, with its sharding: the ring a generation is built for."""
+    return [
         VnodeOwner(token, record.shard_count, CDC_IGNORE_MSB)
         for record in cluster.topology.members.values()
         for token in record.tokens
     ]
-    if not vnodes:
-        return None
+
+
+def cdc_generation_outdated(cluster: ClusterState) -> TableDef | None:
+    """A CDC table of a vnode keyspace, if there is one and the latest generation was built for
+    another ring than the members' (None: nothing to rebuild). Cheap when nothing changed: the
+    ring is compared first, the catalog searched only when it no longer fits."""
+    vnodes = ring_owners(cluster)
     current = cluster.metadata.cdc_generations
-    if current and refines(current[-1][1], [v.end for v in vnodes]):
+    if not vnodes or (current and refines(current[-1][1], [v.end for v in vnodes])):
         return None
-    rng = random.SystemRandom()
-    start = now_micros + CDC_GENERATION_DELAY_US if current else 0
-    return start, build_generation(vnodes, lambda: rng.getrandbits(38))
+    catalog = cluster.metadata.catalog
+    return next(
+        (
+            t
+            for ks in catalog.keyspaces.values()
+            if not ks.definition.uses_tablets
+            for t in ks.tables.values()
+            if t.options.cdc_enabled
+        ),
+        None,
+    )
 
 
 def _cdc_vnode_table(after: Catalog, mutation: Mutation) -> bool:

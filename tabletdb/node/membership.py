@@ -24,6 +24,7 @@ from tabletdb.group0.topology import NodeRecord, raft_id_of
 from tabletdb.net.failure_detector import FailureDetector, Members, Transition
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import internode_tls
+from tabletdb.node.group0_shell.cdc_generations import keep_cdc_generation
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
 from tabletdb.node.group0_shell.service import Group0Service, SchemaListener
@@ -252,6 +253,10 @@ class ClusterMember:
             _, table_id, tablet_id = t.key
             return await streaming.cleanup(raft_id_of(t.replica.host), table_id, tablet_id, t.replica.shard)
 
+        async def tidy() -> None:
+            await group0.remove_left_voters()
+            await keep_cdc_generation(group0)  # a ring that changed gets its CDC generation
+
         return TopologyIo(
             is_leader=lambda: group0.driver.is_leader,
             state=lambda: group0.state,
@@ -260,7 +265,7 @@ class ClusterMember:
             stream=stream,
             cleanup=cleanup,
             submit=group0.submit_topology,
-            tidy=group0.remove_left_voters,
+            tidy=tidy,
             stream_ranges=self.ranges.stream,
             cleanup_ranges=self.ranges.cleanup,
         )

@@ -76,6 +76,7 @@ def cluster_placement(
         topology_version=lambda: state().topology_state.version,
         cdc_generations=lambda: state().metadata.cdc_generations,
         topology_state=lambda: state().topology_state,
+        cdc_stream_sets=lambda: state().metadata.cdc_stream_sets,
     )
 
 
@@ -91,7 +92,13 @@ def build_replicas(
     updates over them, then the local replica that applies base writes with their view updates."""
     direct = Replicas(placement, LocalReplica(stores), transport, is_up, timeouts)
     updates = ViewUpdates(direct, views.views_of, views.clock.now_seconds, views.locks)
-    cdc = CdcLog(placement.catalog, placement.tablet_map, placement.cdc_generations)
+    cdc = CdcLog(
+        placement.catalog,
+        placement.tablet_map,
+        placement.cdc_generations,
+        views.locks,
+        views.clock.now_seconds,
+    )
     return Replicas(placement, LocalReplica(stores, updates, cdc), transport, is_up, timeouts)
 
 

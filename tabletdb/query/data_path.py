@@ -251,6 +251,9 @@ class DataPath:
                 self._writer.mutations_for(bound, ts, deltas=table.is_counter)
             )
         for table, mutations in per_table.values():
+            if table.options.cdc_enabled:  # refused before any table of the batch is written
+                self._writes.check_cdc_time(table, mutations)
+        for table, mutations in per_table.values():
             if table.is_counter:
                 await self._counters.update(table, mutations, cl, self._paxos)
             else:

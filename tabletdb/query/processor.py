@@ -2,8 +2,8 @@
 
 It owns the per-node prepared-statement cache (ids are MD5 of the keyspace in use followed by
 the query text, as ScyllaDB computes them) and dispatches each statement kind to the module that
-executes it. Schema statements go to the metadata store; SELECTs on `system` and
-`system_schema` render virtual tables.
+executes it. Schema statements go to the metadata store; SELECTs on `system`, `system_schema`
+and `system_distributed` (the CDC description tables) render virtual tables.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from tabletdb.statements.bound_modification import BoundModification, bind_batch
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.receivers import Receiver, pk_indexes, receivers
 from tabletdb.statements.terms import bind_by_name
+from tabletdb.systables.cdc import DISTRIBUTED_RENDERERS, SYSTEM_DISTRIBUTED, system_distributed_keyspace
 from tabletdb.systables.node_info import NodeInfo
 from tabletdb.systables.select import output_columns, select_virtual
 from tabletdb.systables.tables import (
@@ -68,6 +69,8 @@ from tabletdb.views.build import build_new_view
 from tabletdb.views.index_writes import build_new_index
 
 PREPARED_CACHE_LIMIT = 10_000
+VIRTUAL_KEYSPACES = (SYSTEM, system_schema.KEYSPACE, SYSTEM_DISTRIBUTED)
+"""Keyspaces whose tables are rendered from state, never stored, and cannot be written."""
 _DML = (ast.SelectStatement, ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement)
 
 
@@ -196,7 +199,7 @@ class QueryProcessor:
     def _route_plan(
         self, stmt: ast.Statement, table: TableDef | None, result: PreparedResult
     ) -> RoutePlan | None:
-        if self._routes is None or table is None or table.keyspace in (SYSTEM, system_schema.KEYSPACE):
+        if self._routes is None or table is None or table.keyspace in VIRTUAL_KEYSPACES:
             return None
         return plan_route(stmt, table, result.pk_indexes)
 
@@ -243,7 +246,7 @@ class QueryProcessor:
         if not isinstance(stmt, ast.SelectStatement) or cached is None or cached[0] is not catalog:
             return None
         table = cached[1]
-        if table.keyspace in (SYSTEM, system_schema.KEYSPACE) or self._auth.delays_statements:
+        if table.keyspace in VIRTUAL_KEYSPACES or self._auth.delays_statements:
             return None
         self._auth.check(client, stmt, prepared.keyspace, catalog)
         values = params.values
@@ -343,7 +346,7 @@ class QueryProcessor:
 
     def _user_table(self, name: ast.QualifiedName, keyspace: str | None) -> TableDef:
         ks = ddl.keyspace_of(name, keyspace)
-        if ks in (SYSTEM, system_schema.KEYSPACE):
+        if ks in VIRTUAL_KEYSPACES:
             raise InvalidRequest(f"Cannot modify the system keyspace {ks}")
         catalog = self._metadata.catalog
         if catalog.keyspace(ks) is None:
@@ -435,6 +438,10 @@ class QueryProcessor:
             render = RENDERERS[table.name][1]
             state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
             return select_virtual(select, lambda _: render(state))
+        if table.keyspace == SYSTEM_DISTRIBUTED:
+            g0 = self._auth.state()
+            rows = DISTRIBUTED_RENDERERS[table.name][1](g0.catalog, g0.cdc_generations, _now_micros())
+            return select_virtual(select, lambda _: rows)
         if table.keyspace == system_schema.KEYSPACE:
             catalog = self._catalog_with_system()
             first_ck = table.clustering_key[0].name if table.clustering_key else None
@@ -469,6 +476,9 @@ class QueryProcessor:
             found = None if entry is None else entry[0]
         elif ks == system_schema.KEYSPACE:
             found = system_schema.TABLES.get(name.name)
+        elif ks == SYSTEM_DISTRIBUTED:
+            distributed = DISTRIBUTED_RENDERERS.get(name.name)
+            found = None if distributed is None else distributed[0]
         else:
             catalog = self._metadata.catalog
             if catalog.keyspace(ks) is None:
@@ -481,7 +491,7 @@ class QueryProcessor:
     def _result_columns(self, stmt: ast.Statement, table: TableDef | None) -> list[ColumnSpec]:
         if not isinstance(stmt, ast.SelectStatement) or table is None:
             return []
-        if table.keyspace in (SYSTEM, system_schema.KEYSPACE):
+        if table.keyspace in VIRTUAL_KEYSPACES:
             return output_columns(stmt, table)
         return result_columns(stmt, table)
 
@@ -496,6 +506,9 @@ class QueryProcessor:
             auth=g0.auth,
             qos=g0.qos,
             tablets=self._data.tablet_maps() if self._data is not None else {},
+            cdc_generations=g0.cdc_generations,
+            cdc_stream_sets=g0.cdc_stream_sets,
+            now_micros=_now_micros(),
         )
 
     def _catalog_with_system(self) -> Catalog:
@@ -508,6 +521,7 @@ class QueryProcessor:
             catalog.keyspaces.set(SYSTEM, system_keyspace())
             .set(system_schema.KEYSPACE, system_schema.system_schema_keyspace())
             .set(AUTH_KEYSPACE, system_auth_keyspace())
+            .set(SYSTEM_DISTRIBUTED, system_distributed_keyspace())
         )
         merged = Catalog(keyspaces, catalog.version, catalog.ids)
         self._system_catalog = (catalog.version, merged)

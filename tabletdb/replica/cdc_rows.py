@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tabletdb.cdc.stream_id import stream_id_token
 from tabletdb.cql import bytecomparable
 from tabletdb.cql.types import MapType, SetType
+from tabletdb.replica.cdc_images import (
+    ImageOptions,
+    after_write,
+    changed_columns,
+    image_values,
+    read_image,
+    row_columns,
+)
 from tabletdb.schema.cdc_log import (
     DELETED,
     DELETED_ELEMENTS,
@@ -31,6 +39,7 @@ from tabletdb.schema.cdc_log import (
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.keys import element_of_path, encode_clustering, split_key
 from tabletdb.storage.mutation import Bound, Cell, Mutation, RowMarker, RowWrite
+from tabletdb.storage.reconcile import PartitionData
 
 PRE_IMAGE, UPDATE, INSERT, ROW_DELETE, PARTITION_DELETE = 0, 1, 2, 3, 4
 RANGE_START_INCLUSIVE, RANGE_START_EXCLUSIVE, RANGE_END_INCLUSIVE, RANGE_END_EXCLUSIVE = 5, 6, 7, 8
@@ -41,6 +50,8 @@ _TRUE = b"\x01"
 
 StreamOf = Callable[[int], bytes]
 """The stream id a write of a base token logs to."""
+Before = Mapping[bytes, PartitionData | None]
+"""Each written partition (by key) as the replica read it before the write, for the images."""
 
 
 @dataclass
@@ -119,14 +130,10 @@ def _cells_row(base: TableDef, row: RowWrite, keys: dict[str, bytes]) -> _LogRow
     values = dict(keys)
     if not row.static:
         values |= _clustering_values(base, row.clustering)
-    stamps = [ts for _, ts in row.collection_tombstones]
     ttl = row.marker.ttl if row.marker is not None else 0
-    if row.marker is not None:
-        stamps.append(row.marker.timestamp)
     added: dict[str, list[Cell]] = {}
     removed: dict[str, list[bytes]] = {}
     for cell in row.cells:
-        stamps.append(cell.timestamp)
         ttl = max(ttl, cell.ttl)
         if cell.path:
             if cell.value is None:
@@ -144,7 +151,44 @@ def _cells_row(base: TableDef, row: RowWrite, keys: dict[str, bytes]) -> _LogRow
     for name, paths in removed.items():
         values[DELETED_ELEMENTS + name] = _deleted_elements(base, name, paths)
     op = INSERT if row.marker is not None else UPDATE
-    return _LogRow(op, max(stamps), values, ttl)
+    return _LogRow(op, _write_time(row), values, ttl)
+
+
+def _write_time(row: RowWrite) -> int:
+    """The time of a row's cells, marker and collection overwrites (not its delete)."""
+    stamps = [ts for _, ts in row.collection_tombstones] + [c.timestamp for c in row.cells]
+    if row.marker is not None:
+        stamps.append(row.marker.timestamp)
+    return max(stamps)
+
+
+def image_rows(
+    base: TableDef, m: Mutation, before: PartitionData | None, options: ImageOptions
+) -> tuple[list[_LogRow], list[_LogRow]]:
+    """The pre-image and post-image rows of one base mutation (``replica.cdc_images``)."""
+    keys = _key_values(base, m)
+    read = {} if before is None else {r.clustering: r for r in before.rows}
+    pre: list[_LogRow] = []
+    post: list[_LogRow] = []
+    for row in m.rows:
+        writes = row.marker is not None or bool(row.cells) or bool(row.collection_tombstones)
+        if not writes and row.tombstone is None:
+            continue
+        live = (before.static_row if before is not None else None) if row.static else read.get(row.clustering)
+        image = read_image(base, live, row.static)
+        row_keys = keys if row.static else keys | _clustering_values(base, row.clustering)
+        every = [c.name for c in row_columns(base, row.static)]
+        if options.preimage != "false" and image is not None:
+            changed = changed_columns(base, row)
+            shown = every if options.preimage == "full" else [n for n in every if n in changed]
+            stamp = row.tombstone if row.tombstone is not None else _write_time(row)
+            pre.append(_LogRow(PRE_IMAGE, stamp, row_keys | image_values(base, image, shown, True)))
+        if options.postimage and writes:
+            after = after_write(image, row, m.partition_tombstone is not None)
+            post.append(
+                _LogRow(POST_IMAGE, _write_time(row), row_keys | image_values(base, after, every, False))
+            )
+    return pre, post
 
 
 def _collection_value(base: TableDef, name: str, cells: list[Cell]) -> bytes:
@@ -201,18 +245,34 @@ def _keys_only(base: TableDef, row: _LogRow) -> _LogRow:
 
 
 def log_mutations(
-    base: TableDef, log: TableDef, mutations: Sequence[Mutation], stream_of: StreamOf
+    base: TableDef,
+    log: TableDef,
+    mutations: Sequence[Mutation],
+    stream_of: StreamOf,
+    before: Before | None = None,
 ) -> list[Mutation]:
-    """The log table mutations for ``mutations`` of ``base`` (one per stream touched)."""
-    keys_only = CdcOptions.of(base).delta == "keys"
+    """The log table mutations for ``mutations`` of ``base`` (one per stream touched); with
+    ``before`` (the written partitions as read first), also the images the options ask for.
+    Rows of one stream and time form one batch: pre-images, delta rows, then post-images."""
+    options = CdcOptions.of(base)
+    keys_only = options.delta == "keys"
+    images = ImageOptions(options.preimage, options.postimage)
     log_ttl = log.options.default_time_to_live
-    groups: dict[tuple[bytes, int], list[_LogRow]] = {}
+    groups: dict[tuple[bytes, int], tuple[list[_LogRow], list[_LogRow], list[_LogRow]]] = {}
     for m in mutations:
         stream = stream_of(m.token)
         for row in delta_rows(base, m):
-            groups.setdefault((stream, row.timestamp), []).append(_keys_only(base, row) if keys_only else row)
+            group = groups.setdefault((stream, row.timestamp), ([], [], []))
+            group[1].append(_keys_only(base, row) if keys_only else row)
+        if before is not None and images.wanted:
+            pre, post = image_rows(base, m, before.get(m.partition_key), images)
+            for row in pre:
+                groups.setdefault((stream, row.timestamp), ([], [], []))[0].append(row)
+            for row in post:
+                groups.setdefault((stream, row.timestamp), ([], [], []))[2].append(row)
     by_stream: dict[bytes, list[RowWrite]] = {}
-    for (stream, ts), rows in groups.items():
+    for (stream, ts), (pre_rows, delta, post_rows) in groups.items():
+        rows = pre_rows + delta + post_rows
         digest = hashlib.blake2b(
             repr((stream, [(r.operation, r.values) for r in rows])).encode(), digest_size=8
         )

@@ -58,6 +58,10 @@ class LocalReplica:
         start (a token this node holds no replica of)."""
         cdc = self._cdc
         if log and cdc is not None and table.options.cdc_enabled:
+            if cdc.wants_images(table):
+                for m in mutations:
+                    self.stores.committer(table, m.token)  # what cannot start raises here, at the call
+                return self._apply_with_images(table, mutations, cdc)
             # The base write and its log rows start in the same tick, so one commit-log record
             # of this node holds both (``storage.node_commit``).
             log_table, log_mutations = cdc.log_of(table, mutations)
@@ -65,6 +69,15 @@ class LocalReplica:
                 self._apply_base(table, mutations), self.apply_direct(log_table, log_mutations)
             )
         return self._apply_base(table, mutations)
+
+    async def _apply_with_images(self, table: TableDef, mutations: Sequence[Mutation], cdc: CdcLog) -> None:
+        """A CDC write with pre- or post-images: read the partitions, then write base and log
+        in one tick, all under the partitions' lock (``CdcLog.reading``)."""
+        async with cdc.reading(table, mutations, self.stores) as before:
+            log_table, log_mutations = cdc.log_of(table, mutations, before)
+            await asyncio.gather(
+                self._apply_base(table, mutations), self.apply_direct(log_table, log_mutations)
+            )
 
     def _apply_base(self, table: TableDef, mutations: Sequence[Mutation]) -> Awaitable[object]:
         derived = self._derived

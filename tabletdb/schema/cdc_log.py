@@ -81,12 +81,6 @@ def log_table_id(base_id: uuid.UUID) -> uuid.UUID:
 def check_supported(base: TableDef) -> None:
     """Refuse what this log cannot record yet rather than accept CDC and log less than asked."""
     where = f"{base.keyspace}.{base.name}"
-    opts = CdcOptions.of(base)
-    if opts.preimage != "false" or opts.postimage:
-        raise InvalidRequest(
-            f"Cannot enable CDC on {where}: preimage and postimage are not supported yet by tabletdb "
-            "(only delta rows are logged); use cdc = {'enabled': true, 'preimage': false, 'postimage': false}"
-        )
     for column in base.columns:
         t = column.type
         if t.is_multi_cell and not isinstance(t, SetType | MapType):

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 from tabletdb.auth import system_tables as auth_tables
 from tabletdb.auth.model import AuthState
+from tabletdb.cdc.generation import Generations
+from tabletdb.cdc.tablet_streams import StreamSets
 from tabletdb.cql.types import (
     BIGINT,
     BLOB,
@@ -44,6 +46,14 @@ from tabletdb.schema.model import (
 )
 from tabletdb.schema.options import TableOptions
 from tabletdb.schema.system_schema import legacy_table_id
+from tabletdb.systables.cdc import (
+    CDC_LOCAL_TABLE,
+    CDC_STREAMS_TABLE,
+    CDC_TIMESTAMPS_TABLE,
+    cdc_local_rows,
+    cdc_streams_rows,
+    cdc_timestamps_rows,
+)
 from tabletdb.systables.node_info import (
     CQL_VERSION,
     NATIVE_PROTOCOL_VERSION,
@@ -98,6 +108,10 @@ class SystemState:
     auth: AuthState = field(default_factory=AuthState)
     qos: QosState = field(default_factory=QosState)
     tablets: Mapping[uuid.UUID, TabletMap] = field(default_factory=dict)
+    cdc_generations: Generations = ()
+    cdc_stream_sets: StreamSets = ()
+    now_micros: int = 0
+    """When the state was captured (the CDC tables show what operates and what expired by then)."""
 
 
 def _define(name: str, pk: list[str], ck: list[str], columns: dict[str, CqlType], comment: str) -> TableDef:
@@ -333,6 +347,12 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
         lambda state: topology_rows(state.node.topology, state.node.ignore_msb, RELEASE_VERSION),
     ),
     "topology_requests": (TOPOLOGY_REQUESTS_TABLE, lambda state: topology_requests_rows(state.node.topology)),
+    "cdc_local": (CDC_LOCAL_TABLE, lambda state: cdc_local_rows(state.cdc_generations, state.now_micros)),
+    "cdc_timestamps": (
+        CDC_TIMESTAMPS_TABLE,
+        lambda state: cdc_timestamps_rows(state.catalog, state.cdc_stream_sets),
+    ),
+    "cdc_streams": (CDC_STREAMS_TABLE, lambda state: cdc_streams_rows(state.catalog, state.cdc_stream_sets)),
 }
 
 

@@ -118,6 +118,11 @@ CASES = [
         (*ks("p28"), "CREATE ROLE p28", "GRANT SELECT ON p28.t TO p28"),
     ),
     Case("read auth table", "SELECT * FROM system.roles", "SELECT ON system.roles"),
+    Case(
+        "read CDC descriptions",
+        "SELECT * FROM system_distributed.cdc_generation_timestamps",
+        "SELECT ON KEYSPACE system_distributed",
+    ),
     Case("list everyone's permissions", "LIST ALL PERMISSIONS", SUPERUSER),
     Case("create service level", "CREATE SERVICE LEVEL p31", SUPERUSER),
     Case(

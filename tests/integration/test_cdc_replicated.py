@@ -75,3 +75,68 @@ def test_one_log_row_per_write_on_its_replicas_through_a_kill(node_factory: Node
         assert len(base) == len({(k, c) for k, c, _, _ in expected["c3"]})
         assert _log(s2, "c3", "ALL") == sorted(expected["c3"])  # no row made up by the repair
         assert _log(s2, "c3", "ONE") == sorted(expected["c3"])  # node 2 alone now has them all
+
+
+@pytest.mark.slow
+def test_a_joining_node_gets_a_new_generation(node_factory: NodeFactory) -> None:
+    """When a node joins a cluster with a vnode CDC table, the group0 leader commits a
+    generation for the new ring (operating a few seconds later); writes after that log into its
+    streams: each stream's token in its base token's new vnode range, on the same node and
+    shard, one row per write, readable there."""
+    import time
+
+    from cassandra.murmur3 import murmur3
+
+    from tabletdb.dht.sharding import shard_of
+
+    first = node_factory.start_node(options=OPTIONS)
+    with pinned(first) as s0:
+        _schema(s0, "v1", 1, "{'enabled': false}")
+        before = _write(s0, "v1", range(0, 20), "ONE")
+        (gen0,) = run(s0, "SELECT time FROM system_distributed.cdc_generation_timestamps", "ONE")
+    second = node_factory.start_node(seeds=[first.host], options=OPTIONS)
+    with pinned(second) as s1:
+
+        def generations() -> list[Any]:
+            return run(s1, "SELECT time, expired FROM system_distributed.cdc_generation_timestamps", "ONE")
+
+        wait_for(lambda: len(generations()) == 2, "a generation for the grown ring")
+        newest, oldest = generations()
+        assert oldest.time == gen0.time and newest.time > gen0.time
+        assert oldest.expired is not None and newest.expired is None  # superseded: expires after its TTL
+        ends = sorted(
+            int(t)
+            for r in run(s1, "SELECT tokens FROM system.local", "ONE")
+            + run(s1, "SELECT tokens FROM system.peers", "ONE")
+            for t in r.tokens
+        )
+        described = run(
+            s1,
+            "SELECT range_end FROM system_distributed.cdc_streams_descriptions_v2 WHERE time = %s",
+            "ONE",
+            (newest.time,),
+        )
+        assert [r.range_end for r in described] == ends
+        wait_for(
+            lambda: time.time() * 1000 > newest.time.timestamp() * 1000 + 1000, "the generation to operate"
+        )
+        after = _write(s1, "v1", range(100, 140), "ONE")
+        logged = run(
+            s1,
+            'SELECT "cdc$stream_id", k, c, v, "cdc$operation" FROM v1.t_scylla_cdc_log',
+            "ONE",
+            fetch_size=7,
+        )
+    rows = {(r.k, r.c, r.v, r.cdc_operation): r.cdc_stream_id for r in logged}
+    assert set(after) <= set(rows)  # every write after the switch: its row, once (a set of rows)
+    assert len([r for r in logged if r.k >= 100]) == len(after)
+    for (k, *_), stream in rows.items():
+        if k < 100:
+            continue
+        token = murmur3(k.to_bytes(4, "big", signed=True))
+        stream_token = int.from_bytes(stream[:8], "big", signed=True)
+        assert next((e for e in ends if e >= stream_token), ends[0]) == next(
+            (e for e in ends if e >= token), ends[0]
+        )
+        assert shard_of(stream_token, 2, 12) == shard_of(token, 2, 12)
+    assert before  # written under the first generation (streamed data is the vnode join's business)

@@ -19,9 +19,15 @@ from tabletdb.group0.state import (
     encode_command,
     encode_state,
 )
-from tabletdb.group0.tablet_planning import CDC_GENERATION_DELAY_US, TabletPlanner, with_tablet_changes
+from tabletdb.group0.tablet_planning import (
+    CDC_GENERATION_DELAY_US,
+    TabletPlanner,
+    cdc_generation_outdated,
+    with_tablet_changes,
+)
 from tabletdb.group0.topology import NodeRecord, Topology
 from tabletdb.schema.ddl_table import create_table
+from tabletdb.schema.mutations import PutTable
 from tabletdb.tablets.count import SizingConfig
 from tests.unit.schema.helpers import with_keyspace
 
@@ -100,3 +106,58 @@ def test_generations_survive_encoding() -> None:
     assert decode_command(encode_command(planned)) == planned
     assert decode_state(encode_state(after)) == after
     assert operating((), 5) is None
+
+
+TABLETS = {"replication": {"class": "NetworkTopologyStrategy", "dc1": 1}, "tablets": {"initial": 4}}
+
+
+def test_a_cdc_tablet_table_gets_its_first_stream_set_with_its_log() -> None:
+    metadata = Group0State(with_keyspace(None, "tk", **TABLETS))
+    cluster = ClusterState(metadata, Topology("c", {}))
+
+    def create(name: str, cdc: bool) -> SchemaCommand:
+        options = {"cdc": {"enabled": True}} if cdc else {}
+        outcome = create_table(
+            cluster.metadata.catalog,
+            "tk",
+            name,
+            [("k", INT, False)],
+            ["k"],
+            options=options,
+            new_id=uuid.uuid4(),
+        )
+        return SchemaCommand(cluster.metadata.state_id, uuid.uuid1(), outcome.mutations)
+
+    planned, after = with_tablet_changes(cluster, create("plain", False), PLANNER)
+    assert planned.cdc_stream_sets == () and after.cdc_stream_sets == ()
+    cluster = ClusterState(after, cluster.topology)
+    planned, after = with_tablet_changes(cluster, create("t", True), PLANNER)
+    (stream_set,) = planned.cdc_stream_sets
+    table = after.catalog.table("tk", "t")
+    assert table is not None and stream_set.table_id == table.id
+    assert stream_set.timestamp == int(NOW * 1_000_000)
+    assert stream_set.last_tokens == after.tablets[table.id].last_tokens
+    assert apply(cluster.metadata, planned) == (after, True)
+    assert decode_command(encode_command(planned)) == planned
+    assert decode_state(encode_state(after)) == after
+
+
+def test_an_outdated_generation_is_found_and_rebuilt_by_touching_the_table() -> None:
+    """The leader's check (``cdc_generation_outdated``) and the command it commits: the table
+    put again, unchanged, brings the generation for the new ring."""
+    cluster = _cluster([_node(1, (-100, 300))])
+    assert cdc_generation_outdated(cluster) is None  # no CDC table: nothing to keep
+    planned, after = with_tablet_changes(cluster, _create(cluster, "t"), PLANNER)
+    cluster = _cluster([_node(1, (-100, 300))], after)
+    assert cdc_generation_outdated(cluster) is None  # the generation fits the ring
+    grown = _cluster([_node(1, (-100, 300)), _node(2, (7, 1000))], after)
+    table = cdc_generation_outdated(grown)
+    assert table is not None and table.name == "t"
+    touch = SchemaCommand(grown.metadata.state_id, uuid.uuid1(), (PutTable(table),))
+    planned, after = with_tablet_changes(grown, touch, PLANNER)
+    assert planned.cdc_generation is not None
+    start, generation = planned.cdc_generation
+    assert start % 1000 == 0 and start > int(NOW * 1_000_000)
+    assert refines(generation, [-100, 7, 300, 1000])
+    assert after.catalog.table("vk", "t") == table
+    assert cdc_generation_outdated(_cluster(list(grown.topology.members.values()), after)) is None

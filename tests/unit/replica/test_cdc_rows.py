@@ -25,6 +25,7 @@ from tabletdb.storage.mutation import (
     RowMarker,
     RowWrite,
 )
+from tabletdb.storage.reconcile import LiveCell, LiveRow, PartitionData
 from tests.unit.schema.helpers import with_keyspace, with_table
 
 TS = 1_700_000_000_123_456
@@ -197,3 +198,96 @@ def test_timeuuid_is_a_version_one_uuid_at_the_write_time() -> None:
 def test_delta_rows_keep_statement_order() -> None:
     m = _mutation(partition_tombstone=TS - 1, rows=(RowWrite(_ck(1), tombstone=TS),))
     assert [r.operation for r in delta_rows(BASE, m)] == [4, 3]
+
+
+def _images_log(
+    cdc: dict[str, Any], before: PartitionData | None, *mutations: Mutation
+) -> list[dict[str, Any]]:
+    base, log = _tables(cdc)
+    rows = _decoded(log_mutations(base, log, list(mutations), lambda token: STREAM, {_i(1): before}))
+    for r in rows:
+        del r["time"]
+    return rows
+
+
+def _before(*rows: LiveRow, static: LiveRow | None = None) -> PartitionData:
+    return PartitionData(_i(1), token_of(_i(1)), static, rows)
+
+
+def _live(ck: int, *cells: LiveCell, marker: bool = True) -> LiveRow:
+    return LiveRow(_ck(ck), False, (TS - 5, None) if marker else None, cells)
+
+
+def test_preimage_shows_changed_or_all_columns_of_a_live_row() -> None:
+    before = _before(
+        _live(
+            0,
+            LiveCell("v", b"", b"old", TS - 5, None),
+            LiveCell("m", element_path(INT, _i(1)), b"a", TS - 5, None),
+        )
+    )
+    update = _mutation(rows=(RowWrite(_ck(0), cells=(Cell("s", b"", TS, path=element_path(INT, _i(3))),)),))
+    changed = _images_log({"enabled": True, "preimage": True}, before, update)
+    assert changed == [
+        {"seq": 0, "pk": 1, "ck": 0, "cdc$operation": 0, "cdc$deleted_s": True},
+        _one(**{"seq": 1, "cdc$operation": 1, "ck": 0, "s": (3,)}),
+    ]
+    full = _images_log({"enabled": True, "preimage": "full"}, before, update)
+    assert full[0] == {
+        "seq": 0,
+        "pk": 1,
+        "ck": 0,
+        "cdc$operation": 0,
+        "v": "old",
+        "m": ((1, "a"),),
+        "cdc$deleted_s": True,
+    }
+    assert _images_log({"enabled": True, "preimage": True}, None, update) == [
+        _one(**{"cdc$operation": 1, "ck": 0, "s": (3,)})
+    ]  # no live row before: no pre-image
+
+
+def test_postimage_applies_the_write_to_the_row_read() -> None:
+    before = _before(
+        _live(
+            0,
+            LiveCell("v", b"", b"old", TS - 5, None),
+            LiveCell("m", element_path(INT, _i(1)), b"a", TS - 5, None),
+            LiveCell("m", element_path(INT, _i(2)), b"b", TS - 5, None),
+        ),
+        static=LiveRow(b"", True, None, (LiveCell("st", b"", _i(4), TS - 5, None),)),
+    )
+    write = _mutation(
+        rows=(
+            RowWrite(static=True, cells=(Cell("st", _i(5), TS),)),
+            RowWrite(
+                _ck(0),
+                cells=(
+                    Cell("m", None, TS, path=element_path(INT, _i(1))),
+                    Cell("m", b"c", TS, path=element_path(INT, _i(3))),
+                    Cell("v", None, TS),
+                ),
+            ),
+        )
+    )
+    rows = _images_log({"enabled": True, "postimage": True}, before, write)
+    assert [r["cdc$operation"] for r in rows] == [1, 1, 9, 9]
+    assert rows[2] == {"seq": 2, "pk": 1, "cdc$operation": 9, "st": 5}
+    assert rows[3] == {
+        "seq": 3,
+        "pk": 1,
+        "ck": 0,
+        "cdc$operation": 9,
+        "m": ((2, "b"), (3, "c")),
+        "cdc$end_of_batch": True,
+    }
+    deleted = _mutation(rows=(RowWrite(_ck(0), tombstone=TS),))
+    both = {"enabled": True, "preimage": True, "postimage": True}
+    assert [r["cdc$operation"] for r in _images_log(both, before, deleted)] == [0, 3]  # no post-image
+    overwrite = _mutation(partition_tombstone=TS, rows=(RowWrite(_ck(0), cells=(Cell("v", b"new", TS),)),))
+    post = _images_log(both, before, overwrite)[-1]
+    assert (post["cdc$operation"], post.get("m"), post["v"]) == (
+        9,
+        None,
+        "new",
+    )  # the partition delete cleared it
