@@ -90,7 +90,7 @@ def test_one_replica_per_range_over_the_verbs(tmp_path: Path, tablets: bool) -> 
             assert {"data.count", "data.values"} <= verbs  # other nodes' ranges were asked remotely
             # RF=1: a range whose only replica refuses fails the read, naming the table
             cluster.net.refuse.add(raft_id_of(host(1)))
-            with pytest.raises(ReadFailure, match="ks.t"):
+            with pytest.raises(ReadFailure, match=r"ks\.t"):
                 await _short(cluster, 0, "SELECT count(*) FROM ks.t", ONE)
         finally:
             cluster.close()
