@@ -23,6 +23,7 @@ paging state is the general path's, so pages of one query may come from either p
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 
 import msgpack
@@ -32,7 +33,7 @@ from tabletdb.coordinator.range_reads import RangeReads
 from tabletdb.coordinator.rows import PartitionSource
 from tabletdb.cql import codec
 from tabletdb.cql.results import RowsResult
-from tabletdb.cql.types import CqlType, NativeType
+from tabletdb.cql.types import DOUBLE, CqlType, NativeType
 from tabletdb.dht.token import MIN_TOKEN, TokenRange
 from tabletdb.query.select import PAGING_VERSION, SelectPlan, decode_paging_state, plan_of
 from tabletdb.schema.model import TableDef
@@ -47,6 +48,8 @@ from tabletdb.views.index_reads import choose_index
 
 CHUNK = 5000
 """Rows asked of a replica per call when the page (or LIMIT) asks for more, or for everything."""
+CLUSTERING_CACHE = 4096
+"""Decoded clustering keys one page's row builder keeps."""
 COUNTS_IN_FLIGHT = 8
 """Ranges counted at once."""
 
@@ -158,6 +161,8 @@ def _encoder(t: CqlType) -> Encoder | None:
     """None: stored bytes are sent as they are; else decoded and encoded again (``select._value``)."""
     if isinstance(t, NativeType) and t.name in PASS_THROUGH:
         return None
+    if isinstance(t, NativeType) and t.name == "double":
+        return _double
 
     def again(raw: bytes | None) -> bytes | None:
         if raw is None:
@@ -166,6 +171,15 @@ def _encoder(t: CqlType) -> Encoder | None:
         return None if value is None else codec.serialize(t, value)
 
     return again
+
+
+def _double(raw: bytes | None) -> bytes | None:
+    """A double decoded and encoded again is its 8 bytes unchanged (CPython copies IEEE doubles
+    bit for bit, NaN payloads too); only empty or malformed values need the codec."""
+    if raw is None or len(raw) == 8:
+        return raw
+    value = codec.deserialize(DOUBLE, raw)
+    return None if value is None else codec.serialize(DOUBLE, value)
 
 
 async def _scan(
@@ -237,8 +251,14 @@ def _row_builder(
             sources.append((2, list(columns).index(col.name), encoder))
     needs_ck = any(kind == 1 for kind, _, _ in sources)
 
+    @functools.lru_cache(maxsize=CLUSTERING_CACHE)
+    def clustering(ck: bytes) -> list[bytes | None]:
+        """Clustering keys repeat across partitions (every partition's first row, time buckets):
+        their components are decoded once."""
+        return decode_clustering(table, ck)
+
     def build(pk: bytes, ck: bytes, values: tuple[bytes | None, ...]) -> list[bytes | None]:
-        parts = (split_key(table, pk), decode_clustering(table, ck) if needs_ck else [], values)
+        parts = (split_key(table, pk), clustering(ck) if needs_ck else [], values)
         out: list[bytes | None] = []
         for kind, index, encoder in sources:
             raw = parts[kind][index]
