@@ -7,6 +7,10 @@ preferred live replica over ``data.count`` / ``data.values``, the next one if it
 replica counts or builds the page in SQLite (``replica.range_reads``), so neither rows nor
 cells cross the wire or go through Python objects for a count.
 
+A remote replica has ``range_request_timeout_in_ms`` to answer (ReadTimeout otherwise); this
+node's own count has none, as it waits on no one (it runs on worker threads, so the node keeps
+serving meanwhile).
+
 Higher levels are not served here (``serves`` says False): a count must equal what a full read
 at that level returns, and that read compares replicas' data (digests of timestamps and TTLs,
 read repair), which per-replica counts cannot (two replicas can hold as many rows and still
@@ -105,9 +109,9 @@ class RangeReads:
         failed: list[Replica] = []
         for replica in candidates:
             try:
+                if ctx.is_local(replica):  # no wait on anyone: a long count here is work, not silence
+                    return await local()
                 async with asyncio.timeout(timeout):
-                    if ctx.is_local(replica):
-                        return await local()
                     return await ctx.call(replica, verb, [table.id.bytes, request], timeout)
             except TimeoutError:
                 raise ReadTimeout(
