@@ -27,6 +27,7 @@ from typing import Any
 from tabletdb.coordinator.consistency import LOCAL_ONE, NAMES, ONE, ResponseTracker, check_available
 from tabletdb.coordinator.context import Replicas
 from tabletdb.coordinator.placement import Replica, ReplicatedRange
+from tabletdb.coordinator.reads import LOCAL_DAMAGED
 from tabletdb.cql.errors import ReadFailure, ReadTimeout
 from tabletdb.dht.token import TokenRange
 from tabletdb.replica.range_reads import count_rows, live_values
@@ -107,6 +108,7 @@ class RangeReads:
         candidates = [r for r in sorted(alive, key=ctx.prefer) if tracker.counts(r)]
         timeout = ctx.timeouts.range
         failed: list[Replica] = []
+        note = ""
         for replica in candidates:
             try:
                 if ctx.is_local(replica):  # no wait on anyone: a long count here is work, not silence
@@ -126,6 +128,7 @@ class RangeReads:
                 log.info(
                     "%s.%s: this node's replica refused a range read: %s", table.keyspace, table.name, exc
                 )
+                note = LOCAL_DAMAGED
                 failed.append(replica)
             except Exception as exc:
                 log.info(
@@ -138,7 +141,7 @@ class RangeReads:
                 failed.append(replica)
         raise ReadFailure(
             f"Operation failed for {table.keyspace}.{table.name} - received 0 responses and "
-            f"{len(failed)} failures from 1 CL={NAMES.get(cl, cl)}",
+            f"{len(failed)} failures from 1 CL={NAMES.get(cl, cl)}{note}",
             cl,
             0,
             1,
