@@ -151,7 +151,13 @@ def main() -> None:
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
         profile = str(args.profile / "node.prof")
-    figures: dict[str, Any] = {"rows": rows, "per_partition": args.per_partition, "page": args.page}
+    figures: dict[str, Any] = {
+        "benchmark": "scan",
+        "workload": f"{rows} rows, {args.per_partition} per partition, pages of {args.page}, 1 node smp 1",
+        "rows": rows,
+        "per_partition": args.per_partition,
+        "page": args.page,
+    }
     with tabletdb_server(host_octet=HOST_OCTET, profile=profile) as server:
         cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
         workdir = Path(cmdline[cmdline.index(b"--workdir") + 1].decode())
