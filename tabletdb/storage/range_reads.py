@@ -17,7 +17,7 @@ at ``D`` = the later of the partition's and the row's tombstones (NULL: never), 
 A partition with any flag set comes back as one result row without a clustering key and the
 caller reads it with ``PartitionReader`` (the same code the general read uses), so the answers
 equal the general path's by construction there and by the rules above elsewhere
-(``tests/unit/storage/test_range_reads.py`` compares both on random data).
+(``tests/unit/storage/test_storage_range_reads.py`` compares both on random data).
 """
 
 from __future__ import annotations
