@@ -38,6 +38,7 @@ from tabletdb.group0.cluster_state import (
     decode_snapshot,
     encode_snapshot,
 )
+from tabletdb.group0.rack_shape import rack_check
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import (
     JoinCommand,
@@ -49,7 +50,7 @@ from tabletdb.group0.topology import (
     record_to_plain,
 )
 from tabletdb.net.handshake import ClusterAuthority, InternodeEncryption, Location, Me
-from tabletdb.net.rpc import InternodeTls, RemoteError, RpcError, RpcNode
+from tabletdb.net.rpc import InternodeTls, RemoteError, Retry, RpcError, RpcNode
 from tabletdb.node.group0_shell.admission import encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
@@ -126,6 +127,9 @@ class Group0Service:
         directory.mkdir(parents=True, exist_ok=True)
         self.record = record
         self.cluster_name = cluster_name
+        self.rf_rack_valid_keyspaces = False
+        """ScyllaDB's config key: topology requests that would make any tablets keyspace
+        RF-rack-invalid are refused (set by the node's wiring; views/indexes need it always)."""
         self.seeds = seeds
         self.store = DurableLog.open(str(directory))
         self.founder = founds_cluster(record.address, seeds)
@@ -224,7 +228,13 @@ class Group0Service:
         """Queue a topology request (``topology.requests.enqueue``), deciding again while other
         commands move the state on; raises ``RequestRefused`` with the reason it may not be queued."""
         while not await self.submit_topology(
-            enqueue(self._state.topology_state, request, alive, uuid.uuid1())
+            enqueue(
+                self._state.topology_state,
+                request,
+                alive,
+                uuid.uuid1(),
+                rack_check(self._state, self.rf_rack_valid_keyspaces),
+            )
         ):
             await asyncio.sleep(0.05)
 
@@ -360,7 +370,7 @@ class Group0Service:
                 last_error = exc
             if time.monotonic() > deadline:
                 raise JoinRefused(f"could not join through seeds {', '.join(seeds)}: {last_error}")
-            log.info("group0 join attempt failed (%s); retrying", last_error)
+            log.debug("group0 join attempt failed (%s); retrying", last_error)
             await asyncio.sleep(JOIN_RETRY_PAUSE)
         async with asyncio.timeout(JOIN_TIMEOUT):
             await self.driver.read_barrier()
@@ -369,8 +379,15 @@ class Group0Service:
         if not self.driver.is_leader:
             leader = self.driver.raft.leader
             if leader is None:
-                raise RuntimeError("no group0 leader known yet; retry")
-            reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+                raise Retry("no group0 leader known yet; retry")
+            try:
+                reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+            except RemoteError as exc:
+                if "JoinRefused" in str(exc):
+                    raise JoinRefused(str(exc).split("JoinRefused: ", 1)[-1]) from None
+                raise Retry(f"the group0 leader could not admit the node yet: {exc}") from None
+            except RpcError as exc:
+                raise Retry(f"the group0 leader did not answer: {exc}") from None
             return reply
         record = record_from_plain(payload["record"])
         async with self._join_lock:
@@ -392,7 +409,7 @@ class Group0Service:
         async with asyncio.timeout(COMMAND_TIMEOUT):
             while raft_id not in self.driver.conf_state.voters:
                 if not self.driver.is_leader:
-                    raise RuntimeError("lost group0 leadership while adding a voter; retry")
+                    raise Retry("lost group0 leadership while adding a voter; retry")
                 # ConfChangeError: another change is in flight; wait for it to apply, then retry.
                 with contextlib.suppress(ConfChangeError):
                     self.driver.propose_conf_change(change)
