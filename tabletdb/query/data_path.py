@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from tabletdb.coordinator.consistency import LOCAL_SERIAL, ONE, SERIAL
 from tabletdb.coordinator.context import Replicas
 from tabletdb.coordinator.executor import PartitionLocks, ServerClock, WriteExecutor
+from tabletdb.coordinator.range_reads import RangeReads
 from tabletdb.coordinator.reads import ConsistentReads, ReadCoordinator
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import ast
@@ -30,6 +31,7 @@ from tabletdb.paxos.lwt import (
 from tabletdb.paxos.read_modify_write import read_modify_write
 from tabletdb.paxos.rounds import PaxosRounds
 from tabletdb.query.point_select import point_select
+from tabletdb.query.scan_select import scan_select
 from tabletdb.query.select import execute_select
 from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
@@ -92,6 +94,8 @@ class DataPath:
         self._reads = reads
         self._counters = counters
         self._views_of = views_of
+        self._ranges = RangeReads(replicas)
+        """Counts and full scans answered by one replica per range (``query.scan_select``)."""
         self._paxos = paxos
         """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
 
@@ -268,7 +272,11 @@ class DataPath:
         if cl in (SERIAL, LOCAL_SERIAL) and self._paxos is not None:
             await serial_read_barrier(self._paxos, bound, cl)
         source = ConsistentReads(self._reads, cl)
-        return await execute_select(bound, source, self._clock.now_seconds())
+        now = self._clock.now_seconds()
+        scanned = await scan_select(bound, self._ranges, source, cl, now)
+        if scanned is not None:
+            return scanned
+        return await execute_select(bound, source, now)
 
     def select_now(self, bound: BoundSelect, cl: int = ONE) -> RowsResult | None:
         """A first page answered at once from this node's own store (``query.point_select``), or None.

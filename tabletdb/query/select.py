@@ -150,7 +150,7 @@ def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> boo
     return flips.pop()
 
 
-def _decode_state(state: bytes | None) -> tuple[Position | None, int | None, int | None]:
+def decode_paging_state(state: bytes | None) -> tuple[Position | None, int | None, int | None]:
     if not state:
         return None, None, None
     try:
@@ -266,7 +266,7 @@ async def execute_select(select: BoundSelect, source: PartitionSource, now: int)
     limit = None if aggregate else result_limit
     per_partition = select.per_partition_limit()
     reverse = _reverse(stmt, table, r)
-    after, left, part_left = _decode_state(select.paging_state)
+    after, left, part_left = decode_paging_state(select.paging_state)
     if left is not None:
         limit = left
     rows: AsyncGenerator[OutRow, None]

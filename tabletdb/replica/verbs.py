@@ -19,12 +19,15 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.token import TokenRange
 from tabletdb.replica.fencing import check_fence
 from tabletdb.replica.local import LocalReplica
+from tabletdb.replica.range_reads import count_rows, live_values
 from tabletdb.replica.wire import (
     VERB_APPLY,
+    VERB_COUNT,
     VERB_MUTATIONS,
     VERB_READ,
     VERB_SCAN,
     VERB_TRUNCATE,
+    VERB_VALUES,
     digest_of,
     mutations_from_plain,
     mutations_to_plain,
@@ -100,6 +103,8 @@ class ReplicaVerbs:
             VERB_SCAN: self._scan,
             VERB_MUTATIONS: self._mutations,
             VERB_TRUNCATE: self._truncate,
+            VERB_COUNT: self._count,
+            VERB_VALUES: self._values,
         }
 
     async def _table(self, raw_id: bytes) -> TableDef:
@@ -124,6 +129,18 @@ class ReplicaVerbs:
     async def _mutations(self, src: int, payload: list[Any]) -> list[Any]:
         table_id, request = payload
         return export_mutations(self.local, await self._table(table_id), request)
+
+    async def _count(self, src: int, payload: list[Any]) -> int:
+        table_id, (start, end, now) = payload
+        return await count_rows(self.local.stores, await self._table(table_id), TokenRange(start, end), now)
+
+    async def _values(self, src: int, payload: list[Any]) -> list[Any]:
+        table_id, (start, end, now, columns, limit, after) = payload
+        table = await self._table(table_id)
+        rows, nxt = live_values(
+            self.local.stores, table, TokenRange(start, end), now, columns, limit, position_from_plain(after)
+        )
+        return [rows, position_to_plain(nxt)]
 
     async def _truncate(self, src: int, payload: list[Any]) -> None:
         self.local.stores.truncate(await self._table(payload[0]))

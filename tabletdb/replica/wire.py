@@ -34,6 +34,11 @@ VERB_READ = "data.read"
 VERB_SCAN = "data.scan"
 VERB_MUTATIONS = "data.mutations"
 VERB_TRUNCATE = "data.truncate"
+VERB_COUNT = "data.count"
+"""``[start, end, now]`` -> the CQL rows of that range on the replica (``replica.range_reads``)."""
+VERB_VALUES = "data.values"
+"""``[start, end, now, columns, limit, after]`` -> ``[rows, next]``: live rows with the values of
+single-cell columns (``replica.range_reads.live_values``)."""
 
 Plain = list[Any]
 

@@ -52,6 +52,9 @@ class SourceOptions:
     batch_rows: int = DEFAULT_BATCH_ROWS
     writetime_column: str | None = None
     ttl_column: str | None = None
+    pushdown: bool = True
+    """Reading answers Spark's key and clustering filters itself (``spark.pushdown``); needs the
+    session's ``spark.sql.python.filterPushdown.enabled`` (``spark.session`` sets it)."""
 
 
 def _int_option(options: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
@@ -105,7 +108,17 @@ def parse_options(raw: Mapping[str, str]) -> SourceOptions:
         batch_rows=_int_option(options, "batch_rows", DEFAULT_BATCH_ROWS),
         writetime_column=options.get("writetime_column") or None,
         ttl_column=options.get("ttl_column") or None,
+        pushdown=_bool_option(options, "pushdown", True),
     )
+
+
+def _bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
+    text = options.get(name)
+    if text is None:
+        return default
+    if text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
+    raise OptionError(f"option {name} must be true or false, got {text!r}")
 
 
 # --- sessions -------------------------------------------------------------------------------------

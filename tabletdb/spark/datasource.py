@@ -4,42 +4,41 @@ Options (strings, names case-insensitive):
   hosts (required, comma-separated), port (9042), username, password,
   table (`ks.t`, or `table` with `keyspace`), consistency (LOCAL_QUORUM),
   page_size (1000 rows per page when reading), columns (comma-separated subset to read),
-  token_range (`start,end`: read only tokens in `(start, end]`),
+  token_range (`start,end`: read only tokens in `(start, end]`), pushdown (true: `=`/`IN` on
+  the partition key and clustering slices answered by the reader, `spark.pushdown`; needs the
+  session's `spark.sql.python.filterPushdown.enabled`, which `spark.session` sets),
   concurrency (256 writes in flight per task), batch_rows (2000 rows grouped by tablet per round),
   writetime_column / ttl_column (DataFrame columns holding each row's USING TIMESTAMP / TTL).
 
-Reading makes one input partition per tablet (per vnode range for vnode tables), each a paged
-`token(pk) > ? AND token(pk) <= ?` scan; the Spark schema is `schema_map.spark_schema` of the
-table. Writing appends (no overwrite): see `writer`.
+Reading (`spark.reading`) makes one input partition per tablet (per vnode range for vnode
+tables), each a paged `token(pk) > ? AND token(pk) <= ?` scan, or groups of pushed-down partition
+keys, and hands pages over as Arrow batches; the Spark schema is `schema_map.spark_schema` of
+the table. Writing appends (no overwrite): see `writer`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceWriter,
-    InputPartition,
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
 
-from tabletdb.cql.identifiers import quote_identifier
 from tabletdb.spark.connection import (
     SourceOptions,
     fetch_ring_tokens,
     fetch_table_schema,
     fetch_tablet_last_tokens,
     parse_options,
-    qualified,
     session_for,
 )
-from tabletdb.spark.ranges import ScanPlan, plan_scans, ring_ranges, tablet_ranges
-from tabletdb.spark.schema_map import Column, TableSchema, spark_schema
-from tabletdb.spark.values import to_spark
+from tabletdb.spark.reading import PushdownReader, TabletdbReader
+from tabletdb.spark.schema_map import TableSchema, spark_schema
 from tabletdb.spark.writer import WritePlan, write_rows
 
 SOURCE_NAME = "tabletdb"
@@ -61,7 +60,8 @@ class TabletdbDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts, table = self._load()
-        return TabletdbReader(opts, table, table.select(schema.fieldNames() or opts.columns))
+        columns = table.select(schema.fieldNames() or opts.columns)
+        return (PushdownReader if opts.pushdown else TabletdbReader)(opts, table, columns)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:
@@ -76,46 +76,6 @@ class TabletdbDataSource(DataSource):
         plan = WritePlan(opts, table, tuple(schema.fieldNames()), tuple(last_tokens))
         plan.check()
         return TabletdbWriter(plan)
-
-
-class ScanPartition(InputPartition):
-    def __init__(self, plan: ScanPlan) -> None:
-        super().__init__(plan)
-        self.plan = plan
-
-
-class TabletdbReader(DataSourceReader):
-    def __init__(self, opts: SourceOptions, table: TableSchema, columns: Sequence[Column]) -> None:
-        self.opts = opts
-        self.table = table
-        self.columns = tuple(columns)
-
-    def partitions(self) -> Sequence[InputPartition]:
-        session = session_for(self.opts.connect)
-        last_tokens = fetch_tablet_last_tokens(session, self.table.table_id)
-        ranges = tablet_ranges(last_tokens) if last_tokens else ring_ranges(fetch_ring_tokens(session))
-        return [ScanPartition(p) for p in plan_scans(ranges, self.opts.token_range)]
-
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        assert isinstance(partition, ScanPartition)
-        from cassandra import ConsistencyLevel
-
-        session = session_for(self.opts.connect)
-        statement = session.prepare(scan_cql(self.table, self.columns))
-        statement.consistency_level = ConsistencyLevel.name_to_value[self.opts.consistency]
-        statement.fetch_size = self.opts.page_size
-        types = [c.cql_type for c in self.columns]
-        for start, end in partition.plan.ranges:
-            for row in session.execute(statement, (start, end)):
-                yield tuple(to_spark(t, v) for t, v in zip(types, row))
-
-
-def scan_cql(table: TableSchema, columns: Sequence[Column]) -> str:
-    token = f"token({', '.join(quote_identifier(c.name) for c in table.partition_key)})"
-    selected = ", ".join(quote_identifier(c.name) for c in columns)
-    return (
-        f"SELECT {selected} FROM {qualified(table.keyspace, table.table)} WHERE {token} > ? AND {token} <= ?"
-    )
 
 
 class WriteResult(WriterCommitMessage):

@@ -20,6 +20,9 @@ _QUIET_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
+    # the data source's reader takes Spark's key and clustering filters (spark.pushdown); Spark
+    # refuses such a reader unless this is on
+    "spark.sql.python.filterPushdown.enabled": "true",
 }
 
 

@@ -187,7 +187,7 @@ class PartitionReader:
         static_row = self._static_row() if include_static and self.flags & HAS_STATIC else None
         rows: list[LiveRow] = []
         if limit is None or limit > 0:
-            regular = self._regular_rows(slice_, reverse)
+            regular = self.regular_rows(slice_, reverse)
             for row in regular:
                 rows.append(row)
                 if limit is not None and len(rows) >= limit:
@@ -196,6 +196,14 @@ class PartitionReader:
         if static_row is None and not rows:
             return None
         return PartitionData(self.pk, self.token, static_row, tuple(rows))
+
+    def count(self) -> int:
+        """CQL rows of the whole partition as a full scan counts them: its live regular rows, or
+        1 when only its static row is live (``PartitionData.row_count``)."""
+        live = sum(1 for _ in self.regular_rows(FULL_SLICE, False))
+        if live == 0 and self.flags & HAS_STATIC and self._static_row() is not None:
+            return 1
+        return live
 
     def _static_row(self) -> LiveRow | None:
         cells = self.conn.execute(
@@ -219,7 +227,7 @@ class PartitionReader:
             out.setdefault(ck, {})[col] = ts
         return out
 
-    def _regular_rows(self, slice_: ClusteringSlice, reverse: bool) -> Generator[LiveRow, None, None]:
+    def regular_rows(self, slice_: ClusteringSlice, reverse: bool) -> Generator[LiveRow, None, None]:
         collection_tombs = self._collection_tombstones(REGULAR_KIND, slice_)
         condition, params = slice_condition(slice_, "r.ck")
         sql = _rows_sql.get((condition, reverse))

@@ -33,6 +33,7 @@ from tabletdb.storage.deferred_rows import DeferredRows
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.image_merge import SOURCE, merge_attached
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
+from tabletdb.storage.range_reads import ValuesRow, count_live_rows, live_rows
 from tabletdb.storage.read_path import PartitionReader, read_row_cells, read_simple_partition
 from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.sqlite_schema import DDL, SCHEMA_VERSION
@@ -435,6 +436,61 @@ class TabletStore:
                 sql += f" AND (token, pk) {op} (?, ?)"
                 params += [after.token, after.partition_key]
             yield from self._conn.execute(sql + " ORDER BY token, pk", params)
+
+    def count_live(self, token_range: TokenRange, now: int) -> int:
+        """CQL rows of the range as a full scan would return them, counted inside SQLite
+        (``range_reads.count_live_rows``), on the reading connection (owner thread)."""
+        return self.counter()(token_range, now)
+
+    def counter(self) -> Callable[[TokenRange, int], int]:
+        """``count_live`` in two halves: this call (owner thread) refuses an unserved file and
+        writes the deferred rows; the function it returns counts on a connection of its own and
+        may run on any thread, so a count of millions of rows need not hold the event loop."""
+        self._refuse_unserved()
+        self.write_deferred()
+
+        def count(token_range: TokenRange, now: int) -> int:
+            with self._damage_reported():
+                conn = self._conn if self.in_memory else self._connect()
+                try:
+                    return sum(count_live_rows(conn, p.start, p.end, now) for p in token_range.unwrap())
+                finally:
+                    if conn is not self._conn:
+                        conn.close()
+
+        return count
+
+    def live_values(
+        self,
+        token_range: TokenRange,
+        now: int,
+        columns: Sequence[str],
+        *,
+        limit: int,
+        after: ScanPosition | None = None,
+    ) -> tuple[list[ValuesRow], ScanPosition | None]:
+        """Up to ``limit`` live regular rows of the range after ``after`` with the live values of
+        single-cell ``columns`` (``range_reads.live_rows``), and where to resume (None: the range
+        is exhausted). For tables without static columns: static rows are not returned."""
+        if limit < 1:
+            raise ValueError(f"scan limit must be at least 1, got {limit}")
+        self._refuse_unserved()
+        self.write_deferred()
+        resume = None if after is None else (after.token, after.partition_key, after.clustering)
+        out: list[ValuesRow] = []
+        with self._damage_reported():
+            for piece in token_range.unwrap():
+                if resume is not None and piece.end < resume[0]:
+                    continue
+                rows = live_rows(self._conn, piece.start, piece.end, now, columns, resume)
+                try:
+                    for row in rows:
+                        out.append(row)
+                        if len(out) >= limit:
+                            return out, ScanPosition(row[0], row[1], row[2])
+                finally:
+                    rows.close()
+        return out, None
 
     def partition_mutations(self, partition_key: bytes) -> list[Mutation]:
         """Everything stored for one partition, tombstones included (read repair, Paxos)."""
