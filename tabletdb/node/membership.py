@@ -242,7 +242,7 @@ class ClusterMember:
             stream=stream,
             cleanup=cleanup,
             submit=group0.submit_topology,
-            tidy=group0.remove_left_voters,
+            tidy=group0.reconcile_voters,
         )
 
     async def stop(self) -> None:
