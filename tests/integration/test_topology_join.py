@@ -144,3 +144,46 @@ def test_sixteen_processes_started_at_once_all_reach_normal(node_factory: NodeFa
         assert len(states) == 16 and set(states.values()) == {"normal"}, states
         members = run(s, "SELECT server_id, can_vote FROM system.raft_state", "ONE")
         assert len(members) == 16 and all(r.can_vote for r in members), members
+
+
+@pytest.mark.slow
+def test_a_join_that_needs_a_dead_node_is_rolled_back_and_the_joiner_exits(node_factory: NodeFactory) -> None:
+    """A node the join would stream from stays down past the coordinator's rollback delay
+    (30 s): every move is reverted, the joiner becomes `left`, and its start ends with one
+    line naming the reason and a non-zero exit; the cluster is as before."""
+    nodes = node_factory.start_cluster(3, options=OPTIONS)
+    with pinned(nodes[0]) as s:
+        run(s, KEYSPACE, "ONE")
+        run(s, "CREATE TABLE jk.t (k int PRIMARY KEY, v text)", "ONE")
+        for k in range(ROWS):
+            run(s, "INSERT INTO jk.t (k, v) VALUES (%s, %s)", "QUORUM", (k, f"v{k}"))
+        before = sorted(run(s, "SELECT last_token, replicas, stage FROM system.tablets", "ONE"))
+    nodes[2].kill()  # every join here takes replicas from each of the three nodes
+    joiner = node_factory.create(seeds=[nodes[0].host], options=OPTIONS)
+    joiner.start(wait=False)
+    wait_for_exit(joiner, 240)
+    tail = joiner.log_tail()
+    assert joiner.process.returncode == 1 and "Traceback" not in tail, tail
+    assert (
+        "cannot join the cluster" in tail and "rolled back" in tail and "wipe its data directory" in tail
+    ), tail
+    with pinned(nodes[0]) as s:
+        states = node_states(s)
+        assert sorted(states.values()) == ["left", "normal", "normal", "normal"], states
+        assert sorted(run(s, "SELECT last_token, replicas, stage FROM system.tablets", "ONE")) == before
+        (request,) = [
+            r
+            for r in run(s, "SELECT request_type, done, error FROM system.topology_requests", "ONE")
+            if r.error
+        ]
+        assert request.request_type == "join" and "rolled back" in request.error
+        assert rows(s, "QUORUM") == {(k, f"v{k}") for k in range(ROWS)}
+
+
+def wait_for_exit(node: TestNode, seconds: float) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while node.running and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not node.running, f"{node!r} still running after {seconds} s:\n{node.log_tail()}"
