@@ -69,13 +69,14 @@ class TestNode:
         smp: int | None = None,
         options: Mapping[str, object] | None = None,
         cql_ssl: ssl.SSLContext | None = None,
+        log_level: str = "INFO",
     ) -> None:
         """`cql_ssl`: the client context readiness is probed with (the node serves CQL over TLS)."""
         self.endpoints = endpoints
         self.cql_ssl = cql_ssl
         self.workdir = workdir
         self.seeds = list(seeds)
-        argv = server_argv(endpoints, workdir, seeds, smp, options)
+        argv = server_argv(endpoints, workdir, seeds, smp, options, log_level)
         log = workdir.parent / f"{workdir.name}.log"
         repo_root = Path(__file__).resolve().parents[2]
         self.process = ManagedProcess(
@@ -164,10 +165,11 @@ class NodeFactory:
         smp: int | None = None,
         options: Mapping[str, object] | None = None,
         cql_ssl: ssl.SSLContext | None = None,
+        log_level: str = "INFO",
     ) -> TestNode:
         endpoints = self.allocator.allocate()
         workdir = self.base_dir / f"node-{endpoints.address}"
-        node = TestNode(endpoints, workdir, seeds, smp, options, cql_ssl)
+        node = TestNode(endpoints, workdir, seeds, smp, options, cql_ssl, log_level)
         self.nodes.append(node)
         return node
 
@@ -182,16 +184,28 @@ class NodeFactory:
         return node
 
     def start_cluster(
-        self, size: int, smp: int | None = None, options: Mapping[str, object] | None = None
+        self,
+        size: int,
+        smp: int | None = None,
+        options: Mapping[str, object] | None = None,
+        racks: Sequence[str] | None = None,
     ) -> list[TestNode]:
-        """The first node seeds a new cluster; the others join one at a time, like Scylla's rule."""
+        """The first node seeds a new cluster; the others join one at a time, like Scylla's rule.
+
+        ``racks``: each node's rack, in order (a tablets keyspace with views must have RF = racks)."""
         if size < 1:
             raise ValueError(f"cluster size must be >= 1, got {size}")
-        first = self.create(smp=smp, options=options)
+        if racks is not None and len(racks) != size:
+            raise ValueError(f"{size} nodes need {size} racks, got {list(racks)}")
+
+        def node_options(i: int) -> Mapping[str, object] | None:
+            return options if racks is None else {**(options or {}), "rack": racks[i]}
+
+        first = self.create(smp=smp, options=node_options(0))
         first.start()
         nodes = [first]
-        for _ in range(size - 1):
-            node = self.create(seeds=[first.host], smp=smp, options=options)
+        for i in range(1, size):
+            node = self.create(seeds=[first.host], smp=smp, options=node_options(i))
             node.start()
             nodes.append(node)
         return nodes

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.topology import JoinRefused, raft_id_of
+from tabletdb.net.rpc import Retry
 from tabletdb.node.group0_shell.raft import RaftDriver
 from tabletdb.raft.errors import ConfChangeError, ProposalDroppedError
 from tabletdb.raft.types import ConfChange, ConfChangeSingle, ConfChangeType, ConfState
@@ -89,7 +90,7 @@ async def add_to_group(driver: RaftDriver, raft_id: int, as_voter: bool, timeout
     async with asyncio.timeout(timeout):
         while not done():
             if not driver.is_leader:
-                raise RuntimeError("lost group0 leadership while adding a member; retry")
+                raise Retry("lost group0 leadership while adding a member; retry")
             # ConfChangeError: another change is in flight; wait for it to apply, then retry.
             with contextlib.suppress(ConfChangeError):
                 driver.propose_conf_change(change)

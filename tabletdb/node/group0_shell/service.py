@@ -38,6 +38,7 @@ from tabletdb.group0.cluster_state import (
     decode_snapshot,
     encode_snapshot,
 )
+from tabletdb.group0.rack_shape import join_rack_error, rack_check
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import (
     JoinCommand,
@@ -49,7 +50,7 @@ from tabletdb.group0.topology import (
     record_to_plain,
 )
 from tabletdb.net.handshake import ClusterAuthority, InternodeEncryption, Location, Me
-from tabletdb.net.rpc import InternodeTls, RemoteError, RpcError, RpcNode
+from tabletdb.net.rpc import InternodeTls, RemoteError, Retry, RpcError, RpcNode
 from tabletdb.node.group0_shell.admission import encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
@@ -127,6 +128,9 @@ class Group0Service:
         directory.mkdir(parents=True, exist_ok=True)
         self.record = record
         self.cluster_name = cluster_name
+        self.rf_rack_valid_keyspaces = False
+        """ScyllaDB's config key: topology requests that would make any tablets keyspace
+        RF-rack-invalid are refused (set by the node's wiring; views/indexes need it always)."""
         self.seeds = seeds
         self.store = DurableLog.open(str(directory))
         self.founder = founds_cluster(record.address, seeds)
@@ -225,7 +229,13 @@ class Group0Service:
         """Queue a topology request (``topology.requests.enqueue``), deciding again while other
         commands move the state on; raises ``RequestRefused`` with the reason it may not be queued."""
         while not await self.submit_topology(
-            enqueue(self._state.topology_state, request, alive, uuid.uuid1())
+            enqueue(
+                self._state.topology_state,
+                request,
+                alive,
+                uuid.uuid1(),
+                rack_check(self._state, self.rf_rack_valid_keyspaces),
+            )
         ):
             await asyncio.sleep(0.05)
 
@@ -353,7 +363,7 @@ class Group0Service:
                 last_error = exc
             if time.monotonic() > deadline:
                 raise JoinRefused(f"could not join through seeds {', '.join(seeds)}: {last_error}")
-            log.info("group0 join attempt failed (%s); retrying", last_error)
+            log.debug("group0 join attempt failed (%s); retrying", last_error)
             await asyncio.sleep(JOIN_RETRY_PAUSE)
         async with asyncio.timeout(JOIN_TIMEOUT):
             await self.driver.read_barrier()
@@ -362,8 +372,15 @@ class Group0Service:
         if not self.driver.is_leader:
             leader = self.driver.raft.leader
             if leader is None:
-                raise RuntimeError("no group0 leader known yet; retry")
-            reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+                raise Retry("no group0 leader known yet; retry")
+            try:
+                reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+            except RemoteError as exc:
+                if "JoinRefused" in str(exc):
+                    raise JoinRefused(str(exc).split("JoinRefused: ", 1)[-1]) from None
+                raise Retry(f"the group0 leader could not admit the node yet: {exc}") from None
+            except RpcError as exc:
+                raise Retry(f"the group0 leader did not answer: {exc}") from None
             return reply
         record = record_from_plain(payload["record"])
         async with self._join_lock:
@@ -371,6 +388,10 @@ class Group0Service:
             if self._state.topology_state.state_of(record.host_id) is NodeState.LEFT:
                 raise JoinRefused(left_message(record.host_id))
             check_join(self._state.topology, payload["cluster_name"], record)
+            if record.host_id not in self._state.topology.members:  # a new node: its join's admission
+                broken = join_rack_error(self._state, record, self.rf_rack_valid_keyspaces)
+                if broken is not None:
+                    raise JoinRefused(broken)
             if self._state.topology.members.get(record.host_id) != record:
                 (applied,) = await self._submit(JoinCommand(uuid.uuid1(), payload["cluster_name"], record))
                 if not applied.took_effect:
