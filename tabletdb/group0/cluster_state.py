@@ -29,7 +29,8 @@ from tabletdb.group0.topology import (
 )
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
 from tabletdb.topology.commands import TopologyCommand, apply_command, command_from_plain, command_to_plain
-from tabletdb.topology.state import TopologyState, TopoNode, state_from_plain, state_to_plain
+from tabletdb.topology.requests import admit_member
+from tabletdb.topology.state import TopologyState, state_from_plain, state_to_plain
 from tabletdb.topology.states import NodeState
 
 ENTRY_FORMAT = 1
@@ -127,21 +128,11 @@ def _apply_one(
     topology, ok = apply_join(state.topology, entry)
     joined = entry.record if ok and not known else None
     topology_state = state.topology_state
-    if joined is not None and joined.host_id not in topology_state.nodes:
-        topology_state = _admitted_as_normal(topology_state, joined.host_id, entry.command_id)
+    if joined is not None:
+        topology_state = admit_member(topology_state, joined.host_id, entry.command_id)
     return replace(state, topology=topology, topology_state=topology_state), Applied(
         entry.command_id, ok, joined=joined
     )
-
-
-def _admitted_as_normal(
-    topology_state: TopologyState, host_id: uuid.UUID, command_id: uuid.UUID
-) -> TopologyState:
-    """A member admitted by a join command owns data at once (that is how nodes join until the
-    coordinator's shell drives bootstrap); its state-machine record says so. The topology state
-    id moves to the join's id, so a coordinator step decided before the join goes stale instead
-    of overwriting the new record with a value that lacks it."""
-    return replace(topology_state.with_node(TopoNode(host_id, NodeState.NORMAL)), state_id=command_id)
 
 
 def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterState, Applied]:

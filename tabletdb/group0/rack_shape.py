@@ -8,12 +8,15 @@ are no members; that is ScyllaDB's "token-owning nodes".
 
 from __future__ import annotations
 
+import uuid
+
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.group0.topology import NodeRecord
 from tabletdb.schema.rack_rules import ClusterShape
 from tabletdb.topology.rack_admission import rack_change_error
 from tabletdb.topology.requests import RackCheck
 from tabletdb.topology.state import Request
-from tabletdb.topology.states import NodeState
+from tabletdb.topology.states import NodeState, RequestKind
 
 
 def token_owners_shape(cluster: ClusterState) -> ClusterShape:
@@ -30,13 +33,8 @@ def rack_check(cluster: ClusterState, rf_rack_valid_keyspaces: bool) -> RackChec
     """The admission predicate of topology requests on ``cluster`` (``topology.rack_admission``):
     token owners' locations and the catalog from group0, the joiner's location from its member
     record when it has one."""
-    nodes = cluster.topology_state.nodes
     members = cluster.topology.members
-    owners = {
-        host: (record.datacenter, record.rack)
-        for host, record in members.items()
-        if host not in nodes or nodes[host].state is NodeState.NORMAL
-    }
+    owners = _owners(cluster)
 
     def check(request: Request) -> str | None:
         record = members.get(request.host_id)
@@ -47,3 +45,27 @@ def rack_check(cluster: ClusterState, rf_rack_valid_keyspaces: bool) -> RackChec
         )
 
     return check
+
+
+def _owners(cluster: ClusterState) -> dict[uuid.UUID, tuple[str, str]]:
+    nodes = cluster.topology_state.nodes
+    return {
+        host: (record.datacenter, record.rack)
+        for host, record in cluster.topology.members.items()
+        if host not in nodes or nodes[host].state is NodeState.NORMAL
+    }
+
+
+def join_rack_error(cluster: ClusterState, record: NodeRecord, rf_rack_valid_keyspaces: bool) -> str | None:
+    """Why admitting ``record`` as a new member would break a keyspace's rack rules, or None.
+
+    The group0 leader asks this before it records a new member: the same entry queues the node's
+    `join` request (``topology.requests.admit_member``), so this is that request's admission."""
+    return rack_change_error(
+        cluster.metadata.catalog,
+        _owners(cluster),
+        RequestKind.JOIN,
+        record.host_id,
+        (record.datacenter, record.rack),
+        rf_rack_valid_keyspaces,
+    )

@@ -31,6 +31,7 @@ from tabletdb.group0.tablets_state import (
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.schema.mutations import Mutation, PutTable
 from tabletdb.tablets.count import SizingConfig
+from tabletdb.topology.states import NodeState
 
 Member = tuple[uuid.UUID, str, str, int]
 """(host id, datacenter, rack, shard count) of a node tablets can be placed on."""
@@ -59,8 +60,15 @@ class TabletPlanner:
         return plan_tablet_changes(metadata.catalog, after, metadata.tablets, nodes, self._sizing)
 
     def _members(self, cluster: ClusterState) -> Sequence[Member]:
+        """Normal members only: a node still joining (or leaving) gets tablets by migration, or
+        loses them, through the topology coordinator; a replica placed on it now could be lost
+        with a rolled-back join, or left behind by a decommission planned before the table. (A member
+        without a state-machine record predates it and counts as normal.)"""
+        topology = cluster.topology_state
         members = [
-            (r.host_id, r.datacenter, r.rack, r.shard_count) for r in cluster.topology.members.values()
+            (r.host_id, r.datacenter, r.rack, r.shard_count)
+            for r in cluster.topology.members.values()
+            if r.host_id not in topology.nodes or topology.state_of(r.host_id) is NodeState.NORMAL
         ]
         # The founder's first DDL can precede its own join record.
         return members or [self._this_node]

@@ -406,6 +406,9 @@ class RpcNode:
             except Retry as exc:
                 log.debug("node %s: %s from node %s: %s", self.node_id, verb, src, exc)
                 reply = [Kind.ERROR, msg_id, verb, self.node_id, f"{type(exc).__name__}: {exc}"]
+            except RpcError as exc:  # a node the handler asked in turn failed: expected, no traceback
+                log.info("node %s: handler for %s from node %s failed: %s", self.node_id, verb, src, exc)
+                reply = [Kind.ERROR, msg_id, verb, self.node_id, f"{type(exc).__name__}: {exc}"]
             except Exception as exc:
                 log.exception("node %s: handler for %s from node %s failed", self.node_id, verb, src)
                 reply = [Kind.ERROR, msg_id, verb, self.node_id, f"{type(exc).__name__}: {exc}"]

@@ -254,7 +254,7 @@ class ClusterMember:
             return await streaming.cleanup(raft_id_of(t.replica.host), table_id, tablet_id, t.replica.shard)
 
         async def tidy() -> None:
-            await group0.remove_left_voters()
+            await group0.reconcile_voters()  # normal learners vote, nodes that left are dropped
             await keep_cdc_generation(group0)  # a ring that changed gets its CDC generation
 
         return TopologyIo(

@@ -14,6 +14,8 @@ A node asking itself runs the handler directly (no RPC to self).
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.tablet_images import copy_tablet, drop_tablet, install_tablet
 from tabletdb.replica.verbs import TableOf, wait_for_table
 from tabletdb.storage.tablet_store import StorageError
+
+log = logging.getLogger(__name__)
 
 VERB_TABLET_COPY = "tablet.copy"
 VERB_TABLET_STREAM = "tablet.stream"
@@ -95,6 +99,7 @@ class TabletStreaming:
         table = await wait_for_table(self.table_of, raw_id)
         modes: list[str] = []
         for source in sources:
+            started = time.monotonic()
             request = [raw_id, tablet_id]
             if source == self.rpc.node_id:
                 image = await self._copy(source, request)
@@ -109,6 +114,15 @@ class TabletStreaming:
                 modes.append(await install_tablet(self.storage, table, tablet_id, staging))
             finally:
                 staging.unlink(missing_ok=True)
+            log.info(
+                "tablet streamed table=%s tablet=%d source=%d bytes=%d mode=%s ms=%.0f",
+                table.id,
+                tablet_id,
+                source,
+                len(image),
+                modes[-1],
+                (time.monotonic() - started) * 1000,
+            )
         return modes
 
     async def _cleanup(self, src: int, payload: list[Any]) -> bool:

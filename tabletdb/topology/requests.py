@@ -114,3 +114,34 @@ def enqueue(
     return TopologyCommand(
         topology.state_id, after, reason=f"queue {request.kind.value} of {request.host_id}"
     )
+
+
+def admit_member(topology: TopologyState, host_id: uuid.UUID, request_id: uuid.UUID) -> TopologyState:
+    """The topology once group0 admitted a new member (its address and tokens recorded).
+
+    The first node of a cluster is `normal` at once: there is nobody to take data from. Any other
+    new node gets a queued `join` request (state `none` until the coordinator starts it, then
+    `bootstrapping`) and becomes `normal` only when the coordinator has moved its share of tablet
+    replicas onto it. Deterministic: every node applies the same admission to the same state, and
+    the state id becomes `request_id`, so a coordinator step decided before it goes stale.
+    """
+    if host_id in topology.nodes:
+        return topology
+    if not topology.normal_nodes():
+        return replace(topology.with_node(TopoNode(host_id, NodeState.NORMAL)), state_id=request_id)
+    return enqueue(topology, Request(request_id, RequestKind.JOIN, host_id), frozenset(), request_id).topology
+
+
+def join_outcome(topology: TopologyState, host_id: uuid.UUID) -> str | None:
+    """How this node's join stands: None while it is queued or bootstrapping, "" once it is
+    `normal`, otherwise the reason it will never be (rolled back, refused, or it left)."""
+    state = topology.state_of(host_id)
+    if state is NodeState.NORMAL:
+        return ""
+    if state is NodeState.LEFT:
+        ended = [r for r in topology.results if r.request.host_id == host_id and r.error]
+        why = ended[-1].error if ended else f"node {host_id} left the cluster"
+        return f"{why}; wipe its data directory to start it again as a new node with a new host id"
+    if state in (NodeState.NONE, NodeState.BOOTSTRAPPING):
+        return None
+    return f"node {host_id} is {state.value}, so it cannot finish joining"

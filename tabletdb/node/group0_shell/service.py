@@ -9,14 +9,14 @@ Formation: a node whose seeds are only itself (or none) founds a cluster: its fr
 bootstrapped with itself as the only voter and it registers itself in the topology. Any other
 node with a fresh log asks a seed to join; the seed forwards to the leader, which checks the
 cluster name and the enabled features, records the node in the topology (so every member learns
-its address) and then adds it as a Raft voter. A restarted node just replays its log (or
-snapshot) and catches up from the leader.
+its address, and its `join` request is queued) and then adds it as a Raft learner. Its start
+returns once the topology coordinator made it normal and a voter (``joining``). A restarted
+node just replays its log (or snapshot) and catches up from the leader.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
 import time
@@ -38,7 +38,7 @@ from tabletdb.group0.cluster_state import (
     decode_snapshot,
     encode_snapshot,
 )
-from tabletdb.group0.rack_shape import rack_check
+from tabletdb.group0.rack_shape import join_rack_error, rack_check
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import (
     JoinCommand,
@@ -54,14 +54,15 @@ from tabletdb.net.rpc import InternodeTls, RemoteError, Retry, RpcError, RpcNode
 from tabletdb.node.group0_shell.admission import encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
+from tabletdb.node.group0_shell.joining import add_to_group, reconcile_voters, wait_joined
 from tabletdb.node.group0_shell.peer_view import TopologyView
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
 from tabletdb.node.group0_shell.topology_rpc import TopologyBarrier
 from tabletdb.node.group0_shell.versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
-from tabletdb.raft.errors import ConfChangeError, NotLeaderError
+from tabletdb.raft.errors import NotLeaderError
 from tabletdb.raft.storage import DurableLog
-from tabletdb.raft.types import ConfChange, ConfChangeSingle, ConfChangeType, ConfState, Entry, Snapshot
+from tabletdb.raft.types import ConfState, Entry, Snapshot
 from tabletdb.schema.catalog_diff import catalog_events
 from tabletdb.schema.ddl_common import DdlOutcome, SchemaChangeEvent
 from tabletdb.schema.model import Catalog
@@ -246,19 +247,10 @@ class Group0Service:
                     return result
             await self.driver.changed()
 
-    async def remove_left_voters(self) -> None:
-        """On the leader: drop from the Raft configuration every voter whose node has left."""
-        topology = self._state.topology_state
-        for host_id, node in topology.nodes.items():
-            raft_id = raft_id_of(host_id)
-            if node.state is NodeState.LEFT and raft_id in self.driver.conf_state.voters:
-                if raft_id == self.record.raft_id or not self.driver.is_leader:
-                    continue  # a leader does not remove itself; the next one will
-                log.info("group0 removing voter of node that left host_id=%s", host_id)
-                with contextlib.suppress(ConfChangeError):
-                    self.driver.propose_conf_change(
-                        ConfChange((ConfChangeSingle(ConfChangeType.REMOVE, raft_id),))
-                    )
+    async def reconcile_voters(self) -> None:
+        """On the leader: one step of bringing the Raft configuration in line with the topology
+        (drop nodes that left, promote normal learners to voters; ``joining``)."""
+        reconcile_voters(self._state, self.driver, self.record.raft_id)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -283,6 +275,7 @@ class Group0Service:
             await self._register_self()
         else:
             await self._join_via_seeds()
+        await wait_joined(lambda: self._state, self.driver, self.record.host_id)
         log.info("group0 member host_id=%s raft_id=%d", self.record.host_id, self.record.raft_id)
 
     async def stop(self) -> None:
@@ -341,7 +334,7 @@ class Group0Service:
         async with asyncio.timeout(JOIN_TIMEOUT):
             await self.driver.read_barrier()
             check_join(self._state.topology, self.cluster_name, self.record)
-            (applied,) = await self._submit(JoinCommand(uuid.uuid4(), self.cluster_name, self.record))
+            (applied,) = await self._submit(JoinCommand(uuid.uuid1(), self.cluster_name, self.record))
         if not applied.took_effect:
             raise JoinRefused(f"node {self.record.host_id}: refused when its registration was applied")
 
@@ -395,30 +388,21 @@ class Group0Service:
             if self._state.topology_state.state_of(record.host_id) is NodeState.LEFT:
                 raise JoinRefused(left_message(record.host_id))
             check_join(self._state.topology, payload["cluster_name"], record)
+            if record.host_id not in self._state.topology.members:  # a new node: its join's admission
+                broken = join_rack_error(self._state, record, self.rf_rack_valid_keyspaces)
+                if broken is not None:
+                    raise JoinRefused(broken)
             if self._state.topology.members.get(record.host_id) != record:
-                (applied,) = await self._submit(JoinCommand(uuid.uuid4(), payload["cluster_name"], record))
+                (applied,) = await self._submit(JoinCommand(uuid.uuid1(), payload["cluster_name"], record))
                 if not applied.took_effect:
                     raise JoinRefused(f"node {record.host_id}: refused when its join was applied")
-            await self._add_voter(record.raft_id)
+            # Voter at once only if it is normal already (the founder, a known member asking
+            # again); a new node is a learner until its join request made it normal.
+            normal = self._state.topology_state.state_of(record.host_id) is NodeState.NORMAL
+            await add_to_group(self.driver, record.raft_id, normal, COMMAND_TIMEOUT)
         log.info("group0 admitted host_id=%s address=%s", record.host_id, record.address)
         members = [[r.raft_id, r.address, r.storage_port] for r in self._state.topology.members.values()]
         return {"leader": self.record.raft_id, "members": members}
-
-    async def _add_voter(self, raft_id: int) -> None:
-        change = ConfChange((ConfChangeSingle(ConfChangeType.ADD_VOTER, raft_id),))
-        async with asyncio.timeout(COMMAND_TIMEOUT):
-            while raft_id not in self.driver.conf_state.voters:
-                if not self.driver.is_leader:
-                    raise Retry("lost group0 leadership while adding a voter; retry")
-                # ConfChangeError: another change is in flight; wait for it to apply, then retry.
-                with contextlib.suppress(ConfChangeError):
-                    self.driver.propose_conf_change(change)
-                try:
-                    async with asyncio.timeout(1.0):
-                        while raft_id not in self.driver.conf_state.voters:
-                            await self.driver.changed()
-                except TimeoutError:
-                    continue
 
     # --- proposing and applying ------------------------------------------------------------------
 

@@ -53,7 +53,8 @@ class TopologyIo:
     submit: Callable[[TopologyCommand], Awaitable[object]]
     """Propose through group0; returns once this node applied it (took effect or not)."""
     tidy: Callable[[], Awaitable[None]] | None = None
-    """Run when there is nothing to step on (the node drops voters of nodes that left)."""
+    """Run after every step (the node promotes normal learners to voters, drops nodes that left
+    from the Raft configuration, and keeps the CDC generation fitting the ring)."""
     stream_ranges: Callable[[vp.RangeStreamTask], Awaitable[object]] | None = None
     cleanup_ranges: Callable[[vp.RangeCleanupTask], Awaitable[object]] | None = None
     """Vnode ranges: streamed to a node that gains them, dropped by a node that lost them."""
@@ -104,9 +105,9 @@ class TopologyTask:
                 log.warning("topology coordinator step failed, retrying: %s", exc)
                 await _wait(stop, RETRY_WAIT)
                 continue
+            if self.io.tidy is not None:
+                await self.io.tidy()  # cheap when there is nothing to do; joiners wait on it
             if isinstance(action, co.Idle):
-                if self.io.tidy is not None:
-                    await self.io.tidy()
                 await _wait(stop, IDLE_WAIT)
 
     def _lost_leadership(self) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 
 from tabletdb.group0.cluster_state import ClusterState
-from tabletdb.group0.rack_shape import rack_check, token_owners_shape
+from tabletdb.group0.rack_shape import join_rack_error, rack_check, token_owners_shape
 from tabletdb.group0.state import Group0State
 from tabletdb.group0.topology import NodeRecord, Topology
 from tabletdb.schema.ddl_common import SchemaConfig
@@ -117,3 +118,13 @@ def test_enqueue_refuses_with_the_group0_predicate() -> None:
         check,
     )
     assert queued.topology.queue[0].host_id == h(3)
+
+
+def test_a_new_member_that_would_break_a_keyspace_s_racks_is_refused_before_it_is_recorded() -> None:
+    cluster = _cluster()
+    cluster = replace(cluster, metadata=Group0State(catalog=keyspaces(ks={"dc1": 3})))
+    newcomer = NodeRecord(h(9), "b", "b", "dc1", "r4", (2,), frozenset())
+    why = join_rack_error(cluster, newcomer, rf_rack_valid_keyspaces=True)
+    assert why is not None and why.startswith("node join rejected") and "add it to an existing rack" in why
+    assert join_rack_error(cluster, newcomer, rf_rack_valid_keyspaces=False) is None
+    assert join_rack_error(cluster, replace(newcomer, rack="r1"), rf_rack_valid_keyspaces=True) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -18,7 +19,7 @@ from tabletdb.group0.cluster_state import (
 from tabletdb.group0.state import Group0State
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.topology import coordinator as co
-from tabletdb.topology.requests import RequestRefused, enqueue
+from tabletdb.topology.requests import RequestRefused, admit_member, enqueue, join_outcome
 from tabletdb.topology.state import Request, state_from_plain, state_to_plain
 from tabletdb.topology.states import NodeState, RequestKind
 from tests.unit.topology.driver import TABLE, cluster, host, new_id
@@ -95,7 +96,7 @@ def test_group0_applies_a_topology_step_once_and_drops_a_stale_one() -> None:
     assert decode_snapshot(encode_snapshot(state)) == state
 
 
-def test_a_member_admitted_by_a_join_command_is_normal_and_stales_earlier_steps() -> None:
+def test_a_member_admitted_by_a_join_command_queues_a_join_and_stales_earlier_steps() -> None:
     from tabletdb.group0.topology import JoinCommand, NodeRecord
 
     c = cluster()
@@ -109,9 +110,69 @@ def test_a_member_admitted_by_a_join_command_is_normal_and_stales_earlier_steps(
     record = NodeRecord(newcomer, "10.0.0.9", "10.0.0.9", "dc", "r", (1,), frozenset())
     join = JoinCommand(uuid.uuid1(), "c", record)
     state, (applied,) = apply_entry(state, join)
-    assert applied.took_effect and state.topology_state.state_of(newcomer) is NodeState.NORMAL
-    assert state.topology_state.state_id == join.command_id
+    topology = state.topology_state
+    assert applied.took_effect and topology.state_of(newcomer) is NodeState.NONE
+    assert [(r.kind, r.host_id, r.request_id) for r in topology.queue][-1] == (
+        RequestKind.JOIN,
+        newcomer,
+        join.command_id,
+    )
+    assert topology.nodes[newcomer].request_id == join.command_id
+    assert topology.state_id == join.command_id
     after, (stale,) = apply_entry(state, TopologyEntry(step.command))
-    assert not stale.took_effect and after.topology_state.state_of(newcomer) is NodeState.NORMAL
+    assert not stale.took_effect and after.topology_state == topology
     again, _ = apply_entry(state, join)  # a refreshed record of a known member changes nothing here
-    assert again.topology_state == state.topology_state
+    assert again.topology_state == topology
+
+
+def test_the_first_member_is_normal_at_once_the_next_ones_queue_joins_in_order() -> None:
+    from tabletdb.group0.topology import JoinCommand, NodeRecord
+
+    state = ClusterState()
+    joins = [
+        JoinCommand(
+            uuid.uuid1(), "c", NodeRecord(host(i), f"10.0.0.{i}", f"10.0.0.{i}", "dc", "r", (i,), frozenset())
+        )
+        for i in range(4)
+    ]
+    for join in joins:
+        state, (applied,) = apply_entry(state, join)
+        assert applied.took_effect
+    topology = state.topology_state
+    assert topology.normal_nodes() == (host(0),)
+    assert [r.host_id for r in topology.queue] == [host(1), host(2), host(3)]
+    assert {topology.state_of(host(i)) for i in (1, 2, 3)} == {NodeState.NONE}
+    assert decode_snapshot(encode_snapshot(state)) == state
+
+
+def test_join_outcome_says_when_a_joiner_may_serve_and_why_it_never_will() -> None:
+    c = cluster()
+    joiner = host(9)
+    c.alive.add(joiner)
+    c.topology = admit_member(c.topology, joiner, new_id())
+    assert join_outcome(c.topology, joiner) is None  # queued
+    c.execute(c.step())  # the coordinator starts it
+    assert c.topology.state_of(joiner) is NodeState.BOOTSTRAPPING
+    assert join_outcome(c.topology, joiner) is None
+    c.run()
+    assert join_outcome(c.topology, joiner) == ""
+    assert join_outcome(c.topology, host(0)) == ""
+
+
+def test_a_rolled_back_join_tells_the_joiner_why_and_what_to_do() -> None:
+    c = cluster()
+    c.config = co.CoordinatorConfig(rollback_after_ms=1_000)
+    joiner = host(9)
+    c.alive.add(joiner)
+    c.topology = admit_member(c.topology, joiner, new_id())
+    for _ in range(3):  # start, barrier, first stage
+        c.execute(c.step())
+    # every node the join could stream from is down for long
+    c.alive -= {host(i) for i in range(4)}
+    c.obs = replace(c.obs, now_ms=5_000, down_since={host(i): 1_000 for i in range(4)})
+    c.run()
+    outcome = join_outcome(c.topology, joiner)
+    assert c.topology.state_of(joiner) is NodeState.LEFT
+    assert outcome and "rolled back" in outcome and "down for 4000 ms" in outcome
+    assert outcome.endswith("wipe its data directory to start it again as a new node with a new host id")
+    assert any(str(host(i)) in outcome for i in range(4))

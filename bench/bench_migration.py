@@ -1,0 +1,179 @@
+"""Benchmark: one tablet migration's throughput beside `cp` of the same bytes (issue 14).
+
+Two node processes (one shard each), a tablets keyspace at RF=1 with two tablets: the placement
+puts one on each node. After `--mb` MB of 64 KiB blobs are written, the second node is
+decommissioned through REST, so exactly one tablet replica migrates (write both, the SQLite file
+copied through the online-backup API and sent whole, installed, reads switched, the old file
+deleted) to the first node.
+
+Figures, all from the same run:
+* `stream_MBps`: the streaming step alone, from the target's `tablet streamed ... bytes= ms=`
+  log line (copy on the source, one frame over loopback, write and install on the target);
+* `cp_MBps` / `cp_fsync_MBps`: `cp` of the file the migration installed on the staying node
+  (its `.db` and any `-wal`) to another file on the same filesystem, without and with an fsync;
+* `stream_vs_cp`: stream_MBps / cp_MBps (goal in issue 14: >= 0.5);
+* `decommission_s` and `node_cpu_s_per_MB`: the whole request (barriers, stages, cleanup) and
+  both nodes' CPU seconds over it (/proc/<pid>/stat; the leaving node is sampled until it exits)
+  per streamed MB.
+Run on a quiet machine; figures measured under load are noise.
+
+Reproduce: `PYTHONPATH=. .venv/bin/python -m bench.bench_migration [--mb 64]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULT_PREFIX, proc_cpu_seconds
+from tests.harness.addresses import AddressAllocator
+from tests.harness.node import NodeFactory, TestNode
+
+BLOB = 64 * 1024
+OPTIONS = {"write_request_timeout_in_ms": 60000, "read_request_timeout_in_ms": 60000}
+STREAMED = re.compile(r"tablet streamed .*?tablet=(\d+) .*?bytes=(\d+) mode=(\w+) ms=(\d+)")
+MB = 1024 * 1024
+
+
+def _session(node: TestNode) -> Any:
+    from cassandra.cluster import Cluster
+
+    cluster = Cluster([node.host], port=node.port, protocol_version=4)
+    return cluster, cluster.connect()
+
+
+def _load(node: TestNode, megabytes: int) -> str:
+    """Create mk.t and write `megabytes` of blobs through `node`; the table's id."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    cluster, s = _session(node)
+    try:
+        s.execute(
+            "CREATE KEYSPACE mk WITH replication = {'class': 'NetworkTopologyStrategy', "
+            "'replication_factor': 1} AND tablets = {'enabled': true, 'initial': 2}"
+        )
+        s.execute("CREATE TABLE mk.t (k int PRIMARY KEY, v blob)")
+        insert = s.prepare("INSERT INTO mk.t (k, v) VALUES (?, ?)")
+        rows = megabytes * MB // BLOB
+        execute_concurrent_with_args(s, insert, [(k, os.urandom(BLOB)) for k in range(rows)], concurrency=16)
+        table_id = (
+            s.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = 'mk' AND table_name = 't'")
+            .one()
+            .id
+        )
+        return str(table_id)
+    finally:
+        cluster.shutdown()
+
+
+def _tablet_files(node: TestNode, table_id: str, tablet: str = "*") -> list[Path]:
+    table_dir = next((node.workdir / "data" / "mk").glob(f"t-{table_id.replace('-', '')}"))
+    return sorted(p for p in table_dir.rglob(f"tablet-{tablet}.db*") if p.is_file())
+
+
+def _cp(files: list[Path], into: Path) -> tuple[int, float, float]:
+    """(bytes, seconds of cp, seconds of cp + fsync) of copying `files` into `into`."""
+    into.mkdir(parents=True, exist_ok=True)
+    size = sum(f.stat().st_size for f in files)
+    started = time.monotonic()
+    copies = []
+    for f in files:
+        target = into / f.name
+        shutil.copyfile(f, target)
+        copies.append(target)
+    plain = time.monotonic() - started
+    for target in copies:
+        fd = os.open(target, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return size, plain, time.monotonic() - started
+
+
+def _cpu_until_exit(pid: int, out: list[float], stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            out.append(proc_cpu_seconds(pid))
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        time.sleep(0.05)
+
+
+def run(megabytes: int, base: Path) -> dict[str, Any]:
+    factory = NodeFactory(AddressAllocator.for_this_process(), base)
+    try:
+        stays = factory.create(smp=1, options=OPTIONS)
+        stays.start()
+        leaves = factory.create(seeds=[stays.host], smp=1, options=OPTIONS)
+        leaves.start()
+        table_id = _load(stays, megabytes)
+        if not _tablet_files(leaves, table_id):
+            raise RuntimeError("the leaving node holds no tablet of mk.t; nothing would migrate")
+        pids = [stays.process.pid, leaves.process.pid]
+        assert pids[0] is not None and pids[1] is not None
+        cpu_before = [proc_cpu_seconds(pid) for pid in pids]
+        samples: list[float] = []
+        stop = threading.Event()
+        sampler = threading.Thread(target=_cpu_until_exit, args=(pids[1], samples, stop))
+        sampler.start()
+        started = time.monotonic()
+        request = urllib.request.Request(
+            leaves.api_url + "/storage_service/decommission", method="POST", data=b""
+        )
+        with urllib.request.urlopen(request, timeout=1800) as response:
+            response.read()
+        decommission_s = time.monotonic() - started
+        cpu = proc_cpu_seconds(pids[0]) - cpu_before[0]
+        stop.set()
+        sampler.join()
+        cpu += (samples[-1] if samples else cpu_before[1]) - cpu_before[1]
+        log = (stays.workdir.parent / f"{stays.workdir.name}.log").read_text()
+        streams = STREAMED.findall(log)
+        if len(streams) != 1:
+            raise RuntimeError(f"expected one tablet streamed to the staying node, found {streams}")
+        tablet, raw_bytes, mode, raw_ms = streams[0]
+        stream_bytes, stream_ms = int(raw_bytes), int(raw_ms)
+        # the baseline: cp of the very file the migration installed (the same bytes)
+        cp_bytes, cp_s, cp_fsync_s = _cp(_tablet_files(stays, table_id, tablet), base / "cp-baseline")
+    finally:
+        factory.cleanup()
+    stream_mbps = stream_bytes / MB / max(stream_ms / 1000, 1e-6)
+    cp_mbps = cp_bytes / MB / max(cp_s, 1e-6)
+    return {
+        "loaded_MB": megabytes,
+        "stream_bytes": stream_bytes,
+        "install_mode": mode,
+        "stream_s": round(stream_ms / 1000, 3),
+        "stream_MBps": round(stream_mbps, 1),
+        "cp_bytes": cp_bytes,
+        "cp_MBps": round(cp_mbps, 1),
+        "cp_fsync_MBps": round(cp_bytes / MB / max(cp_fsync_s, 1e-6), 1),
+        "stream_vs_cp": round(stream_mbps / cp_mbps, 2),
+        "decommission_s": round(decommission_s, 2),
+        "node_cpu_s": round(cpu, 2),
+        "node_cpu_s_per_MB": round(cpu / (stream_bytes / MB), 3),
+        "loadavg_1m": os.getloadavg()[0],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=64, help="MB written (about half migrates)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-migration-") as tmp:
+        result = run(args.mb, Path(tmp))
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
