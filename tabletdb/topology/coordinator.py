@@ -168,7 +168,7 @@ def step(
     if tr is None:
         if not t.queue:
             return Idle("no topology requests")
-        return _start(view, t.queue[0], new_id)
+        return _start(view, obs, t.queue[0], new_id)
     moving = _moving(view.tablets)
     if tr.state is TransitionState.ROLLBACK_TO_NORMAL:
         return _rolling_back(view, obs, tr, new_id)
@@ -215,9 +215,10 @@ def step(
     return _command(view, new_id, after, updates, f"advance {len(updates)} tablet(s) to {target}")
 
 
-def _start(view: View, request: Request, new_id: uuid.UUID) -> Action:
+def _start(view: View, obs: Observations, request: Request, new_id: uuid.UUID) -> Action:
     t = view.topology
     try:
+        _check_still_dead(request, obs)
         moves = plan_moves(request, t, view.tablets, view.shards, view.locations)
     except PlanError as e:
         failed = t.finished(RequestResult(request, f"{request.kind.value} of {request.host_id} refused: {e}"))
@@ -247,6 +248,26 @@ def _start(view: View, request: Request, new_id: uuid.UUID) -> Action:
         updates,
         f"start {request.kind.value} of {request.host_id}: {len(updates)} tablet move(s)",
     )
+
+
+def _serves(
+    tablets: Mapping[uuid.UUID, TabletMap], table_id: uuid.UUID, tablet_id: int, replica: TabletReplica
+) -> bool:
+    """Whether `replica` is (again) one of the tablet's replicas, so its file is no leftover."""
+    tm = tablets.get(table_id)
+    if tm is None or not 0 <= tablet_id < tm.tablet_count:
+        return False
+    info = tm.tablets[tablet_id]
+    return replica in info.replicas or replica in (info.new_replicas or ())
+
+
+def _check_still_dead(request: Request, obs: Observations) -> None:
+    """The node admitting a removenode or replace saw the node down; the coordinator checks
+    again with its own eyes (ScyllaDB does both), since removing a live node's replicas while it
+    still serves would lose the writes it takes."""
+    dead = request.host_id if request.kind is RequestKind.REMOVE else request.replaced_id
+    if request.kind in (RequestKind.REMOVE, RequestKind.REPLACE) and dead in obs.alive:
+        raise PlanError(f"the topology coordinator sees node {dead} alive; stop it first")
 
 
 def _finish(view: View, request: Request, new_id: uuid.UUID) -> Propose:
@@ -292,9 +313,10 @@ def _begin_rollback(
         TabletUpdate(m.table_id, m.tablet_id, m.info, TabletInfo(m.info.last_token, m.info.replicas))
         for m in moving
     ]
+    targets = tuple((m.table_id, m.tablet_id, r) for m in moving for r in m.targets())
     after = replace(
         t,
-        transition=Transition(tr.request, TransitionState.ROLLBACK_TO_NORMAL, error),
+        transition=Transition(tr.request, TransitionState.ROLLBACK_TO_NORMAL, error, targets),
         version=t.version + 1,
     )
     return _command(
@@ -309,6 +331,15 @@ def _rolling_back(view: View, obs: Observations, tr: Transition, new_id: uuid.UU
     if obs.barrier_version < t.version:
         return Barrier(t.version, _members(t))
     request = tr.request
+    leftovers = [
+        CleanupTask((request.request_id, table_id, tablet_id), target)
+        for table_id, tablet_id, target in tr.cleanup_targets
+        if (request.request_id, table_id, tablet_id) not in obs.cleaned
+        and target.host in obs.alive  # a dead target's copy stays behind: nothing reads it
+        and not _serves(view.tablets, table_id, tablet_id, target)
+    ]
+    if leftovers:
+        return Cleanup(tuple(leftovers))
     after = t.finished(RequestResult(request, tr.error))
     node = t.nodes[request.host_id]
     joining = request.kind in (RequestKind.JOIN, RequestKind.REPLACE)
