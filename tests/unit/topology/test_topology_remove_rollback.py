@@ -53,7 +53,8 @@ def _rolled_back_leave(target_alive: bool) -> tuple[Cluster, list[TabletReplica]
     c.request(RequestKind.LEAVE, leaving)
     for _ in range(3):  # start, barrier, first stage (writes go to both sets from here on)
         c.execute(c.step())
-    targets = [r for t in c.tablets[TABLE].tablets if t.new_replicas for r in t.new_replicas if r not in t.replicas]
+    tablets = c.tablets[TABLE].tablets
+    targets = [r for t in tablets for r in t.new_replicas or () if r not in t.replicas]
     assert targets
     c.alive.discard(leaving)
     if not target_alive:
