@@ -31,18 +31,19 @@ from tests.harness.topology_workload import (
 )
 
 STEPS = [
-    "start leave of",
-    "to write_both_read_old",
-    "to streaming",
-    "to write_both_read_new",
-    "to use_new",
-    "to cleanup",
-    "to end_migration",
-    "to done",
-    "finish leave of",
+    "proposes: start leave of",
+    "tablet(s) to write_both_read_old",
+    "tablet(s) to streaming",
+    "tablet(s) to write_both_read_new",
+    "tablet(s) to use_new",
+    "tablet(s) to cleanup",
+    "tablet(s) to end_migration",
+    "tablet(s) to done",
+    "proposes: finish leave of",
 ]
-"""What the coordinator's log line says right after it proposed each step of a decommission."""
-FAST = "to streaming"
+"""What the coordinator's log line (``topology coordinator proposes: ...``) says right after it
+proposed each step of a decommission."""
+FAST = "tablet(s) to streaming"
 """The step `make test` kills the leader at; the others run under `make soak`."""
 
 
@@ -52,6 +53,7 @@ def leader_of(node: TestNode) -> uuid.UUID | None:
     return uuid.UUID(answer) if answer else None
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     "step", [pytest.param(s, marks=() if s == FAST else pytest.mark.slow) for s in STEPS]
 )
@@ -76,7 +78,7 @@ def test_decommission_survives_the_leader_killed_at_each_step(node_factory: Node
         )
         decommission.start()
         try:
-            leader.process.wait_for_output(f"topology coordinator proposes: {step}", timeout=600)
+            leader.process.wait_for_output(step, timeout=600)
             leader.kill()
             wait_for(lambda: leader_of(client) not in (None, leader_id), "another group0 leader")
             leader.start()
