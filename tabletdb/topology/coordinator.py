@@ -130,9 +130,12 @@ class _Moving:
     def leaving(self) -> tuple[TabletReplica, ...]:
         return tuple(r for r in self.info.replicas if r not in (self.info.new_replicas or ()))
 
-    def sources(self) -> tuple[TabletReplica, ...]:
+    def sources(self, ignored: frozenset[uuid.UUID] = frozenset()) -> tuple[TabletReplica, ...]:
+        """Where the target's copy comes from; a rebuild skips the dead nodes the operator said
+        to ignore (`ignore_nodes`): best effort from the replicas that are left, as in ScyllaDB."""
         if self.info.transition is TransitionKind.REBUILD:
-            return tuple(r for r in self.info.replicas if r in (self.info.new_replicas or ()))
+            new = self.info.new_replicas or ()
+            return tuple(r for r in self.info.replicas if r in new and r.host not in ignored)
         return self.leaving()
 
 
@@ -173,7 +176,7 @@ def step(
     if tr.state is TransitionState.ROLLBACK_TO_NORMAL:
         return _rolling_back(view, obs, tr, new_id)
     if moving and min(m.stage_index for m in moving) <= _STREAMING:
-        failure = _needed_node_down(tr.request, moving, obs, config)
+        failure = _needed_node_down(tr.request, moving, obs, config, t.ignored)
         if failure:
             return _begin_rollback(view, tr, moving, failure, new_id)
     if obs.barrier_version < t.version:
@@ -184,7 +187,7 @@ def step(
     at_stage = [m for m in moving if m.stage_index == stage]
     if STAGE_ORDER[stage] is TransitionStage.STREAMING and not config.planted_bug:
         tasks = [
-            StreamTask(m.key(tr.request), m.sources(), target)
+            StreamTask(m.key(tr.request), m.sources(t.ignored), target)
             for m in at_stage
             if m.key(tr.request) not in obs.streamed
             for target in m.targets()
@@ -287,11 +290,15 @@ def _finish(view: View, request: Request, new_id: uuid.UUID) -> Propose:
 
 
 def _needed_node_down(
-    request: Request, moving: list[_Moving], obs: Observations, config: CoordinatorConfig
+    request: Request,
+    moving: list[_Moving],
+    obs: Observations,
+    config: CoordinatorConfig,
+    ignored: frozenset[uuid.UUID],
 ) -> str:
     needed: dict[uuid.UUID, _Moving] = {}
     for m in moving:
-        for r in m.targets() + m.sources():
+        for r in m.targets() + m.sources(ignored):
             needed.setdefault(r.host, m)
     for host in sorted(needed):
         since = obs.down_since.get(host)

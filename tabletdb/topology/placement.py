@@ -151,7 +151,8 @@ def plan_moves(
 ) -> Moves:
     """Every tablet move `request` needs, with each tablet's migration begun; PlanError if some
     replica has nowhere to go."""
-    normal = tuple(h for h in topology.normal_nodes() if h not in topology.ignored)
+    ignored = topology.ignored | request.ignore_nodes  # dead nodes take no replica
+    normal = tuple(h for h in topology.normal_nodes() if h not in ignored)
     if request.kind is RequestKind.REPLACE and request.replaced_id is not None:
         old_dc, new_dc = _where(locations, request.replaced_id)[0], _where(locations, request.host_id)[0]
         if old_dc != new_dc:

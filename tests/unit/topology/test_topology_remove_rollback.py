@@ -4,10 +4,12 @@ targets (ScyllaDB's `cleanup_target`) before it is recorded as failed."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 from tabletdb.tablets.tablet_map import TabletReplica
 from tabletdb.topology import coordinator as co
+from tabletdb.topology.requests import enqueue
 from tabletdb.topology.state import (
     Request,
     TopologyState,
@@ -97,3 +99,33 @@ def test_a_rolled_back_transition_keeps_its_cleanup_targets_through_group0_encod
     plain = state_to_plain(replace(state, transition=Transition(request, TransitionState.TABLET_DRAINING)))
     assert len(plain["tr"]) == 3  # no targets: the encoding entries written before them had
     assert state_from_plain(plain).transition == Transition(request, TransitionState.TABLET_DRAINING)
+
+
+def _two_dead(ignore: bool) -> tuple[Cluster, uuid.UUID, uuid.UUID]:
+    """5 nodes, RF=3; hosts 3 and 4 are dead (down long enough to roll back) and 3 is removed."""
+    c = cluster(nodes=5, tablets=10)
+    c.config = co.CoordinatorConfig(rollback_after_ms=1_000)
+    removed, other = host(3), host(4)
+    c.alive -= {removed, other}
+    c.obs = replace(c.obs, now_ms=10_000, down_since={removed: 0, other: 0})
+    ignore_nodes = frozenset({other} if ignore else ())
+    request = Request(new_id(), RequestKind.REMOVE, removed, ignore_nodes=ignore_nodes)
+    assert c.apply(enqueue(c.topology, request, frozenset(c.alive), new_id()))
+    c.run()
+    return c, removed, other
+
+
+def test_removenode_rebuilds_from_the_survivors_only_when_told_to_ignore_another_dead_node() -> None:
+    c, removed, other = _two_dead(ignore=True)
+    (result,) = c.topology.results
+    assert result.error == "" and c.topology.state_of(removed) is NodeState.LEFT
+    sources = {s.host for a in c.actions if isinstance(a, co.Stream) for t in a.tasks for s in t.sources}
+    assert sources and other not in sources and removed not in sources
+    assert c.replicas_of(other) > 0  # still a (dead) replica: only removed from the sources
+
+
+def test_removenode_rolls_back_when_another_dead_node_is_needed_and_not_ignored() -> None:
+    c, removed, other = _two_dead(ignore=False)
+    (result,) = c.topology.results
+    assert f"node {other} has been down" in result.error and "rolled back" in result.error
+    assert c.topology.state_of(removed) is NodeState.NORMAL
