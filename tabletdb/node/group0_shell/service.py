@@ -303,7 +303,10 @@ class Group0Service:
             await self._check_not_removed()
             if recorded != self.record:  # e.g. restarted with a new address: the leader records it
                 log.info("group0 record of this node changed old_address=%s; recording it", recorded.address)
-                await self._join_via_seeds(self._member_addresses())
+                if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
+                    await self._register_self()  # a lone node is its own leader
+                else:
+                    await self._join_via_seeds(self._member_addresses())
             else:
                 await self._catch_up()
         elif self.record.raft_id in self.driver.conf_state.voters:
