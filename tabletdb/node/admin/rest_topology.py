@@ -24,7 +24,7 @@ from aiohttp import web
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.group0_shell.member_checks import vnode_keyspaces_with_tables as _vnode_keyspaces
 from tabletdb.node.group0_shell.service import Group0Service
-from tabletdb.topology.requests import RequestRefused
+from tabletdb.topology.requests import RequestRefused, enqueue
 from tabletdb.topology.state import Request
 from tabletdb.topology.states import RequestKind
 
@@ -121,6 +121,13 @@ async def _remove_node(ctx: ApiContext, http: web.Request) -> dict[str, str]:
     state = ctx.state()
     if host_id not in state.topology_state.nodes:
         _fail(web.HTTPInternalServerError, f"removenode: Host ID {host_id} not found in the cluster")
+    request = Request(uuid.uuid1(), RequestKind.REMOVE, host_id, ignore_nodes=ignore)
+    alive = group0.alive_nodes()
+    try:  # admission's answers first (a live node: ScyllaDB's words), as ScyllaDB checks them first
+        enqueue(state.topology_state, request, alive, uuid.uuid1())
+    except RequestRefused as exc:
+        log.warning("removenode refused host_id=%s: %s", host_id, exc)
+        _fail(web.HTTPInternalServerError, str(exc))
     vnodes = vnode_keyspaces_with_tables(ctx)
     if vnodes:
         _fail(
@@ -128,9 +135,8 @@ async def _remove_node(ctx: ApiContext, http: web.Request) -> dict[str, str]:
             f"removenode: keyspaces {', '.join(vnodes)} use vnodes, whose ranges are not rebuilt on "
             "new owners yet; their data would lose a replica (only tablets keyspaces move)",
         )
-    request = Request(uuid.uuid1(), RequestKind.REMOVE, host_id, ignore_nodes=ignore)
     try:
-        await group0.queue_request(request, group0.alive_nodes())
+        await group0.queue_request(request, alive)
     except RequestRefused as exc:
         log.warning("removenode refused host_id=%s: %s", host_id, exc)
         _fail(web.HTTPInternalServerError, str(exc))
