@@ -2,8 +2,10 @@
 
 Every node gets its own loopback address, so all use Scylla's default ports (CQL 9042, REST API
 10000, internode 7000). All start at once; node 1 founds the cluster and the others join through
-it as soon as it answers. The command waits until every node serves CQL, prints how to connect,
-and stops all nodes on Ctrl-C or SIGTERM.
+it as soon as it answers. The command waits until every node it started serves — CQL answers on
+its address and the REST API there names the host id in that node's own workdir, so another
+cluster already on those addresses is never taken for this one — prints how to connect, and
+stops all nodes on Ctrl-C or SIGTERM, or as soon as one of them exits (exit status 1).
 
 The nodes are forked from this process after it imported the server once (see
 `tabletdb.cli.forked`): N nodes on a small machine otherwise pay N times the same second of
@@ -12,6 +14,7 @@ Python start-up. `--spawn` starts each node as a fresh `tabletdb server` process
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -19,6 +22,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
@@ -26,8 +31,12 @@ from typing import Protocol
 import click
 
 from tabletdb.cli.forked import ForkedNode, preload_server
+from tabletdb.node.identity import IDENTITY_FILE
 
 CQL_PORT = 9042
+API_PORT = 10000
+WATCH_POLL = 0.5
+"""How often a serving cluster checks that none of its nodes exited."""
 READY_TIMEOUT = 180.0
 READY_POLL = 0.02  # a refused connect costs microseconds; a long pause only delays the report
 STOP_TIMEOUT = 30.0
@@ -73,6 +82,25 @@ def cql_ready(address: str, port: int = CQL_PORT) -> bool:
             return True
     except OSError:
         return False
+
+
+def own_host_id(node_workdir: Path) -> str | None:
+    """The host id the node started in ``node_workdir`` chose (None until it wrote it)."""
+    try:
+        return str(json.loads((node_workdir / IDENTITY_FILE).read_text())["host_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def serving_host_id(address: str, port: int = API_PORT) -> str | None:
+    """The host id the REST API on ``address`` answers with (None: nothing answers yet)."""
+    try:
+        with urllib.request.urlopen(
+            f"http://{address}:{port}/storage_service/hostid/local", timeout=1.0
+        ) as r:
+            return str(json.loads(r.read()))
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
 
 
 class NodeProcess(Protocol):
@@ -122,13 +150,30 @@ class LocalCluster:
                     raise click.ClickException(
                         f"node {index} exited with {process.returncode}; see {self.workdir}/node{index}.log"
                     )
-                if cql_ready(node_address(index, self.prefix)):
+                if self.serves(index):
                     pending.discard(index)
             if pending and time.monotonic() > deadline:
                 raise click.ClickException(
                     f"nodes {sorted(pending)} did not serve CQL in {READY_TIMEOUT:.0f}s"
                 )
             stop.wait(READY_POLL)
+
+    def serves(self, index: int) -> bool:
+        """Node ``index`` — the process this command started, not whatever else listens on its
+        address — serves CQL and its REST API."""
+        address = node_address(index, self.prefix)
+        if not cql_ready(address):
+            return False
+        expected = own_host_id(self.workdir / f"node{index}")
+        return expected is not None and serving_host_id(address) == expected
+
+    def first_exited(self) -> tuple[int, int] | None:
+        """(index, exit status) of a node that is no longer running, if any."""
+        for index, process in enumerate(self.processes, start=1):
+            code = process.poll()
+            if code is not None:
+                return index, code
+        return None
 
     def stop(self) -> None:
         for process in self.processes:
@@ -183,7 +228,13 @@ def up(nodes: int, workdir: str, log_level: str, address_prefix: str, spawn: boo
         cluster.wait_ready(range(1, nodes + 1), stop)
         if not stop.is_set():
             _print_ready(nodes, time.monotonic() - started, root, address_prefix)
-            stop.wait()
+        while not stop.wait(WATCH_POLL):
+            exited = cluster.first_exited()
+            if exited is not None:
+                index, code = exited
+                raise click.ClickException(
+                    f"node {index} exited with {code} (see {root}/node{index}.log); stopping the cluster"
+                )
     finally:
         click.echo("stopping the cluster ...", err=True)
         cluster.stop()
@@ -197,5 +248,6 @@ def _print_ready(nodes: int, seconds: float, workdir: Path, prefix: str) -> None
     click.echo(f"  connect: .venv/bin/cqlsh {addresses[0]} {CQL_PORT}")
     click.echo(f"  driver:  Cluster({addresses!r}, port={CQL_PORT})")
     click.echo(f"  status:  tabletdb status --host {addresses[0]}")
+    click.echo(f"  nodetool: tabletdb nodetool -h {addresses[0]} status")
     click.echo(f"  logs:    {workdir}/node<i>.log; Ctrl-C stops all nodes", nl=True)
     sys.stdout.flush()

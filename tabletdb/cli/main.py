@@ -38,6 +38,7 @@ _LAZY_COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "restore": ("tabletdb.cli.backup", ("restore_command",)),
     "cluster": ("tabletdb.cli.cluster", ("cluster_group",)),
     "status": ("tabletdb.cli.status", ("status_command",)),
+    "nodetool": ("tabletdb.cli.nodetool", ("nodetool_group",)),
 }
 
 

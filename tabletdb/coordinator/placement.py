@@ -300,6 +300,16 @@ def _strategy_table(
     return ReplicaTable.network_topology(ring, rf_by_dc, locations)
 
 
+def vnode_replica_table(topology: Topology, replication: Replication) -> ReplicaTable[uuid.UUID] | None:
+    """Every vnode range's replicas under ``replication`` (None: a local keyspace, or no node owns
+    tokens yet); what operators' ring views (nodetool describering, ownership) show."""
+    members = {h: r for h, r in topology.members.items() if r.tokens}
+    if replication.strategy_class == LOCAL or not members:
+        return None
+    ring = TokenRing.from_assignments({h: r.tokens for h, r in members.items()})
+    return _strategy_table(ring, replication, members_locations(topology))
+
+
 def _merge_adjacent(pieces: list[ReplicatedRange]) -> list[ReplicatedRange]:
     out: list[ReplicatedRange] = []
     for piece in pieces:

@@ -64,13 +64,13 @@ class FailureDetector:
             self._misses[member.raft_id] = misses = self._misses.get(member.raft_id, 0) + 1
             if misses >= MISSES_FOR_DOWN and member.raft_id not in self._down:
                 self._down.add(member.raft_id)
-                log.warning("node DOWN host_id=%s address=%s", member.host_id, member.address)
+                log.info("node DOWN host_id=%s address=%s", member.host_id, member.address)
                 self._on_change(member, False)
             return
         self._misses[member.raft_id] = 0
         if member.raft_id in self._down:
             self._down.discard(member.raft_id)
-            log.warning("node UP host_id=%s address=%s", member.host_id, member.address)
+            log.info("node UP host_id=%s address=%s", member.host_id, member.address)
             self._on_change(member, True)
 
     async def _on_ping(self, src: int, payload: Any) -> bool:

@@ -73,6 +73,12 @@ class RemoteError(RpcError):
     """The remote handler raised; the message carries its description."""
 
 
+class Retry(Exception):
+    """A handler cannot answer yet and the caller is expected to ask again (a seed that knows no
+    group0 leader while the cluster forms): the caller gets it as a RemoteError like any other,
+    but the handling node logs it at DEBUG, since it is part of normal start-up, not a failure."""
+
+
 @dataclass(frozen=True)
 class InternodeTls:
     """Internode TLS: contexts for both sides, the TLS port, and whether the plaintext port is
@@ -403,6 +409,9 @@ class RpcNode:
         else:
             try:
                 reply = [Kind.RESPONSE, msg_id, verb, self.node_id, await handler(src, payload)]
+            except Retry as exc:
+                log.debug("node %s: %s from node %s: %s", self.node_id, verb, src, exc)
+                reply = [Kind.ERROR, msg_id, verb, self.node_id, f"{type(exc).__name__}: {exc}"]
             except Exception as exc:
                 log.exception("node %s: handler for %s from node %s failed", self.node_id, verb, src)
                 reply = [Kind.ERROR, msg_id, verb, self.node_id, f"{type(exc).__name__}: {exc}"]

@@ -26,7 +26,7 @@ from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import internode_tls
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
-from tabletdb.node.group0_shell.service import Group0Service, MemberListener, SchemaListener
+from tabletdb.node.group0_shell.service import Group0Service, SchemaListener
 from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
 from tabletdb.node.replica_service import ViewMaintenance, build_replicas, register_replica_verbs
 from tabletdb.node.tablet_streaming import TabletStreaming
@@ -85,6 +85,10 @@ class Membership(Protocol):
 
     def raft_info(self) -> RaftInfo | None: ...
 
+    def is_alive(self, host_id: uuid.UUID) -> bool:
+        """Whether another member answers, as the failure detector sees it."""
+        ...
+
     def versions_key(self) -> object:
         """Changes whenever what ``peer_schema_version`` answers may have changed."""
         ...
@@ -110,7 +114,6 @@ class ClusterMember:
         planner: TabletPlanner,
         peers: Members,
         on_status: Transition,
-        on_new_member: MemberListener,
         on_halt: Halter | None = None,
     ) -> None:
         """`on_halt` is called once if group0 cannot apply a committed entry on this node."""
@@ -129,7 +132,6 @@ class ClusterMember:
             tls=tls,
             replaces=uuid.UUID(config.replace_node_first_boot) if config.replace_node_first_boot else None,
         )
-        self.group0.add_member_listener(on_new_member)
         self.metadata: NodeMetadata = self.group0
         self.settle_versions: Settle | None = self.group0.settle_versions
         self._failure_detector = FailureDetector(self.group0.rpc, peers, on_status)
@@ -183,6 +185,9 @@ class ClusterMember:
     def raft_info(self) -> RaftInfo | None:
         return self.group0.raft_info()
 
+    def is_alive(self, host_id: uuid.UUID) -> bool:
+        return self._failure_detector.is_up(raft_id_of(host_id))
+
     def versions_key(self) -> object:
         return self.group0.versions.view_key()
 
@@ -199,7 +204,7 @@ class ClusterMember:
             if self.halted:
                 log.warning("node stopped: group0 could not apply a committed entry (the ERROR above)")
             else:
-                log.warning("node stopped while joining the cluster")
+                log.info("node stopped while joining the cluster")
             return False
         self._failure_detector.start()
         self._topology_task = asyncio.create_task(self._topology(stop))
@@ -285,6 +290,9 @@ class MaintenanceNode:
 
     def raft_info(self) -> RaftInfo | None:
         return None
+
+    def is_alive(self, host_id: uuid.UUID) -> bool:
+        return False  # it does not contact the cluster, so it knows no other node to be up
 
     def versions_key(self) -> object:
         return None

@@ -16,6 +16,8 @@ import logging
 import signal
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING
@@ -34,7 +36,10 @@ from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.raft import ApplyFailed
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
 from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
+from tabletdb.node.operator_view import LoadReport, NodeOps
+from tabletdb.node.port_check import PortsBusy, check_ports
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
+from tabletdb.node.topology_events import TopologyEvents
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
@@ -97,7 +102,6 @@ class Node:
                 self._tablet_planner(),
                 self._peer_records,
                 self._announce_status,
-                self._announce_new_node,
                 on_halt=self._halt,
             )
         self.metadata = self.membership.metadata
@@ -135,10 +139,12 @@ class Node:
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
-            SchemaConfig(
-                tablets_mode_for_new_keyspaces=config.tablets_mode_for_new_keyspaces,
-                datacenters=(config.dc,),
-                enforce_rack_list=config.enforce_rack_list,
+            self._schema_config(
+                SchemaConfig(
+                    tablets_mode_for_new_keyspaces=config.tablets_mode_for_new_keyspaces,
+                    datacenters=(config.dc,),
+                    enforce_rack_list=config.enforce_rack_list,
+                )
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
@@ -172,7 +178,44 @@ class Node:
         )
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
+        self.ops = self._operator_view()
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
+
+    def _schema_config(self, base: SchemaConfig) -> Callable[[], SchemaConfig]:
+        """DDL's settings with the datacenters the cluster has (group0's members, and this node's
+        own before its join is recorded): `'replication_factor': N` expands to every one of them
+        and naming any of them is accepted, whichever node receives the statement."""
+        cached: list[tuple[object, SchemaConfig]] = []
+
+        def current() -> SchemaConfig:
+            topology = self.metadata.state.topology
+            if cached and cached[0][0] is topology:
+                return cached[0][1]
+            dcs = tuple(sorted({base.datacenters[0], *(r.datacenter for r in topology.members.values())}))
+            cached[:] = [(topology, replace(base, datacenters=dcs))]
+            return cached[0][1]
+
+        return current
+
+    def _operator_view(self) -> NodeOps:
+        """Liveness, load and uptime for nodetool's REST routes; peers ask this node's load."""
+        me, membership = self.identity.host_id, self.membership
+        group0 = membership.group0
+
+        def alive(host_id: uuid.UUID) -> bool:
+            return host_id == me or membership.is_alive(host_id)
+
+        loads = LoadReport(
+            me,
+            self.config.workdir / "data",
+            group0.rpc if group0 is not None else None,
+            lambda: self.metadata.state.topology.members.values(),
+            alive,
+        )
+        loads.register()
+        return NodeOps(
+            me, alive, loads, time.time(), lambda: self.server.serving, group0_running=group0 is not None
+        )
 
     def _tablet_planner(self) -> TabletPlanner:
         """The tablet placement policy with this node's sizing settings (and itself as the cluster
@@ -284,9 +327,18 @@ class Node:
     def _announce_status(self, record: NodeRecord, up: bool) -> None:
         self.server.broadcast(StatusChangeEvent("UP" if up else "DOWN", record.rpc_address))
 
-    def _announce_new_node(self, record: NodeRecord) -> None:
-        if record.host_id != self.identity.host_id:
-            self.server.broadcast(TopologyChangeEvent("NEW_NODE", record.rpc_address))
+    async def _topology_events(self, stop: asyncio.Event) -> None:
+        """NEW_NODE / REMOVED_NODE to registered clients as group0's ring changes."""
+        group0 = self.membership.group0
+        if group0 is None:
+            return  # maintenance mode: the ring never changes
+        events = TopologyEvents(
+            self.identity.host_id,
+            lambda: self.metadata.state,
+            group0.driver.changed,
+            lambda change, address: self.server.broadcast(TopologyChangeEvent(change, address)),
+        )
+        await events.run(stop)
 
     async def _start_rest_api(self) -> None:
         """Start the admin API once CQL is served.
@@ -306,6 +358,7 @@ class Node:
             snapshots_dir=self.config.workdir / "snapshots",
             faults=self._test_faults(),
             auth=self.auth,
+            ops=self.ops,
             max_future_timestamp_us=FUTURE_TIMESTAMP_LIMIT_US
             if self.config.restrict_future_timestamp
             else None,
@@ -341,7 +394,7 @@ class Node:
         tune_for_serving()  # start-up's objects are built: keep the collector off them from now on
         freezer = MetadataFreezer()  # and off the metadata that schema changes add later
         self.metadata.add_listener(lambda _events: freezer.changed())
-        log.warning(
+        log.info(
             "node serving CQL address=%s port=%d tls=%s host_id=%s startup_ms=%.0f",
             self._rpc_address(),
             self.server.port,
@@ -357,19 +410,22 @@ class Node:
         )
         repairing = asyncio.create_task(repair.run(stop))
         repairing.add_done_callback(lambda task: _stop_on_failure(task, stop, "replica repair failed"))
+        events = asyncio.create_task(self._topology_events(stop))
+        events.add_done_callback(lambda task: _stop_on_failure(task, stop, "topology events failed"))
         try:
             await stop.wait()
         finally:
             rest.cancel()
             repairing.cancel()
-            await asyncio.gather(rest, repairing, return_exceptions=True)
+            events.cancel()
+            await asyncio.gather(rest, repairing, events, return_exceptions=True)
             await self.server.stop()
             if self.rest_api is not None:
                 await self.rest_api.stop()
             self.storage.close()
             await self.membership.stop()
             self.metadata.close()
-            log.warning("node stopped")
+            log.info("node stopped")
 
 
 def _print_how_to_connect(address: str, port: int) -> None:
@@ -410,6 +466,11 @@ async def _main(config: NodeConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    try:
+        check_ports(config)  # before anything is asked of the cluster: no member that never serves
+    except PortsBusy as exc:
+        print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
+        return 1
     try:
         node = Node(config)
     except (

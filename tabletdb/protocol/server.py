@@ -179,6 +179,11 @@ class CqlServer:
         self._servers.clear()
 
     @property
+    def serving(self) -> bool:
+        """Whether a CQL listener accepts connections (nodetool's "Native Transport active")."""
+        return any(server.is_serving() for server in self._servers)
+
+    @property
     def clients(self) -> list[ClientState]:
         return [c.client for c in self._clients]
 

@@ -91,7 +91,7 @@ class QueryProcessor:
         self,
         node: Callable[[], NodeInfo],
         metadata: MetadataStore,
-        schema_config: SchemaConfig,
+        schema_config: SchemaConfig | Callable[[], SchemaConfig],
         clients: Callable[[], list[ClientState]],
         shard_aware_port: int | None = None,
         data: DataPath | None = None,
@@ -111,6 +111,7 @@ class QueryProcessor:
         self._node = node
         self._metadata = metadata
         self._schema_config = schema_config
+        """Fixed, or read per statement (a node takes the datacenters the cluster has from group0)."""
         self._clients = clients
         self._shard_aware_port = shard_aware_port
         self._routes = routes
@@ -391,7 +392,10 @@ class QueryProcessor:
         raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
 
     async def _schema_change(self, stmt: ast.Statement, keyspace: str | None, user: str | None) -> Result:
-        decide = ddl.decision_for(stmt, keyspace, self._schema_config, uuid.uuid1, _now_micros)
+        config = self._schema_config
+        decide = ddl.decision_for(
+            stmt, keyspace, config if isinstance(config, SchemaConfig) else config(), uuid.uuid1, _now_micros
+        )
         decide = self._auth_exec.with_creator_grants(decide, user)
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:

@@ -69,13 +69,14 @@ class TestNode:
         smp: int | None = None,
         options: Mapping[str, object] | None = None,
         cql_ssl: ssl.SSLContext | None = None,
+        log_level: str = "INFO",
     ) -> None:
         """`cql_ssl`: the client context readiness is probed with (the node serves CQL over TLS)."""
         self.endpoints = endpoints
         self.cql_ssl = cql_ssl
         self.workdir = workdir
         self.seeds = list(seeds)
-        argv = server_argv(endpoints, workdir, seeds, smp, options)
+        argv = server_argv(endpoints, workdir, seeds, smp, options, log_level)
         log = workdir.parent / f"{workdir.name}.log"
         repo_root = Path(__file__).resolve().parents[2]
         self.process = ManagedProcess(
@@ -164,10 +165,11 @@ class NodeFactory:
         smp: int | None = None,
         options: Mapping[str, object] | None = None,
         cql_ssl: ssl.SSLContext | None = None,
+        log_level: str = "INFO",
     ) -> TestNode:
         endpoints = self.allocator.allocate()
         workdir = self.base_dir / f"node-{endpoints.address}"
-        node = TestNode(endpoints, workdir, seeds, smp, options, cql_ssl)
+        node = TestNode(endpoints, workdir, seeds, smp, options, cql_ssl, log_level)
         self.nodes.append(node)
         return node
 

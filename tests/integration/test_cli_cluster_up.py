@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -75,3 +77,58 @@ def test_cluster_up_serves_cql_on_every_node_and_stops(
     assert not any(_alive(pid) for pid in nodes)
     for index in (1, 2, 3):
         assert "serving CQL" in (tmp_path / f"node{index}.log").read_text()
+
+
+def _start_up(prefix: str, nodes: int, workdir: Path) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "tabletdb.cli.main", "cluster", "up", "--nodes", str(nodes)]
+    argv += ["--workdir", str(workdir), "--address-prefix", prefix]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+
+
+def test_cluster_up_never_takes_another_listener_for_its_node(
+    address_allocator: AddressAllocator, tmp_path: Path
+) -> None:
+    """Something else on node 2's CQL port: node 2 refuses to start, and `cluster up` says so
+    (before, it probed the port, found the stranger answering and reported "serving")."""
+    prefix = f"127.{address_allocator.block}.252"
+    hosts = [f"{prefix}.{i}" for i in (1, 2)]
+    if not all(port_is_free(host, port) for host in hosts for port in (9042, 7000, 10000)):
+        pytest.skip(f"addresses under {prefix} are busy")
+    with socket.socket() as stranger:
+        stranger.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        stranger.bind((hosts[1], 9042))
+        stranger.listen()
+        proc = _start_up(prefix, 2, tmp_path)
+        output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 1, output
+    assert "serving CQL after" not in output
+    assert "node 2 exited with 1" in output, output
+    assert "cannot listen on CQL (native_transport_port)" in (tmp_path / "node2.log").read_text()
+
+
+def test_cluster_up_stops_when_one_of_its_nodes_dies(
+    address_allocator: AddressAllocator, tmp_path: Path
+) -> None:
+    prefix = f"127.{address_allocator.block}.253"
+    hosts = [f"{prefix}.{i}" for i in (1, 2)]
+    if not all(port_is_free(host, port) for host in hosts for port in (9042, 7000, 10000)):
+        pytest.skip(f"addresses under {prefix} are busy")
+    proc = _start_up(prefix, 2, tmp_path)
+    assert proc.stdout is not None
+    try:
+        output = []
+        for line in proc.stdout:
+            output.append(line)
+            if "serving CQL after" in line:
+                break
+        else:
+            pytest.fail(f"cluster up exited with {proc.wait()}: {''.join(output)}")
+        nodes = _children(proc.pid)
+        os.kill(nodes[1], signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, rest
+    assert re.search(rf"node [12] exited with -{int(signal.SIGKILL)} .*; stopping the cluster", rest), rest
+    assert not any(_alive(pid) for pid in nodes)

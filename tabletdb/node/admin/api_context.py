@@ -15,6 +15,7 @@ from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.net.faults import FaultInjector
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
+from tabletdb.node.operator_view import NodeOps
 from tabletdb.query.auth_check import AuthService
 from tabletdb.replica.storage_service import StorageService
 
@@ -38,3 +39,5 @@ class ApiContext:
     max_future_timestamp_us: int | None = None
     """Uploaded tablet images may hold no timestamp beyond now + this (restrict_future_timestamp);
     None: not restricted."""
+    ops: NodeOps | None = None
+    """Liveness, load and uptime of the running node, for nodetool's routes (node.admin.rest_ring)."""

@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from tabletdb.node.admin import rest_auth, rest_faults, rest_snapshots, rest_topology
+from tabletdb.node.admin import rest_auth, rest_faults, rest_ring, rest_snapshots, rest_topology
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
@@ -48,6 +48,7 @@ def build_app(ctx: ApiContext) -> web.Application:
     rest_snapshots.add_routes(app, ctx)
     rest_faults.add_routes(app, ctx)
     rest_topology.add_routes(app, ctx)
+    rest_ring.add_routes(app, ctx)
     return app
 
 
@@ -78,7 +79,15 @@ def _host_ids(ctx: ApiContext, request: web.Request) -> list[dict[str, str]]:
 
 
 def _keyspaces(ctx: ApiContext, request: web.Request) -> list[str]:
-    user = sorted(ctx.state().metadata.catalog.keyspaces.keys())
+    """ScyllaDB's ``type`` (all, user, non_local_strategy) and ``replication`` (tablets, vnodes)."""
+    keyspaces = ctx.state().metadata.catalog.keyspaces
+    user = sorted(keyspaces.keys())
+    replication = request.query.get("replication")
+    if replication in ("tablets", "vnodes"):
+        tablets = replication == "tablets"
+        user = [name for name in user if keyspaces[name].definition.uses_tablets == tablets]
+    elif replication is not None:
+        raise web.HTTPBadRequest(text=f"replication must be tablets or vnodes, got {replication!r}")
     kind = request.query.get("type", "all")
     if kind == "user":
         return user

@@ -29,6 +29,7 @@ from aiohttp import BasicAuth, hdrs, web
 from aiohttp.typedefs import Middleware
 
 from tabletdb.cql.errors import BadCredentials
+from tabletdb.node.admin.rest_ring import GET_PATHS as RING_READS
 from tabletdb.query.auth_check import AuthService
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ ACCESS: dict[tuple[str, str], Access] = {
     ("GET", "/cluster/status"): Access.LOGIN,
     ("GET", "/metrics"): Access.LOGIN,
     ("GET", "/storage_service/tablets/balancing"): Access.LOGIN,
+    # what nodetool status/info/ring/describering/getendpoints read (node.admin.rest_ring)
+    **{("GET", path): Access.LOGIN for path in RING_READS},
 }
 """(method, route path) -> what it needs; any route not here needs SUPERUSER."""
 

@@ -49,7 +49,7 @@ from tabletdb.group0.topology import (
     record_to_plain,
 )
 from tabletdb.net.handshake import ClusterAuthority, InternodeEncryption, Location, Me
-from tabletdb.net.rpc import InternodeTls, RemoteError, RpcError, RpcNode
+from tabletdb.net.rpc import InternodeTls, RemoteError, Retry, RpcError, RpcNode
 from tabletdb.node.group0_shell.admission import encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
@@ -421,7 +421,7 @@ class Group0Service:
                 last_error = exc
             if time.monotonic() > deadline:
                 raise JoinRefused(f"could not join through seeds {', '.join(seeds)}: {last_error}")
-            log.info("group0 join attempt failed (%s); retrying", last_error)
+            log.debug("group0 join attempt failed (%s); retrying", last_error)
             await asyncio.sleep(JOIN_RETRY_PAUSE)
         async with asyncio.timeout(JOIN_TIMEOUT):
             await self.driver.read_barrier()
@@ -433,8 +433,15 @@ class Group0Service:
         if not self.driver.is_leader:
             leader = self.driver.raft.leader
             if leader is None:
-                raise RuntimeError("no group0 leader known yet; retry")
-            reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+                raise Retry("no group0 leader known yet; retry")
+            try:
+                reply: dict[str, Any] = await self.rpc.call(leader, JOIN_VERB, payload, timeout=JOIN_TIMEOUT)
+            except RemoteError as exc:
+                if "JoinRefused" in str(exc):
+                    raise JoinRefused(str(exc).split("JoinRefused: ", 1)[-1]) from None
+                raise Retry(f"the group0 leader could not admit the node yet: {exc}") from None
+            except RpcError as exc:
+                raise Retry(f"the group0 leader did not answer: {exc}") from None
             return reply
         replace_raw = payload.get("replace")
         async with self._join_lock:
@@ -446,7 +453,7 @@ class Group0Service:
             if replaces is not None:
                 check_replacement(self._state, record.host_id, replaces, self.is_alive)
             if known is not None and known.address != record.address and self.is_alive(record.host_id):
-                raise RuntimeError(  # not JoinRefused: the joiner asks again once it is seen down
+                raise Retry(  # not JoinRefused: the joiner asks again once it is seen down
                     f"node {record.host_id} asks to move from {known.address} to {record.address} but "
                     f"still answers at {known.address}; retry once it is down there"
                 )
@@ -467,7 +474,7 @@ class Group0Service:
         async with asyncio.timeout(COMMAND_TIMEOUT):
             while raft_id not in self.driver.conf_state.voters:
                 if not self.driver.is_leader:
-                    raise RuntimeError("lost group0 leadership while adding a voter; retry")
+                    raise Retry("lost group0 leadership while adding a voter; retry")
                 # ConfChangeError: another change is in flight; wait for it to apply, then retry.
                 with contextlib.suppress(ConfChangeError):
                     self.driver.propose_conf_change(change)
