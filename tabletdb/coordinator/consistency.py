@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tabletdb.coordinator.placement import Replica, ReplicaSet
+from tabletdb.coordinator.placement import Replica, ReplicaSet, ShortReplicaSet, expected_per_dc
 from tabletdb.cql.consistency import (
     ALL,
     ANY,
@@ -60,19 +60,18 @@ def requirement(cl: int, replicas: ReplicaSet, local_dc: str, *, write: bool) ->
         return ((None, 2),)
     if cl == THREE:
         return ((None, 3),)
+    short = isinstance(replicas, ShortReplicaSet)  # the keyspace's RF counts, not the replicas
     if cl == QUORUM:
-        return ((None, _quorum(len(replicas))),)
+        return ((None, _quorum(sum(expected_per_dc(replicas).values()) if short else len(replicas))),)
     if cl == ALL:
-        return ((None, len(replicas)),)
+        return ((None, sum(expected_per_dc(replicas).values()) if short else len(replicas)),)
     if cl == LOCAL_ONE:
         return ((local_dc, 1),)
     if cl == LOCAL_QUORUM:
-        return ((local_dc, _quorum(sum(1 for r in replicas if r.dc == local_dc))),)
+        return ((local_dc, _quorum(expected_per_dc(replicas).get(local_dc, 0))),)
     if cl == EACH_QUORUM:
-        per_dc: dict[str, int] = {}
-        for r in replicas:
-            per_dc[r.dc] = per_dc.get(r.dc, 0) + 1
-        return tuple((dc, _quorum(n)) for dc, n in sorted(per_dc.items()))
+        per_dc = expected_per_dc(replicas)
+        return tuple((dc, _quorum(n)) for dc, n in sorted(per_dc.items()) if n)
     raise InvalidRequest(f"Unknown consistency level 0x{cl:04x}")
 
 

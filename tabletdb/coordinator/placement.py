@@ -78,7 +78,45 @@ class Replica:
 ReplicaSet = tuple[Replica, ...]
 WriteSets = tuple[ReplicaSet, ...]
 """The replica sets a write must meet its level on: one, or (old, new) during a migration."""
-_TabletSets = tuple[TabletInfo, Topology, ReplicaSet, WriteSets]
+
+
+class ShortReplicaSet(tuple[Replica, ...]):
+    """A tablet's replicas where its keyspace's RF asks for more in some datacenter than the
+    tablet has (the RF was raised by ALTER and the replicas were not added yet). Consistency
+    levels count the RF (``rf_by_dc``), not these replicas: CL=ALL must never be met by fewer
+    copies than the keyspace claims. Built only by ``ReplicaPlacement``; filtering or slicing
+    it gives a plain tuple, which is then just a list of replicas to contact."""
+
+    rf_by_dc: Mapping[str, int]
+
+    def __new__(cls, replicas: ReplicaSet, rf_by_dc: Mapping[str, int]) -> ShortReplicaSet:
+        made = super().__new__(cls, replicas)
+        made.rf_by_dc = rf_by_dc
+        return made
+
+
+def expected_per_dc(replicas: ReplicaSet) -> dict[str, int]:
+    """How many replicas of each datacenter a consistency level counts from: the replicas there,
+    or the keyspace's RF where a ``ShortReplicaSet`` has fewer."""
+    per_dc: dict[str, int] = {}
+    for r in replicas:
+        per_dc[r.dc] = per_dc.get(r.dc, 0) + 1
+    if isinstance(replicas, ShortReplicaSet):
+        for dc, rf in replicas.rf_by_dc.items():
+            per_dc[dc] = max(per_dc.get(dc, 0), rf)
+    return per_dc
+
+
+def _short_or_plain(replicas: ReplicaSet, rf_by_dc: Mapping[str, int]) -> ReplicaSet:
+    per_dc: dict[str, int] = {}
+    for r in replicas:
+        per_dc[r.dc] = per_dc.get(r.dc, 0) + 1
+    if any(per_dc.get(dc, 0) < rf for dc, rf in rf_by_dc.items()):
+        return ShortReplicaSet(replicas, rf_by_dc)
+    return replicas
+
+
+_TabletSets = tuple[TabletInfo, Topology, ReplicaSet, WriteSets, Mapping[str, int]]
 
 
 def union(sets: WriteSets) -> ReplicaSet:
@@ -125,6 +163,8 @@ class ReplicaPlacement:
         self._tablet_sets: dict[int, _TabletSets] = {}
         """id(tablet info) -> (that info, the topology used, read replicas, write sets): hot-path cache."""
         self._map_of = TabletMapLookup(tablet_maps)
+        self._rf_cache: tuple[Catalog | None, dict[str, Mapping[str, int]]] = (None, {})
+        """Per keyspace, the RF of each datacenter, for the catalog object it was read from."""
 
     def catalog(self) -> Catalog:
         return self._catalog()
@@ -152,7 +192,7 @@ class ReplicaPlacement:
 
     def only_local(self, replicas: ReplicaSet) -> bool:
         """True if ``replicas`` is this node alone: read-modify-writes may then hold a local lock."""
-        return len(replicas) == 1 and self.is_local(replicas[0])
+        return len(replicas) == 1 and not isinstance(replicas, ShortReplicaSet) and self.is_local(replicas[0])
 
     def replicas(self, table: TableDef, token: int) -> ReplicaSet:
         """The replicas of ``token`` of ``table``, in placement order (primary first)."""
@@ -161,7 +201,7 @@ class ReplicaPlacement:
             return self._local
         tablet_map = self._map_of(table.id)
         if tablet_map is not None:
-            return self._tablet_entry(tablet_map.tablet_for(token), topology)[2]
+            return self._tablet_entry(tablet_map.tablet_for(token), topology, self._rf_of(table))[2]
         found = self._vnode_table(table)
         if found is None:
             return self._local
@@ -180,28 +220,46 @@ class ReplicaPlacement:
         if topology.members:
             tablet_map = self._map_of(table.id)
             if tablet_map is not None:
-                return self._tablet_entry(tablet_map.tablet_for(token), topology)[3]
+                return self._tablet_entry(tablet_map.tablet_for(token), topology, self._rf_of(table))[3]
         return (self.replicas(table, token),)
 
-    def _tablet_entry(self, info: TabletInfo, topology: Topology) -> _TabletSets:
-        """(info, topology, read replicas, write sets) of a tablet, cached by the info's identity."""
+    def _rf_of(self, table: TableDef) -> Mapping[str, int]:
+        """The RF per datacenter of ``table``'s keyspace (what consistency levels count from)."""
+        catalog = self._catalog()
+        cached_catalog, by_keyspace = self._rf_cache
+        if cached_catalog is not catalog:
+            by_keyspace = {}
+            self._rf_cache = (catalog, by_keyspace)
+        rf = by_keyspace.get(table.keyspace)
+        if rf is None:
+            ks = catalog.keyspace(table.keyspace)
+            replication = None if ks is None else ks.definition.replication
+            rf = {} if replication is None else {dc: replication.factor(dc) for dc, _ in replication.options}
+            by_keyspace[table.keyspace] = rf
+        return rf
+
+    def _tablet_entry(self, info: TabletInfo, topology: Topology, rf: Mapping[str, int]) -> _TabletSets:
+        """(info, topology, read replicas, write sets, rf) of a tablet, cached by the info's identity."""
         cached = self._tablet_sets.get(id(info))
-        if cached is not None and cached[0] is info and cached[1] is topology:
+        if cached is not None and cached[0] is info and cached[1] is topology and cached[4] is rf:
             return cached
         dcs = self._dcs()
 
         def placed(replicas: tuple[TabletReplica, ...]) -> ReplicaSet:
             return tuple(Replica(r.host, r.shard, dcs.get(r.host, self.local_dc)) for r in replicas)
 
-        reads = placed(read_replicas(info))
+        reads = _short_or_plain(placed(read_replicas(info)), rf)
         writes = write_replicas(info)
         if info.new_replicas is not None and len(writes) > len(info.replicas):
-            sets: WriteSets = (placed(info.replicas), placed(info.new_replicas))
+            sets: WriteSets = (
+                _short_or_plain(placed(info.replicas), rf),
+                _short_or_plain(placed(info.new_replicas), rf),
+            )
         else:
-            sets = (reads if writes == read_replicas(info) else placed(writes),)
+            sets = (reads if writes == read_replicas(info) else _short_or_plain(placed(writes), rf),)
         if len(self._tablet_sets) > 65536:
             self._tablet_sets.clear()
-        entry = (info, topology, reads, sets)
+        entry = (info, topology, reads, sets, rf)
         self._tablet_sets[id(info)] = entry
         return entry
 

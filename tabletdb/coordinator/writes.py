@@ -57,7 +57,7 @@ class WriteCoordinator:
         local commit itself (``LocalReplica.apply``)."""
         if len(mutations) == 1:  # the common single-statement write: skip the grouping
             sets = self.replicas.placement.write_sets(table, mutations[0].token)
-            if len(sets) == 1 and len(sets[0]) == 1 and self.replicas.is_local(sets[0][0]):
+            if len(sets) == 1 and self.replicas.placement.only_local(sets[0]):
                 return self.replicas.local.apply(table, mutations)
         return self._write(table, mutations, cl, write_type)
 
@@ -100,7 +100,7 @@ class WriteCoordinator:
             raise TruncateError(f"Error during truncate of {table.keyspace}.{table.name}: {exc}") from exc
 
     def _check(self, sets: WriteSets, cl: int) -> list[Replica]:
-        if len(sets) == 1 and len(sets[0]) == 1 and self.replicas.is_local(sets[0][0]):
+        if len(sets) == 1 and self.replicas.placement.only_local(sets[0]):
             return list(sets[0])
         return check_available_sets(cl, sets, self.replicas.local_dc, self.replicas.is_up, write=True)
 
@@ -116,7 +116,7 @@ class WriteCoordinator:
     ) -> None:
         ctx = self.replicas
         replicas = sets[0] if len(sets) == 1 else union(sets)
-        if len(replicas) == 1 and ctx.is_local(replicas[0]):
+        if len(sets) == 1 and ctx.placement.only_local(replicas):
             await ctx.local.apply(table, mutations)
             return
         tracker = tracker_for(cl, sets, ctx.local_dc, write=True)

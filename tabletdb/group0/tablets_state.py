@@ -66,23 +66,18 @@ def maps_from_plain(data: list[dict[str, Any]]) -> TabletMaps:
     return FrozenMap((m.table_id, m) for m in (tablet_map_from_plain(d) for d in data))
 
 
-def replication_of(keyspace: KeyspaceDef, nodes: Sequence[NodeCapacity]) -> dict[str, DcReplication]:
-    """Per-DC replication for placement, capped at the nodes each DC has.
+def replication_of(keyspace: KeyspaceDef) -> dict[str, DcReplication]:
+    """Per-DC replication for placement, as the keyspace states it.
 
-    Capping keeps a single-node cluster usable with RF > 1 (as a vnode keyspace would be): the
-    missing replicas simply do not exist until nodes join and the balancer adds them.
+    Never capped at the nodes a DC has: a tablet with fewer replicas than RF would let CL=ALL
+    succeed on fewer copies than the keyspace promises. DDL refuses what cannot be placed
+    (``schema.rack_rules.check_placeable``); the allocator refuses it again with the same text.
     """
-    per_dc: dict[str, int] = {}
-    for node in nodes:
-        per_dc[node.dc] = per_dc.get(node.dc, 0) + 1
     out: dict[str, DcReplication] = {}
     for dc, value in keyspace.replication.options:
         if dc in ("class", "replication_factor"):
             continue
-        if isinstance(value, tuple):
-            out[dc] = value
-        else:
-            out[dc] = min(int(value), per_dc.get(dc, 0))
+        out[dc] = value if isinstance(value, tuple) else int(value)
     return out
 
 
@@ -98,7 +93,7 @@ def new_table_map(
     keyspace: KeyspaceDef, table: TableDef, nodes: Sequence[NodeCapacity], sizing: SizingConfig
 ) -> TabletMap:
     """The count of spec/tablets.md for a new table, and its replicas placed by the allocator."""
-    replication = replication_of(keyspace, nodes)
+    replication = replication_of(keyspace)
     hints = parse_tablet_hints(dict(table.options.tablets or ()))
     initial = keyspace.tablets.initial if keyspace.tablets is not None else None
     sizing_input = TableSizing(replication, hints, keyspace_initial=initial or None)

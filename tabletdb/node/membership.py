@@ -132,6 +132,7 @@ class ClusterMember:
             tls=tls,
             replaces=uuid.UUID(config.replace_node_first_boot) if config.replace_node_first_boot else None,
         )
+        self.group0.rf_rack_valid_keyspaces = config.rf_rack_valid_keyspaces
         self.metadata: NodeMetadata = self.group0
         self.settle_versions: Settle | None = self.group0.settle_versions
         self._failure_detector = FailureDetector(self.group0.rpc, peers, on_status)

@@ -17,7 +17,6 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.coordinator.replica_repair import ReplicaRepair
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
+from tabletdb.group0.rack_shape import token_owners_shape
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.net.faults import FaultInjector
@@ -139,12 +139,11 @@ class Node:
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
-            self._schema_config(
-                SchemaConfig(
-                    tablets_mode_for_new_keyspaces=config.tablets_mode_for_new_keyspaces,
-                    datacenters=(config.dc,),
-                    enforce_rack_list=config.enforce_rack_list,
-                )
+            SchemaConfig(
+                tablets_mode_for_new_keyspaces=config.tablets_mode_for_new_keyspaces,
+                datacenters=(config.dc,),
+                enforce_rack_list=config.enforce_rack_list,
+                rf_rack_valid_keyspaces=config.rf_rack_valid_keyspaces,
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
@@ -153,6 +152,7 @@ class Node:
             routes=self.routes,
             settle_versions=self.membership.settle_versions,
             backfill=plane.backfill,
+            cluster=lambda: token_owners_shape(self.metadata.state),
         )
         cql_tls = client_tls(config)
         self.server = CqlServer(
@@ -180,22 +180,6 @@ class Node:
         self.rest_api: RestApi | None = None
         self.ops = self._operator_view()
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
-
-    def _schema_config(self, base: SchemaConfig) -> Callable[[], SchemaConfig]:
-        """DDL's settings with the datacenters the cluster has (group0's members, and this node's
-        own before its join is recorded): `'replication_factor': N` expands to every one of them
-        and naming any of them is accepted, whichever node receives the statement."""
-        cached: list[tuple[object, SchemaConfig]] = []
-
-        def current() -> SchemaConfig:
-            topology = self.metadata.state.topology
-            if cached and cached[0][0] is topology:
-                return cached[0][1]
-            dcs = tuple(sorted({base.datacenters[0], *(r.datacenter for r in topology.members.values())}))
-            cached[:] = [(topology, replace(base, datacenters=dcs))]
-            return cached[0][1]
-
-        return current
 
     def _operator_view(self) -> NodeOps:
         """Liveness, load and uptime for nodetool's REST routes; peers ask this node's load."""

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from tabletdb.coordinator.consistency import ResponseTracker
 from tabletdb.coordinator.context import Replicas
-from tabletdb.coordinator.placement import Replica, ReplicaSet
+from tabletdb.coordinator.placement import Replica, ReplicaSet, expected_per_dc
 from tabletdb.cql.consistency import LOCAL_SERIAL, SERIAL
 from tabletdb.cql.errors import InvalidRequest, Unavailable, WriteTimeout
 from tabletdb.net.rpc import Handler, RpcError
@@ -173,7 +173,9 @@ class PaxosService:
             placed = tuple(r for r in placed if r.dc == self._replicas.local_dc)
         replicas = tuple(r.raft_id for r in placed)
         level = "LOCAL_SERIAL" if serial == LOCAL_SERIAL else "SERIAL"
-        quorum = len(replicas) // 2 + 1
+        expected = expected_per_dc(every)  # the keyspace's RF where the tablet is short of it
+        size = expected.get(self._replicas.local_dc, 0) if serial == LOCAL_SERIAL else sum(expected.values())
+        quorum = max(len(replicas), size) // 2 + 1
         if len(self._replicas.placement.write_sets(table, token)) > 1:
             # Paxos runs on one replica set; while a migration writes to two, a commit on the
             # old set could miss the new one after streaming, and accepted proposals do not

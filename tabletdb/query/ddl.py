@@ -78,9 +78,9 @@ def decision_for(
     if isinstance(stmt, ast.CreateType | ast.AlterType | ast.DropType):
         return _type_decision(stmt, session_keyspace)
     if isinstance(stmt, ast.CreateIndex | ast.DropIndex):
-        return _index_decision(stmt, session_keyspace, new_id)
+        return _index_decision(stmt, session_keyspace, new_id, config)
     if isinstance(stmt, ast.CreateMaterializedView | ast.AlterMaterializedView | ast.DropMaterializedView):
-        return _view_decision(stmt, session_keyspace, new_id)
+        return _view_decision(stmt, session_keyspace, new_id, config)
     if isinstance(stmt, ast.CreateFunction | ast.DropFunction | ast.CreateAggregate | ast.DropAggregate):
         return _function_decision(stmt, session_keyspace)
     raise TypeError(f"not a schema statement: {type(stmt).__name__}")
@@ -184,7 +184,10 @@ def _type_decision(
 
 
 def _index_decision(
-    stmt: ast.CreateIndex | ast.DropIndex, session_keyspace: str | None, new_id: Callable[[], uuid.UUID]
+    stmt: ast.CreateIndex | ast.DropIndex,
+    session_keyspace: str | None,
+    new_id: Callable[[], uuid.UUID],
+    config: SchemaConfig,
 ) -> Decision:
     if isinstance(stmt, ast.DropIndex):
         ks = keyspace_of(stmt.name, session_keyspace)
@@ -213,6 +216,7 @@ def _index_decision(
         options=str_options,
         if_not_exists=stmt.if_not_exists,
         table_id=entries_id,
+        config=config,
     )
 
 
@@ -220,6 +224,7 @@ def _view_decision(
     stmt: ast.CreateMaterializedView | ast.AlterMaterializedView | ast.DropMaterializedView,
     session_keyspace: str | None,
     new_id: Callable[[], uuid.UUID],
+    config: SchemaConfig,
 ) -> Decision:
     ks = keyspace_of(stmt.name, session_keyspace)
     name = stmt.name.name
@@ -252,6 +257,7 @@ def _view_decision(
         options=options,
         new_id=view_id,
         if_not_exists=stmt.if_not_exists,
+        config=config,
     )
 
 

@@ -8,6 +8,7 @@ executes it. Schema statements go to the metadata store; SELECTs on `system` and
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 import uuid
@@ -46,6 +47,7 @@ from tabletdb.query.select import result_columns
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.schema.rack_rules import ClusterShape
 from tabletdb.statements.bound_modification import BoundModification, bind_batch
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.receivers import Receiver, pk_indexes, receivers
@@ -91,7 +93,7 @@ class QueryProcessor:
         self,
         node: Callable[[], NodeInfo],
         metadata: MetadataStore,
-        schema_config: SchemaConfig | Callable[[], SchemaConfig],
+        schema_config: SchemaConfig,
         clients: Callable[[], list[ClientState]],
         shard_aware_port: int | None = None,
         data: DataPath | None = None,
@@ -99,7 +101,10 @@ class QueryProcessor:
         routes: RouteCheck | None = None,
         settle_versions: Callable[[], Awaitable[None]] | None = None,
         backfill: Backfill | None = None,
+        cluster: Callable[[], ClusterShape] | None = None,
     ) -> None:
+        """``cluster``: the token-owning nodes per DC and rack of this node's group0 state, read
+        when a schema statement is decided (tablets keyspaces must fit them; ``schema.rack_rules``)."""
         empty = Group0State()  # immutable: one for every request, not a new one per lookup
         self._auth = auth or AuthService(AuthConfig(), lambda: empty)
         self._auth_exec = AuthExecutor(
@@ -111,7 +116,7 @@ class QueryProcessor:
         self._node = node
         self._metadata = metadata
         self._schema_config = schema_config
-        """Fixed, or read per statement (a node takes the datacenters the cluster has from group0)."""
+        self._cluster = cluster
         self._clients = clients
         self._shard_aware_port = shard_aware_port
         self._routes = routes
@@ -392,10 +397,7 @@ class QueryProcessor:
         raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
 
     async def _schema_change(self, stmt: ast.Statement, keyspace: str | None, user: str | None) -> Result:
-        config = self._schema_config
-        decide = ddl.decision_for(
-            stmt, keyspace, config if isinstance(config, SchemaConfig) else config(), uuid.uuid1, _now_micros
-        )
+        decide = ddl.decision_for(stmt, keyspace, self._ddl_config(), uuid.uuid1, _now_micros)
         decide = self._auth_exec.with_creator_grants(decide, user)
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
@@ -411,7 +413,17 @@ class QueryProcessor:
             keyspace=first.keyspace,
             name=first.name or None,
             arg_types=list(first.arg_types) if first.target.value in ("FUNCTION", "AGGREGATE") else None,
+            warnings=list(outcome.warnings) or None,  # ScyllaDB's client warnings (protocol v4+)
         )
+
+    def _ddl_config(self) -> SchemaConfig:
+        """The node's schema settings with the cluster as it is now: its datacenters (what
+        ``replication_factor`` expands to, which DC names NTS accepts) and token-owning racks."""
+        shape = None if self._cluster is None else self._cluster()
+        if shape is None or not shape.known:
+            return self._schema_config
+        dcs = tuple(sorted({*self._schema_config.datacenters, *shape.racks}))
+        return dataclasses.replace(self._schema_config, datacenters=dcs, cluster=shape)
 
     # -- SELECT ---------------------------------------------------------------------------
 

@@ -8,12 +8,17 @@ never mutates anything, so the executor can retry it on a newer catalog.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tabletdb.cql.errors import ConfigurationError, InvalidRequest, Unauthorized
+from tabletdb.cql.errors import InvalidRequest, Unauthorized
 from tabletdb.schema.model import Catalog, KeyspaceDef, KeyspaceSchema, TableDef
 from tabletdb.schema.mutations import Mutation
+from tabletdb.schema.rack_rules import (
+    ClusterShape,
+    check_rf_rack_valid_by_config,
+    check_rf_rack_valid_for_views,
+)
 
 NAME_LENGTH = 192
 """ScyllaDB's limit on keyspace and table names (room is left for the CDC log table's suffix)."""
@@ -83,7 +88,9 @@ class SchemaConfig:
     datacenters: tuple[str, ...] = ()  # known DCs: `replication_factor` in NTS expands to these
     enforce_rack_list: bool = False
     enable_create_table_with_compact_storage: bool = False
-    racks_per_dc: tuple[tuple[str, int], ...] = ()  # current topology, for RF-rack-validity checks
+    cluster: ClusterShape = field(default_factory=ClusterShape)
+    """Token-owning nodes per DC and rack as the deciding node's group0 state has them (empty: no
+    topology yet, nothing is checked): tablets keyspaces must fit it (``rack_rules``)."""
     rf_rack_valid_keyspaces: bool = False  # require RF-rack-validity of every tablets keyspace
 
 
@@ -135,18 +142,10 @@ def name_taken_by_table_or_view(ks: KeyspaceSchema, name: str) -> bool:
     return name in ks.tables or name in ks.views
 
 
-def check_rf_rack_valid(ks: KeyspaceDef, config: SchemaConfig, why: str) -> None:
-    """Tablets keyspaces with views/indexes (or all, by config) need, per DC, RF 0, 1, the
-    number of racks, or a rack list, so every rack holds exactly one replica of each tablet."""
-    if not ks.uses_tablets:
-        return
-    racks = dict(config.racks_per_dc)
-    for dc, value in ks.replication.options:
-        if isinstance(value, tuple) or dc not in racks:
-            continue
-        rf = int(value)
-        if rf not in (0, 1, racks[dc]):
-            raise ConfigurationError(
-                f"{why}: keyspace {ks.name} is not RF-rack-valid: replication factor {rf} in datacenter {dc} "
-                f"must be 0, 1, a rack list, or the number of racks there ({racks[dc]})"
-            )
+def check_rf_rack_valid(ks: KeyspaceDef, config: SchemaConfig, why: str, *, views: bool) -> None:
+    """RF-rack-validity of a tablets keyspace where it is required: always with ``views`` (the
+    keyspace holds or is getting views or indexes), and of every keyspace by config."""
+    if config.rf_rack_valid_keyspaces:
+        check_rf_rack_valid_by_config(ks, config.cluster)
+    if views:
+        check_rf_rack_valid_for_views(ks, config.cluster, why)

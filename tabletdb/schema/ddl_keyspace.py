@@ -29,6 +29,7 @@ from tabletdb.schema.model import (
     Replication,
 )
 from tabletdb.schema.mutations import DropKeyspace, PutKeyspace
+from tabletdb.schema.rack_rules import check_placeable, needs_rack_validity
 
 _PREFIX = "org.apache.cassandra.locator."
 _STRATEGIES = {"SimpleStrategy": SIMPLE, "NetworkTopologyStrategy": NTS, "EverywhereStrategy": EVERYWHERE}
@@ -157,7 +158,8 @@ def _check_rack_lists(replication: Replication, config: SchemaConfig) -> None:
     for dc, value in replication.options:
         if not isinstance(value, tuple) and int(value) > 0:
             raise ConfigurationError(
-                f"Replication factor for datacenter {dc} must be a rack list (enforce_rack_list is set)"
+                f"Replication factor for datacenter {dc} must be a rack list because enforce_rack_list "
+                f"is set: name the racks, e.g. '{dc}': ['rack1', ...]"
             )
 
 
@@ -225,8 +227,8 @@ def create_keyspace(
     definition = KeyspaceDef(
         name, rep, durable_writes, _tablets(rep, tablets, config), storage_type, storage_options
     )
-    if config.rf_rack_valid_keyspaces:
-        check_rf_rack_valid(definition, config, f"Cannot create keyspace {name}")
+    check_placeable(definition, config.cluster)
+    check_rf_rack_valid(definition, config, f"Cannot create keyspace {name}", views=False)
     event = SchemaChangeEvent(Change.CREATED, Target.KEYSPACE, name)
     return DdlOutcome((PutKeyspace(definition),), (event,), _strategy_warnings(definition))
 
@@ -262,9 +264,9 @@ def alter_keyspace(
         old.storage_type,
         old.storage_options,
     )
-    has_views_or_indexes = bool(ks.views) or any(t.indexes for t in ks.tables.values())
-    if config.rf_rack_valid_keyspaces or has_views_or_indexes:
-        check_rf_rack_valid(definition, config, f"Cannot alter keyspace {name}")
+    if replication is not None:  # never claim an RF the cluster cannot place
+        check_placeable(definition, config.cluster)
+    check_rf_rack_valid(definition, config, f"Cannot alter keyspace {name}", views=needs_rack_validity(ks))
     event = SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, name)
     warnings = _strategy_warnings(definition) if replication is not None else ()
     return DdlOutcome((PutKeyspace(definition),), (event,), warnings)

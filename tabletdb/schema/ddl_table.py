@@ -36,6 +36,7 @@ from tabletdb.schema.model import (
 )
 from tabletdb.schema.mutations import DropTable, Mutation, PutTable
 from tabletdb.schema.options import TableOptions, apply_options, table_id_option
+from tabletdb.schema.rack_rules import check_placeable
 from tabletdb.schema.typeutil import resolve_type
 
 ColumnSpec = tuple[str, CqlType, bool]  # name, type (UserTypeRef allowed), is_static
@@ -228,6 +229,7 @@ def create_table(
             f'Cannot add already existing table "{name}" to keyspace "{keyspace}"', keyspace, name
         )
     cols = build_columns(catalog, keyspace, columns, partition_key, clustering_key, clustering_order)
+    check_placeable(ks.definition, config.cluster)  # its tablets get RF replicas now, or never
     if compact_storage:
         _check_compact(cols, config)
     table_options = apply_options(TableOptions(), options)

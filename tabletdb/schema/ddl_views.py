@@ -30,6 +30,7 @@ from tabletdb.schema.ddl_table import check_key_column_type, claim_table_id, clu
 from tabletdb.schema.model import Catalog, ColumnDef, ColumnKind, TableDef, ViewDef, order_columns
 from tabletdb.schema.mutations import DropView, PutView
 from tabletdb.schema.options import TableOptions, apply_options, table_id_option
+from tabletdb.schema.rack_rules import check_placeable, views_warning
 
 
 def _unknown(name: str) -> InvalidRequest:
@@ -138,9 +139,10 @@ def create_view(
         raise AlreadyExists(
             f'Cannot add already existing table "{name}" to keyspace "{keyspace}"', keyspace, name
         )
-    check_rf_rack_valid(
-        ks.definition, config or SchemaConfig(), f"Cannot create materialized view {keyspace}.{name}"
-    )
+    config = config or SchemaConfig()
+    check_placeable(ks.definition, config.cluster)
+    why = f"Cannot create materialized view {keyspace}.{name}"
+    check_rf_rack_valid(ks.definition, config, why, views=True)
     columns = _view_columns(base, selected, partition_key, clustering_key, clustering_order, not_null)
     view_options = apply_options(TableOptions(), options, for_view=True)
     view_id = claim_table_id(catalog, keyspace, name, options, new_id, table_id)
@@ -150,7 +152,8 @@ def create_view(
             f"Tablet options cannot be used on view {keyspace}.{name}: keyspace does not use tablets"
         )
     view = ViewDef(table, base.id, base.name, where_clause, selected is None)
-    return DdlOutcome((PutView(view),), (SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name),))
+    event = SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name)
+    return DdlOutcome((PutView(view),), (event,), views_warning(ks.definition))
 
 
 def alter_view(catalog: Catalog, keyspace: str, name: str, options: Mapping[str, object]) -> DdlOutcome:

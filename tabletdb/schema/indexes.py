@@ -27,6 +27,7 @@ from tabletdb.schema.ddl_common import (
 from tabletdb.schema.index_targets import TARGET_KINDS, local_target_string, target_string
 from tabletdb.schema.model import Catalog, ColumnKind, IndexDef, IndexKind, TableDef
 from tabletdb.schema.mutations import PutTable
+from tabletdb.schema.rack_rules import check_placeable, views_warning
 
 
 def default_index_name(table: TableDef, column: str, existing: set[str]) -> str:
@@ -115,7 +116,9 @@ def create_index(
             return NOOP
         raise InvalidRequest(f"Index {index_name} is a duplicate of existing index {duplicate.name}")
     why = f"Cannot create index {index_name} on {keyspace}.{table_name}"
-    check_rf_rack_valid(ks.definition, config or SchemaConfig(), why)
+    config = config or SchemaConfig()
+    check_placeable(ks.definition, config.cluster)
+    check_rf_rack_valid(ks.definition, config, why, views=True)
     stored = dict(options or {})
     if custom_class is not None:
         stored["class_name"] = custom_class
@@ -128,7 +131,7 @@ def create_index(
     indexes = tuple(sorted((*table.indexes, index), key=lambda i: i.name))
     new_table = replace(table, indexes=indexes)
     event = SchemaChangeEvent(Change.UPDATED, Target.TABLE, keyspace, table_name)
-    return DdlOutcome((PutTable(new_table),), (event,))
+    return DdlOutcome((PutTable(new_table),), (event,), views_warning(ks.definition))
 
 
 def drop_index(catalog: Catalog, keyspace: str, name: str, if_exists: bool = False) -> DdlOutcome:

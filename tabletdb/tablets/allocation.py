@@ -75,10 +75,9 @@ def _place_in_dc(
                 )
             chosen.append(loads.place(min(in_rack, key=loads.rank)))
         return chosen
-    if replication > len(dc_nodes):
+    if replication > len(dc_nodes):  # ScyllaDB's text, which clients match
         raise ConfigurationError(
-            f"Datacenter {dc} doesn't have enough nodes for replication factor {replication} "
-            f"(has {len(dc_nodes)})"
+            f"Datacenter {dc} doesn't have enough token-owning nodes for replication_factor={replication}"
         )
     replicas: list[TabletReplica] = []
     used_hosts: set[uuid.UUID] = set()

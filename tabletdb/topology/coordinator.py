@@ -277,7 +277,7 @@ def _finish(view: View, request: Request, new_id: uuid.UUID) -> Propose:
     t = view.topology
     after = t.finished(RequestResult(request))
     node = t.nodes[request.host_id]
-    if request.kind in (RequestKind.JOIN, RequestKind.REPLACE):
+    if request.kind in (RequestKind.JOIN, RequestKind.REPLACE, RequestKind.MOVE):
         after = after.with_node(replace(node, state=NodeState.NORMAL, request_id=None))
     else:
         after = after.with_node(replace(node, state=NodeState.LEFT, request_id=None))

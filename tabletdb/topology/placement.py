@@ -142,6 +142,37 @@ def _plan_replace(tm: TabletMap, old: uuid.UUID, new: uuid.UUID, shards: Mapping
     return tuple(moves)
 
 
+def _plan_move(
+    request: Request,
+    tablets: Mapping[uuid.UUID, TabletMap],
+    shards: Mapping[uuid.UUID, int],
+    locations: Locations,
+) -> Moves:
+    """The one migration a MOVE request names, begun (``tablets.migration.begin_migration``)."""
+    move = request.move
+    assert move is not None  # admission refuses a MOVE without one
+    tm = tablets.get(move.table_id)
+    if tm is None:
+        raise PlanError(f"table {move.table_id} has no tablets (dropped, or not a tablets table)")
+    if not 0 <= move.target.shard < shards.get(move.target.host, 0):
+        raise PlanError(
+            f"node {move.target.host} has {shards.get(move.target.host, 0)} shard(s); "
+            f"there is no shard {move.target.shard}"
+        )
+    source_dc, target_dc = _where(locations, move.source.host)[0], _where(locations, move.target.host)[0]
+    if source_dc != target_dc:
+        raise PlanError(
+            f"a replica may only move within its datacenter: {move.source.host} is in {source_dc!r}, "
+            f"{move.target.host} in {target_dc!r}"
+        )
+    tablet_id = tm.tablet_id_of(move.token)
+    try:
+        begun = begin_migration(tm, Migration(move.table_id, tablet_id, move.source, move.target))
+    except ValueError as e:
+        raise PlanError(str(e)) from None
+    return ((move.table_id, tablet_id, begun.tablets[tablet_id]),)
+
+
 def plan_moves(
     request: Request,
     topology: TopologyState,
@@ -151,6 +182,8 @@ def plan_moves(
 ) -> Moves:
     """Every tablet move `request` needs, with each tablet's migration begun; PlanError if some
     replica has nowhere to go."""
+    if request.kind is RequestKind.MOVE:
+        return _plan_move(request, tablets, shards, locations)
     ignored = topology.ignored | request.ignore_nodes  # dead nodes take no replica
     normal = tuple(h for h in topology.normal_nodes() if h not in ignored)
     if request.kind is RequestKind.REPLACE and request.replaced_id is not None:

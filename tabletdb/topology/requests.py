@@ -9,6 +9,7 @@ Liveness (`alive`) is an observation of the node that admits: a live node may no
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 from tabletdb.topology.commands import TopologyCommand
@@ -36,6 +37,9 @@ def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID
         )
     state = topology.state_of(host)
     kind = request.kind
+    if kind is RequestKind.MOVE:
+        _check_move(topology, request)
+        return
     if kind in (RequestKind.JOIN, RequestKind.REPLACE) and state is not NodeState.NONE:
         raise RequestRefused(
             f"node {host} cannot {kind.value}: it is {state.value}; a node that left must be wiped "
@@ -69,11 +73,38 @@ def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID
         raise RequestRefused(f"ignore_nodes names nodes that are not members: {', '.join(unknown)}")
 
 
+RackCheck = Callable[[Request], str | None]
+"""Why a request would break a keyspace's rack rules, or None (``topology.rack_admission``)."""
+
+
+def _check_move(topology: TopologyState, request: Request) -> None:
+    move = request.move
+    if move is None or move.target.host != request.host_id:
+        raise RequestRefused("a tablet move request must name its tablet and target (the request's node)")
+    for role, host in (("source", move.source.host), ("target", move.target.host)):
+        if topology.state_of(host) is not NodeState.NORMAL:
+            raise RequestRefused(
+                f"tablet move: the {role} node {host} is {topology.state_of(host).value}, not normal"
+            )
+    if move.source.host == move.target.host:
+        raise RequestRefused(
+            "tablet move: moving a replica between shards of one node is not supported yet; "
+            "give another node as dst_host"
+        )
+
+
 def enqueue(
-    topology: TopologyState, request: Request, alive: frozenset[uuid.UUID], new_id: uuid.UUID
+    topology: TopologyState,
+    request: Request,
+    alive: frozenset[uuid.UUID],
+    new_id: uuid.UUID,
+    racks: RackCheck | None = None,
 ) -> TopologyCommand:
     """The command that queues `request`; RequestRefused if it may not be queued."""
     _check(topology, request, alive)
+    broken = None if racks is None else racks(request)
+    if broken is not None:
+        raise RequestRefused(broken)
     after = topology
     node = topology.nodes.get(request.host_id)
     if node is None:

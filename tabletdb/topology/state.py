@@ -23,6 +23,17 @@ MAX_RESULTS = 64
 
 
 @dataclass(frozen=True)
+class TabletMove:
+    """A MOVE request's tablet: the one owning ``token`` of ``table_id``, from ``source`` to
+    ``target`` (host and shard each). The token, not a tablet id, names it, as ScyllaDB's API does."""
+
+    table_id: uuid.UUID
+    token: int
+    source: TabletReplica
+    target: TabletReplica
+
+
+@dataclass(frozen=True)
 class Request:
     """One operator (or node) request; at most one per node is queued at a time."""
 
@@ -32,6 +43,8 @@ class Request:
     """The node joining, leaving or removed; for REPLACE the new node."""
     replaced_id: uuid.UUID | None = None
     ignore_nodes: frozenset[uuid.UUID] = frozenset()
+    move: TabletMove | None = None
+    """For MOVE only: which tablet replica goes where (``host_id`` is the target host)."""
 
 
 @dataclass(frozen=True)
@@ -121,19 +134,46 @@ def _req_id(value: Any) -> uuid.UUID:
 
 
 def request_to_plain(r: Request) -> list[Any]:
-    return [
+    plain: list[Any] = [
         r.request_id.bytes,
         r.kind.value,
         r.host_id.bytes,
         _opt_id(r.replaced_id),
         sorted(h.bytes for h in r.ignore_nodes),
     ]
+    if r.move is not None:  # only MOVE requests carry a sixth element
+        m = r.move
+        plain.append(
+            [
+                m.table_id.bytes,
+                m.token,
+                m.source.host.bytes,
+                m.source.shard,
+                m.target.host.bytes,
+                m.target.shard,
+            ]
+        )
+    return plain
 
 
 def request_from_plain(d: list[Any]) -> Request:
-    rid, kind, host, replaced, ignore = d
+    rid, kind, host, replaced, ignore = d[:5]
+    move = None
+    if len(d) > 5:
+        table, token, src, src_shard, dst, dst_shard = d[5]
+        move = TabletMove(
+            _req_id(table),
+            int(token),
+            TabletReplica(_req_id(src), int(src_shard)),
+            TabletReplica(_req_id(dst), int(dst_shard)),
+        )
     return Request(
-        _req_id(rid), RequestKind(kind), _req_id(host), _id(replaced), frozenset(_req_id(h) for h in ignore)
+        _req_id(rid),
+        RequestKind(kind),
+        _req_id(host),
+        _id(replaced),
+        frozenset(_req_id(h) for h in ignore),
+        move,
     )
 
 

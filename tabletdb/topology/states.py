@@ -26,6 +26,8 @@ class RequestKind(StrEnum):
     LEAVE = "leave"
     REMOVE = "remove"
     REPLACE = "replace"
+    MOVE = "move"
+    """One tablet replica moved by an operator (REST ``tablets/move``); ``Request.move`` says which."""
 
 
 class TransitionState(StrEnum):
@@ -51,4 +53,5 @@ STATE_DURING: dict[RequestKind, NodeState] = {
     RequestKind.LEAVE: NodeState.DECOMMISSIONING,
     RequestKind.REMOVE: NodeState.REMOVING,
     RequestKind.REPLACE: NodeState.REPLACING,
+    RequestKind.MOVE: NodeState.NORMAL,  # moving a tablet replica leaves both nodes normal
 }

@@ -184,16 +184,28 @@ class NodeFactory:
         return node
 
     def start_cluster(
-        self, size: int, smp: int | None = None, options: Mapping[str, object] | None = None
+        self,
+        size: int,
+        smp: int | None = None,
+        options: Mapping[str, object] | None = None,
+        racks: Sequence[str] | None = None,
     ) -> list[TestNode]:
-        """The first node seeds a new cluster; the others join one at a time, like Scylla's rule."""
+        """The first node seeds a new cluster; the others join one at a time, like Scylla's rule.
+
+        ``racks``: each node's rack, in order (a tablets keyspace with views must have RF = racks)."""
         if size < 1:
             raise ValueError(f"cluster size must be >= 1, got {size}")
-        first = self.create(smp=smp, options=options)
+        if racks is not None and len(racks) != size:
+            raise ValueError(f"{size} nodes need {size} racks, got {list(racks)}")
+
+        def node_options(i: int) -> Mapping[str, object] | None:
+            return options if racks is None else {**(options or {}), "rack": racks[i]}
+
+        first = self.create(smp=smp, options=node_options(0))
         first.start()
         nodes = [first]
-        for _ in range(size - 1):
-            node = self.create(seeds=[first.host], smp=smp, options=options)
+        for i in range(1, size):
+            node = self.create(seeds=[first.host], smp=smp, options=node_options(i))
             node.start()
             nodes.append(node)
         return nodes

@@ -67,7 +67,8 @@ def check(session: Any, ks: str, model: Model, cl: str) -> None:
 
 
 def test_views_and_indexes_rf3_and_rf1_through_a_kill(node_factory: NodeFactory) -> None:
-    nodes = node_factory.start_cluster(3, options=OPTIONS)
+    # one rack per node: a tablets keyspace with views must be RF-rack-valid (RF 1 or 3 here)
+    nodes = node_factory.start_cluster(3, options=OPTIONS, racks=["r1", "r2", "r3"])
     models: dict[str, Model] = {"v3": {}, "v1": {}}
     with pinned(nodes[0]) as s0:
         create_schema(s0, "v3", 3)

@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from tabletdb.node.admin import rest_auth, rest_faults, rest_ring, rest_snapshots, rest_topology
+from tabletdb.node.admin import rest_auth, rest_faults, rest_ring, rest_snapshots, rest_tablets, rest_topology
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
@@ -49,6 +49,7 @@ def build_app(ctx: ApiContext) -> web.Application:
     rest_faults.add_routes(app, ctx)
     rest_topology.add_routes(app, ctx)
     rest_ring.add_routes(app, ctx)
+    rest_tablets.add_routes(app, ctx)
     return app
 
 

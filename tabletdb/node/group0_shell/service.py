@@ -38,6 +38,7 @@ from tabletdb.group0.cluster_state import (
     decode_snapshot,
     encode_snapshot,
 )
+from tabletdb.group0.rack_shape import rack_check
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import (
     JoinCommand,
@@ -134,6 +135,9 @@ class Group0Service:
         directory.mkdir(parents=True, exist_ok=True)
         self.record = record
         self.cluster_name = cluster_name
+        self.rf_rack_valid_keyspaces = False
+        """ScyllaDB's config key: topology requests that would make any tablets keyspace
+        RF-rack-invalid are refused (set by the node's wiring; views/indexes need it always)."""
         self.seeds = seeds
         self.store = DurableLog.open(str(directory))
         self.founder = founds_cluster(record.address, seeds)
@@ -236,7 +240,13 @@ class Group0Service:
         """Queue a topology request (``topology.requests.enqueue``), deciding again while other
         commands move the state on; raises ``RequestRefused`` with the reason it may not be queued."""
         while not await self.submit_topology(
-            enqueue(self._state.topology_state, request, alive, uuid.uuid1())
+            enqueue(
+                self._state.topology_state,
+                request,
+                alive,
+                uuid.uuid1(),
+                rack_check(self._state, self.rf_rack_valid_keyspaces),
+            )
         ):
             await asyncio.sleep(0.05)
 

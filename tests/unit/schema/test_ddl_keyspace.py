@@ -173,24 +173,33 @@ def test_tablet_rf_changes_one_dc_by_one_step() -> None:
 def test_rf_rack_validity() -> None:
     from tabletdb.schema.ddl_views import create_view
     from tabletdb.schema.indexes import create_index
+    from tabletdb.schema.rack_rules import ClusterShape
 
     from .helpers import next_id, with_table
 
-    racks = SchemaConfig(datacenters=("dc1", "dc2"), racks_per_dc=(("dc1", 3), ("dc2", 2)))
-    strict = SchemaConfig(
-        datacenters=("dc1", "dc2"), racks_per_dc=(("dc1", 3),), rf_rack_valid_keyspaces=True
-    )
-    with pytest.raises(ConfigurationError, match="not RF-rack-valid: replication factor 2 in datacenter dc1"):
+    shape = ClusterShape.of([("dc1", "a"), ("dc1", "b"), ("dc1", "c"), ("dc2", "a"), ("dc2", "b")])
+    racks = SchemaConfig(datacenters=("dc1", "dc2"), cluster=shape)
+    strict = SchemaConfig(datacenters=("dc1", "dc2"), cluster=shape, rf_rack_valid_keyspaces=True)
+    with pytest.raises(
+        InvalidRequest,
+        match=r"rf_rack_valid_keyspaces` is enabled.*keyspace 'ks' doesn't satisfy it for DC 'dc1': "
+        r"RF=2 vs\. rack count=3\.",
+    ):
         create_keyspace(Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 2}, config=strict)
     assert not create_keyspace(
         Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 3}, config=strict
     ).is_noop
+    assert not create_keyspace(  # without the option an RF-rack-invalid keyspace is fine
+        Catalog(), "ks", {"class": "NetworkTopologyStrategy", "dc1": 2}, config=racks
+    ).is_noop
     catalog = with_table(with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 2}))
     with pytest.raises(
-        ConfigurationError, match=r"Cannot create index i on ks\.t: keyspace ks is not RF-rack-valid"
+        InvalidRequest, match=r"Cannot create index i on ks\.t: .*required to be RF-rack-valid.*factor 2"
     ):
         create_index(catalog, "ks", "t", "i", "v", config=racks)
-    with pytest.raises(ConfigurationError, match="Cannot create materialized view"):
+    with pytest.raises(
+        InvalidRequest, match=r"Cannot create materialized view ks\.mv: .*required to be RF-rack-valid"
+    ):
         create_view(
             catalog,
             "ks",
@@ -206,9 +215,7 @@ def test_rf_rack_validity() -> None:
         )
     catalog = with_table(with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 3}))
     catalog = apply(catalog, create_index(catalog, "ks", "t", "i", "v", config=racks))
-    with pytest.raises(
-        ConfigurationError, match="Cannot alter keyspace ks: keyspace ks is not RF-rack-valid"
-    ):
+    with pytest.raises(InvalidRequest, match=r"Cannot alter keyspace ks: .*required to be RF-rack-valid"):
         alter_keyspace(
             catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=racks
         )

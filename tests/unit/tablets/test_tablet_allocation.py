@@ -53,7 +53,9 @@ def test_multi_dc() -> None:
 
 
 def test_not_enough_nodes() -> None:
-    with pytest.raises(ConfigurationError, match="doesn't have enough nodes"):
+    with pytest.raises(
+        ConfigurationError, match="doesn't have enough token-owning nodes for replication_factor="
+    ):
         allocate_replicas(1, {"dc1": 2}, [node(1, "r1")])
     with pytest.raises(ConfigurationError, match="no nodes in rack r9"):
         allocate_replicas(1, {"dc1": ("r9",)}, [node(1, "r1")])
