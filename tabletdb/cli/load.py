@@ -108,12 +108,37 @@ def _credentials(
     type=click.Path(exists=True, dir_okay=False),
     help="cqlshrc-style file: [authentication] username = ..., password = ...",
 )
-@click.option("--consistency", default="LOCAL_QUORUM", show_default=True)
 @click.option(
-    "--concurrency", type=int, default=256, show_default=True, help="Writes in flight per Spark task."
+    "--consistency",
+    help="Consistency of the INSERTs (--via cql; default LOCAL_QUORUM). Files go to every replica.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="INSERTs in flight per Spark task (--via cql; default 256).",
 )
 @click.option("--writetime-column", help="Input field with each row's write timestamp (microseconds).")
 @click.option("--ttl-column", help="Input field with each row's TTL in seconds.")
+@click.option(
+    "--via",
+    type=click.Choice(["files", "cql"]),
+    help="files: per-tablet SQLite files merged on the replicas (the default); cql: INSERTs "
+    "through the driver (the default for counter tables and tables with views, indexes or CDC).",
+)
+@click.option(
+    "--file-rows",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Rows of one tablet a Spark task sends as one file (--via files; default 100000).",
+)
+@click.option("--api-port", type=int, default=10000, show_default=True, help="REST API port of every node.")
+@click.option(
+    "--api-endpoint",
+    "api_endpoints",
+    multiple=True,
+    metavar="ADDRESS:PORT",
+    help="REST API of one node when its port differs from --api-port; repeatable (--via files).",
+)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark configuration, repeatable.")
 def load_command(
@@ -127,14 +152,23 @@ def load_command(
     username: str | None,
     password: str | None,
     credentials_file: str | None,
-    consistency: str,
-    concurrency: int,
+    consistency: str | None,
+    concurrency: int | None,
     writetime_column: str | None,
     ttl_column: str | None,
+    via: str | None,
+    file_rows: int | None,
+    api_port: int,
+    api_endpoints: tuple[str, ...],
     master: str,
     confs: tuple[str, ...],
 ) -> None:
     """Bulk load a file into a table through Spark; rows that do not fit go to the rejects.
+
+    \b
+    By default rows go as per-tablet SQLite files that each replica merges (--via files; the
+    nodes' REST API must be reachable: --api-port, --api-endpoint); counter tables and tables
+    with views, indexes or CDC load through CQL INSERTs (--via cql).
 
     \b
     Exit codes:
@@ -143,7 +177,9 @@ def load_command(
       2  the load could not start (options, format, table, input fields)
       3  loaded, but some rows were rejected (reasons in the rejects directory)
     """
+    from tabletdb.spark.backup_rest import RestError, parse_endpoints
     from tabletdb.spark.connection import OptionError, parse_options
+    from tabletdb.spark.file_load import FLUSH_ROWS, FileTarget, choose_via, run_file_load
     from tabletdb.spark.input_options import InputOptionError, infer_format, parse_csv_options, parse_pairs
     from tabletdb.spark.load import LoadError, run_load
     from tabletdb.spark.schema_map import SchemaError
@@ -152,8 +188,11 @@ def load_command(
     if "://" not in source:
         source = str(Path(source).expanduser().resolve())  # Spark's workers do not share our cwd
     username, password = _credentials(username, password, credentials_file)
-    raw = {"hosts": hosts, "port": str(port), "table": table, "consistency": consistency}
-    raw["concurrency"] = str(concurrency)
+    raw = {"hosts": hosts, "port": str(port), "table": table}
+    if consistency:
+        raw["consistency"] = consistency
+    if concurrency:
+        raw["concurrency"] = str(concurrency)
     if writetime_column:
         raw["writetime_column"] = writetime_column
     if ttl_column:
@@ -167,14 +206,25 @@ def load_command(
         fmt = fmt or infer_format(source)
         csv = parse_csv_options(parse_pairs(input_options), fmt)
         options = parse_options(raw)
+        rest_login = (username, password or "") if username else None
+        target = FileTarget(api_port, parse_endpoints(api_endpoints), rest_login, file_rows or FLUSH_ROWS)
+        via = choose_via(options, via)
+        if via == "files" and (consistency or concurrency):
+            raise LoadError(
+                "--consistency and --concurrency apply to --via cql: a load through files sends "
+                "each tablet's file to every one of its replicas"
+            )
         spark = spark_session(master, parse_conf(confs), app_name=f"tabletdb load {table}")
-    except (OptionError, ValueError) as exc:  # InputOptionError is a ValueError
+    except (OptionError, LoadError, SchemaError, ValueError) as exc:  # InputOptionError is a ValueError
         click.echo(f"tabletdb load: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     try:
         with _spark_progress(spark) as step:
-            summary = run_load(spark, options, raw, source, fmt, rejects_dir, step, csv)
-    except (LoadError, SchemaError, OptionError, InputOptionError) as exc:
+            if via == "files":
+                summary = run_file_load(spark, options, target, source, fmt, rejects_dir, step, csv)
+            else:
+                summary = run_load(spark, options, raw, source, fmt, rejects_dir, step, csv)
+    except (LoadError, SchemaError, OptionError, InputOptionError, RestError) as exc:
         click.echo(f"tabletdb load: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     except Exception as exc:
@@ -185,7 +235,7 @@ def load_command(
     rate = summary.loaded / summary.seconds if summary.seconds > 0 else 0.0
     click.echo(
         f"read {summary.read} rows: loaded {summary.loaded}, rejected {summary.rejected} "
-        f"in {summary.seconds:.1f}s ({rate:.0f} rows/s)"
+        f"in {summary.seconds:.1f}s ({rate:.0f} rows/s, via {via})"
     )
     if summary.rejected:
         click.echo(f"rejected rows and reasons: {summary.rejects_path}")

@@ -8,8 +8,8 @@ so concurrent writes never make a page repeat or skip rows outside what they cha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Any
 
@@ -25,9 +25,13 @@ from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
 from tabletdb.cql.unparse import cql_text
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.statements.bound_select import BoundSelect
+from tabletdb.statements.cells import is_multi_cell
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.restrictions import Restrictions
+from tabletdb.statements.selectors import scalar
 from tabletdb.views.index_reads import IndexLookup, choose_index, index_rows, unindexed_filtering
+
+RowFn = Callable[[OutRow], Any]
 
 PAGING_VERSION = 1
 DEFAULT_PAGE = 10_000
@@ -39,7 +43,10 @@ class Output:
     name: str
     type: CqlType
     column: str | None
-    kind: str = "column"  # column | writetime | ttl | count | min | max | sum | avg
+    kind: str = "column"  # column | writetime | ttl | token | expr | count | min | max | sum | avg
+    fn: RowFn | None = field(default=None, compare=False)
+    """For `expr`, and for an aggregate of anything but a plain column: the compiled
+    expression (`query.selectors`) a row's value comes from."""
 
 
 def outputs_of(stmt: ast.SelectStatement, table: TableDef) -> list[Output]:
@@ -72,23 +79,53 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
         if names != [c.name for c in table.partition_key]:
             raise InvalidRequest("token() takes exactly the partition key columns, in order")
         return Output(sel.alias or f"system.token({', '.join(names)})", BIGINT, None, "token")
-    if isinstance(expr, ast.FunctionCall) and len(expr.args) == 1:
+    if isinstance(expr, ast.FunctionCall) and len(expr.args) == 1 and expr.keyspace in (None, "system"):
         fn = expr.name.lower()
         arg = expr.args[0]
         if fn == "count" and isinstance(arg, ast.Literal):
             return Output(sel.alias or "count", BIGINT, None, "count")
-        if isinstance(arg, ast.ColumnRef):
-            col = _col(table, arg.name)
-            if fn in ("writetime", "ttl"):
-                if col.is_primary_key:
-                    raise InvalidRequest(f"Cannot use selection function {fn} on PRIMARY KEY part {col.name}")
-                return Output(
-                    sel.alias or f"{fn}({col.name})", BIGINT if fn == "writetime" else INT, col.name, fn
-                )
-            if fn in AGGREGATES:
-                out_type = BIGINT if fn == "count" else col.type
-                return Output(sel.alias or f"system.{fn}({col.name})", out_type, col.name, fn)
-    raise InvalidRequest(f"Unsupported selector {cql_text(expr)}")
+        if fn in ("writetime", "ttl"):
+            return _cell_meta(sel, fn, arg, table)
+        if fn in AGGREGATES:
+            return _aggregate_output(sel, fn, arg, table)
+    s = scalar(expr, table)
+    return Output(sel.alias or s.name, s.type, None, "expr", _on_values(s.eval))
+
+
+def _cell_meta(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:
+    if not isinstance(arg, ast.ColumnRef):
+        raise InvalidRequest(
+            f"{fn}() of {cql_text(arg)} is not supported: only of a whole column (not an element or a field)"
+        )
+    col = _col(table, arg.name)
+    if col.is_primary_key:
+        raise InvalidRequest(f"Cannot use selection function {fn} on PRIMARY KEY part {col.name}")
+    if is_multi_cell(col.type):
+        raise InvalidRequest(f"Cannot use selection function {fn} on non-frozen collection {col.name}")
+    return Output(sel.alias or f"{fn}({col.name})", BIGINT if fn == "writetime" else INT, col.name, fn)
+
+
+def _aggregate_output(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:
+    if isinstance(arg, ast.ColumnRef):
+        col = _col(table, arg.name)
+        out_type = BIGINT if fn == "count" else col.type
+        return Output(sel.alias or f"system.{fn}({col.name})", out_type, col.name, fn)
+    if isinstance(arg, ast.FunctionCall) and arg.name.lower() in ("writetime", "ttl") and len(arg.args) == 1:
+        inner = _cell_meta(ast.Selector(arg), arg.name.lower(), arg.args[0], table)
+        name, t, value = inner.name, inner.type, _cell_reader(inner)
+    else:
+        s = scalar(arg, table)
+        name, t, value = s.name, s.type, _on_values(s.eval)
+    out_type = BIGINT if fn == "count" else t
+    return Output(sel.alias or f"system.{fn}({name})", out_type, None, fn, value)
+
+
+def _cell_reader(o: Output) -> RowFn:
+    return lambda row: _value(o, row)
+
+
+def _on_values(fn: Callable[[Mapping[str, Any]], Any]) -> RowFn:
+    return lambda row: fn(row.values)
 
 
 def _reverse(stmt: ast.SelectStatement, table: TableDef, r: Restrictions) -> bool:
@@ -356,6 +393,9 @@ def _value(o: Output, row: OutRow) -> Any:
         return row.values.get(o.column or "")
     if o.kind == "token":
         return row.token
+    if o.kind == "expr":
+        assert o.fn is not None
+        return o.fn(row)
     cell = row.cells.get(o.column or "")
     if cell is None:
         return None
@@ -365,10 +405,11 @@ def _value(o: Output, row: OutRow) -> Any:
 def _aggregate(outputs: list[Output], rows: list[OutRow]) -> list[Any]:
     out: list[Any] = []
     for o in outputs:
+        values = [o.fn(r) if o.fn is not None else r.values.get(o.column or "") for r in rows]
         if o.kind == "count":
-            out.append(sum(1 for r in rows if o.column is None or r.values.get(o.column) is not None))
+            counted = o.column is not None or o.fn is not None
+            out.append(sum(1 for v in values if v is not None) if counted else len(rows))
             continue
-        values = [r.values.get(o.column or "") for r in rows]
         present = [v for v in values if v is not None]
         if o.kind == "min":
             out.append(min(present) if present else None)

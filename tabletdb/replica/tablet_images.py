@@ -4,10 +4,12 @@ The topology coordinator moves a tablet replica by streaming: the target pulls a
 of the source's SQLite file (``storage.snapshot_files``: online backup from a read-only
 connection, taken while writes continue) and installs it. By then the target already takes the
 tablet's writes (the migration writes to both replica sets), so a target whose file holds
-anything gets the image applied as rows (last write wins keeps both the image's rows and the
-writes it has), and only an empty, idle target file is replaced whole. Several sources (a
-rebuild reads every surviving replica) are merged the same way: the first may install whole, the
-next ones go in as rows. Cleanup closes a replica's store and deletes its file, refusing while
+anything gets the image merged into it inside SQLite (``merge_image``: one set-based,
+last-write-wins transaction per file, which keeps both the image's rows and the writes it has),
+and only an empty, idle target file is replaced whole. Several sources (a rebuild reads every
+surviving replica) are merged the same way: the first may install whole, the next ones merge.
+Restore and bulk load (``node.admin.rest_snapshots``) use the same two steps.
+Cleanup closes a replica's store and deletes its file, refusing while
 the current tablet map still routes reads or writes to it.
 """
 
@@ -15,26 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.replica.image_targets import MergeTarget
 from tabletdb.replica.storage_service import StorageService, tablet_file
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.group_commit import GroupCommitter
-from tabletdb.storage.mutation import Mutation
-from tabletdb.storage.snapshot_files import (
-    check_image,
-    has_partitions,
-    image_mutations,
-    place_image,
-    snapshot_to,
-)
+from tabletdb.storage.snapshot_files import check_image, has_partitions, place_image, snapshot_to
 from tabletdb.tablets.migration import read_replicas, write_replicas
 
 log = logging.getLogger(__name__)
-
-APPLY_BATCH = 256
-"""Mutations of an image applied per commit when it goes in as rows."""
 
 
 class TabletBusy(Exception):
@@ -64,28 +57,51 @@ async def copy_tablet(storage: StorageService, table: TableDef, tablet_id: int, 
     return True
 
 
+_merging: dict[Path, int] = {}
+"""Files an image is being merged into right now (on a worker thread, under the store's write
+lock, which ``GroupCommitter.idle`` does not see): never replaced whole meanwhile."""
+
+
+def may_replace_whole(storage: StorageService, path: Path) -> bool:
+    """Whether an image may replace the file at ``path`` whole: it holds nothing, no merge is
+    running into it, and its store (if open) had no write queued or committing, and is now
+    closed. Call with no await between this and the rename, so no write slips in."""
+    return not _merging.get(path) and not has_partitions(path) and storage.release(path)
+
+
+async def merge_image(
+    storage: StorageService, table: TableDef, image: Path, targets: Sequence[MergeTarget]
+) -> int:
+    """Merge the checked image into each target file inside SQLite (``TabletStore.merge_image``:
+    set-based, last write wins, one synced transaction per file); returns the partitions taken.
+    Writes to a target meanwhile wait for its merge; writes already in it stay (last write wins
+    decides between them and the image's, as if both had been applied as writes)."""
+    total = 0
+    for target in targets:
+        store = storage.committer(table, target.token).store
+        _merging[store.path] = _merging.get(store.path, 0) + 1
+        try:
+            total += await asyncio.to_thread(store.merge_image, image, target.pieces)
+        finally:
+            left = _merging.pop(store.path) - 1
+            if left:
+                _merging[store.path] = left
+    return total
+
+
 async def install_tablet(storage: StorageService, table: TableDef, tablet_id: int, staging: Path) -> str:
     """Put the checked image at ``staging`` into this node's replica of the tablet: ``"file"``
-    when it replaced an empty, idle file whole, ``"rows"`` when it was applied as mutations."""
+    when it replaced an empty, idle file whole, ``"rows"`` when it was merged into the file."""
     await asyncio.to_thread(check_image, staging)
     path = local_tablet_path(storage, table, tablet_id)
-    # No await between these checks and the rename: no write can slip in between.
-    if not has_partitions(path) and storage.release(path):
+    if may_replace_whole(storage, path):
         place_image(staging, path)
         return "file"
     tablet_map = storage.tablet_maps().get(table.id)
-    token_range = tablet_map.range_of(tablet_id) if tablet_map is not None else None
-    batch: list[Mutation] = []
-    committer: GroupCommitter | None = None
-    rows = image_mutations(staging) if token_range is None else image_mutations(staging, token_range)
-    for mutation in rows:
-        committer = storage.committer(table, mutation.token)
-        batch.append(mutation)
-        if len(batch) >= APPLY_BATCH:
-            await committer.apply(list(batch))
-            batch.clear()
-    if batch and committer is not None:
-        await committer.apply(batch)
+    if tablet_map is None:
+        raise InvalidRequest(f"{table.keyspace}.{table.name} has no tablet map on this node")
+    token_range = tablet_map.range_of(tablet_id)
+    await merge_image(storage, table, staging, [MergeTarget(token_range.end, (token_range,))])
     return "rows"
 
 

@@ -96,15 +96,17 @@ def json_object_row(table: TableSchema, obj: Any, extras: Sequence[str] = ()) ->
     return row
 
 
-def fit_row(mapping: ColumnMapping, row: Sequence[Any]) -> tuple[Any, ...]:
-    """The row's values in Spark form, in `mapping.columns` order; RowRejected says what is wrong."""
+def fit_row(mapping: ColumnMapping, row: Sequence[Any], *, spark_form: bool = True) -> tuple[Any, ...]:
+    """The row's values in Spark form (or, without `spark_form`, in the codec's form, as
+    `from_json` gives them: what the file load encodes), in `mapping.columns` order;
+    RowRejected says what is wrong."""
     out = []
     for column, position in zip(mapping.columns, mapping.positions):
         raw = row[position] if position < len(row) else None
         if raw is None and column.kind in (PARTITION_KEY, CLUSTERING):
             raise RowRejected(f"missing value for primary key column {column.name}")
         try:
-            out.append(fit_value(column.cql_type, raw, column.name))
+            out.append(fit_value(column.cql_type, raw, column.name, spark_form=spark_form))
         except (CqlError, ValueConversionError) as exc:
             raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {_message(exc)}") from None
         except json.JSONDecodeError as exc:  # a collection, tuple or UDT cell's literal text
@@ -137,15 +139,38 @@ def _message(exc: Exception) -> str:
     return _DECODING.sub("", exc.message if isinstance(exc, CqlError) else str(exc))
 
 
-def fit_value(t: CqlType, raw: Any, receiver: str = "value") -> Any:
+_INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
+
+
+def _already_fits(t: CqlType, raw: Any) -> bool:
+    """Whether a typed input value is already the codec's value for native type `t` (a Parquet
+    long for a bigint, any string for text, ...): then it needs no reading. Only exact types:
+    anything else takes the general path and its rules."""
+    if not isinstance(t, NativeType):
+        return False
+    kind, name = type(raw), t.name
+    if kind is str:
+        return name == "text" or (name == "ascii" and raw.isascii())
+    if kind is int:
+        bits = _INT_BITS.get(name)
+        return bits is not None and -(1 << (bits - 1)) <= raw < 1 << (bits - 1)
+    if kind is float:
+        return name == "double"
+    return (kind is bool and name == "boolean") or (kind is bytes and name == "blob")
+
+
+def fit_value(t: CqlType, raw: Any, receiver: str = "value", *, spark_form: bool = True) -> Any:
     if raw is None:
         return None
+    if not spark_form and _already_fits(t, raw):
+        return raw
     if isinstance(raw, str):
         # A native value's text is what from_json reads; anything structured is JSON text.
         parsed = raw if isinstance(t, NativeType) else json.loads(raw, parse_float=Decimal)
     else:
         parsed = _jsonish(t, raw)
-    return to_spark(t, from_json(t, parsed, receiver))
+    value = from_json(t, parsed, receiver)
+    return to_spark(t, value) if spark_form else value
 
 
 def _jsonish(t: CqlType, v: Any) -> Any:
@@ -163,7 +188,10 @@ def _jsonish(t: CqlType, v: Any) -> Any:
         return "0x" + bytes(v).hex()
     if isinstance(v, float) and isinstance(t, NativeType) and t.name == "decimal":
         return Decimal(repr(v))
-    if isinstance(t, NativeType) and t.name == "duration" and isinstance(v, Sequence):
+    is_duration = isinstance(t, NativeType) and t.name == "duration"
+    if isinstance(v, Mapping) and (isinstance(t, TupleType) or is_duration):
+        v = tuple(v.values())  # an Arrow struct arrives as a dict (a Spark Row is a tuple)
+    if is_duration and isinstance(v, Sequence):
         months, days, nanos = v
         return (
             f"{months}mo{days}d{nanos}ns"

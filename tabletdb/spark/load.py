@@ -51,31 +51,35 @@ an empty name once the last step is done."""
 Checked = tuple[bool, Any]  # (True, fitted row) or (False, (reason, record json))
 
 
-def _record_json(names: list[str], row: Any) -> str:
+def record_json(names: list[str], row: Any) -> str:
     return json.dumps(dict(zip(names, row)), default=str, ensure_ascii=False)
 
 
-def _checker(mapping: ColumnMapping, names: list[str]) -> Callable[[Any], Checked]:
+def checker(mapping: ColumnMapping, names: list[str], *, spark_form: bool = True) -> Callable[[Any], Checked]:
+    """Fits a CSV or Parquet row (fields in `names` order) to the table, or says why not."""
     corrupt_at = names.index(CORRUPT) if CORRUPT in names else None
 
     def check(row: Any) -> Checked:
         if corrupt_at is not None and row[corrupt_at] is not None:
             return False, ("malformed record (wrong number of fields or bad quoting)", row[corrupt_at])
         try:
-            return True, fit_row(mapping, row)
+            return True, fit_row(mapping, row, spark_form=spark_form)
         except RowRejected as exc:
-            return False, (str(exc), _record_json(names, row))
+            return False, (str(exc), record_json(names, row))
 
     return check
 
 
-def _json_checker(table: TableSchema, mapping: ColumnMapping) -> Callable[[Any], Checked]:
+def json_checker(
+    table: TableSchema, mapping: ColumnMapping, *, spark_form: bool = True
+) -> Callable[[Any], Checked]:
+    """Fits a JSON-lines row (the line as its one field) to the table, or says why not."""
 
     def check(row: Any) -> Checked:
         line = row[0]
         try:
             obj = json.loads(line, parse_float=Decimal)
-            return True, fit_row(mapping, json_object_row(table, obj, mapping.extras))
+            return True, fit_row(mapping, json_object_row(table, obj, mapping.extras), spark_form=spark_form)
         except json.JSONDecodeError as exc:
             return False, (f"not valid JSON: {exc}", line)
         except RowRejected as exc:
@@ -84,7 +88,7 @@ def _json_checker(table: TableSchema, mapping: ColumnMapping) -> Callable[[Any],
     return check
 
 
-def _csv_source(
+def csv_source(
     spark: SparkSession, table: TableSchema, path: str, csv: CsvOptions
 ) -> tuple[DataFrame, list[str]]:
     """The CSV as strings plus the corrupt-record field; without a header the fields are the
@@ -116,14 +120,14 @@ def _checked_rows(  # returns (RDD of Checked, mapping); pyspark.rdd has no type
     if fmt == "json":
         mapping = map_columns(table, [*(c.name for c in table.columns), *extras], extras)
         lines = spark.read.text(path)
-        return lines.rdd.filter(lambda r: bool(r[0].strip())).map(_json_checker(table, mapping)), mapping
+        return lines.rdd.filter(lambda r: bool(r[0].strip())).map(json_checker(table, mapping)), mapping
     if fmt == "csv":
-        source, _ = _csv_source(spark, table, path, csv)
+        source, _ = csv_source(spark, table, path, csv)
     else:
         source = spark.read.parquet(path)
     names = source.columns
     mapping = map_columns(table, [n for n in names if n != CORRUPT], extras)
-    return source.rdd.map(_checker(mapping, names)), mapping
+    return source.rdd.map(checker(mapping, names)), mapping
 
 
 SPREAD_BYTES = 1 << 20
@@ -176,19 +180,19 @@ def run_load(
     size = input_bytes(path)
     checked = _spread(spark, checked, size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        _step(progress, "reading and checking rows", size, "bytes")
+        step(progress, "reading and checking rows", size, "bytes")
         read = checked.count()
         bad = checked.filter(lambda c: not c[0]).map(lambda c: c[1])
         rejected = bad.count()
         good = spark.createDataFrame(
             checked.filter(lambda c: c[0]).map(lambda c: c[1]), _target_schema(mapping)
         )
-        _step(progress, "writing rows", read - rejected, "rows")
+        step(progress, "writing rows", read - rejected, "rows")
         good.write.format(SOURCE_NAME).options(**raw_options).mode("append").save()
         if rejected:
-            _step(progress, "writing rejects", rejected, "rows")
+            step(progress, "writing rejects", rejected, "rows")
             spark.createDataFrame(bad, REJECT_SCHEMA).write.json(rejects_dir)
-        _step(progress, "", None, "")  # the last step is done
+        step(progress, "", None, "")  # the last step is done
     finally:
         checked.unpersist()
     return LoadSummary(
@@ -203,7 +207,7 @@ def _target_schema(mapping: ColumnMapping) -> st.StructType:
     return schema
 
 
-def _step(progress: StepReporter | None, name: str, total: int | None, unit: str) -> None:
+def step(progress: StepReporter | None, name: str, total: int | None, unit: str) -> None:
     if progress is not None:
         progress(name, total, unit)
 

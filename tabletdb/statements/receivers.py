@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.types import BIGINT, INT, CqlType, ListType, MapType, SetType, TupleType
+from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, ListType, MapType, SetType, TupleType
 from tabletdb.schema.model import TableDef
+from tabletdb.statements import functions
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ def receivers(stmt: ast.Statement, table: TableDef | None) -> list[Receiver]:
         _special(stmt.timeout, "[timeout]", BIGINT, found)
     elif isinstance(stmt, ast.InsertStatement):
         if stmt.json is not None:
-            _special(stmt.json, "[json]", _text(), found)
+            _special(stmt.json, "[json]", TEXT, found)
         for col, term in zip(stmt.columns, stmt.values):
             _term(term, _column(table, col), found)
         _attributes(stmt.attributes, found)
@@ -77,12 +78,6 @@ def pk_indexes(stmt: ast.Statement, table: TableDef | None, binds: list[Receiver
     return result
 
 
-def _text() -> CqlType:
-    from tabletdb.cql.types import TEXT
-
-    return TEXT
-
-
 def _column(table: TableDef | None, name: str) -> Receiver:
     if table is None:
         raise InvalidRequest(f"Undefined column name {name}")
@@ -100,6 +95,8 @@ def _term(term: ast.Term | None, receiver: Receiver, found: dict[int, Receiver])
         found[term.index] = Receiver(term.name or receiver.name, receiver.type)
     elif isinstance(term, ast.TypeCast):
         _term(term.term, Receiver(receiver.name, term.type), found)
+    elif isinstance(term, ast.FunctionCall):
+        _function_arguments(term, receiver, found)
     elif isinstance(term, ast.ListLiteral | ast.SetLiteral):
         element = getattr(receiver.type, "element", receiver.type)
         for item in term.items:
@@ -111,6 +108,20 @@ def _term(term: ast.Term | None, receiver: Receiver, found: dict[int, Receiver])
     elif isinstance(term, ast.TupleLiteral) and isinstance(receiver.type, TupleType):
         for i, (item, t) in enumerate(zip(term.items, receiver.type.elements)):
             _term(item, Receiver(f"{receiver.name}[{i}]", t), found)
+
+
+def _function_arguments(call: ast.FunctionCall, receiver: Receiver, found: dict[int, Receiver]) -> None:
+    """Markers passed to a function take the type of its parameter (fromJson's is text; a marker
+    given to an overloaded function needs a type hint, and stays unknown without one)."""
+    name = call.name.lower()
+    params = (TEXT,) if name == "fromjson" else functions.parameter_types(name)
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.TypeCast):
+            _term(arg, Receiver(f"arg{i}", arg.type), found)
+        elif isinstance(arg, ast.FunctionCall):
+            _function_arguments(arg, receiver, found)
+        elif params is not None and i < len(params):
+            _term(arg, Receiver(f"arg{i}", params[i]), found)  # type: ignore[arg-type]
 
 
 def _special(term: ast.Term | None, name: str, t: CqlType, found: dict[int, Receiver]) -> None:

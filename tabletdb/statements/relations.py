@@ -10,7 +10,7 @@ from typing import Any
 from tabletdb.cql import ast, codec
 from tabletdb.cql.compare import compare
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.types import CqlType, ListType, MapType, NativeType, SetType
+from tabletdb.cql.types import CqlType, ListType, MapType, NativeType, SetType, UserType
 from tabletdb.cql.values import Unset
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.terms import NO_BINDINGS, Bindings, term_value
@@ -122,6 +122,8 @@ def select_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Pre
     """A SELECT's restriction that storage cannot apply, as a test of the rows read."""
     if isinstance(rel.lhs, ast.ElementRef):
         return _element_filter(rel, table, bindings)
+    if isinstance(rel.lhs, ast.FieldRef):
+        return _field_filter(rel, table, bindings)
     if not isinstance(rel.lhs, ast.ColumnRef):
         raise InvalidRequest("Only restrictions on plain columns can be filtered")
     col = table.column(rel.lhs.name)
@@ -150,6 +152,29 @@ def _element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> P
         return compare({name: found})
 
     return element_of
+
+
+def _field_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Predicate:
+    """``u.f = v`` (and other comparisons) on a field of a UDT column, as a row predicate."""
+    assert isinstance(rel.lhs, ast.FieldRef)
+    column = table.column(rel.lhs.column)
+    if column is None:
+        raise InvalidRequest(f"Undefined column name {rel.lhs.column}")
+    t = column.type
+    if not isinstance(t, UserType):
+        raise InvalidRequest(f"Invalid field selection: {column.name} of type {t.cql()} is not a user type")
+    if rel.lhs.field not in t.field_names:
+        raise InvalidRequest(f"{t.name} has no field {rel.lhs.field}")
+    i = t.field_names.index(rel.lhs.field)
+    name = f"{column.name}.{rel.lhs.field}"
+    compare = relation_predicate(name, t.field_types[i], rel, bindings)
+    column_name = column.name
+
+    def field_of(row: Row) -> bool:
+        value = row.get(column_name)
+        return compare({name: None if value is None or i >= len(value) else value[i]})
+
+    return field_of
 
 
 def _single(rhs: ast.Term | ast.InValues) -> ast.Term:

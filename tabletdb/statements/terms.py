@@ -8,18 +8,19 @@ decoding. Values follow the conventions of `tabletdb.cql.codec`.
 from __future__ import annotations
 
 import functools
-import time
-import uuid
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.jsonvalues import from_json
 from tabletdb.cql.literals import literal_value
 from tabletdb.cql.types import (
     BIGINT,
     BLOB,
     DATE,
+    TEXT,
     TIME,
     TIMESTAMP,
     TIMEUUID,
@@ -32,7 +33,9 @@ from tabletdb.cql.types import (
     UserType,
     VectorType,
 )
+from tabletdb.cql.unparse import cql_text
 from tabletdb.cql.values import UNSET, Unset, Value
+from tabletdb.statements import functions
 
 
 class Bindings:
@@ -151,7 +154,7 @@ def term_value(term: ast.Term, receiver_type: CqlType, receiver: str, bindings: 
     if isinstance(term, ast.TypeCast):
         return term_value(term.term, term.type, receiver, bindings)
     if isinstance(term, ast.FunctionCall):
-        return _function_value(term, receiver_type, receiver)
+        return _function_value(term, receiver_type, receiver, bindings)
     return _collection_value(term, receiver_type, receiver, bindings)
 
 
@@ -258,34 +261,89 @@ as ScyllaDB's value compatibility has it: a timestamp is a bigint of millisecond
 _NEED_ARGUMENTS = frozenset({"totimestamp", "todate", "tounixtimestamp", "mintimeuuid", "maxtimeuuid"})
 
 
-def _function_value(call: ast.FunctionCall, t: CqlType, receiver: str) -> Any:
-    """Functions that need no arguments and no row: the time and id generators, checked against
-    the receiver's type as ScyllaDB checks them (a bigint cannot take a timeuuid)."""
+def _function_value(call: ast.FunctionCall, t: CqlType, receiver: str, bindings: Bindings) -> Any:
+    """A function call where a value is expected: the time and id generators, fromJson (typed
+    by the receiver) and the native functions of `statements.functions`, whose result is checked
+    against the receiver's type as ScyllaDB checks it (a bigint cannot take a timeuuid)."""
     name = call.name.lower()
-    if name in _NEED_ARGUMENTS and not call.args:
+    if call.keyspace not in (None, "system"):
         raise InvalidRequest(
-            f"Invalid number of arguments in call to function system.{name}: 1 required but 0 provided"
+            f"User-defined function {call.keyspace}.{call.name} cannot be called here ({receiver}) "
+            "by this server"
         )
-    if name not in _GENERATORS and not call.args:
-        raise InvalidRequest(f"Unknown function {name} called")
-    if call.args:
-        raise InvalidRequest(f"Function {name} with arguments is not supported in this position ({receiver})")
-    result = _GENERATORS[name]
+    if name == "fromjson":
+        return _from_json_call(call, t, receiver, bindings)
+    if not call.args and name not in _NEED_ARGUMENTS:
+        if name not in _GENERATORS:
+            raise InvalidRequest(f"Unknown function {name} called")
+        return _generated(name, t, receiver)
+    fn = _resolved(call)
+    _check_assignable(name, fn.return_type, t, receiver)
+    values = []
+    for arg, arg_type in zip(call.args, fn.arg_types):
+        v = term_value(arg, arg_type, f"arg of {name} ({receiver})", bindings)  # type: ignore[arg-type]
+        if v is UNSET:
+            raise InvalidRequest(f"Invalid unset value for argument in call to function {name}")
+        values.append(v)
+    result = fn(*values)
+    if t == BLOB and fn.return_type != BLOB and result is not None:
+        return codec.serialize(fn.return_type, result)
+    return result
+
+
+def _resolved(call: ast.FunctionCall) -> functions.Function:
+    name = call.name.lower()
+    params = functions.parameter_types(name)
+    return functions.resolve(name, [_arg_type(name, a, params, i) for i, a in enumerate(call.args)])
+
+
+def _arg_type(name: str, arg: object, params: tuple[CqlType, ...] | None, i: int) -> CqlType:
+    """The type of a function argument: a nested call's result, a type hint's type, or else the one
+    type the function's parameter takes."""
+    if isinstance(arg, ast.FunctionCall) and arg.name.lower() != "fromjson":
+        if not arg.args and arg.name.lower() in _GENERATORS:
+            return _GENERATORS[arg.name.lower()]
+        return _resolved(arg).return_type
+    if isinstance(arg, ast.TypeCast):
+        return arg.type
+    if params is not None and i < len(params):
+        return params[i]
+    hint = next(iter(functions.accepted_types(name)), None)
+    example = f", e.g. {name}(({hint.cql()}) {cql_text(arg)})" if hint is not None else ""
+    raise InvalidRequest(
+        f"Ambiguous call to function {name}: cannot infer the type of argument {cql_text(arg)}; "
+        f"give it a type hint{example}"
+    )
+
+
+def _from_json_call(call: ast.FunctionCall, t: CqlType, receiver: str, bindings: Bindings) -> Any:
+    if len(call.args) != 1:
+        raise InvalidRequest(
+            f"Invalid number of arguments in call to function system.fromjson: 1 required but "
+            f"{len(call.args)} provided"
+        )
+    text = term_value(call.args[0], TEXT, f"arg of fromjson ({receiver})", bindings)  # type: ignore[arg-type]
+    if text is None or text is UNSET:
+        return text
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"Could not decode JSON string '{text}': {exc}") from None
+    return from_json(t, parsed, receiver)
+
+
+def _check_assignable(name: str, result: CqlType, t: CqlType, receiver: str) -> None:
     if t != result and t != BLOB and result not in _VALUE_COMPATIBLE.get(t, frozenset()):
         raise InvalidRequest(
             f"Type error: cannot assign result of function system.{name} (type {result.cql()}) "
             f"to {receiver} (type {t.cql()})"
         )
-    if name in ("now", "currenttimeuuid"):
-        value: Any = uuid.uuid1()
-    elif name == "uuid":
-        value = uuid.uuid4()
-    elif name == "currenttimestamp":
-        value = time.time_ns() // 1_000_000
-    elif name == "currentdate":
-        value = time.time_ns() // 86_400_000_000_000
-    else:
-        value = time.time_ns() % 86_400_000_000_000
+
+
+def _generated(name: str, t: CqlType, receiver: str) -> Any:
+    result = _GENERATORS[name]
+    _check_assignable(name, result, t, receiver)
+    value = functions.resolve(name, [])()
     if t == BLOB:
         return codec.serialize(result, value)
     return value

@@ -79,8 +79,7 @@ DDL = (
     ) WITHOUT ROWID""",
 )
 
-UPSERT_PARTITION = """
-INSERT INTO partitions (pk, token, tombstone, flags) VALUES (?, ?, ?, ?)
+CONFLICT_PARTITION = """
 ON CONFLICT (pk) DO UPDATE SET
     tombstone = max(coalesce(partitions.tombstone, excluded.tombstone),
                     coalesce(excluded.tombstone, partitions.tombstone)),
@@ -91,8 +90,7 @@ _NEW_MARKER_WINS = """excluded.marker_ts IS NOT NULL AND (rows.marker_ts IS NULL
     (excluded.marker_ts, excluded.marker_expiry, -excluded.marker_ttl)
         > (rows.marker_ts, rows.marker_expiry, -rows.marker_ttl))"""
 
-UPSERT_ROW = f"""
-INSERT INTO rows (pk, kind, ck, marker_ts, marker_ttl, marker_expiry, tombstone) VALUES (?, ?, ?, ?, ?, ?, ?)
+CONFLICT_ROW = f"""
 ON CONFLICT (pk, kind, ck) DO UPDATE SET
     marker_ts = CASE WHEN {_NEW_MARKER_WINS} THEN excluded.marker_ts ELSE rows.marker_ts END,
     marker_ttl = CASE WHEN {_NEW_MARKER_WINS} THEN excluded.marker_ttl ELSE rows.marker_ttl END,
@@ -101,9 +99,7 @@ ON CONFLICT (pk, kind, ck) DO UPDATE SET
                     coalesce(excluded.tombstone, rows.tombstone))
 """
 
-UPSERT_CELL = """
-INSERT INTO cells (pk, kind, ck, col, path, ts, dead, value, expiry, ttl)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+CONFLICT_CELL = """
 ON CONFLICT (pk, kind, ck, col, path) DO UPDATE SET
     ts = excluded.ts, dead = excluded.dead, value = excluded.value,
     expiry = excluded.expiry, ttl = excluded.ttl
@@ -111,12 +107,39 @@ WHERE (excluded.ts, excluded.dead, excluded.value, excluded.expiry, -excluded.tt
     > (cells.ts, cells.dead, cells.value, cells.expiry, -cells.ttl)
 """
 
-UPSERT_COLLECTION_TOMBSTONE = """
-INSERT INTO collection_tombstones (pk, kind, ck, col, ts) VALUES (?, ?, ?, ?, ?)
+CONFLICT_COLLECTION_TOMBSTONE = """
 ON CONFLICT (pk, kind, ck, col) DO UPDATE SET ts = max(collection_tombstones.ts, excluded.ts)
 """
 
-UPSERT_RANGE_TOMBSTONE = """
-INSERT INTO range_tombstones (pk, start_kind, start, end_kind, end, ts) VALUES (?, ?, ?, ?, ?, ?)
+CONFLICT_RANGE_TOMBSTONE = """
 ON CONFLICT (pk, start_kind, start, end_kind, end) DO UPDATE SET ts = max(range_tombstones.ts, excluded.ts)
 """
+
+DATA_TABLES = (
+    ("partitions", ("pk", "token", "tombstone", "flags"), CONFLICT_PARTITION),
+    ("rows", ("pk", "kind", "ck", "marker_ts", "marker_ttl", "marker_expiry", "tombstone"), CONFLICT_ROW),
+    (
+        "cells",
+        ("pk", "kind", "ck", "col", "path", "ts", "dead", "value", "expiry", "ttl"),
+        CONFLICT_CELL,
+    ),
+    ("collection_tombstones", ("pk", "kind", "ck", "col", "ts"), CONFLICT_COLLECTION_TOMBSTONE),
+    ("range_tombstones", ("pk", "start_kind", "start", "end_kind", "end", "ts"), CONFLICT_RANGE_TOMBSTONE),
+)
+"""Each data table with its columns and its last-write-wins conflict clause, partitions first:
+the one definition both the per-write upserts below and the set-based merge of a whole file
+(``storage.image_merge``) are built from, so the two cannot disagree."""
+
+
+def _upsert(table: str, columns: tuple[str, ...], conflict: str) -> str:
+    marks = ", ".join("?" for _ in columns)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}){conflict}"
+
+
+(
+    UPSERT_PARTITION,
+    UPSERT_ROW,
+    UPSERT_CELL,
+    UPSERT_COLLECTION_TOMBSTONE,
+    UPSERT_RANGE_TOMBSTONE,
+) = (_upsert(*entry) for entry in DATA_TABLES)

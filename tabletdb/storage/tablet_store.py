@@ -20,7 +20,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -31,6 +31,7 @@ from tabletdb.storage.compaction import compact
 from tabletdb.storage.corruption import is_corruption, quick_check
 from tabletdb.storage.deferred_rows import DeferredRows
 from tabletdb.storage.fsync import fsync_path
+from tabletdb.storage.image_merge import SOURCE, merge_attached
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
 from tabletdb.storage.read_path import PartitionReader, read_row_cells, read_simple_partition
 from tabletdb.storage.reconcile import PartitionData
@@ -495,6 +496,34 @@ class TabletStore:
         finally:
             staging.unlink(missing_ok=True)
         return cls(target)
+
+    def merge_image(self, image: Path, pieces: Sequence[TokenRange] | None = None) -> int:
+        """Merge the tablet file at ``image`` into this one (``storage.image_merge``: inside
+        SQLite, last write wins), all of it or the partitions with tokens in ``pieces``; returns
+        how many partitions it contributed. One synced transaction: after a crash the file holds
+        the whole image or none of it, and nothing needs the commit log. Any thread; holds the
+        write lock throughout (writes to this store wait, and so does a read that must first
+        write deferred rows). The caller has checked the image (``image_validation``)."""
+        if self.in_memory:
+            raise StorageError("an in-memory store cannot attach an image file")
+        conn = self._writer
+        with self._write_lock, self._damage_reported():
+            if not self._synced:
+                conn.execute("PRAGMA synchronous = FULL")
+                self._synced = True
+            conn.execute(f"ATTACH DATABASE ? AS {SOURCE}", (str(image),))
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    merged = merge_attached(conn, pieces)
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                conn.execute(f"DETACH DATABASE {SOURCE}")
+        return merged
 
     def size_bytes(self) -> int:
         """Bytes used by the database pages (the balancer's load measure)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tabletdb.cql import ast, codec
@@ -19,9 +19,11 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, TEXT, CqlType
+from tabletdb.cql.unparse import cql_text
 from tabletdb.schema.model import ColumnKind, TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.relations import Row
+from tabletdb.statements.selectors import scalar
 
 Narrowing = dict[str, Any]
 """Equality restrictions on the partition key and the first clustering column, for renderers."""
@@ -36,6 +38,8 @@ class _Output:
     type: CqlType
     column: str | None  # the column read, None for aggregates
     aggregate: str | None = None  # count | min | max
+    fn: Callable[[Row], Any] | None = field(default=None, compare=False)
+    """Any other selector (function, cast, constant, element, field): `statements.selectors`."""
 
 
 def select_virtual(select: BoundSelect, source: RowSource) -> RowsResult:
@@ -51,7 +55,7 @@ def select_virtual(select: BoundSelect, source: RowSource) -> RowsResult:
     if any(o.aggregate for o in outputs):
         result_rows = [_aggregate_row(outputs, rows)]
     else:
-        result_rows = [[r.get(o.column) if o.column else None for o in outputs] for r in rows]
+        result_rows = [[_value(o, r) for o in outputs] for r in rows]
     limit = select.limit()
     if limit is not None:
         result_rows = result_rows[:limit]
@@ -112,28 +116,37 @@ def _output(sel: ast.Selector, table: TableDef) -> _Output:
         return _Output(sel.alias or col.name, col.type, col.name)
     if isinstance(expr, ast.CountRows):
         return _Output(sel.alias or "count", BIGINT, None, "count")
-    if (
-        isinstance(expr, ast.FunctionCall)
-        and expr.name.lower() in ("count", "min", "max")
-        and len(expr.args) == 1
-    ):
+    if isinstance(expr, ast.FunctionCall) and len(expr.args) == 1 and expr.keyspace in (None, "system"):
         fn = expr.name.lower()
         arg = expr.args[0]
-        if isinstance(arg, ast.ColumnRef):
-            col = table.column(arg.name)
-            if col is None:
-                raise InvalidRequest(f"Undefined column name {arg.name}")
-            out_type = BIGINT if fn == "count" else col.type
-            return _Output(sel.alias or f"system.{fn}({col.name})", out_type, col.name, fn)
         if fn == "count" and isinstance(arg, ast.Literal):
             return _Output(sel.alias or "count", BIGINT, None, "count")
-    raise InvalidRequest("Only plain columns, count, min and max can be selected from system tables")
+        if fn in ("count", "min", "max"):
+            s = scalar(arg, table)
+            out_type = BIGINT if fn == "count" else s.type
+            column = arg.name if isinstance(arg, ast.ColumnRef) else None
+            return _Output(sel.alias or f"system.{fn}({s.name})", out_type, column, fn, s.eval)
+        if fn in _NOT_HERE:
+            raise InvalidRequest(f"{fn}() is not supported on system tables: {cql_text(expr)}")
+    s = scalar(expr, table)
+    return _Output(sel.alias or s.name, s.type, None, None, s.eval)
+
+
+_NOT_HERE = ("sum", "avg", "writetime", "ttl", "token")
+"""Selectors ScyllaDB's virtual tables refuse or that need stored cells, which rendered rows lack."""
+
+
+def _value(o: _Output, row: Row) -> Any:
+    if o.fn is not None:
+        return o.fn(row)
+    return row.get(o.column) if o.column else None
 
 
 def _aggregate_row(outputs: list[_Output], rows: list[Row]) -> list[Any]:
     result: list[Any] = []
     for o in outputs:
-        values = [r.get(o.column) for r in rows] if o.column else [1] * len(rows)
+        read = o.fn is not None or o.column is not None
+        values = [_value(o, r) for r in rows] if read else [1] * len(rows)  # count(*): every row
         present = [v for v in values if v is not None]
         if o.aggregate == "count":
             result.append(len(present))

@@ -90,6 +90,7 @@ def test_csv_load_keeps_every_good_row_and_rejects_every_bad_one(
     # no --format: taken from the .csv extension
     command += ["--table", "ld.csv", "--from", str(source), "--rejects", str(rejects)]
     command += ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2", "--consistency", "ONE"]
+    command += ["--via", "cql"]  # the CQL writer; tests/integration/test_file_load.py covers files
     done = subprocess.run(command, capture_output=True, text=True, timeout=280)
     assert done.returncode == 3, done.stdout + done.stderr[-3000:]
     assert f"read {GOOD_ROWS + bad_count} rows: loaded {GOOD_ROWS}, rejected {bad_count}" in done.stdout

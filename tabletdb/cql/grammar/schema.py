@@ -24,6 +24,8 @@ class TableOptions:
     clustering_order: tuple[ast.Ordering, ...] = ()
     compact_storage: bool = False
     table_id: str | None = None
+    id_given: bool = False
+    """`ID = ...` was written, even as `ID = null` (which ALTER refuses like any other id)."""
 
 
 NO_TABLE_OPTIONS = TableOptions(ast.Properties())
@@ -38,8 +40,11 @@ def build_properties(items: tuple[tuple[str, ast.Term], ...]) -> ast.Properties:
     return ast.Properties(items)
 
 
-def table_id_of(value: ast.Term) -> str:
-    """`ID = <uuid>` (ScyllaDB prints it bare; a quoted uuid is accepted too)."""
+def table_id_of(value: ast.Term) -> str | None:
+    """`ID = <uuid>` (ScyllaDB prints it bare; a quoted uuid is accepted too); `ID = null` is
+    accepted, as ScyllaDB's grammar does, and means no id was given (one is generated)."""
+    if isinstance(value, ast.Null):
+        return None
     if isinstance(value, ast.Literal) and value.kind in ("uuid", "string"):
         return value.text
     fail(f"table ID must be a uuid, got {value}")
@@ -122,6 +127,7 @@ class SchemaCallbacks(StatementCallbacks):
         order: tuple[ast.Ordering, ...] = ()
         compact = False
         table_id: str | None = None
+        id_given = False
         props: list[tuple[str, ast.Term]] = []
         for name, value in items:
             if name == "\0clustering":
@@ -131,10 +137,10 @@ class SchemaCallbacks(StatementCallbacks):
             elif name == "\0compact":
                 compact = True
             elif name == "id":
-                table_id = table_id_of(value)
+                table_id, id_given = table_id_of(value), True
             else:
                 props.append((name, value))
-        return TableOptions(build_properties(tuple(props)), order, compact, table_id)
+        return TableOptions(build_properties(tuple(props)), order, compact, table_id, id_given)
 
     def create_table(
         self, if_not_exists: bool | None, name: ast.QualifiedName, *rest: Any
@@ -178,8 +184,10 @@ class SchemaCallbacks(StatementCallbacks):
         return ast.RenameColumns(renames)
 
     def alter_options(self, options: TableOptions) -> ast.AlterOptions:
+        # `ID = null` is still an id to alter: the statement is refused as any other id is
+        table_id = "null" if options.id_given and options.table_id is None else options.table_id
         return ast.AlterOptions(
-            options.properties, options.clustering_order, options.compact_storage, options.table_id
+            options.properties, options.clustering_order, options.compact_storage, table_id
         )
 
     def alter_table(self, name: ast.QualifiedName, action: ast.AlterTableAction) -> ast.AlterTable:
@@ -294,7 +302,7 @@ class SchemaCallbacks(StatementCallbacks):
         )
 
     def alter_view(self, name: ast.QualifiedName, options: TableOptions) -> ast.AlterMaterializedView:
-        if options.clustering_order or options.compact_storage or options.table_id:
+        if options.clustering_order or options.compact_storage or options.id_given:
             fail("ALTER MATERIALIZED VIEW accepts only table properties")
         return ast.AlterMaterializedView(name, options.properties)
 

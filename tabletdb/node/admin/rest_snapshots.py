@@ -14,8 +14,13 @@ tablet load are tabletdb's own.
   ``DELETE /storage_service/snapshots?tag=T`` removes the snapshot.
 * ``POST /storage_service/tablets/load?table_id=I&first_token=A&last_token=B&sha256=H`` with a
   tablet image as the body: if a local tablet covers exactly (A, B] and is empty, the file is
-  installed whole; otherwise its partitions that fall in local tablets are applied as mutations
-  (last write wins, so loading the same image twice, or over live data, is harmless). Before
+  installed whole; otherwise its partitions that fall in local tablets (vnode tables: in the
+  ranges this node replicates) are merged into their files inside SQLite
+  (``replica.tablet_images.merge_image``: set-based, last write wins, one synced transaction per
+  file, so loading the same image twice, or over live data, is harmless, and a crash leaves a
+  file with all of it or none). The answer says how (``mode`` "file" or "rows"), how many
+  partitions were taken, and ``covered``: whether every tablet the range overlaps is local (a
+  bulk load fails rather than count an image half-taken as done). Before
   either, the image must pass `storage.image_validation` (a tablet file's schema, every token in
   (A, B] and its key's, columns of the table, no timestamp beyond now + 3 days while
   ``restrict_future_timestamp`` is on): otherwise 400 with the reason.
@@ -39,27 +44,19 @@ from aiohttp import web
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.dht.token import TokenRange
 from tabletdb.node.admin.api_context import ApiContext
+from tabletdb.replica.image_targets import tablet_targets, vnode_targets
 from tabletdb.replica.storage_service import LocalFile, StorageService
+from tabletdb.replica.tablet_images import may_replace_whole, merge_image
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.data_paths import table_directory_name
-from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.image_validation import ImageRejected, validate_image
-from tabletdb.storage.mutation import Mutation
-from tabletdb.storage.snapshot_files import (
-    check_image,
-    file_sha256,
-    has_partitions,
-    image_mutations,
-    live_row_count,
-    place_image,
-    snapshot_to,
-)
+from tabletdb.storage.snapshot_files import check_image, file_sha256, live_row_count, place_image, snapshot_to
 from tabletdb.storage.tablet_store import StorageError
+from tabletdb.tablets.tablet_map import TabletMap
 
 log = logging.getLogger(__name__)
 
 _TAG = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-_APPLY_BATCH = 256
 _UPLOAD_CHUNK = 1 << 20
 
 
@@ -274,9 +271,37 @@ async def _load_tablet(ctx: ApiContext, placement: ReplicaPlacement, request: we
             raise web.HTTPBadRequest(
                 text=f"tablet image for {table.keyspace}.{table.name} refused: {exc}"
             ) from None
-        return web.json_response(await _install_or_apply(storage, placement, table, image_range, staging))
+        version_before = ctx.state().topology_state.version
+        answer = await _install_or_apply(storage, placement, table, image_range, staging)
+        answer["moved"] = moved_during(
+            version_before,
+            ctx.state().topology_state.version,
+            storage.tablet_maps().get(table.id),
+            image_range,
+        )
+        return web.json_response(answer)
     finally:
         staging.unlink(missing_ok=True)
+
+
+def moved_during(
+    version_before: int, version_after: int, tablet_map: TabletMap | None, image_range: TokenRange
+) -> bool:
+    """Whether replicas of the image's range may have changed while it was installed.
+
+    A tablet migration streams a consistent copy of the old replica's file after a barrier this
+    node passed, so an install that committed after that copy is on the old replica only. Then
+    this node's view already shows the change (its version moved, or the tablet is in transition):
+    the sender must not count the file as loaded everywhere."""
+    if version_after != version_before:
+        return True
+    if tablet_map is None:
+        return False
+    return any(
+        info.in_transition
+        for tablet_id, info in enumerate(tablet_map.tablets)
+        if tablet_map.range_of(tablet_id).intersect(image_range)
+    )
 
 
 async def _install_or_apply(
@@ -288,30 +313,18 @@ async def _install_or_apply(
 ) -> dict[str, Any]:
     local = storage.local_files(table)
     same = [f for f in local if f.tablet_id is not None and f.token_range == image_range]
-    # No await between the checks and the rename, so no write slips in; a store with writes
-    # queued or committing (on a worker thread) is not released, and its image goes in as rows.
-    if same and not has_partitions(same[0].path) and storage.release(same[0].path):
+    # No await between the checks and the rename, so no write slips in (see may_replace_whole).
+    if same and may_replace_whole(storage, same[0].path):
         place_image(staging, same[0].path)
-        return {"mode": "file", "tablet_id": same[0].tablet_id, "partitions": None}
+        return {"mode": "file", "tablet_id": same[0].tablet_id, "partitions": None, "covered": True}
     tablet_map = storage.tablet_maps().get(table.id)
-    mine = {f.tablet_id for f in local}
-    applied = 0
-    batches: dict[int, tuple[GroupCommitter, list[Mutation]]] = {}
-    for mutation in image_mutations(staging, image_range):
-        if tablet_map is not None and tablet_map.tablet_id_of(mutation.token) not in mine:
-            continue
-        if tablet_map is None and not any(
-            placement.is_local(r) for r in placement.replicas(table, mutation.token)
-        ):
-            continue  # a vnode range this node does not replicate
-        committer = storage.committer(table, mutation.token)
-        pending = batches.setdefault(id(committer), (committer, []))[1]
-        pending.append(mutation)
-        applied += 1
-        if len(pending) >= _APPLY_BATCH:
-            await committer.apply(list(pending))
-            pending.clear()
-    for committer, pending in batches.values():
-        if pending:
-            await committer.apply(pending)
-    return {"mode": "rows", "tablet_id": None, "partitions": applied}
+    if tablet_map is not None:
+        local_tablets = {f.tablet_id for f in local if f.tablet_id is not None}
+        targets, covered = tablet_targets(tablet_map, local_tablets, image_range)
+    else:  # a vnode table: the ranges this node replicates, by shard file
+        mine = [
+            r.token_range for r in placement.ranges(table) if any(placement.is_local(x) for x in r.replicas)
+        ]
+        targets, covered = vnode_targets(mine, image_range, storage.smp, storage.ignore_msb), True
+    merged = await merge_image(storage, table, staging, targets)
+    return {"mode": "rows", "tablet_id": None, "partitions": merged, "covered": covered}

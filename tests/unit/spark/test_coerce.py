@@ -145,3 +145,38 @@ def test_reasons_for_text_cells_do_not_talk_about_json(row: list[Any], reason: s
     with pytest.raises(RowRejected) as caught:
         fit_row(map_columns(TABLE, ["k", "c", "d", "l"]), row)
     assert str(caught.value).startswith(reason) and "JSON" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("type_text", "raw"),
+    [
+        ("text", "héllo"),
+        ("ascii", "plain"),
+        ("ascii", "héllo"),  # not ASCII: the general path refuses it
+        ("int", 2**31 - 1),
+        ("int", 2**31),  # too big: the general path refuses it
+        ("tinyint", -128),
+        ("bigint", -(2**63)),
+        ("double", 1.5),
+        ("double", 3),  # an int for a double: the general path
+        ("boolean", True),
+        ("int", True),  # a bool is no int here
+        ("blob", b"\x00\xff"),
+        ("varint", 10**30),
+    ],
+)
+def test_typed_values_that_already_fit_give_what_the_general_path_gives(type_text: str, raw: Any) -> None:
+    from tabletdb.cql.jsonvalues import from_json
+    from tabletdb.cql.parser import parse_type
+    from tabletdb.spark.coerce import _jsonish, fit_value
+
+    t = parse_type(type_text)
+    try:
+        expected: Any = from_json(t, _jsonish(t, raw), "x")
+    except Exception as exc:  # the general path's refusal must stay a refusal
+        expected = type(exc)
+    try:
+        got: Any = fit_value(t, raw, "x", spark_form=False)
+    except Exception as exc:
+        got = type(exc)
+    assert got == expected and type(got) is type(expected)

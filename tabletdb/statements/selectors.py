@@ -1,0 +1,186 @@
+"""Scalar selectors: a SELECT expression compiled once per plan into a typed per-row function.
+
+A row is its column values by name, so user tables (`query.select`) and the rendered virtual
+tables (`systables.select`) share this. They keep what they read straight from a row (columns,
+writetime/ttl of a column, token, the aggregates); everything else a select list may hold is here: native
+function calls (`statements.functions`), CAST, constants, collection elements (`m['k']`,
+`s[e]`, `l[i]`) and UDT fields (`u.f`), nested in each other as deep as the grammar allows.
+What is not supported (user-defined functions, bind markers in the select clause, writetime/ttl
+of an element) is refused at planning time with a message naming it, never run approximately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tabletdb.cql import ast
+from tabletdb.cql.errors import InvalidRequest
+from tabletdb.cql.literals import literal_value
+from tabletdb.cql.types import (
+    BLOB,
+    BOOLEAN,
+    DOUBLE,
+    DURATION,
+    INT,
+    TEXT,
+    UUID,
+    CqlType,
+    ListType,
+    MapType,
+    SetType,
+    UserType,
+)
+from tabletdb.cql.unparse import cql_text
+from tabletdb.schema.model import TableDef
+from tabletdb.statements import functions
+
+RowFn = Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """One compiled expression: its result column's name and type, and how a row computes it."""
+
+    name: str
+    type: CqlType
+    eval: RowFn
+
+
+_LITERAL_TYPES: dict[str, CqlType] = {
+    "integer": INT,
+    "string": TEXT,
+    "float": DOUBLE,
+    "boolean": BOOLEAN,
+    "uuid": UUID,
+    "hex": BLOB,
+    "duration": DURATION,
+}
+"""The type a constant has in a select list, where nothing else types it (ScyllaDB's choice)."""
+
+
+def scalar(expr: ast.Expr, table: TableDef, wanted: CqlType | None = None) -> Scalar:
+    """Compile `expr`; `wanted` types a constant passed where one type is expected."""
+    if isinstance(expr, ast.ColumnRef):
+        col = table.column(expr.name)
+        if col is None:
+            raise InvalidRequest(f"Undefined column name {expr.name}")
+        name = col.name
+        return Scalar(name, col.type, lambda row: row.get(name))
+    if isinstance(expr, ast.Literal):
+        t = wanted or _LITERAL_TYPES[expr.kind]
+        value = literal_value(t, expr.kind, expr.text, cql_text(expr))
+        return Scalar(cql_text(expr), t, lambda row: value)
+    if isinstance(expr, ast.TypeCast):
+        inner = scalar(expr.term, table, expr.type)
+        return Scalar(cql_text(expr), expr.type, inner.eval)
+    if isinstance(expr, ast.Null):
+        raise InvalidRequest("Cannot infer the type of null in the select clause; give it a type hint")
+    if isinstance(expr, ast.BindMarker):
+        raise InvalidRequest("Bind markers are not supported in the select clause")
+    if isinstance(expr, ast.FunctionCall):
+        return _call(expr, table)
+    if isinstance(expr, ast.Cast):
+        inner = scalar(expr.expr, table)
+        conv = functions.cast(inner.type, expr.type)
+        fn = inner.eval
+        return Scalar(f"cast({inner.name} as {expr.type.cql()})", expr.type, lambda row: conv(fn(row)))
+    if isinstance(expr, ast.ElementRef):
+        return _element(expr, table)
+    if isinstance(expr, ast.FieldRef):
+        return _field(expr, table)
+    raise InvalidRequest(f"{cql_text(expr)} cannot be selected here")
+
+
+def _call(call: ast.FunctionCall, table: TableDef) -> Scalar:
+    name = call.name.lower()
+    if call.keyspace not in (None, "system"):
+        raise InvalidRequest(
+            f"User-defined function {call.keyspace}.{call.name} cannot be called in a select clause "
+            "by this server"
+        )
+    if name in ("writetime", "ttl", "token") or name in ("count", "min", "max", "sum", "avg"):
+        raise InvalidRequest(f"{cql_text(call)} cannot be nested in another selector here")
+    if not functions.is_native(name):
+        raise InvalidRequest(f"Unknown function {name} called: {cql_text(call)}")
+    params = functions.parameter_types(name)
+    args = [
+        scalar(a, table, params[i] if params is not None and i < len(params) else None)
+        for i, a in enumerate(call.args)
+    ]
+    fn = functions.resolve(name, [a.type for a in args])
+    shown = f"system.{name}({', '.join(a.name for a in args)})"
+    if not args:
+        return Scalar(shown, fn.return_type, lambda row: fn())
+    if len(args) == 1:
+        one = args[0].eval
+        return Scalar(shown, fn.return_type, lambda row: fn(one(row)))
+    evals = [a.eval for a in args]
+    return Scalar(shown, fn.return_type, lambda row: fn(*(e(row) for e in evals)))
+
+
+def _constant_key(ref: ast.ElementRef, t: CqlType, where: str) -> Any:
+    key = ref.key.term if isinstance(ref.key, ast.TypeCast) else ref.key
+    if isinstance(key, ast.BindMarker):
+        raise InvalidRequest("Bind markers are not supported in the select clause")
+    if not isinstance(key, ast.Literal):
+        raise InvalidRequest(
+            f"Invalid element selector {cql_text(ref)}: a constant of type {t.cql()} is needed"
+        )
+    return literal_value(t, key.kind, key.text, where)
+
+
+def _element(ref: ast.ElementRef, table: TableDef) -> Scalar:
+    col = table.column(ref.column)
+    if col is None:
+        raise InvalidRequest(f"Undefined column name {ref.column}")
+    t = col.type
+    name = col.name
+    shown = f"{cql_text(ast.ColumnRef(name))}[{cql_text(ref.key)}]"
+    if isinstance(t, MapType):
+        key = _constant_key(ref, t.key, f"key({name})")
+        return Scalar(shown, t.value, lambda row: _map_get(row.get(name), key))
+    if isinstance(t, SetType):
+        elem = _constant_key(ref, t.element, f"element({name})")
+        return Scalar(shown, t.element, lambda row: elem if elem in (row.get(name) or ()) else None)
+    if isinstance(t, ListType):
+        index = _constant_key(ref, INT, f"idx({name})")
+        return Scalar(shown, t.element, lambda row: _list_get(row.get(name), index))
+    raise InvalidRequest(f"Column {name} of type {t.cql()} is not a collection: elements cannot be selected")
+
+
+def _map_get(value: Any, key: Any) -> Any:
+    for k, v in value or ():
+        if k == key:
+            return v
+    return None
+
+
+def _list_get(value: Any, index: int) -> Any:
+    if value is None or not 0 <= index < len(value):
+        return None
+    return value[index]
+
+
+def _field(ref: ast.FieldRef, table: TableDef) -> Scalar:
+    col = table.column(ref.column)
+    if col is None:
+        raise InvalidRequest(f"Undefined column name {ref.column}")
+    t = col.type
+    if not isinstance(t, UserType):
+        raise InvalidRequest(f"Invalid field selection: {col.name} of type {t.cql()} is not a user type")
+    if ref.field not in t.field_names:
+        raise InvalidRequest(f"{t.name} has no field {ref.field}")
+    i = t.field_names.index(ref.field)
+    name = col.name
+    shown = f"{cql_text(ast.ColumnRef(name))}.{cql_text(ast.ColumnRef(ref.field))}"
+
+    def get(row: Mapping[str, Any]) -> Any:
+        value = row.get(name)
+        return None if value is None or i >= len(value) else value[i]
+
+    return Scalar(shown, t.field_types[i], get)
+
+
+__all__ = ["Scalar", "scalar"]
