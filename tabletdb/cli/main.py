@@ -110,6 +110,11 @@ def cli() -> None:
 @click.option("--rack", help="Rack name (default rack1).")
 @click.option("--tablets-mode-for-new-keyspaces", type=click.Choice(TABLETS_MODES))
 @click.option("--maintenance-mode/--no-maintenance-mode", default=None, help="Start without joining.")
+@click.option(
+    "--replace-node-first-boot",
+    metavar="HOST_ID",
+    help="Host id of a dead node this new node replaces (first boot only).",
+)
 @click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE", help="Any config key.")
 @click.option(
     "--log-level",

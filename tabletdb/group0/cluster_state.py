@@ -29,9 +29,9 @@ from tabletdb.group0.topology import (
 )
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
 from tabletdb.topology.commands import TopologyCommand, apply_command, command_from_plain, command_to_plain
-from tabletdb.topology.requests import admit_member
-from tabletdb.topology.state import TopologyState, state_from_plain, state_to_plain
-from tabletdb.topology.states import NodeState
+from tabletdb.topology.requests import RequestRefused, admit_member, enqueue
+from tabletdb.topology.state import Request, TopologyState, state_from_plain, state_to_plain
+from tabletdb.topology.states import NodeState, RequestKind
 
 ENTRY_FORMAT = 1
 SNAPSHOT_FORMAT = 1
@@ -125,14 +125,33 @@ def _apply_one(
     if state.topology_state.state_of(entry.record.host_id) is NodeState.LEFT:
         return state, Applied(entry.command_id, False)  # a node that left never comes back
     known = entry.record.host_id in state.topology.members
-    topology, ok = apply_join(state.topology, entry)
-    joined = entry.record if ok and not known else None
     topology_state = state.topology_state
+    if entry.replaces is not None and not known:
+        queued = _queued_replace(topology_state, entry)
+        if queued is None:
+            return state, Applied(entry.command_id, False)
+        topology_state = queued
+    topology, ok = apply_join(state.topology, entry)
+    if not ok:
+        return state, Applied(entry.command_id, False)
+    joined = entry.record if not known else None
     if joined is not None:
         topology_state = admit_member(topology_state, joined.host_id, entry.command_id)
     return replace(state, topology=topology, topology_state=topology_state), Applied(
         entry.command_id, ok, joined=joined
     )
+
+
+def _queued_replace(topology_state: TopologyState, entry: JoinCommand) -> TopologyState | None:
+    """The topology state with the new node's `replace` request queued (request id = the join's
+    command id, a timeuuid); None if it may not be (the leader checked liveness before it
+    proposed the join, and the coordinator checks again when it starts the request)."""
+    assert entry.replaces is not None
+    request = Request(entry.command_id, RequestKind.REPLACE, entry.record.host_id, entry.replaces)
+    try:
+        return enqueue(topology_state, request, frozenset(), entry.command_id).topology
+    except RequestRefused:
+        return None
 
 
 def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterState, Applied]:

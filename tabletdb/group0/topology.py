@@ -76,8 +76,11 @@ class JoinRefused(Exception):
     """A node may not join this cluster; the message says why and what to change."""
 
 
-def check_join(topology: Topology, cluster_name: str, record: NodeRecord) -> None:
-    """Raise JoinRefused if `record` may not join a cluster in `topology`."""
+def check_join(
+    topology: Topology, cluster_name: str, record: NodeRecord, replaces: uuid.UUID | None = None
+) -> None:
+    """Raise JoinRefused if `record` may not join a cluster in `topology`; a node replacing
+    `replaces` may take its address."""
     if topology.cluster_name and topology.cluster_name != cluster_name:
         raise JoinRefused(
             f"node {record.host_id} ({record.address}) has cluster_name {cluster_name!r} but this "
@@ -90,7 +93,7 @@ def check_join(topology: Topology, cluster_name: str, record: NodeRecord) -> Non
             f"feature(s) {', '.join(missing)}; upgrade the node before it joins"
         )
     for other in topology.members.values():
-        if other.address == record.address and other.host_id != record.host_id:
+        if other.address == record.address and other.host_id not in (record.host_id, replaces):
             raise JoinRefused(
                 f"address {record.address} already belongs to member {other.host_id}; "
                 "a replaced node must be removed first"
@@ -104,12 +107,16 @@ class JoinCommand:
     command_id: uuid.UUID
     cluster_name: str
     record: NodeRecord
+    replaces: uuid.UUID | None = None
+    """A new node started with `replace_node_first_boot`: applying the join also queues its
+    `replace` request (`group0.cluster_state`), in the same entry, so the coordinator never sees
+    the node without its request or the request without the node's record."""
 
 
 def apply_join(topology: Topology, command: JoinCommand) -> tuple[Topology, bool]:
     """The topology after `command` and whether it was admitted (False: refused on apply)."""
     try:
-        check_join(topology, command.cluster_name, command.record)
+        check_join(topology, command.cluster_name, command.record, command.replaces)
     except JoinRefused:
         return topology, False
     members = dict(topology.members)
@@ -176,8 +183,12 @@ def topology_from_plain(d: dict[str, Any]) -> Topology:
 
 
 def join_to_plain(c: JoinCommand) -> dict[str, Any]:
-    return {"id": c.command_id.bytes, "cluster_name": c.cluster_name, "record": record_to_plain(c.record)}
+    plain = {"id": c.command_id.bytes, "cluster_name": c.cluster_name, "record": record_to_plain(c.record)}
+    if c.replaces is not None:
+        plain["replaces"] = c.replaces.bytes  # absent otherwise: plain joins encode as before
+    return plain
 
 
 def join_from_plain(d: dict[str, Any]) -> JoinCommand:
-    return JoinCommand(uuid.UUID(bytes=d["id"]), d["cluster_name"], record_from_plain(d["record"]))
+    replaces = uuid.UUID(bytes=d["replaces"]) if d.get("replaces") is not None else None
+    return JoinCommand(uuid.UUID(bytes=d["id"]), d["cluster_name"], record_from_plain(d["record"]), replaces)

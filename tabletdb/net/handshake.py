@@ -17,7 +17,10 @@ the member's address, and TLS with client certificates, which needs the cluster'
 A node that is not (or no longer) a member passes the handshake but may only send the join
 verbs: that is the narrow door a new node uses to ask the group0 leader to admit it. Every other
 message from it is refused, checked per message, so a node that left is cut off at once and a
-joiner is let in as soon as its join is applied.
+joiner is let in as soon as its join is applied. A member calling from an address other than the
+one group0 records (restarted with a new IP) is held to the same door until the leader recorded
+its new address (a join refreshes the record; the leader refuses it while the member answers at
+its old address); every message re-checks the address, so it is let in once the change applied.
 
 The joining node's side: its own log is empty until the leader's first entries arrive, so it
 cannot check the leader against membership. It learns the group0 id from the seed it asked to
@@ -130,6 +133,8 @@ class Peer:
     description: str
     provisional: bool = False
     """Taken as a member by a joining node on the strength of its group0 id (module docstring)."""
+    source: str | None = None
+    """The address an inbound connection came from (None: this node dialled it)."""
 
 
 class Authority(Protocol):
@@ -265,11 +270,6 @@ class ClusterAuthority:
         member = self.view.member(h.host_id)
         if member is not None and member[0] != h.node_id:
             raise HandshakeRefused(f"{who}: group0 knows this host as id {member[0]}")
-        recorded = self.view.address_of(h.host_id) if member is not None else None
-        if recorded is not None and source is not None and source != recorded:
-            raise HandshakeRefused(
-                f"{who} connected from {source}, but group0 records this member at {recorded}"
-            )
         location = member[1] if member is not None else h.location
         provisional = False
         if member is None and self.view.joining() and h.group0_id is not None:
@@ -286,13 +286,20 @@ class ClusterAuthority:
                 f"internode_encryption={self.encryption.value} requires TLS to this node "
                 f"(dc {me.location.dc!r} rack {me.location.rack!r}); it must use ssl_storage_port"
             )
-        return Peer(h.node_id, h.host_id, who, provisional)
+        return Peer(h.node_id, h.host_id, who, provisional, source)
 
     def refusal(self, peer: Peer, verb: str) -> str | None:
         if verb in self.join_verbs:
             return None
         if peer.host_id is not None and self.view.member(peer.host_id) is not None:
-            return None
+            recorded = self.view.address_of(peer.host_id)
+            if peer.source is None or recorded is None or peer.source == recorded:
+                return None
+            return (
+                f"{peer.description} connected from {peer.source}, but group0 records this member at "
+                f"{recorded}: {verb!r} refused until its new address is recorded (it asks with "
+                f"{', '.join(sorted(self.join_verbs))})"
+            )
         if peer.provisional and self.view.joining():
             return None
         return (

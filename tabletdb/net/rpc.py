@@ -155,7 +155,13 @@ class RpcNode:
         self._handlers[verb] = handler
 
     def add_peer(self, peer: int, host: str, port: int) -> None:
+        """Where `peer` listens; a new address (a member restarted elsewhere) closes the
+        connection to the old one, so the next message dials the new one."""
+        old = self._peers.get(peer)
         self._peers[peer] = (host, port)
+        conn = self._outbound.get(peer)
+        if old is not None and old != (host, port) and conn is not None:
+            self._drop_outbound(peer, conn)
 
     async def start(self) -> None:
         tls = self.tls

@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import ipaddress
 import os
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +214,12 @@ class NodeConfig:
     test_fault_injection_api: bool = False
     """TEST ONLY: serve `/faults` on the REST API (`node.admin.rest_faults`) so chaos tests can
     partition nodes by making this one drop its internode messages to chosen peers."""
+    # -- replacing a dead node (ScyllaDB's name) ---------------------------------------------------
+    replace_node_first_boot: str = ""
+    """Host id of a dead node this new node replaces: on its first boot (fresh workdir) it joins
+    with a `replace` request, takes the dead node's tablet replicas, filled from the other
+    replicas, and serves once they are in place; the dead node becomes `left`. A node that is
+    already a member ignores it (it is only read on the first boot, as in ScyllaDB)."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -401,6 +408,17 @@ def _choice_parser(choices: tuple[str, ...], class_names: bool = False, optional
     return parse
 
 
+def _parse_host_id(key: str, value: Any) -> str:
+    """A host id (a UUID), normalised; empty: unset."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ""
+    text = _parse_str(key, value)
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise ConfigError(key, value, "the host id (a UUID) of the dead node to replace") from None
+
+
 def _parse_seeds(key: str, value: Any) -> tuple[str, ...]:
     """A list of addresses, a comma-separated string, or Scylla's seed_provider structure."""
     if value is None or value == "":
@@ -480,6 +498,7 @@ _PARSERS: dict[str, Parser] = {
     "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
+    "replace_node_first_boot": _parse_host_id,
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)

@@ -132,12 +132,17 @@ class ClusterMember:
             on_halt=self._halt,
             encryption=encryption,
             tls=tls,
+            replaces=uuid.UUID(config.replace_node_first_boot) if config.replace_node_first_boot else None,
         )
         self.group0.rf_rack_valid_keyspaces = config.rf_rack_valid_keyspaces
         self.metadata: NodeMetadata = self.group0
         self.settle_versions: Settle | None = self.group0.settle_versions
         self._failure_detector = FailureDetector(self.group0.rpc, peers, on_status)
         self._failure_detector.register()
+        me, detector = record.host_id, self._failure_detector
+        self.group0.is_alive = lambda h: (
+            h == me or (h in self.group0.state.topology.members and detector.is_up(raft_id_of(h)))
+        )
         self._paxos: PaxosService | None = None
         self._topology_task: asyncio.Task[None] | None = None
 
@@ -217,6 +222,10 @@ class ClusterMember:
             return False
         self._failure_detector.start()
         self._topology_task = asyncio.create_task(self._topology(stop))
+        if group0.replaces is not None:
+            log.info("replacing node %s: serving once its replicas are in place", group0.replaces)
+            if not await _unless_stopped(group0.wait_until_replaced(), stop):
+                return False
         if group0.founder:
             await create_default_superuser(group0, lambda: group0.state.metadata, self._config.cluster_name)
         return True
@@ -241,8 +250,7 @@ class ClusterMember:
                 await runner
 
     def _topology_io(self) -> TopologyIo:
-        group0, detector, streaming = self.group0, self._failure_detector, self.streaming
-        me = group0.record.host_id
+        group0, streaming = self.group0, self.streaming
 
         async def stream(t: co.StreamTask) -> object:
             _, table_id, tablet_id = t.key
@@ -260,7 +268,7 @@ class ClusterMember:
         return TopologyIo(
             is_leader=lambda: group0.driver.is_leader,
             state=lambda: group0.state,
-            alive=lambda h: h == me or detector.is_up(raft_id_of(h)),
+            alive=group0.is_alive,
             barrier=lambda h: group0.barrier.ask(raft_id_of(h)),
             stream=stream,
             cleanup=cleanup,

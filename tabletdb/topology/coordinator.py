@@ -137,9 +137,12 @@ class _Moving:
     def leaving(self) -> tuple[TabletReplica, ...]:
         return tuple(r for r in self.info.replicas if r not in (self.info.new_replicas or ()))
 
-    def sources(self) -> tuple[TabletReplica, ...]:
+    def sources(self, ignored: frozenset[uuid.UUID] = frozenset()) -> tuple[TabletReplica, ...]:
+        """Where the target's copy comes from; a rebuild skips the dead nodes the operator said
+        to ignore (`ignore_nodes`): best effort from the replicas that are left, as in ScyllaDB."""
         if self.info.transition is TransitionKind.REBUILD:
-            return tuple(r for r in self.info.replicas if r in (self.info.new_replicas or ()))
+            new = self.info.new_replicas or ()
+            return tuple(r for r in self.info.replicas if r in new and r.host not in ignored)
         return self.leaving()
 
 
@@ -185,14 +188,14 @@ def step(
                 f"{request.kind.value} of {request.host_id} waits for the cleanup of vnode ranges on "
                 f"{', '.join(str(h) for h in blocked)}"
             )
-        return _start(view, t.queue[0], new_id)
+        return _start(view, obs, t.queue[0], new_id)
     if tr.state is TransitionState.ROLLBACK_TO_NORMAL:
         return _rolling_back(view, obs, tr, new_id)
     if tr.state in (TransitionState.WRITE_BOTH_READ_OLD, TransitionState.WRITE_BOTH_READ_NEW):
         return _vnode_phase(view, obs, tr, new_id, config)
     moving = _moving(view.tablets)
     if moving and min(m.stage_index for m in moving) <= _STREAMING:
-        failure = _needed_node_down(tr.request, moving, obs, config)
+        failure = _needed_node_down(tr.request, moving, obs, config, t.ignored)
         if failure:
             return _begin_rollback(view, tr, moving, failure, new_id)
     if obs.barrier_version < t.version:
@@ -206,7 +209,7 @@ def step(
     at_stage = [m for m in moving if m.stage_index == stage]
     if STAGE_ORDER[stage] is TransitionStage.STREAMING and not config.planted_bug:
         tasks = [
-            StreamTask(m.key(tr.request), m.sources(), target)
+            StreamTask(m.key(tr.request), m.sources(t.ignored), target)
             for m in at_stage
             if m.key(tr.request) not in obs.streamed
             for target in m.targets()
@@ -276,9 +279,10 @@ def _vnode_phase(
     return found
 
 
-def _start(view: View, request: Request, new_id: uuid.UUID) -> Action:
+def _start(view: View, obs: Observations, request: Request, new_id: uuid.UUID) -> Action:
     t = view.topology
     try:
+        _check_still_dead(request, obs)
         moves = plan_moves(request, t, view.tablets, view.shards, view.locations)
     except PlanError as e:
         failed = t.finished(RequestResult(request, f"{request.kind.value} of {request.host_id} refused: {e}"))
@@ -310,6 +314,26 @@ def _start(view: View, request: Request, new_id: uuid.UUID) -> Action:
     )
 
 
+def _serves(
+    tablets: Mapping[uuid.UUID, TabletMap], table_id: uuid.UUID, tablet_id: int, replica: TabletReplica
+) -> bool:
+    """Whether `replica` is (again) one of the tablet's replicas, so its file is no leftover."""
+    tm = tablets.get(table_id)
+    if tm is None or not 0 <= tablet_id < tm.tablet_count:
+        return False
+    info = tm.tablets[tablet_id]
+    return replica in info.replicas or replica in (info.new_replicas or ())
+
+
+def _check_still_dead(request: Request, obs: Observations) -> None:
+    """The node admitting a removenode or replace saw the node down; the coordinator checks
+    again with its own eyes (ScyllaDB does both), since removing a live node's replicas while it
+    still serves would lose the writes it takes."""
+    dead = request.host_id if request.kind is RequestKind.REMOVE else request.replaced_id
+    if request.kind in (RequestKind.REMOVE, RequestKind.REPLACE) and dead in obs.alive:
+        raise PlanError(f"the topology coordinator sees node {dead} alive; stop it first")
+
+
 def _finish(view: View, request: Request, new_id: uuid.UUID) -> Propose:
     t = view.topology
     after = t.finished(RequestResult(request))
@@ -328,11 +352,15 @@ def _finish(view: View, request: Request, new_id: uuid.UUID) -> Propose:
 
 
 def _needed_node_down(
-    request: Request, moving: list[_Moving], obs: Observations, config: CoordinatorConfig
+    request: Request,
+    moving: list[_Moving],
+    obs: Observations,
+    config: CoordinatorConfig,
+    ignored: frozenset[uuid.UUID],
 ) -> str:
     needed: dict[uuid.UUID, _Moving] = {}
     for m in moving:
-        for r in m.targets() + m.sources():
+        for r in m.targets() + m.sources(ignored):
             needed.setdefault(r.host, m)
     for host in sorted(needed):
         since = obs.down_since.get(host)
@@ -354,9 +382,10 @@ def _begin_rollback(
         TabletUpdate(m.table_id, m.tablet_id, m.info, TabletInfo(m.info.last_token, m.info.replicas))
         for m in moving
     ]
+    targets = tuple((m.table_id, m.tablet_id, r) for m in moving for r in m.targets())
     after = replace(
         t,
-        transition=Transition(tr.request, TransitionState.ROLLBACK_TO_NORMAL, error),
+        transition=Transition(tr.request, TransitionState.ROLLBACK_TO_NORMAL, error, targets),
         version=t.version + 1,
     )
     return _command(
@@ -371,6 +400,15 @@ def _rolling_back(view: View, obs: Observations, tr: Transition, new_id: uuid.UU
     if obs.barrier_version < t.version:
         return Barrier(t.version, _members(t))
     request = tr.request
+    leftovers = [
+        CleanupTask((request.request_id, table_id, tablet_id), target)
+        for table_id, tablet_id, target in tr.cleanup_targets
+        if (request.request_id, table_id, tablet_id) not in obs.cleaned
+        and target.host in obs.alive  # a dead target's copy stays behind: nothing reads it
+        and not _serves(view.tablets, table_id, tablet_id, target)
+    ]
+    if leftovers:
+        return Cleanup(tuple(leftovers))
     after = t.finished(RequestResult(request, tr.error))
     node = t.nodes[request.host_id]
     joining = request.kind in (RequestKind.JOIN, RequestKind.REPLACE)

@@ -184,7 +184,8 @@ def plan_moves(
     replica has nowhere to go."""
     if request.kind is RequestKind.MOVE:
         return _plan_move(request, tablets, shards, locations)
-    normal = tuple(h for h in topology.normal_nodes() if h not in topology.ignored)
+    ignored = topology.ignored | request.ignore_nodes  # dead nodes take no replica
+    normal = tuple(h for h in topology.normal_nodes() if h not in ignored)
     if request.kind is RequestKind.REPLACE and request.replaced_id is not None:
         old_dc, new_dc = _where(locations, request.replaced_id)[0], _where(locations, request.host_id)[0]
         if old_dc != new_dc:

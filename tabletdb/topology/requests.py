@@ -133,7 +133,7 @@ def admit_member(topology: TopologyState, host_id: uuid.UUID, request_id: uuid.U
 
 
 def join_outcome(topology: TopologyState, host_id: uuid.UUID) -> str | None:
-    """How this node's join stands: None while it is queued or bootstrapping, "" once it is
+    """How this node's join stands: None while it is queued, bootstrapping or replacing, "" once it is
     `normal`, otherwise the reason it will never be (rolled back, refused, or it left)."""
     state = topology.state_of(host_id)
     if state is NodeState.NORMAL:
@@ -142,6 +142,6 @@ def join_outcome(topology: TopologyState, host_id: uuid.UUID) -> str | None:
         ended = [r for r in topology.results if r.request.host_id == host_id and r.error]
         why = ended[-1].error if ended else f"node {host_id} left the cluster"
         return f"{why}; wipe its data directory to start it again as a new node with a new host id"
-    if state in (NodeState.NONE, NodeState.BOOTSTRAPPING):
-        return None
+    if state in (NodeState.NONE, NodeState.BOOTSTRAPPING, NodeState.REPLACING):
+        return None  # still joining: a replacing node joins in its dead node's place
     return f"node {host_id} is {state.value}, so it cannot finish joining"

@@ -75,6 +75,10 @@ class Transition:
     state: TransitionState
     error: str = ""
     """Set when rolling back: why the request failed."""
+    cleanup_targets: tuple[tuple[uuid.UUID, int, TabletReplica], ...] = ()
+    """Set when rolling back: (table id, tablet id, target) of every reverted move. The target
+    may hold a partial copy of the tablet; it is no replica, so nothing reads it, and the
+    rollback deletes it (ScyllaDB's `cleanup_target`) before the request is recorded as failed."""
     since_version: int = field(default=0, kw_only=True)
     """The topology version that entered a vnode phase state (0: not in one yet)."""
     tablets_moved: bool = field(default=True, kw_only=True)
@@ -177,6 +181,23 @@ def request_from_plain(d: list[Any]) -> Request:
     )
 
 
+def _transition_to_plain(t: Transition) -> list[Any]:
+    plain = [request_to_plain(t.request), t.state.value, t.error]
+    if t.cleanup_targets:
+        plain.append([[table.bytes, tablet, r.host.bytes, r.shard] for table, tablet, r in t.cleanup_targets])
+    return plain
+
+
+def _transition_from_plain(d: list[Any]) -> Transition:
+    """A transition; the fourth element (cleanup targets) is absent when there are none, which is
+    also how entries written before it existed read."""
+    targets = tuple(
+        (_req_id(table), int(tablet), TabletReplica(_req_id(host), int(shard)))
+        for table, tablet, host, shard in (d[3] if len(d) > 3 else ())
+    )
+    return Transition(request_from_plain(d[0]), TransitionState(d[1]), d[2], targets)
+
+
 def state_to_plain(s: TopologyState) -> dict[str, Any]:
     return {
         "id": s.state_id.bytes,
@@ -185,9 +206,7 @@ def state_to_plain(s: TopologyState) -> dict[str, Any]:
             for _, n in sorted(s.nodes.items())
         ],
         "queue": [request_to_plain(r) for r in s.queue],
-        "tr": None
-        if s.transition is None
-        else [request_to_plain(s.transition.request), s.transition.state.value, s.transition.error],
+        "tr": None if s.transition is None else _transition_to_plain(s.transition),
         "tr_vnode": None
         if s.transition is None
         else [s.transition.since_version, s.transition.tablets_moved],
@@ -216,11 +235,7 @@ def state_from_plain(d: dict[str, Any]) -> TopologyState:
         state_id=_req_id(d["id"]),
         nodes=nodes,
         queue=tuple(request_from_plain(r) for r in d["queue"]),
-        transition=None
-        if tr is None
-        else _with_vnode(
-            Transition(request_from_plain(tr[0]), TransitionState(tr[1]), tr[2]), d.get("tr_vnode")
-        ),
+        transition=None if tr is None else _with_vnode(_transition_from_plain(tr), d.get("tr_vnode")),
         version=int(d["version"]),
         fence_version=int(d["fence"]),
         ignored=frozenset(_req_id(h) for h in d["ignored"]),

@@ -16,6 +16,8 @@ class View:
     group0: uuid.UUID | None = None
     me: uuid.UUID | None = None
     adopted: uuid.UUID | None = None
+    addresses: dict[uuid.UUID, str] = field(default_factory=dict)
+    """A member's recorded address when it is not 127.0.0.1."""
 
     @property
     def group0_id(self) -> uuid.UUID | None:
@@ -32,7 +34,7 @@ class View:
         return None
 
     def address_of(self, host_id: uuid.UUID) -> str | None:
-        return "127.0.0.1" if host_id in self.members else None
+        return self.addresses.get(host_id, "127.0.0.1") if host_id in self.members else None
 
     def joining(self) -> bool:
         return self.me not in self.members

@@ -55,6 +55,12 @@ from tabletdb.node.group0_shell.admission import encode_checked
 from tabletdb.node.group0_shell.batch import DdlBatcher
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.node.group0_shell.joining import add_to_group, reconcile_voters, wait_joined
+from tabletdb.node.group0_shell.member_checks import (
+    MEMBER_STATE_VERB,
+    check_replacement,
+    removed_by_peers,
+    serve_member_state,
+)
 from tabletdb.node.group0_shell.peer_view import TopologyView
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
 from tabletdb.node.group0_shell.topology_rpc import TopologyBarrier
@@ -121,10 +127,12 @@ class Group0Service:
         on_halt: Halter | None = None,
         encryption: InternodeEncryption = InternodeEncryption.NONE,
         tls: InternodeTls | None = None,
+        replaces: uuid.UUID | None = None,
     ) -> None:
         """`on_halt` is called once if a committed entry cannot be applied here: the node must
         stop (see raft.py). Internode connections are admitted by group0 membership
-        (`net.handshake`); only JOIN_VERB is served to non-members."""
+        (`net.handshake`); only JOIN_VERB and MEMBER_STATE_VERB are served to non-members.
+        `replaces`: the dead node this fresh node replaces (replace_node_first_boot)."""
         directory.mkdir(parents=True, exist_ok=True)
         self.record = record
         self.cluster_name = cluster_name
@@ -134,12 +142,16 @@ class Group0Service:
         self.seeds = seeds
         self.store = DurableLog.open(str(directory))
         self.founder = founds_cluster(record.address, seeds)
+        self.replaces = replaces
+        self.is_alive: Callable[[uuid.UUID], bool] = lambda host: host == record.host_id
+        """Whether a node answers (the failure detector's view, set by the node's membership)."""
         if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
             self.store.bootstrap(ConfState(voters=frozenset({record.raft_id})))
         self._state = self._restored_snapshot()
         me = Me(record.raft_id, record.host_id, cluster_name, Location(record.datacenter, record.rack))
         view = TopologyView(lambda: self._state.topology, record.host_id)
-        authority = ClusterAuthority(me, view, frozenset({JOIN_VERB}), encryption, raft_id_of)
+        door = frozenset({JOIN_VERB, MEMBER_STATE_VERB})
+        authority = ClusterAuthority(me, view, door, encryption, raft_id_of)
         self.rpc = RpcNode(record.raft_id, record.address, record.storage_port, authority=authority, tls=tls)
         self.driver = RaftDriver(
             record.raft_id,
@@ -239,6 +251,24 @@ class Group0Service:
         ):
             await asyncio.sleep(0.05)
 
+    def alive_nodes(self) -> frozenset[uuid.UUID]:
+        """The nodes of the topology state this node sees alive (admission's observation)."""
+        return frozenset(h for h in self._state.topology_state.nodes if self.is_alive(h))
+
+    async def wait_until_replaced(self) -> None:
+        """Return once this node is no longer waiting to take a dead node's place (a replacing
+        node serves only once its replicas are in place); JoinRefused if the replace failed."""
+        me = self.record.host_id
+        while True:
+            topology_state = self._state.topology_state
+            node = topology_state.nodes.get(me)
+            if node is None or node.state not in (NodeState.NONE, NodeState.REPLACING, NodeState.LEFT):
+                return
+            if node.state is NodeState.LEFT:
+                errors = [r.error for r in topology_state.results if r.request.host_id == me and r.error]
+                raise JoinRefused(errors[-1] if errors else left_message(me))
+            await self.driver.changed()
+
     async def wait_request(self, request_id: uuid.UUID) -> RequestResult:
         """How the request ended, once this node applied its end."""
         while True:
@@ -261,6 +291,7 @@ class Group0Service:
         """
         await self.rpc.start()
         self.rpc.register(JOIN_VERB, self._on_join)
+        serve_member_state(self.rpc, lambda: self._state)
         self.turns.register()
         self.versions.register()
         await self.driver.start()  # replays the local log: a node that left knows it did
@@ -269,8 +300,17 @@ class Group0Service:
         self.versions.start()
         if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
             self.driver.campaign()  # a lone voter need not wait out an election timeout
-        if self.record.host_id in self._state.topology.members:
-            await self._catch_up()
+        recorded = self._state.topology.members.get(self.record.host_id)
+        if recorded is not None:
+            await self._check_not_removed()
+            if recorded != self.record:  # e.g. restarted with a new address: the leader records it
+                log.info("group0 record of this node changed old_address=%s; recording it", recorded.address)
+                if self.driver.conf_state.voters == frozenset({self.record.raft_id}):
+                    await self._register_self()  # a lone node is its own leader
+                else:
+                    await self._join_via_seeds(self._member_addresses())
+            else:
+                await self._catch_up()
         elif self.record.raft_id in self.driver.conf_state.voters:
             await self._register_self()
         else:
@@ -323,6 +363,21 @@ class Group0Service:
 
     # --- membership ------------------------------------------------------------------------------
 
+    def _member_addresses(self) -> list[tuple[str, int]]:
+        """Where to ask for a record refresh: the other members as this node's log knows them,
+        then the seeds (a member that moved may have been its own seed)."""
+        me = self.record.host_id
+        members = [(r.address, r.storage_port) for h, r in self._state.topology.members.items() if h != me]
+        return members + [(s, self.record.storage_port) for s in self.seeds if s != self.record.address]
+
+    async def _check_not_removed(self) -> None:
+        """Refuse to start if the members this node knows say it left (removed while it was down:
+        its own log cannot know; see member_checks)."""
+        me = self.record.host_id
+        peers = [r.raft_id for h, r in self._state.topology.members.items() if h != me]
+        if peers and await removed_by_peers(self.rpc, me, peers):
+            raise JoinRefused(left_message(me))
+
     async def _catch_up(self) -> None:
         try:
             async with asyncio.timeout(RESTART_BARRIER_TIMEOUT):
@@ -338,11 +393,17 @@ class Group0Service:
         if not applied.took_effect:
             raise JoinRefused(f"node {self.record.host_id}: refused when its registration was applied")
 
-    async def _join_via_seeds(self) -> None:
-        seeds = [s for s in self.seeds if s != self.record.address]
-        for i, seed in enumerate(seeds):
-            self.rpc.add_peer(-(i + 1), seed, self.record.storage_port)  # seeds share our port
-        payload = {"cluster_name": self.cluster_name, "record": record_to_plain(self.record)}
+    async def _join_via_seeds(self, contacts: list[tuple[str, int]] | None = None) -> None:
+        """Ask `contacts` (default: the seeds, on our own port as in Scylla) to have the leader
+        admit this node, or refresh its record."""
+        if contacts is None:
+            contacts = [(s, self.record.storage_port) for s in self.seeds if s != self.record.address]
+        seeds = [address for address, _ in contacts]
+        for i, (seed, port) in enumerate(contacts):
+            self.rpc.add_peer(-(i + 1), seed, port)
+        payload: dict[str, Any] = {"cluster_name": self.cluster_name, "record": record_to_plain(self.record)}
+        if self.replaces is not None:
+            payload["replace"] = self.replaces.bytes
         deadline = time.monotonic() + JOIN_TIMEOUT
         attempt = 0
         while True:
@@ -369,6 +430,9 @@ class Group0Service:
             await self.driver.read_barrier()
 
     async def _on_join(self, src: int, payload: Any) -> dict[str, Any]:
+        record = record_from_plain(payload["record"])
+        if src != record.raft_id and self._state.topology.by_raft_id(src) is None:
+            raise JoinRefused(f"node {src} asked to admit {record.host_id}, which is not itself")
         if not self.driver.is_leader:
             leader = self.driver.raft.leader
             if leader is None:
@@ -382,18 +446,28 @@ class Group0Service:
             except RpcError as exc:
                 raise Retry(f"the group0 leader did not answer: {exc}") from None
             return reply
-        record = record_from_plain(payload["record"])
+        replace_raw = payload.get("replace")
         async with self._join_lock:
             await self.driver.read_barrier()
             if self._state.topology_state.state_of(record.host_id) is NodeState.LEFT:
                 raise JoinRefused(left_message(record.host_id))
-            check_join(self._state.topology, payload["cluster_name"], record)
-            if record.host_id not in self._state.topology.members:  # a new node: its join's admission
+            known = self._state.topology.members.get(record.host_id)
+            replaces = uuid.UUID(bytes=replace_raw) if replace_raw and known is None else None
+            if replaces is not None:
+                check_replacement(self._state, record.host_id, replaces, self.is_alive)
+            if known is not None and known.address != record.address and self.is_alive(record.host_id):
+                raise Retry(  # not JoinRefused: the joiner asks again once it is seen down
+                    f"node {record.host_id} asks to move from {known.address} to {record.address} but "
+                    f"still answers at {known.address}; retry once it is down there"
+                )
+            check_join(self._state.topology, payload["cluster_name"], record, replaces)
+            if known is None:  # a new node: its join's (or replace's) admission
                 broken = join_rack_error(self._state, record, self.rf_rack_valid_keyspaces)
                 if broken is not None:
                     raise JoinRefused(broken)
-            if self._state.topology.members.get(record.host_id) != record:
-                (applied,) = await self._submit(JoinCommand(uuid.uuid1(), payload["cluster_name"], record))
+            if known != record:
+                command = JoinCommand(uuid.uuid1(), payload["cluster_name"], record, replaces)  # a request id
+                (applied,) = await self._submit(command)
                 if not applied.took_effect:
                     raise JoinRefused(f"node {record.host_id}: refused when its join was applied")
             # Voter at once only if it is normal already (the founder, a known member asking
@@ -455,6 +529,8 @@ class Group0Service:
         decoded = decode_entry(entry.data)
         before = self._state.state_id
         self._state, outcomes = apply_entry(self._state, decoded)
+        if isinstance(decoded, JoinCommand):
+            self._learn_peers()  # a member's record may have moved to a new address
         if self._state.state_id != before:
             self._state_index = entry.index
             self.versions.changed()

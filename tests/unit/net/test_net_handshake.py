@@ -143,12 +143,20 @@ def test_plaintext_from_another_dc_is_refused_under_dc_encryption() -> None:
     assert auth.must_encrypt(raft_id_of(far)) and not auth.must_encrypt(raft_id_of(near))
 
 
-def test_a_members_host_id_claimed_from_another_address_is_refused() -> None:
+def test_a_members_host_id_claimed_from_another_address_may_only_ask_to_join() -> None:
+    """A member restarted with a new IP asks the leader to record it; nothing else passes until
+    the record says so (and then the same connection is let in)."""
     peer = uuid.uuid4()
-    auth = _authority(View({peer: HERE}))
-    with pytest.raises(
-        HandshakeRefused, match=r"connected from 10\.0\.0\.9, but group0 records this member at 127\.0\.0\.1"
-    ):
-        auth.admit(_hello(peer), encrypted=False, outbound_to=None, source="10.0.0.9")
+    view = View({peer: HERE})
+    auth = _authority(view)
+    moved = auth.admit(_hello(peer), encrypted=False, outbound_to=None, source="10.0.0.9")
+    reason = auth.refusal(moved, "data.apply")
+    assert (
+        reason is not None
+        and "connected from 10.0.0.9, but group0 records this member at 127.0.0.1" in reason
+    )
+    assert auth.refusal(moved, JOIN) is None
+    view.addresses[peer] = "10.0.0.9"  # the leader recorded the new address
+    assert auth.refusal(moved, "data.apply") is None
     # A connection this node dialled was checked by the address it chose (and expected_host_id).
     auth.admit(_hello(peer), encrypted=False, outbound_to=raft_id_of(peer), source=None)

@@ -14,6 +14,7 @@ from tabletdb.group0.state import Group0State
 from tabletdb.group0.topology import NodeRecord, Topology
 from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
 from tabletdb.schema.frozenmap import FrozenMap
+from tabletdb.tablets.tablet_map import TabletInfo, TransitionStage
 from tabletdb.topology import coordinator as co
 from tabletdb.topology.commands import TopologyCommand
 from tabletdb.topology.requests import enqueue
@@ -135,3 +136,55 @@ def test_a_task_that_loses_leadership_forgets_what_it_observed(tmp_path: Path) -
                 await runner
 
     asyncio.run(main())
+
+
+def test_a_rolled_back_decommission_deletes_the_copies_it_streamed_to_its_targets(tmp_path: Path) -> None:
+    """The leaving node dies after streaming, before reads switched: every move is reverted and
+    the targets' files of the tablets they were filled with are deleted (cleanup_target)."""
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            for n in range(40):
+                key = f"key-{n}".encode()
+                _, owners, _ = c.tablet_of(key)
+                for owner in owners:
+                    await c.write(owner, key, b"v", 10)
+            before = {i: _files(c, i) for i in (0, 1)}
+            group0 = Group0(c)
+            leaving = host(2)
+            request = Request(uuid.uuid1(), RequestKind.LEAVE, leaving)
+            alive = frozenset(group0.state.topology_state.nodes)
+            await group0.submit(enqueue(group0.state.topology_state, request, alive, uuid.uuid1()))
+            dead: set[uuid.UUID] = set()
+            now = [0]
+            io = io_for(c, group0, coordinator=0)
+            io = TopologyIo(io.is_leader, io.state, lambda h: h not in dead, *list(io.__dict__.values())[3:])
+            task = TopologyTask(io, co.CoordinatorConfig(rollback_after_ms=1_000), clock_ms=lambda: now[0])
+            async with asyncio.timeout(120):
+                while not any(t.stage is TransitionStage.STREAMING for t in _tablets(group0)):
+                    await task.step_once()
+                dead.add(leaving)  # seen down from now on; its files are still read by the stream
+                while not isinstance(await task.step_once(), co.Stream):
+                    pass
+                copies = {i: _files(c, i) - before[i] for i in (0, 1)}
+                assert any(copies.values())  # the targets hold streamed copies
+                now[0] = 5_000  # down long enough: roll back (reads have not switched)
+                actions = []
+                while not isinstance(action := await task.step_once(), co.Idle):
+                    actions.append(action)
+            topo = group0.state.topology_state
+            assert "rolled back" in topo.results[-1].error and topo.state_of(leaving) is NodeState.NORMAL
+            assert any(isinstance(a, co.Cleanup) for a in actions)
+            for i in (0, 1):
+                assert not any(p.exists() for p in copies[i]), f"node {i} kept a partial copy"
+                assert all(p.exists() for p in before[i])  # its own replicas stay
+
+    asyncio.run(main())
+
+
+def _files(c: Nodes, i: int) -> set[Path]:
+    return {p.path for p in c.storages[i].local_files(TABLE) if p.path.exists()}
+
+
+def _tablets(group0: Group0) -> tuple[TabletInfo, ...]:
+    return tuple(group0.state.metadata.tablets[TABLE.id].tablets)
