@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tabletdb.tablets.allocation import NodeCapacity
@@ -43,6 +43,11 @@ class BalancerInput:
     draining: frozenset[uuid.UUID] = frozenset()
     """Nodes being decommissioned or removed: every replica leaves, none arrives."""
     default_tablet_size: int = 1
+    keep_racks: bool = False
+    """Every replica stays in its rack, as under a rack list (for callers that do not know which
+    keyspaces list racks: moves between racks could leave a listed rack)."""
+    max_per_node: int | None = None
+    """At most this many moves planned into or out of one node (its streams in flight)."""
 
 
 Key = tuple[int, int]
@@ -68,7 +73,9 @@ class _Plan:
                 racks.append(n.rack)
         self.tables = sorted(inp.maps)
         self.rack_list_dcs = [
-            {dc for dc, rf in inp.replication.get(t, {}).items() if isinstance(rf, tuple)}
+            set(self.dc_racks)
+            if inp.keep_racks
+            else {dc for dc, rf in inp.replication.get(t, {}).items() if isinstance(rf, tuple)}
             for t in self.tables
         ]
         self.replicas: dict[Key, list[TabletReplica]] = {}
@@ -76,6 +83,11 @@ class _Plan:
         self.busy: set[Key] = set()
         self.moves: list[Migration] = []
         self.stuck: set[int] = set()
+        self.in_flight = {h: 0 for h in self.nodes}
+        limit = inp.max_per_node
+        self.full: Callable[[int], bool] = (
+            (lambda h: False) if limit is None else (lambda h: self.in_flight[h] >= limit)
+        )
         self.candidates: dict[tuple[int, int, str], list[Candidate]] = {}
         sizes, default = inp.tablet_sizes, inp.default_tablet_size
         for ti, table_id in enumerate(self.tables):
@@ -152,6 +164,9 @@ class _Plan:
         self._add_load(target, self.sizes[key])
         self.replicas[key] = [target if r == source else r for r in self.replicas[key]]
         self.busy.add(key)
+        self.in_flight[source.host.int] += 1
+        if target.host != source.host:
+            self.in_flight[target.host.int] += 1
         self.moves.append(Migration(self.tables[key[0]], key[1], source, target))
 
     def racks_kept(self, key: Key, source: int, target: int) -> bool:
@@ -220,9 +235,12 @@ def _inter_node_move(plan: _Plan, dc: str) -> bool:
     in_dc = [h for h, n in plan.nodes.items() if n.dc == dc]
     draining = plan.draining
     sources = sorted(
-        (h for h in in_dc if h not in plan.stuck), key=lambda h: (h not in draining, -plan.utilisation(h), h)
+        (h for h in in_dc if h not in plan.stuck and not plan.full(h)),
+        key=lambda h: (h not in draining, -plan.utilisation(h), h),
     )
-    targets = sorted((h for h in in_dc if h not in draining), key=lambda h: (plan.utilisation(h), h))
+    targets = sorted(
+        (h for h in in_dc if h not in draining and not plan.full(h)), key=lambda h: (plan.utilisation(h), h)
+    )
     for source in sources:
         for target in targets:
             if target == source:
@@ -239,6 +257,8 @@ def _inter_node_move(plan: _Plan, dc: str) -> bool:
 
 
 def _intra_node_move(plan: _Plan, host: int) -> bool:
+    if plan.full(host):
+        return False
     shards = plan.shard_bytes[host]
     high = max(range(len(shards)), key=lambda s: (shards[s], -s))
     low = plan.least_loaded_shard(host)

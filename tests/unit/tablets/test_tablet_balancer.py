@@ -213,3 +213,16 @@ def test_every_move_lowers_imbalance_and_converged_means_no_move_helps(
                 moved[source] -= size
                 moved[target.host_id] += size
                 assert imbalance(nodes, moved) >= imbalance(nodes, loads)
+
+
+def test_keep_racks_and_the_per_node_bound() -> None:
+    nodes = [NodeCapacity(host(i), "dc1", f"r{i % 2}", 1) for i in range(4)]
+    tm = new_tablet_map(TABLE, 16, {"dc1": 1}, [nodes[0], nodes[1]])  # hosts 2, 3 empty
+    rack = {n.host_id: n.rack for n in nodes}
+    plan = plan_migrations(BalancerInput(nodes, {TABLE: tm}, keep_racks=True, max_per_node=3), 100)
+    assert plan and all(rack[m.source.host] == rack[m.target.host] for m in plan)
+    touched: dict[uuid.UUID, int] = {}
+    for m in plan:
+        for h in {m.source.host, m.target.host}:
+            touched[h] = touched.get(h, 0) + 1
+    assert max(touched.values()) == 3

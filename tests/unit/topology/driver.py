@@ -39,9 +39,12 @@ class Cluster:
     locations: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
     check: Callable[[Cluster, TopologyCommand, co.Observations], None] | None = None
     """Called with every command the coordinator proposes and the observations it decided on."""
+    balancing: bool = False
+    sizes: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
     def view(self) -> co.View:
-        return co.View(self.topology, self.tablets, {h: 2 for h in self.topology.nodes}, self.locations)
+        shards = {h: 2 for h in self.topology.nodes}
+        return co.View(self.topology, self.tablets, shards, self.locations, self.balancing, self.sizes)
 
     def apply(self, command: TopologyCommand) -> bool:
         self.topology, changed, ok = apply_command(self.topology, self.tablets, command)
