@@ -39,6 +39,7 @@ from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
 from tabletdb.node.operator_view import LoadReport, NodeOps
 from tabletdb.node.port_check import PortsBusy, check_ports
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
+from tabletdb.node.tablet_load import TabletLoadStats
 from tabletdb.node.topology_events import TopologyEvents
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
@@ -179,6 +180,7 @@ class Node:
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
         self.ops = self._operator_view()
+        self.tablet_load = self._tablet_load()
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
 
     def _operator_view(self) -> NodeOps:
@@ -200,6 +202,20 @@ class Node:
         return NodeOps(
             me, alive, loads, time.time(), lambda: self.server.serving, group0_running=group0 is not None
         )
+
+    def _tablet_load(self) -> TabletLoadStats:
+        """This node's tablet replica sizes, answering the topology coordinator's poll."""
+        group0 = self.membership.group0
+        stats = TabletLoadStats(
+            self.identity.host_id,
+            self.storage,
+            lambda table_id: self.metadata.catalog.by_id(table_id),
+            group0.rpc if group0 is not None else None,
+            lambda: self.metadata.state.topology.members.values(),
+            self.ops.alive,
+        )
+        stats.register()
+        return stats
 
     def _tablet_planner(self) -> TabletPlanner:
         """The tablet placement policy with this node's sizing settings (and itself as the cluster

@@ -28,6 +28,10 @@ class Coordinator:
         self.epoch = 0
         self.busy = False
         self.obs = co.Observations(alive=frozenset())
+        self.balancing = False
+        """Whether the coordinator starts balancer rounds when idle (``ClusterState.balancing_enabled``)."""
+        self.sizes: dict[tuple[uuid.UUID, int], int] = {}
+        """Tablet sizes as load statistics would report them (uneven, so rounds have work)."""
         self.after_commit: Callable[[TopologyCommand], None] = lambda command: None
         """Set by the nemesis: may crash the coordinator right after its command commits."""
         self.skip_range_copy = False
@@ -61,7 +65,14 @@ class Coordinator:
         down = {h: s.down_since for h, s in w.hosts.items() if s.down_since is not None and h not in alive}
         self.obs = replace(self.obs, alive=alive, now_ms=w.loop.now, down_since=down)
         snap = w.view_of(me)
-        view = co.View(snap.topology, snap.tablets, {h: 1 for h in w.hosts}, vnode=w.vnode_view())
+        view = co.View(
+            snap.topology,
+            snap.tablets,
+            {h: 1 for h in w.hosts},
+            vnode=w.vnode_view(),
+            balancing=self.balancing,
+            tablet_sizes=self.sizes,
+        )
         action = co.step(view, self.obs, w.new_id(), self.config)
         if isinstance(action, co.Idle):
             return

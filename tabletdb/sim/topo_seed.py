@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from tabletdb.sim.events import EventLoop
 from tabletdb.sim.topo_coordinator import Coordinator
-from tabletdb.sim.topo_world import World
+from tabletdb.sim.topo_world import TABLE, World
+from tabletdb.topology.balancing import plan_round
 from tabletdb.topology.commands import TopologyCommand
 from tabletdb.topology.coordinator import CoordinatorConfig
 from tabletdb.topology.requests import RequestRefused, enqueue, removing_live_node_error
@@ -106,6 +107,10 @@ class _Run:
         self.coordinator = Coordinator(self.world, config)
         self.coordinator.skip_range_copy = planted_bug == "vnode-ranges-unstreamed"
         self.coordinator.after_commit = self._maybe_crash_coordinator
+        # half the seeds balance between requests, by uneven sizes (not drawn from rng: the other
+        # seeds replay as before)
+        self.coordinator.balancing = seed % 2 == 0
+        self.coordinator.sizes = {(TABLE, i): 1 + (seed // 2 + 3 * i) % 7 for i in range(8)}
         self.requests = requests
         self.admitted: list[Request] = []
         self.refused = 0
@@ -265,8 +270,16 @@ class _Run:
     # --- the run ----------------------------------------------------------------------------
 
     def idle(self) -> bool:
-        topo = self.world.committed.topology
-        return topo.transition is None and not topo.queue
+        """No transition, no request, and (balancing on) no balancer round left to start: the
+        liveness check after healing thus also requires the balancer to converge."""
+        committed = self.world.committed
+        topo = committed.topology
+        if topo.transition is not None or topo.queue:
+            return False
+        if not self.coordinator.balancing:
+            return True
+        shards = {h: 1 for h in self.world.hosts}
+        return plan_round(topo, committed.tablets, shards, {}, self.coordinator.sizes, topo.state_id) is None
 
     def run(self, result: TopologySeedResult) -> None:
         self.every(TICK, self.coordinator.tick)

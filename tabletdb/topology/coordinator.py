@@ -21,9 +21,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.migration import STAGE_ORDER, advance_stage
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
 from tabletdb.topology import vnode_phase as vp
+from tabletdb.topology.balancing import plan_round
 from tabletdb.topology.commands import TabletUpdate, TopologyCommand
 from tabletdb.topology.placement import PlanError, plan_moves
 from tabletdb.topology.state import Request, RequestResult, TopologyState, Transition
@@ -55,6 +57,10 @@ class View:
     locations: Mapping[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
     vnode: vp.VnodeView = field(default_factory=lambda: vp.VnodeView({}, (), {}))
     """Ring tokens per node and the vnode tables (none: the request changes no ring)."""
+    balancing: bool = False
+    """``ClusterState.balancing_enabled``: when idle, start a round of balancer moves."""
+    tablet_sizes: Mapping[TabletKey, int] = field(default_factory=dict)
+    """Bytes per tablet from the nodes' load statistics (``tablets.load_stats``)."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,10 @@ def step(
         if cleaning is not None:
             return cleaning
         if not t.queue:
+            if view.balancing:
+                started = plan_round(t, view.tablets, view.shards, view.locations, view.tablet_sizes, new_id)
+                if started is not None:
+                    return _command(view, new_id, *started, f"balance: {len(started[1])} tablet move(s)")
             return Idle("no topology requests")
         blocked = vp.blocking_cleanup(t, t.queue[0])
         if blocked:
@@ -336,6 +346,9 @@ def _check_still_dead(request: Request, obs: Observations) -> None:
 
 def _finish(view: View, request: Request, new_id: uuid.UUID) -> Propose:
     t = view.topology
+    if request.kind is RequestKind.BALANCE:  # not recorded: rounds would push requests' results out
+        after = replace(t, transition=None, version=t.version + 1, fence_version=t.version)
+        return _command(view, new_id, after, [], "finish balance round")
     after = t.finished(RequestResult(request))
     node = t.nodes[request.host_id]
     if request.kind in (RequestKind.JOIN, RequestKind.REPLACE, RequestKind.MOVE):

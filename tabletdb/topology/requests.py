@@ -37,6 +37,8 @@ def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID
         )
     state = topology.state_of(host)
     kind = request.kind
+    if kind is RequestKind.BALANCE:
+        raise RequestRefused("balance rounds are started by the topology coordinator itself, never queued")
     if kind is RequestKind.MOVE:
         _check_move(topology, request)
         return

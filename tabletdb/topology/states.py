@@ -28,6 +28,9 @@ class RequestKind(StrEnum):
     REPLACE = "replace"
     MOVE = "move"
     """One tablet replica moved by an operator (REST ``tablets/move``); ``Request.move`` says which."""
+    BALANCE = "balance"
+    """A round of moves the load balancer planned (``topology.balancing``): made by the coordinator
+    when idle, never queued; ``host_id`` is one of the targets, for the record only."""
 
 
 class TransitionState(StrEnum):
@@ -58,4 +61,5 @@ STATE_DURING: dict[RequestKind, NodeState] = {
     RequestKind.REMOVE: NodeState.REMOVING,
     RequestKind.REPLACE: NodeState.REPLACING,
     RequestKind.MOVE: NodeState.NORMAL,  # moving a tablet replica leaves both nodes normal
+    RequestKind.BALANCE: NodeState.NORMAL,
 }

@@ -129,3 +129,100 @@ def test_balancing_properties(
             for n in nodes:
                 if n.host_id not in hosts and n.host_id not in draining:
                     assert len(others | {n.rack}) < len(racks)
+
+
+def node_bytes(
+    nodes: list[NodeCapacity], maps: dict[uuid.UUID, TabletMap], sizes: dict[tuple[uuid.UUID, int], int]
+) -> dict[uuid.UUID, int]:
+    loads = {n.host_id: 0 for n in nodes}
+    for table_id, tm in maps.items():
+        for i, tablet in enumerate(tm):
+            for r in tablet.replicas:
+                loads[r.host] += sizes.get((table_id, i), 1)
+    return loads
+
+
+def imbalance(nodes: list[NodeCapacity], loads: dict[uuid.UUID, int]) -> float:
+    return sum(loads[n.host_id] ** 2 / n.shard_count for n in nodes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["dc1", "dc2"]), st.sampled_from(["r1", "r2", "r3"]), st.integers(1, 4)),
+        min_size=4,
+        max_size=9,
+    ),
+    st.integers(1, 3),
+    st.lists(st.integers(1, 40), min_size=2, max_size=3),
+    st.lists(st.integers(1, 1000), min_size=40, max_size=40),
+)
+def test_every_move_lowers_imbalance_and_converged_means_no_move_helps(
+    shape: list[tuple[str, str, int]], rf: int, counts: list[int], sizes: list[int]
+) -> None:
+    nodes = [NodeCapacity(host(i + 1), dc, rack, shards) for i, (dc, rack, shards) in enumerate(shape)]
+    dcs = {n.dc for n in nodes}
+    per_dc = {dc: min(rf, sum(1 for n in nodes if n.dc == dc)) for dc in dcs}
+    crowded = [n for n in nodes if n.host_id.int <= max(3, len(nodes) // 2)] or nodes
+    placement = [n for n in nodes if n in crowded or sum(1 for c in crowded if c.dc == n.dc) < per_dc[n.dc]]
+    maps: dict[uuid.UUID, TabletMap] = {}
+    tablet_sizes: dict[tuple[uuid.UUID, int], int] = {}
+    for t, count in enumerate(counts):
+        table = uuid.UUID(int=2000 + t)
+        maps[table] = new_tablet_map(table, count, per_dc, placement)
+        tablet_sizes.update({(table, i): sizes[(i * 7 + t) % len(sizes)] for i in range(count)})
+    rack = {n.host_id: (n.dc, n.rack) for n in nodes}  # rack names repeat across DCs
+    racks_before = {
+        (t, i): len({rack[r.host] for r in tablet.replicas})
+        for t, tm in maps.items()
+        for i, tablet in enumerate(tm)
+    }
+    for _ in range(300):
+        plan = plan_migrations(BalancerInput(nodes, maps, tablet_sizes=tablet_sizes))
+        if not plan:
+            break
+        for m in plan:
+            before = node_bytes(nodes, maps, tablet_sizes)
+            shards_before = [r.shard for r in maps[m.table_id].tablets[m.tablet_id].replicas]
+            maps[m.table_id] = finish(maps[m.table_id], m)
+            after = node_bytes(nodes, maps, tablet_sizes)
+            if m.source.host != m.target.host:
+                assert imbalance(nodes, after) < imbalance(nodes, before), m
+            else:
+                assert m.source.shard in shards_before
+    else:
+        raise AssertionError("balancer did not converge")
+    loads = node_bytes(nodes, maps, tablet_sizes)
+    by_host = {n.host_id: n for n in nodes}
+    for (t, i), racks in racks_before.items():
+        hosts = [r.host for r in maps[t].tablets[i].replicas]
+        assert len(set(hosts)) == len(hosts)
+        assert len({rack[h] for h in hosts}) >= racks
+        # converged: no single replica move to another node of its DC keeping its racks would help
+        for source in hosts:
+            src = by_host[source]
+            others = [by_host[h] for h in hosts if h != source and by_host[h].dc == src.dc]
+            size = tablet_sizes[(t, i)]
+            for target in nodes:
+                if target.dc != src.dc or target.host_id in hosts:
+                    continue
+                before_racks = len({o.rack for o in others} | {src.rack})
+                if len({o.rack for o in others} | {target.rack}) < before_racks:
+                    continue
+                moved = dict(loads)
+                moved[source] -= size
+                moved[target.host_id] += size
+                assert imbalance(nodes, moved) >= imbalance(nodes, loads)
+
+
+def test_keep_racks_and_the_per_node_bound() -> None:
+    nodes = [NodeCapacity(host(i), "dc1", f"r{i % 2}", 1) for i in range(4)]
+    tm = new_tablet_map(TABLE, 16, {"dc1": 1}, [nodes[0], nodes[1]])  # hosts 2, 3 empty
+    rack = {n.host_id: n.rack for n in nodes}
+    plan = plan_migrations(BalancerInput(nodes, {TABLE: tm}, keep_racks=True, max_per_node=3), 100)
+    assert plan and all(rack[m.source.host] == rack[m.target.host] for m in plan)
+    touched: dict[uuid.UUID, int] = {}
+    for m in plan:
+        for h in {m.source.host, m.target.host}:
+            touched[h] = touched.get(h, 0) + 1
+    assert max(touched.values()) == 3

@@ -41,10 +41,20 @@ class Cluster:
     check: Callable[[Cluster, TopologyCommand, co.Observations], None] | None = None
     """Called with every command the coordinator proposes and the observations it decided on."""
     vnode: vp.VnodeView = field(default_factory=lambda: vp.VnodeView({}, (), {}))
+    balancing: bool = False
+    sizes: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
     def view(self) -> co.View:
         shards = {h: 2 for h in self.topology.nodes}
-        return co.View(self.topology, self.tablets, shards, self.locations, self.vnode)
+        return co.View(
+            self.topology,
+            self.tablets,
+            shards,
+            self.locations,
+            vnode=self.vnode,
+            balancing=self.balancing,
+            tablet_sizes=self.sizes,
+        )
 
     def apply(self, command: TopologyCommand) -> bool:
         self.topology, changed, ok = apply_command(self.topology, self.tablets, command)

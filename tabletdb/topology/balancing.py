@@ -1,0 +1,75 @@
+"""The balancer loop's pure half: when the coordinator has nothing else to do and balancing is
+on, plan tablet moves with ``tablets.balancer`` and start them as one transition.
+
+A round of moves is a transition like a request's (a ``balance`` request the coordinator makes
+itself, never queued): the moves go through the same migration stages, barriers, streaming and
+cleanup, in lockstep, and roll back the same way if a node they need stays down. When the round
+finishes the coordinator is idle again and plans the next round on the new loads, so repeated
+rounds converge (each move lowers the balancer's imbalance measure) and stop when no move helps.
+
+Only NORMAL, non-ignored nodes take part; a node leaving or being removed is drained by its own
+request, which always goes first (the queue is checked before balancing). Replicas stay in their
+racks (``keep_racks``): the topology state does not say which keyspaces list racks, and a move
+between racks could leave a listed one. Each node is in at most ``MAX_PER_NODE`` moves of a round.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+
+from tabletdb.tablets.allocation import NodeCapacity
+from tabletdb.tablets.balancer import BalancerInput, TabletKey, plan_migrations
+from tabletdb.tablets.migration import begin_migration
+from tabletdb.tablets.tablet_map import TabletMap
+from tabletdb.topology.commands import TabletUpdate
+from tabletdb.topology.state import Request, TopologyState, Transition
+from tabletdb.topology.states import RequestKind, TransitionState
+
+MAX_PER_NODE = 2
+"""Moves one node streams in or out at once (ScyllaDB bounds migrations per shard likewise)."""
+MAX_PER_ROUND = 64
+
+
+def plan_round(
+    topology: TopologyState,
+    tablets: Mapping[uuid.UUID, TabletMap],
+    shards: Mapping[uuid.UUID, int],
+    locations: Mapping[uuid.UUID, tuple[str, str]],
+    sizes: Mapping[TabletKey, int],
+    request_id: uuid.UUID,
+) -> tuple[TopologyState, list[TabletUpdate]] | None:
+    """The topology with a balance round started and its tablet updates; None when balanced."""
+    hosts = [h for h in topology.normal_nodes() if h not in topology.ignored]
+    nodes = [NodeCapacity(h, *locations.get(h, ("", "")), max(1, shards.get(h, 1))) for h in hosts]
+    if len(nodes) < 1 or not tablets:
+        return None
+    known = [s for s in sizes.values() if s > 0]
+    default = max(1, sum(known) // len(known)) if known else 1  # a tablet not measured yet weighs the mean
+    moves = plan_migrations(
+        BalancerInput(
+            nodes,
+            tablets,
+            tablet_sizes=sizes,
+            default_tablet_size=default,
+            keep_racks=True,
+            max_per_node=MAX_PER_NODE,
+        ),
+        max_migrations=MAX_PER_ROUND,
+    )
+    if not moves:
+        return None
+    maps = dict(tablets)
+    updates: list[TabletUpdate] = []
+    for m in moves:
+        before = maps[m.table_id].tablets[m.tablet_id]
+        maps[m.table_id] = begin_migration(maps[m.table_id], m)
+        updates.append(TabletUpdate(m.table_id, m.tablet_id, before, maps[m.table_id].tablets[m.tablet_id]))
+    request = Request(request_id, RequestKind.BALANCE, moves[0].target.host)
+    after = replace(
+        topology,
+        transition=Transition(request, TransitionState.TABLET_MIGRATION),
+        version=topology.version + 1,
+    )
+    return after, updates
