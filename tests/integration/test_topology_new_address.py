@@ -19,6 +19,12 @@ def addresses_of(node: TestNode) -> dict[str, str]:
         return {entry["value"]: entry["key"] for entry in json.loads(response.read())}
 
 
+def live_addresses(node: TestNode) -> set[str]:
+    """The members ``node``'s failure detector sees up (/gossiper/endpoint/live)."""
+    with urllib.request.urlopen(node.api_url + "/gossiper/endpoint/live", timeout=30) as response:
+        return set(json.loads(response.read()))
+
+
 def test_a_node_restarted_at_a_new_address_keeps_its_identity(node_factory: NodeFactory) -> None:
     nodes = node_factory.start_cluster(3, options=OPTIONS)
     create_schema(nodes[0])
@@ -39,6 +45,10 @@ def test_a_node_restarted_at_a_new_address_keeps_its_identity(node_factory: Node
         with session_on(node) as s:
             peers = {str(r.host_id): str(r.peer) for r in s.execute("SELECT peer, host_id FROM system.peers")}
         assert peers[moved_id] == moved.host and old.host not in peers.values(), peers
+
+    everyone = {nodes[0].host, nodes[1].host, moved.host}
+    for node in (nodes[0], nodes[1], moved):  # ALL needs every replica seen up, not only addressed
+        wait_for(lambda n=node: everyone <= live_addresses(n), f"{node.host} to see every node up")
 
     for coordinator in (nodes[0], moved):
         with session_on(coordinator) as s:
