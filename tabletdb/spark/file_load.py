@@ -41,7 +41,7 @@ from tabletdb.spark.backup import tablet_layout
 from tabletdb.spark.backup_rest import Cluster, Credentials, NodeApi, file_sha256
 from tabletdb.spark.coerce import ColumnMapping, map_columns
 from tabletdb.spark.connection import SourceOptions, fetch_table_schema, session_for
-from tabletdb.spark.input_options import FORMATS, CsvOptions
+from tabletdb.spark.input_options import CsvOptions
 from tabletdb.spark.load import (
     CORRUPT,
     REJECT_SCHEMA,
@@ -49,6 +49,7 @@ from tabletdb.spark.load import (
     LoadError,
     LoadSummary,
     StepReporter,
+    check_load_paths,
     checker,
     csv_source,
     input_bytes,
@@ -291,14 +292,7 @@ def run_file_load(
     csv: CsvOptions | None = None,
 ) -> LoadSummary:
     """Load `path` into the table named by `options` through per-tablet files (module docstring)."""
-    if fmt not in FORMATS:
-        raise LoadError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    if not Path(path).exists() and "://" not in path:
-        raise LoadError(f"input {path} does not exist")
-    if Path(rejects_dir).exists():
-        raise LoadError(
-            f"rejects location {rejects_dir} already exists; pick a new one (it is never overwritten)"
-        )
+    check_load_paths(path, fmt, rejects_dir)
     started = time.monotonic()
     session = session_for(options.connect)
     schema = fetch_table_schema(session, options.keyspace, options.table)

@@ -154,6 +154,19 @@ def input_bytes(path: str) -> int | None:
     return sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
 
 
+def check_load_paths(path: str, fmt: str, rejects_dir: str) -> None:
+    """LoadError before any Spark work when the input, its format or the rejects location is wrong
+    (both load paths: rows over CQL and per-tablet files)."""
+    if fmt not in FORMATS:
+        raise LoadError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if not Path(path).exists() and "://" not in path:
+        raise LoadError(f"input {path} does not exist")
+    if Path(rejects_dir).exists():
+        raise LoadError(
+            f"rejects location {rejects_dir} already exists; pick a new one (it is never overwritten)"
+        )
+
+
 def run_load(
     spark: SparkSession,
     options: SourceOptions,
@@ -165,14 +178,7 @@ def run_load(
     csv: CsvOptions | None = None,
 ) -> LoadSummary:
     """Load `path` into the table named by `options`; `raw_options` go to the data source as given."""
-    if fmt not in FORMATS:
-        raise LoadError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    if not Path(path).exists() and "://" not in path:
-        raise LoadError(f"input {path} does not exist")
-    if Path(rejects_dir).exists():
-        raise LoadError(
-            f"rejects location {rejects_dir} already exists; pick a new one (it is never overwritten)"
-        )
+    check_load_paths(path, fmt, rejects_dir)
     started = time.monotonic()
     table = fetch_table_schema(session_for(options.connect), options.keyspace, options.table)
     extras = tuple(e for e in (options.writetime_column, options.ttl_column) if e)

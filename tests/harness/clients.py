@@ -86,17 +86,27 @@ def scylla_cluster(
 
 
 @contextlib.contextmanager
-def pinned_cluster(node: Endpoint, protocol_version: int | None = 4, **kwargs: Any) -> Iterator[Any]:
+def pinned_cluster(
+    node: Endpoint,
+    protocol_version: int | None = 4,
+    never_retry: bool = False,
+    request_timeout: float = CLIENT_WAIT,
+    **kwargs: Any,
+) -> Iterator[Any]:
     """A scylla-driver Cluster whose requests all go to `node`, never to the peers it discovers.
 
     For tests about what one particular node has applied: round-robin would send some statements
-    (a catch-up barrier, the read that checks it) to another node.
+    (a catch-up barrier, the read that checks it) to another node. `never_retry`: the driver
+    answers every error as it came (workloads that count acknowledged writes must see each one).
     """
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
-    from cassandra.policies import WhiteListRoundRobinPolicy
+    from cassandra.policies import FallthroughRetryPolicy, RetryPolicy, WhiteListRoundRobinPolicy
 
     policy = WhiteListRoundRobinPolicy([node.host])
-    profile = ExecutionProfile(load_balancing_policy=policy, request_timeout=CLIENT_WAIT)
+    retry = FallthroughRetryPolicy() if never_retry else RetryPolicy()
+    profile = ExecutionProfile(
+        load_balancing_policy=policy, retry_policy=retry, request_timeout=request_timeout
+    )
     with scylla_cluster(
         node, protocol_version, execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **kwargs
     ) as cluster:

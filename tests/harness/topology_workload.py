@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tests.harness.chaos import History, cas_problem, missing_writes
-from tests.harness.clients import PATIENT_DRIVER
+from tests.harness.clients import pinned_cluster
 from tests.harness.node import TestNode
 
 KEYSPACE = "tw"
@@ -63,26 +63,10 @@ def wait_for(check: Callable[[], bool], what: str, seconds: float = SETTLE_SECON
 @contextmanager
 def session_on(node: TestNode) -> Iterator[Any]:
     """A session whose every request ``node`` coordinates; the driver never retries."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import FallthroughRetryPolicy, WhiteListRoundRobinPolicy
-
-    profile = ExecutionProfile(
-        load_balancing_policy=WhiteListRoundRobinPolicy([node.host]),
-        retry_policy=FallthroughRetryPolicy(),
-        request_timeout=CLIENT_TIMEOUT,
-    )
-    cluster = Cluster(
-        [node.host],
-        port=node.port,
-        protocol_version=4,
-        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-        schema_metadata_enabled=False,
-        **PATIENT_DRIVER,
-    )
-    try:
+    with pinned_cluster(
+        node, never_retry=True, request_timeout=CLIENT_TIMEOUT, schema_metadata_enabled=False
+    ) as cluster:
         yield cluster.connect()
-    finally:
-        cluster.shutdown()
 
 
 def statement(cql: str, cl: str = "QUORUM", fetch_size: int | None = None) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +25,7 @@ from tests.harness.chaos import FaultKind, History, cas_problem, missing_tables,
 from tests.harness.clients import PATIENT_DRIVER
 from tests.harness.nemesis import FAULT_OPTIONS, Nemesis, rest
 from tests.harness.node import NodeFactory, TestNode
+from tests.harness.topology_workload import statement, wait_for
 
 OPTIONS = {
     **FAULT_OPTIONS,
@@ -64,18 +65,6 @@ def driver(nodes: list[TestNode], pinned: TestNode | None = None) -> Iterator[An
         yield cluster.connect()
     finally:
         cluster.shutdown()
-
-
-def statement(cql: str, cl: str = "QUORUM", fetch_size: int | None = None) -> Any:
-    from cassandra import ConsistencyLevel
-    from cassandra.query import SimpleStatement
-
-    return SimpleStatement(
-        cql,
-        consistency_level=getattr(ConsistencyLevel, cl),
-        serial_consistency_level=ConsistencyLevel.SERIAL,
-        fetch_size=fetch_size,
-    )
 
 
 def definitely_not_applied(exc: BaseException) -> bool:
@@ -129,14 +118,6 @@ def ddl_client(session: Any, history: History, stop: threading.Event) -> None:
         stop.wait(DDL_PAUSE)
 
 
-def wait_for(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {SETTLE_SECONDS:.0f}s waiting for {what}")
-        time.sleep(0.5)
-
-
 def reads_at_all(session: Any) -> bool:
     try:
         session.execute(statement("SELECT n FROM chaos.cas WHERE id = 0", "ALL"))
@@ -158,7 +139,7 @@ def verify(nodes: list[TestNode], history: History) -> list[str]:
     counters = {}
     for node in nodes:
         with driver(nodes, pinned=node) as s:
-            wait_for(lambda: reads_at_all(s), f"{node.host} to see every peer up")
+            wait_for(lambda: reads_at_all(s), f"{node.host} to see every peer up", SETTLE_SECONDS)
             for cl in ("QUORUM", "ALL"):
                 rows = s.execute(statement("SELECT k FROM chaos.kv", cl, fetch_size=500))
                 problems += [
@@ -206,7 +187,9 @@ def run_chaos(node_factory: NodeFactory, seed: int, rounds: int, hold: tuple[flo
             # on a slow box a short schedule may end before every client got an answer: the
             # healed cluster must then make progress (liveness), and the checks need some
             wait_for(
-                lambda: bool(history.acked_keys and history.cas_acked and history.acked_tables), "progress"
+                lambda: bool(history.acked_keys and history.cas_acked and history.acked_tables),
+                "progress",
+                SETTLE_SECONDS,
             )
         finally:
             nemesis.heal()
