@@ -136,7 +136,10 @@ def _apply_one(
         return state, Applied(entry.command_id, False)
     joined = entry.record if not known else None
     if joined is not None:
-        topology_state = admit_member(topology_state, joined.host_id, entry.command_id)
+        # Join entries get time-based ids since joins became topology requests; an older log's
+        # (random ids) admitted its member as normal at once, and replaying it must say the same.
+        legacy = entry.command_id.version != 1
+        topology_state = admit_member(topology_state, joined.host_id, entry.command_id, at_once=legacy)
     return replace(state, topology=topology, topology_state=topology_state), Applied(
         entry.command_id, ok, joined=joined
     )

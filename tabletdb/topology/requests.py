@@ -118,7 +118,9 @@ def enqueue(
     )
 
 
-def admit_member(topology: TopologyState, host_id: uuid.UUID, request_id: uuid.UUID) -> TopologyState:
+def admit_member(
+    topology: TopologyState, host_id: uuid.UUID, request_id: uuid.UUID, at_once: bool = False
+) -> TopologyState:
     """The topology once group0 admitted a new member (its address and tokens recorded).
 
     The first node of a cluster is `normal` at once: there is nobody to take data from. Any other
@@ -126,10 +128,12 @@ def admit_member(topology: TopologyState, host_id: uuid.UUID, request_id: uuid.U
     `bootstrapping`) and becomes `normal` only when the coordinator has moved its share of tablet
     replicas onto it. Deterministic: every node applies the same admission to the same state, and
     the state id becomes `request_id`, so a coordinator step decided before it goes stale.
+    `at_once`: normal at once whatever the cluster holds (a join entry written before joins were
+    requests, replayed from an older node's log: that member owned its data from admission).
     """
     if host_id in topology.nodes:
         return topology
-    if not topology.normal_nodes():
+    if at_once or not topology.normal_nodes():
         return replace(topology.with_node(TopoNode(host_id, NodeState.NORMAL)), state_id=request_id)
     return enqueue(topology, Request(request_id, RequestKind.JOIN, host_id), frozenset(), request_id).topology
 

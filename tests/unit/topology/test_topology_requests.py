@@ -176,3 +176,20 @@ def test_a_rolled_back_join_tells_the_joiner_why_and_what_to_do() -> None:
     assert outcome and "rolled back" in outcome and "down for 4000 ms" in outcome
     assert outcome.endswith("wipe its data directory to start it again as a new node with a new host id")
     assert any(str(host(i)) in outcome for i in range(4))
+
+
+def test_a_join_entry_from_before_join_requests_replays_as_a_normal_member() -> None:
+    """Older nodes wrote join entries with random ids and admitted the member at once; a log
+    replayed by this version must rebuild that state, not queue joins nobody will finish."""
+    from tabletdb.group0.topology import JoinCommand, NodeRecord
+
+    c = cluster()
+    state = ClusterState(
+        metadata=Group0State(tablets=FrozenMap([(TABLE, c.tablets[TABLE])])), topology_state=c.topology
+    )
+    newcomer = uuid.UUID(int=78 << 80)
+    record = NodeRecord(newcomer, "10.0.0.8", "10.0.0.8", "dc", "r", (2,), frozenset())
+    legacy = JoinCommand(uuid.uuid4(), "c", record)
+    state, (applied,) = apply_entry(state, legacy)
+    assert applied.took_effect and state.topology_state.state_of(newcomer) is NodeState.NORMAL
+    assert not [r for r in state.topology_state.queue if r.host_id == newcomer]
