@@ -220,6 +220,10 @@ class NodeConfig:
     with a `replace` request, takes the dead node's tablet replicas, filled from the other
     replicas, and serves once they are in place; the dead node becomes `left`. A node that is
     already a member ignores it (it is only read on the first boot, as in ScyllaDB)."""
+    # -- system.config (ScyllaDB's name) -----------------------------------------------------------
+    enable_cql_config_updates: bool = True
+    """Let ``UPDATE system.config`` change live-updatable keys on a running node
+    (``node.live_config``); false refuses every such update."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -499,6 +503,7 @@ _PARSERS: dict[str, Parser] = {
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
     "replace_node_first_boot": _parse_host_id,
+    "enable_cql_config_updates": _parse_bool,
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)
@@ -565,6 +570,21 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any
     if path is not None:
         _apply_rackdc_file(Path(path).parent / RACKDC_FILE_NAME, merged)
     return NodeConfig(**merged)
+
+
+def config_sources(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any]) -> dict[str, str]:
+    """Where each key ``load_config`` was given came from, in ``system.config``'s words:
+    ``config`` (the YAML file, or the rackdc file beside it), ``cli`` (the command line, which wins)."""
+    sources: dict[str, str] = {}
+    if path is not None:
+        from_file = _normalise_keys(_read_yaml(Path(path)), f"in {path}")
+        sources.update(dict.fromkeys(from_file, "config"))
+        rackdc: dict[str, Any] = dict(from_file)
+        _apply_rackdc_file(Path(path).parent / RACKDC_FILE_NAME, rackdc)
+        sources.update({k: "config" for k in rackdc if k not in from_file})
+    given = _normalise_keys({k: v for k, v in overrides.items() if v is not None}, "command line")
+    sources.update(dict.fromkeys(given, "cli"))
+    return sources
 
 
 def _apply_rackdc_file(rackdc: Path, merged: dict[str, Any]) -> None:

@@ -53,6 +53,7 @@ from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.receivers import Receiver, pk_indexes, receivers
 from tabletdb.statements.terms import bind_by_name
 from tabletdb.systables.cdc import DISTRIBUTED_RENDERERS, SYSTEM_DISTRIBUTED, system_distributed_keyspace
+from tabletdb.systables.local_tables import LOCAL_RENDERERS, ConfigUpdateRefused, LocalNode
 from tabletdb.systables.node_info import NodeInfo
 from tabletdb.systables.select import output_columns, select_virtual
 from tabletdb.systables.tables import (
@@ -64,6 +65,7 @@ from tabletdb.systables.tables import (
     system_keyspace,
 )
 from tabletdb.systables.version_reads import VersionReads
+from tabletdb.systables.virtual_writes import READ_ONLY, VIRTUAL_TABLES, config_updates, write_refused
 from tabletdb.views.backfill import Backfill
 from tabletdb.views.build import build_new_view
 from tabletdb.views.index_writes import build_new_index
@@ -105,9 +107,12 @@ class QueryProcessor:
         settle_versions: Callable[[], Awaitable[None]] | None = None,
         backfill: Backfill | None = None,
         cluster: Callable[[], ClusterShape] | None = None,
+        local: LocalNode | None = None,
     ) -> None:
         """``cluster``: the token-owning nodes per DC and rack of this node's group0 state, read
-        when a schema statement is decided (tablets keyspaces must fit them; ``schema.rack_rules``)."""
+        when a schema statement is decided (tablets keyspaces must fit them; ``schema.rack_rules``).
+        ``local``: this process's settings, listeners and files for ``system.config`` and the
+        other local virtual tables (`systables.local_tables`)."""
         empty = Group0State()  # immutable: one for every request, not a new one per lookup
         self._auth = auth or AuthService(AuthConfig(), lambda: empty)
         self._auth_exec = AuthExecutor(
@@ -121,6 +126,7 @@ class QueryProcessor:
         self._schema_config = schema_config
         self._cluster = cluster
         self._clients = clients
+        self._local = local
         self._shard_aware_port = shard_aware_port
         self._routes = routes
         self._version_reads = VersionReads(settle_versions)
@@ -280,6 +286,8 @@ class QueryProcessor:
         elif isinstance(stmt, ast.SelectStatement):
             table = self._resolve_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
+        elif self._is_config_write(stmt, prepared.keyspace):
+            return self._update_config(stmt, values)
         else:
             table = self._user_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
@@ -344,8 +352,28 @@ class QueryProcessor:
             raise InvalidRequest("This node was started without a data path")
         return self._data
 
+    def _is_config_write(self, stmt: ast.ModificationStatement, keyspace: str | None) -> bool:
+        return ddl.keyspace_of(stmt.table, keyspace) == SYSTEM and stmt.table.name == "config"
+
+    async def _update_config(self, stmt: ast.ModificationStatement, values: list[Value]) -> Result:
+        """A write to ``system.config``: set live-updatable options on this node (ScyllaDB's
+        answers, `systables.virtual_writes`)."""
+        updates = config_updates(stmt, values)
+        if self._local is None:
+            raise write_refused(READ_ONLY)
+        for name, value in updates:
+            try:
+                self._local.update_config(name, value)
+            except ConfigUpdateRefused as exc:
+                raise write_refused(str(exc)) from None
+        return VoidResult()
+
     def _user_table(self, name: ast.QualifiedName, keyspace: str | None) -> TableDef:
         ks = ddl.keyspace_of(name, keyspace)
+        if ks == SYSTEM and name.name in VIRTUAL_TABLES:
+            if name.name == "config":
+                raise InvalidRequest("system.config is updated by a single UPDATE statement, not in a BATCH")
+            raise write_refused(READ_ONLY)
         if ks in VIRTUAL_KEYSPACES:
             raise InvalidRequest(f"Cannot modify the system keyspace {ks}")
         catalog = self._metadata.catalog
@@ -375,6 +403,8 @@ class QueryProcessor:
             table = self._resolve_table(stmt.table, keyspace)
             return await self._dml(stmt, table, values, params, client)
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
+            if self._is_config_write(stmt, keyspace):
+                return await self._update_config(stmt, values)
             return await self._dml(stmt, self._user_table(stmt.table, keyspace), values, params)
         if isinstance(stmt, ast.BatchStatement):
             tables = [self._user_table(s.table, keyspace) for s in stmt.statements]
@@ -434,6 +464,11 @@ class QueryProcessor:
         self, select: BoundSelect, params: QueryParameters, client: ClientState | None = None
     ) -> Result:
         stmt, table = select.statement, select.table
+        if table.keyspace == SYSTEM and table.name in LOCAL_RENDERERS:
+            if self._local is None:
+                raise InvalidRequest(f"system.{table.name} is not available: no node behind this processor")
+            local_rows = await LOCAL_RENDERERS[table.name][1](self._local)
+            return select_virtual(select, lambda _: local_rows)
         if table.keyspace == SYSTEM:
             render = RENDERERS[table.name][1]
             state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
@@ -472,7 +507,7 @@ class QueryProcessor:
         ks = ddl.keyspace_of(name, keyspace)
         found: TableDef | None
         if ks == SYSTEM:
-            entry = RENDERERS.get(name.name)
+            entry = RENDERERS.get(name.name) or LOCAL_RENDERERS.get(name.name)
             found = None if entry is None else entry[0]
         elif ks == system_schema.KEYSPACE:
             found = system_schema.TABLES.get(name.name)

@@ -54,6 +54,7 @@ from tabletdb.systables.cdc import (
     cdc_streams_rows,
     cdc_timestamps_rows,
 )
+from tabletdb.systables.local_tables import LOCAL_RENDERERS, LocalNode
 from tabletdb.systables.node_info import (
     CQL_VERSION,
     NATIVE_PROTOCOL_VERSION,
@@ -62,6 +63,7 @@ from tabletdb.systables.node_info import (
     NodeInfo,
 )
 from tabletdb.systables.tablets import TABLETS_TABLE, tablets_rows
+from tabletdb.systables.token_ring import TOKEN_RING_TABLE, token_ring_rows
 from tabletdb.systables.topology import (
     TOPOLOGY_REQUESTS_TABLE,
     TOPOLOGY_TABLE,
@@ -112,6 +114,9 @@ class SystemState:
     cdc_stream_sets: StreamSets = ()
     now_micros: int = 0
     """When the state was captured (the CDC tables show what operates and what expired by then)."""
+    local: LocalNode | None = None
+    """This process's settings, listeners and files (`systables.local_tables`); None in tools
+    and tests that build a processor without a node."""
 
 
 def _define(name: str, pk: list[str], ck: list[str], columns: dict[str, CqlType], comment: str) -> TableDef:
@@ -353,6 +358,10 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
         lambda state: cdc_timestamps_rows(state.catalog, state.cdc_stream_sets),
     ),
     "cdc_streams": (CDC_STREAMS_TABLE, lambda state: cdc_streams_rows(state.catalog, state.cdc_stream_sets)),
+    "token_ring": (
+        TOKEN_RING_TABLE,
+        lambda state: token_ring_rows(state.catalog, state.tablets, state.node.topology),
+    ),
 }
 
 
@@ -369,7 +378,9 @@ RENDERERS.update({t.name: (t, _auth_renderer(t.name)) for t in auth_tables.AUTH_
 def system_keyspace() -> KeyspaceSchema:
     """The `system` keyspace as drivers see it in system_schema (LocalStrategy)."""
     definition = KeyspaceDef(SYSTEM, Replication(LOCAL), durable_writes=True)
-    return KeyspaceSchema(definition, tables=FrozenMap({name: t for name, (t, _) in RENDERERS.items()}))
+    tables = {name: t for name, (t, _) in RENDERERS.items()}
+    tables.update({name: t for name, (t, _) in LOCAL_RENDERERS.items()})
+    return KeyspaceSchema(definition, tables=FrozenMap(tables))
 
 
 AUTH_KEYSPACE = "system_auth"
