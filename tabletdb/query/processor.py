@@ -430,13 +430,14 @@ class QueryProcessor:
         raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
 
     async def _schema_change(self, stmt: ast.Statement, keyspace: str | None, user: str | None) -> Result:
+        indexes_before = self._indexes_of(stmt, keyspace)
         decide = ddl.decision_for(stmt, keyspace, self._ddl_config(), uuid.uuid1, _now_micros)
         decide = self._auth_exec.with_creator_grants(decide, user)
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
             return VoidResult()
         if isinstance(stmt, ast.CreateIndex) and self._backfill is not None:
-            await build_new_index(self._backfill, self._metadata.catalog, outcome.events[0])
+            await build_new_index(self._backfill, self._metadata.catalog, outcome.events[0], indexes_before)
         if isinstance(stmt, ast.CreateMaterializedView) and self._backfill is not None:
             await build_new_view(self._backfill, self._metadata.catalog, outcome.events[0])
         first = outcome.events[0]
@@ -494,6 +495,13 @@ class QueryProcessor:
             return select_virtual(select, source)
         return await self._data_path().select(select, params.consistency)
 
+    def _indexes_of(self, stmt: ast.Statement, keyspace: str | None) -> list[str]:
+        """The indexes a CREATE INDEX's table has before it runs (the fill shows the new one)."""
+        if not isinstance(stmt, ast.CreateIndex):
+            return []
+        table = self._metadata.catalog.table(ddl.keyspace_of(stmt.table, keyspace), stmt.table.name)
+        return [] if table is None else [i.name for i in table.indexes]
+
     def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
         """The table a DML statement reads or writes (for bind metadata); None for other kinds."""
         if not isinstance(
@@ -544,6 +552,7 @@ class QueryProcessor:
             cdc_generations=g0.cdc_generations,
             cdc_stream_sets=g0.cdc_stream_sets,
             now_micros=_now_micros(),
+            view_builds=dict(self._backfill.progress.running) if self._backfill is not None else {},
         )
 
     def _catalog_with_system(self) -> Catalog:

@@ -70,6 +70,14 @@ from tabletdb.systables.topology import (
     topology_requests_rows,
     topology_rows,
 )
+from tabletdb.systables.view_builds import (
+    BUILT_VIEWS_TABLE,
+    INDEX_INFO_TABLE,
+    VIEWS_BUILDS_IN_PROGRESS_TABLE,
+    builds_in_progress_rows,
+    built_views_rows,
+    index_info_rows,
+)
 from tabletdb.tablets.tablet_map import TabletMap
 
 SYSTEM = "system"
@@ -114,6 +122,8 @@ class SystemState:
     cdc_stream_sets: StreamSets = ()
     now_micros: int = 0
     """When the state was captured (the CDC tables show what operates and what expired by then)."""
+    view_builds: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
+    """The fills of views and indexes this node runs now (`views.build_progress`)."""
     local: LocalNode | None = None
     """This process's settings, listeners and files (`systables.local_tables`); None in tools
     and tests that build a processor without a node."""
@@ -362,6 +372,12 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
         TOKEN_RING_TABLE,
         lambda state: token_ring_rows(state.catalog, state.tablets, state.node.topology),
     ),
+    "built_views": (BUILT_VIEWS_TABLE, lambda state: built_views_rows(state.catalog, state.view_builds)),
+    "views_builds_in_progress": (
+        VIEWS_BUILDS_IN_PROGRESS_TABLE,
+        lambda state: builds_in_progress_rows(state.catalog, state.view_builds),
+    ),
+    "IndexInfo": (INDEX_INFO_TABLE, lambda state: index_info_rows(state.catalog, state.view_builds)),
 }
 
 

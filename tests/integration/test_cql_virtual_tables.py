@@ -156,3 +156,21 @@ def test_one_row_has_exactly_one_row(session: Any) -> None:
     row = session.execute("SELECT * FROM system.one_row").one()
     assert row.system_dummy == ""
     assert session.execute("SELECT count(*) FROM system.one_row").one()[0] == 1
+
+
+def test_views_and_indexes_are_listed_as_built_once_their_create_returns(session: Any) -> None:
+    session.execute("CREATE TABLE vt_v.b (k int PRIMARY KEY, v int, w int)")
+    session.execute("INSERT INTO vt_v.b (k, v, w) VALUES (1, 2, 3)")
+    session.execute(
+        "CREATE MATERIALIZED VIEW vt_v.b_by_v AS SELECT * FROM vt_v.b WHERE v IS NOT NULL AND k IS NOT NULL "
+        "PRIMARY KEY (v, k)"
+    )
+    session.execute("CREATE INDEX b_w ON vt_v.b (w)")
+    built = {
+        r.view_name for r in session.execute("SELECT * FROM system.built_views WHERE keyspace_name = 'vt_v'")
+    }
+    assert {"b_by_v", "b_w_index"} <= built
+    indexes = session.execute("SELECT * FROM system.\"IndexInfo\" WHERE table_name = 'vt_v'")
+    assert [r.index_name for r in indexes] == ["b_w"]
+    assert list(session.execute("SELECT * FROM system.views_builds_in_progress")) == []
+    assert session.execute("SELECT k FROM vt_v.b WHERE w = 3").one().k == 1
