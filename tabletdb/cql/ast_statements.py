@@ -240,10 +240,11 @@ class AddColumns:
 
 @dataclass(frozen=True)
 class DropColumns:
-    """`timestamp` from `DROP col USING TIMESTAMP n` (restoring dropped-column history)."""
+    """`timestamp` from `DROP col USING TIMESTAMP n` (restoring dropped-column history); a bind
+    marker for `USING TIMESTAMP ?`, which the processor binds before the schema decision."""
 
     columns: tuple[str, ...]
-    timestamp: int | None = None
+    timestamp: int | BindMarker | None = None
 
 
 @dataclass(frozen=True)

@@ -421,7 +421,9 @@ class QueryProcessor:
             return SetKeyspaceResult(stmt.keyspace)
         if isinstance(stmt, ddl.DDL_STATEMENTS):
             try:
-                return await self._schema_change(stmt, keyspace, client.user)
+                return await self._schema_change(
+                    ddl.bind_schema_statement(stmt, values), keyspace, client.user
+                )
             finally:
                 VersionReads.forget(client)
         if isinstance(stmt, ast.Describe):

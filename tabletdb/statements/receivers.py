@@ -49,6 +49,10 @@ def receivers(stmt: ast.Statement, table: TableDef | None) -> list[Receiver]:
         _attributes(stmt.attributes, found)
         _relations(stmt.where, table, found)
         _relations(stmt.conditions, table, found)
+    elif isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DropColumns):
+        timestamp = stmt.action.timestamp
+        if isinstance(timestamp, ast.BindMarker):
+            _special(timestamp, "[timestamp]", BIGINT, found)
     missing = [m.index for m in stmt.bind_markers if m.index not in found]
     if missing:
         raise InvalidRequest(f"Bind markers are not supported in this position (marker {missing[0]})")

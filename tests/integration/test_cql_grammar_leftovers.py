@@ -1,0 +1,73 @@
+"""Grammar ScyllaDB accepts that we refused: CREATE KEYSPACE without WITH (and with no
+replication factor: ScyllaDB's default, one replica per rack of each datacenter), and
+ALTER TABLE ... DROP ... USING TIMESTAMP ? bound at execution."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cassandra import InvalidRequest
+from cassandra.protocol import ConfigurationException
+
+from tests.harness.clients import scylla_cluster
+from tests.harness.node import TestNode
+
+
+@pytest.fixture(scope="module")
+def session(node: TestNode) -> Iterator[Any]:
+    with scylla_cluster(node) as cluster:
+        yield cluster.connect()
+
+
+def _replication(session: Any, keyspace: str) -> dict[str, str]:
+    row = session.execute(
+        "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", [keyspace]
+    ).one()
+    return dict(row.replication)
+
+
+@pytest.mark.parametrize(
+    ("name", "with_clause"),
+    [
+        ("gl_none", ""),
+        ("gl_empty", " WITH replication = {}"),
+        ("gl_nts", " WITH replication = {'class': 'NetworkTopologyStrategy'}"),
+    ],
+)
+def test_keyspace_without_a_replication_factor_gets_one_replica_per_rack(
+    session: Any, name: str, with_clause: str
+) -> None:
+    session.execute(f"CREATE KEYSPACE {name}{with_clause}")
+    assert _replication(session, name) == {
+        "class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
+        "datacenter1": "1",
+    }
+    session.execute(f"CREATE TABLE {name}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {name}.t (k, v) VALUES (1, 2)")
+    assert session.execute(f"SELECT v FROM {name}.t WHERE k = 1").one().v == 2
+
+
+def test_simple_strategy_still_needs_a_factor(session: Any) -> None:
+    with pytest.raises(ConfigurationException, match="SimpleStrategy requires a replication_factor"):
+        session.execute("CREATE KEYSPACE gl_simple WITH replication = {'class': 'SimpleStrategy'}")
+
+
+def test_drop_using_timestamp_bind_marker_is_bound_when_executed(session: Any) -> None:
+    session.execute("CREATE KEYSPACE IF NOT EXISTS gl_drop")
+    session.execute("CREATE TABLE gl_drop.t (k int PRIMARY KEY, a int, b int)")
+    session.execute("INSERT INTO gl_drop.t (k, a, b) VALUES (1, 10, 20) USING TIMESTAMP 1000")
+    drop = session.prepare("ALTER TABLE gl_drop.t DROP a USING TIMESTAMP ?")
+    assert [c.name for c in drop.column_metadata] == ["[timestamp]"]
+    session.execute(drop, [500])
+    rows = session.execute(
+        "SELECT column_name, dropped_time FROM system_schema.dropped_columns "
+        "WHERE keyspace_name = 'gl_drop' AND table_name = 't'"
+    )
+    assert [r.column_name for r in rows] == ["a"]
+    # dropped at 500, before the write at 1000: re-adding the column shows the old value again
+    session.execute("ALTER TABLE gl_drop.t ADD a int")
+    assert session.execute("SELECT a FROM gl_drop.t WHERE k = 1").one().a == 10
+    with pytest.raises(InvalidRequest, match="Invalid null value of timestamp"):
+        session.execute(session.prepare("ALTER TABLE gl_drop.t DROP b USING TIMESTAMP ?"), [None])
