@@ -62,7 +62,8 @@ class UseStatement(Statement):
 
 @dataclass(frozen=True)
 class SelectStatement(Statement):
-    """`selectors` is None for `SELECT *`. `timeout` comes from `USING TIMEOUT`."""
+    """`selectors` is None for `SELECT *`. `timeout` comes from `USING TIMEOUT`,
+    `service_level` from ScyllaDB's `USING SERVICE LEVEL sl` (its timeout applies)."""
 
     table: QualifiedName
     selectors: tuple[Selector, ...] | None
@@ -76,6 +77,7 @@ class SelectStatement(Statement):
     allow_filtering: bool = False
     bypass_cache: bool = False
     timeout: Term | None = None
+    service_level: str | None = None
 
 
 @dataclass(frozen=True)

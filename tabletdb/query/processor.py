@@ -44,6 +44,7 @@ from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
 from tabletdb.query.select import result_columns
+from tabletdb.query.statement_timeouts import SessionLimit, statement_timeout_ms
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
@@ -167,8 +168,10 @@ class QueryProcessor:
             table = self._table_for(stmt, client.keyspace)
             binds = receivers(stmt, table)
             values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
-        return await self._auth.run_limited(
+        return await self._run(
             client,
+            stmt,
+            values,
             operation_kind(stmt, client.keyspace),
             params.consistency,
             lambda: self._execute(client, stmt, client.keyspace, values, params),
@@ -223,8 +226,10 @@ class QueryProcessor:
         if isinstance(stmt, _DML):
             dml = stmt
             payload = self._routed(client, prepared, values)
-            result = await self._auth.run_limited(
+            result = await self._run(
                 client,
+                dml,
+                values,
                 prepared.kind,
                 params.consistency,
                 lambda: self._execute_dml(client, prepared, dml, values, params),
@@ -236,6 +241,21 @@ class QueryProcessor:
             params.consistency,
             lambda: self._execute(client, stmt, prepared.keyspace, values, params),
         )
+
+    def _run(
+        self,
+        client: ClientState,
+        stmt: ast.Statement,
+        values: list[Value],
+        kind: str | None,
+        consistency: int,
+        run: Callable[[], Awaitable[Result]],
+    ) -> Awaitable[Result]:
+        """Under the statement's own timeout if it names one, else the session's."""
+        own = statement_timeout_ms(stmt, values, self._auth.state().qos)
+        if isinstance(own, SessionLimit):
+            return self._auth.run_limited(client, kind, consistency, run)
+        return self._auth.run_within(own, kind, consistency, run)
 
     def execute_now(
         self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
@@ -254,6 +274,8 @@ class QueryProcessor:
         table = cached[1]
         if table.keyspace in VIRTUAL_KEYSPACES or self._auth.delays_statements:
             return None
+        if stmt.timeout is not None or stmt.service_level is not None:
+            return None  # its own limit (and level) are checked on the usual path
         self._auth.check(client, stmt, prepared.keyspace, catalog)
         values = params.values
         result = self._data_path().select_now(BoundSelect(stmt, table, values), params.consistency)

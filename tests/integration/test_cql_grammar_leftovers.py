@@ -1,6 +1,7 @@
-"""Grammar ScyllaDB accepts that we refused: CREATE KEYSPACE without WITH (and with no
-replication factor: ScyllaDB's default, one replica per rack of each datacenter), and
-ALTER TABLE ... DROP ... USING TIMESTAMP ? bound at execution."""
+"""Grammar ScyllaDB accepts that we refused or ignored: CREATE KEYSPACE without WITH (and with no
+replication factor: ScyllaDB's default, one replica per rack of each datacenter), ALTER TABLE
+... DROP ... USING TIMESTAMP ? bound at execution, SELECT ... USING SERVICE LEVEL and USING
+TIMEOUT limiting the statement."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cassandra import InvalidRequest
+from cassandra import InvalidRequest, ReadTimeout, WriteTimeout
 from cassandra.protocol import ConfigurationException
+from cassandra.util import Duration
 
 from tests.harness.clients import scylla_cluster
-from tests.harness.node import TestNode
+from tests.harness.node import NodeFactory, TestNode
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +73,34 @@ def test_drop_using_timestamp_bind_marker_is_bound_when_executed(session: Any) -
     assert session.execute("SELECT a FROM gl_drop.t WHERE k = 1").one().a == 10
     with pytest.raises(InvalidRequest, match="Invalid null value of timestamp"):
         session.execute(session.prepare("ALTER TABLE gl_drop.t DROP b USING TIMESTAMP ?"), [None])
+
+
+def test_select_using_timeout_and_service_level_limit_the_statement(node_factory: NodeFactory) -> None:
+    """Every statement of this node waits 300 ms first (a test-only setting), so a 1 ms limit
+    always expires and a 60 s one never does: USING TIMEOUT wins over USING SERVICE LEVEL, which
+    wins over the session's level."""
+    node = node_factory.start_node(options={"test_statement_delay_ms": 300})
+    with scylla_cluster(node) as cluster:
+        s = cluster.connect()
+        s.execute("CREATE KEYSPACE tl")
+        s.execute("CREATE TABLE tl.t (k int PRIMARY KEY, v int)")
+        s.execute("CREATE SERVICE LEVEL quick WITH TIMEOUT = 1ms")
+        s.execute("CREATE SERVICE LEVEL patient WITH TIMEOUT = 60s")
+        with pytest.raises(ReadTimeout):
+            s.execute("SELECT * FROM tl.t USING TIMEOUT 1ms")
+        with pytest.raises(ReadTimeout):
+            s.execute("SELECT * FROM tl.t USING SERVICE LEVEL quick")
+        with pytest.raises(ReadTimeout):
+            s.execute("SELECT * FROM tl.t USING SERVICE LEVEL patient AND TIMEOUT 1ms")
+        s.execute("SELECT * FROM tl.t USING SERVICE LEVEL quick AND TIMEOUT 60s")
+        s.execute("SELECT * FROM tl.t USING SERVICE_LEVEL patient")
+        prepared = s.prepare("SELECT * FROM tl.t WHERE k = ? USING TIMEOUT ?")
+        assert [c.type.typename for c in prepared.column_metadata] == ["int", "duration"]
+        with pytest.raises(ReadTimeout):
+            s.execute(prepared, [1, Duration(0, 0, 1_000_000)])
+        with pytest.raises(WriteTimeout):
+            s.execute("INSERT INTO tl.t (k, v) VALUES (1, 1) USING TIMEOUT 1ms")
+        with pytest.raises(InvalidRequest, match="Service Level nosuch doesn't exist"):
+            s.execute("SELECT * FROM tl.t USING SERVICE LEVEL nosuch")
+        with pytest.raises(InvalidRequest, match="finer than milliseconds"):
+            s.execute("SELECT * FROM tl.t USING TIMEOUT 1us")
