@@ -104,3 +104,18 @@ def test_select_using_timeout_and_service_level_limit_the_statement(node_factory
             s.execute("SELECT * FROM tl.t USING SERVICE LEVEL nosuch")
         with pytest.raises(InvalidRequest, match="finer than milliseconds"):
             s.execute("SELECT * FROM tl.t USING TIMEOUT 1us")
+
+
+def test_collection_literals_in_the_select_list_take_their_elements_type(session: Any) -> None:
+    session.execute("CREATE KEYSPACE IF NOT EXISTS gl_sel")
+    session.execute("CREATE TABLE IF NOT EXISTS gl_sel.t (k int PRIMARY KEY, v int)")
+    session.execute("INSERT INTO gl_sel.t (k, v) VALUES (1, 5)")
+    result = session.execute("SELECT v, [1, 2], {1: 'a'}, {'x', 'y'}, [[1], [2, 3]] AS nested FROM gl_sel.t")
+    row = result.one()
+    assert tuple(row) == (5, [1, 2], {1: "a"}, {"x", "y"}, [[1], [2, 3]])
+    assert result.column_names == ["v", "[1, 2]", "{1: 'a'}", "{'x', 'y'}", "nested"]
+    with pytest.raises(InvalidRequest, match=r"Cannot infer the type of \[\]"):
+        session.execute("SELECT [] FROM gl_sel.t")
+    with pytest.raises(InvalidRequest, match="elements have different types"):
+        session.execute("SELECT [1, 'a'] FROM gl_sel.t")
+    assert session.execute("SELECT [1, 2] FROM system.local").one()[0] == [1, 2]
