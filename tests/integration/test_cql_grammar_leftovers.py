@@ -6,6 +6,7 @@ TIMEOUT limiting the statement."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -119,3 +120,45 @@ def test_collection_literals_in_the_select_list_take_their_elements_type(session
     with pytest.raises(InvalidRequest, match="elements have different types"):
         session.execute("SELECT [1, 'a'] FROM gl_sel.t")
     assert session.execute("SELECT [1, 2] FROM system.local").one()[0] == [1, 2]
+
+
+def test_decimal_clustering_keys_compare_by_value_as_in_scylladb(session: Any) -> None:
+    """1.0 and 1.00 are one clustering key (ScyllaDB's decimal comparison is numeric), found by
+    any spelling and ordered by value. The key comes back without trailing zeros: the stored,
+    byte-comparable form keeps the value, not the scale (docs/architecture.md, Deviations)."""
+    session.execute("CREATE KEYSPACE IF NOT EXISTS gl_dec")
+    session.execute("CREATE TABLE IF NOT EXISTS gl_dec.t (k int, c decimal, v int, PRIMARY KEY (k, c))")
+    session.execute("INSERT INTO gl_dec.t (k, c, v) VALUES (1, 1.0, 1)")
+    session.execute("INSERT INTO gl_dec.t (k, c, v) VALUES (1, 1.00, 2)")
+    session.execute("INSERT INTO gl_dec.t (k, c, v) VALUES (1, 10, 3)")
+    session.execute("INSERT INTO gl_dec.t (k, c, v) VALUES (1, 0.50, 4)")
+    rows = list(session.execute("SELECT c, v FROM gl_dec.t WHERE k = 1"))
+    assert [(r.c, r.v) for r in rows] == [(Decimal("0.5"), 4), (Decimal("1"), 2), (Decimal("10"), 3)]
+    assert session.execute("SELECT v FROM gl_dec.t WHERE k = 1 AND c = 1.000").one().v == 2
+    assert [r.v for r in session.execute("SELECT v FROM gl_dec.t WHERE k = 1 AND c > 0.5 AND c <= 1e1")] == [
+        2,
+        3,
+    ]
+
+
+def test_function_selector_columns_are_named_as_scylladb_names_them(session: Any) -> None:
+    """Native functions print with their keyspace (``system.tojson(v)``, as applications that
+    read ``row['system.tojson(v)']`` rely on), writetime/ttl and casts without one, COUNT(*) as
+    ``count``; an alias replaces the name."""
+    session.execute("CREATE KEYSPACE IF NOT EXISTS gl_names")
+    session.execute("CREATE TABLE IF NOT EXISTS gl_names.t (k int PRIMARY KEY, v int)")
+    session.execute("INSERT INTO gl_names.t (k, v) VALUES (1, 2)")
+    names = session.execute(
+        "SELECT toJson(v), cast(v AS bigint), writetime(v), ttl(v), token(k), blobAsInt(intAsBlob(v)) "
+        "FROM gl_names.t"
+    ).column_names
+    assert names == [
+        "system.tojson(v)",
+        "cast(v as bigint)",
+        "writetime(v)",
+        "ttl(v)",
+        "system.token(k)",
+        "system.blobasint(system.intasblob(v))",
+    ]
+    aggregates = session.execute("SELECT count(*), min(v), max(v) AS top FROM gl_names.t").column_names
+    assert aggregates == ["count", "system.min(v)", "top"]
