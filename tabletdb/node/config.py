@@ -224,6 +224,13 @@ class NodeConfig:
     enable_cql_config_updates: bool = True
     """Let ``UPDATE system.config`` change live-updatable keys on a running node
     (``node.live_config``); false refuses every such update."""
+    # -- user-defined functions (ScyllaDB's names) -------------------------------------------------
+    enable_user_defined_functions: bool = False
+    """With ``experimental_features: [udf]`` too: CREATE/DROP FUNCTION and AGGREGATE are taken
+    (stored, described; calling them is refused). Otherwise they are refused with ScyllaDB's
+    message, as ScyllaDB refuses them by default."""
+    experimental_features: tuple[str, ...] = ()
+    """ScyllaDB's experimental switches; only ``udf`` exists here."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -268,6 +275,19 @@ class NodeConfig:
         if ssl_port is not None and ssl_port != self.native_transport_port:
             ports["native_transport_port_ssl"] = ssl_port
         _check_distinct_ports(ports, same_host=self.api_address == self.rpc_address)
+        if self.enable_user_defined_functions and "udf" not in self.experimental_features:
+            raise ConfigError(
+                "enable_user_defined_functions",
+                True,
+                "false unless experimental_features holds udf",
+                "You must use both enable_user_defined_functions and experimental_features:udf "
+                "to enable user-defined functions",
+            )
+
+    @property
+    def user_defined_functions(self) -> bool:
+        """Both ScyllaDB switches are on: CREATE/DROP FUNCTION and AGGREGATE are taken."""
+        return self.enable_user_defined_functions and "udf" in self.experimental_features
 
     def to_dict(self) -> dict[str, Any]:
         """Plain YAML-ready mapping with scylla.yaml key names (the node.yaml contents)."""
@@ -453,6 +473,28 @@ def _seeds_from_provider(value: Any) -> Any:
         raise ConfigError("seed_provider", value, allowed) from None
 
 
+EXPERIMENTAL_FEATURES = ("udf",)
+
+
+def _parse_experimental(key: str, value: Any) -> tuple[str, ...]:
+    """A list (or a comma-separated string) of ScyllaDB's experimental feature names this node has."""
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise ConfigError(key, value, f"a list of {', '.join(EXPERIMENTAL_FEATURES)}")
+    names: list[str] = []
+    for item in items:
+        name = str(item).strip().lower()
+        if name not in EXPERIMENTAL_FEATURES:
+            raise ConfigError(
+                key, item, f"a list of {', '.join(EXPERIMENTAL_FEATURES)} (none other exists here)"
+            )
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
 _PARSERS: dict[str, Parser] = {
     "workdir": _parse_workdir,
     "cluster_name": _parse_str,
@@ -504,6 +546,8 @@ _PARSERS: dict[str, Parser] = {
     "test_fault_injection_api": _parse_bool,
     "replace_node_first_boot": _parse_host_id,
     "enable_cql_config_updates": _parse_bool,
+    "enable_user_defined_functions": _parse_bool,
+    "experimental_features": _parse_experimental,
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)

@@ -50,7 +50,10 @@ _TYPES = {
     "ServerEncryption": "string map",
     "ClientEncryption": "string map",
 }
-_TYPE_OVERRIDES = {"tablets_mode_for_new_keyspaces": "tablets mode"}
+_TYPE_OVERRIDES = {
+    "tablets_mode_for_new_keyspaces": "tablets mode",
+    "experimental_features": "experimental features",
+}
 """Keys whose ScyllaDB type is an enumeration with a name of its own."""
 
 

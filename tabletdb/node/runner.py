@@ -152,6 +152,7 @@ class Node:
                 datacenters=(config.dc,),
                 enforce_rack_list=config.enforce_rack_list,
                 rf_rack_valid_keyspaces=config.rf_rack_valid_keyspaces,
+                user_defined_functions=config.user_defined_functions,
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,

@@ -29,6 +29,12 @@ from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.statements.properties import option_value, options_dict
 from tabletdb.statements.terms import Bindings
 
+UDF_DISABLED = (
+    "User defined functions are disabled. Set enable_user_defined_functions and "
+    "experimental_features:udf to enable them"
+)
+"""ScyllaDB's refusal of CREATE/DROP FUNCTION and AGGREGATE while UDFs are off (its default)."""
+
 DDL_STATEMENTS = (
     ast.CreateKeyspace,
     ast.AlterKeyspace,
@@ -102,6 +108,8 @@ def decision_for(
     if isinstance(stmt, ast.CreateMaterializedView | ast.AlterMaterializedView | ast.DropMaterializedView):
         return _view_decision(stmt, session_keyspace, new_id, config)
     if isinstance(stmt, ast.CreateFunction | ast.DropFunction | ast.CreateAggregate | ast.DropAggregate):
+        if not config.user_defined_functions:
+            raise InvalidRequest(UDF_DISABLED)
         return _function_decision(stmt, session_keyspace)
     raise TypeError(f"not a schema statement: {type(stmt).__name__}")
 

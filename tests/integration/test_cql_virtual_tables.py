@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cassandra import InvalidRequest, WriteFailure
 
-from tests.harness.clients import scylla_cluster
+from tests.harness.clients import run_cqlsh, scylla_cluster
 from tests.harness.node import TestNode
 
 
@@ -174,3 +174,13 @@ def test_views_and_indexes_are_listed_as_built_once_their_create_returns(session
     assert [r.index_name for r in indexes] == ["b_w"]
     assert list(session.execute("SELECT * FROM system.views_builds_in_progress")) == []
     assert session.execute("SELECT k FROM vt_v.b WHERE w = 3").one().k == 1
+
+
+def test_cqlsh_prints_virtual_table_rows(node: TestNode) -> None:
+    result = run_cqlsh(
+        node,
+        "SELECT name, source, value FROM system.config WHERE name = 'cluster_name'; "
+        "SELECT name, protocol, listen_addresses FROM system.protocol_servers;",
+    ).check()
+    assert ' cluster_name | default | "Test Cluster"' in result.stdout
+    assert f"native transport |      cql | ['{node.host}:{node.port}'" in result.stdout
