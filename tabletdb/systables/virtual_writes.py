@@ -53,6 +53,8 @@ def config_updates(stmt: ast.ModificationStatement, values: Sequence[Value]) -> 
         raise InvalidRequest("Conditional updates are not supported on system tables")
     if isinstance(stmt, ast.InsertStatement) and stmt.if_not_exists:
         raise InvalidRequest("Conditional updates are not supported on system tables")
+    if stmt.attributes.ttl is not None or stmt.attributes.timestamp is not None:
+        raise InvalidRequest("USING TTL and USING TIMESTAMP are not supported on system.config")
     bindings = Bindings(values)
     if isinstance(stmt, ast.DeleteStatement):
         raise write_refused("option value is required")

@@ -93,6 +93,13 @@ def test_refused_virtual_table_writes_fail_with_scylladb_messages(
         session.execute(statement)
 
 
+def test_config_update_with_ttl_is_refused_not_ignored(session: Any) -> None:
+    with pytest.raises(InvalidRequest, match="USING TTL and USING TIMESTAMP are not supported"):
+        session.execute(
+            "UPDATE system.config USING TTL 10 SET value = '10' WHERE name = 'read_request_timeout_in_ms'"
+        )
+
+
 def test_config_update_in_a_batch_is_refused_clearly(session: Any) -> None:
     with pytest.raises(InvalidRequest, match="not in a BATCH"):
         session.execute(
