@@ -23,6 +23,7 @@ from tabletdb.node.config import (
     TABLETS_MODES,
     ConfigError,
     NodeConfig,
+    config_sources,
     load_config,
     write_effective_config,
 )
@@ -130,6 +131,7 @@ def server(config_file: str | None, options: tuple[str, ...], log_level: str, **
         given = {key: value for key, value in flags.items() if value is not None}
         overrides: dict[str, Any] = {**_parse_option_pairs(options), **given}
         config = load_config(config_file, overrides)
+        sources = config_sources(config_file, overrides)
         write_effective_config(config)
     except ConfigError as exc:
         click.echo(f"tabletdb: config error: {exc}", err=True)
@@ -137,10 +139,10 @@ def server(config_file: str | None, options: tuple[str, ...], log_level: str, **
     except OSError as exc:
         click.echo(f"tabletdb: cannot write the effective config into the workdir: {exc}", err=True)
         sys.exit(EXIT_CONFIG_ERROR)
-    sys.exit(_run_server(config))
+    sys.exit(_run_server(config, sources))
 
 
-def _run_server(config: NodeConfig) -> int:
+def _run_server(config: NodeConfig, sources: dict[str, str]) -> int:
     """Import the node runner only now: it pulls in every layer of the server."""
     try:
         runner = importlib.import_module(_RUNNER_MODULE)
@@ -149,7 +151,7 @@ def _run_server(config: NodeConfig) -> int:
             raise
         click.echo(f"tabletdb: {_RUNNER_MODULE} is not part of this build yet", err=True)
         return 1
-    code: int = runner.run_server(config)
+    code: int = runner.run_server(config, sources)
     return code
 
 

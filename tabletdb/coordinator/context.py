@@ -63,6 +63,11 @@ class Replicas:
         self.local_dc = placement.local_dc
         self._background: set[asyncio.Task[Any]] = set()
 
+    def set_timeouts(self, timeouts: Timeouts) -> None:
+        """New request timeouts (an operator's live config update); requests that start from
+        now on wait this long."""
+        self.timeouts = timeouts
+
     def is_local(self, replica: Replica) -> bool:
         return self.placement.is_local(replica)
 

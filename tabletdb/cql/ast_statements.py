@@ -62,7 +62,8 @@ class UseStatement(Statement):
 
 @dataclass(frozen=True)
 class SelectStatement(Statement):
-    """`selectors` is None for `SELECT *`. `timeout` comes from `USING TIMEOUT`."""
+    """`selectors` is None for `SELECT *`. `timeout` comes from `USING TIMEOUT`,
+    `service_level` from ScyllaDB's `USING SERVICE LEVEL sl` (its timeout applies)."""
 
     table: QualifiedName
     selectors: tuple[Selector, ...] | None
@@ -76,6 +77,7 @@ class SelectStatement(Statement):
     allow_filtering: bool = False
     bypass_cache: bool = False
     timeout: Term | None = None
+    service_level: str | None = None
 
 
 @dataclass(frozen=True)
@@ -240,10 +242,11 @@ class AddColumns:
 
 @dataclass(frozen=True)
 class DropColumns:
-    """`timestamp` from `DROP col USING TIMESTAMP n` (restoring dropped-column history)."""
+    """`timestamp` from `DROP col USING TIMESTAMP n` (restoring dropped-column history); a bind
+    marker for `USING TIMESTAMP ?`, which the processor binds before the schema decision."""
 
     columns: tuple[str, ...]
-    timestamp: int | None = None
+    timestamp: int | BindMarker | None = None
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,17 @@ class NodeConfig:
     with a `replace` request, takes the dead node's tablet replicas, filled from the other
     replicas, and serves once they are in place; the dead node becomes `left`. A node that is
     already a member ignores it (it is only read on the first boot, as in ScyllaDB)."""
+    # -- system.config (ScyllaDB's name) -----------------------------------------------------------
+    enable_cql_config_updates: bool = True
+    """Let ``UPDATE system.config`` change live-updatable keys on a running node
+    (``node.live_config``); false refuses every such update."""
+    # -- user-defined functions (ScyllaDB's names) -------------------------------------------------
+    enable_user_defined_functions: bool = False
+    """With ``experimental_features: [udf]`` too: CREATE/DROP FUNCTION and AGGREGATE are taken
+    (stored, described; calling them is refused). Otherwise they are refused with ScyllaDB's
+    message, as ScyllaDB refuses them by default."""
+    experimental_features: tuple[str, ...] = ()
+    """ScyllaDB's experimental switches; only ``udf`` exists here."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -264,6 +275,19 @@ class NodeConfig:
         if ssl_port is not None and ssl_port != self.native_transport_port:
             ports["native_transport_port_ssl"] = ssl_port
         _check_distinct_ports(ports, same_host=self.api_address == self.rpc_address)
+        if self.enable_user_defined_functions and "udf" not in self.experimental_features:
+            raise ConfigError(
+                "enable_user_defined_functions",
+                True,
+                "false unless experimental_features holds udf",
+                "You must use both enable_user_defined_functions and experimental_features:udf "
+                "to enable user-defined functions",
+            )
+
+    @property
+    def user_defined_functions(self) -> bool:
+        """Both ScyllaDB switches are on: CREATE/DROP FUNCTION and AGGREGATE are taken."""
+        return self.enable_user_defined_functions and "udf" in self.experimental_features
 
     def to_dict(self) -> dict[str, Any]:
         """Plain YAML-ready mapping with scylla.yaml key names (the node.yaml contents)."""
@@ -449,6 +473,28 @@ def _seeds_from_provider(value: Any) -> Any:
         raise ConfigError("seed_provider", value, allowed) from None
 
 
+EXPERIMENTAL_FEATURES = ("udf",)
+
+
+def _parse_experimental(key: str, value: Any) -> tuple[str, ...]:
+    """A list (or a comma-separated string) of ScyllaDB's experimental feature names this node has."""
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise ConfigError(key, value, f"a list of {', '.join(EXPERIMENTAL_FEATURES)}")
+    names: list[str] = []
+    for item in items:
+        name = str(item).strip().lower()
+        if name not in EXPERIMENTAL_FEATURES:
+            raise ConfigError(
+                key, item, f"a list of {', '.join(EXPERIMENTAL_FEATURES)} (none other exists here)"
+            )
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
 _PARSERS: dict[str, Parser] = {
     "workdir": _parse_workdir,
     "cluster_name": _parse_str,
@@ -499,6 +545,9 @@ _PARSERS: dict[str, Parser] = {
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
     "replace_node_first_boot": _parse_host_id,
+    "enable_cql_config_updates": _parse_bool,
+    "enable_user_defined_functions": _parse_bool,
+    "experimental_features": _parse_experimental,
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)
@@ -565,6 +614,21 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any
     if path is not None:
         _apply_rackdc_file(Path(path).parent / RACKDC_FILE_NAME, merged)
     return NodeConfig(**merged)
+
+
+def config_sources(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any]) -> dict[str, str]:
+    """Where each key ``load_config`` was given came from, in ``system.config``'s words:
+    ``config`` (the YAML file, or the rackdc file beside it), ``cli`` (the command line, which wins)."""
+    sources: dict[str, str] = {}
+    if path is not None:
+        from_file = _normalise_keys(_read_yaml(Path(path)), f"in {path}")
+        sources.update(dict.fromkeys(from_file, "config"))
+        rackdc: dict[str, Any] = dict(from_file)
+        _apply_rackdc_file(Path(path).parent / RACKDC_FILE_NAME, rackdc)
+        sources.update({k: "config" for k in rackdc if k not in from_file})
+    given = _normalise_keys({k: v for k, v in overrides.items() if v is not None}, "command line")
+    sources.update(dict.fromkeys(given, "cli"))
+    return sources
 
 
 def _apply_rackdc_file(rackdc: Path, merged: dict[str, Any]) -> None:

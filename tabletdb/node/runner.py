@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING
@@ -35,6 +36,8 @@ from tabletdb.node.encryption import client_tls
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.raft import ApplyFailed
 from tabletdb.node.identity import NodeIdentity, load_or_create_identity
+from tabletdb.node.live_config import LiveConfig, apply_timeouts
+from tabletdb.node.local_tables import NodeLocalTables
 from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
 from tabletdb.node.operator_view import LoadReport, NodeOps
 from tabletdb.node.port_check import PortsBusy, check_ports
@@ -80,8 +83,10 @@ def product_version() -> str:
 class Node:
     """The running parts of one node, built from its configuration."""
 
-    def __init__(self, config: NodeConfig) -> None:
+    def __init__(self, config: NodeConfig, sources: Mapping[str, str] | None = None) -> None:
+        """``sources``: where each key given came from (``config.config_sources``)."""
         self.config = config
+        started = time.time()
         self.exit_code = 0
         """What the process exits with once `run` returns."""
         self._stop: asyncio.Event | None = None
@@ -124,7 +129,9 @@ class Node:
         placement = cluster_placement(self.identity.host_id, config.dc, lambda: self.metadata.state)
         self.replicas = self.membership.replicas(placement, self.storage, views, timeouts_of(config))
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
-        plane = build_data_plane(self.storage, self.replicas, views, self.membership.paxos(self.replicas))
+        paxos = self.membership.paxos(self.replicas)
+        plane = build_data_plane(self.storage, self.replicas, views, paxos)
+        self.settings = LiveConfig(config, sources or {}, lambda c: apply_timeouts(c, self.replicas, paxos))
         self.routes = RouteCheck(
             self.identity.host_id,
             config.smp,
@@ -145,6 +152,7 @@ class Node:
                 datacenters=(config.dc,),
                 enforce_rack_list=config.enforce_rack_list,
                 rf_rack_valid_keyspaces=config.rf_rack_valid_keyspaces,
+                user_defined_functions=config.user_defined_functions,
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
@@ -154,6 +162,15 @@ class Node:
             settle_versions=self.membership.settle_versions,
             backfill=plane.backfill,
             cluster=lambda: token_owners_shape(self.metadata.state),
+            local=NodeLocalTables(
+                self.settings,
+                lambda: self.server,
+                workdir / "data",
+                workdir / "snapshots",
+                lambda: self.metadata.catalog,
+                started,
+                membership_running=not config.maintenance_mode,
+            ),
         )
         cql_tls = client_tls(config)
         self.server = CqlServer(
@@ -449,7 +466,7 @@ def _stop_on_failure(task: asyncio.Task[None], stop: asyncio.Event, what: str) -
         stop.set()
 
 
-def run_server(config: NodeConfig) -> int:
+def run_server(config: NodeConfig, sources: Mapping[str, str] | None = None) -> int:
     """Run one node until SIGTERM/SIGINT; the process exit code."""
     try:
         import uvloop
@@ -457,10 +474,10 @@ def run_server(config: NodeConfig) -> int:
         uvloop.install()
     except ImportError:  # pragma: no cover - uvloop is a pinned dependency
         pass
-    return asyncio.run(_main(config))
+    return asyncio.run(_main(config, sources))
 
 
-async def _main(config: NodeConfig) -> int:
+async def _main(config: NodeConfig, sources: Mapping[str, str] | None = None) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -472,7 +489,7 @@ async def _main(config: NodeConfig) -> int:
         print(f"tabletdb: cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
     try:
-        node = Node(config)
+        node = Node(config, sources)
     except (
         CommitLogCorrupt,
         CorruptLogError,

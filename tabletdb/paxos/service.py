@@ -98,6 +98,10 @@ class PaxosService:
         self.contentions = 0
         """Rounds lost to competing proposers since start (observability)."""
 
+    def set_timeouts(self, timeouts: PaxosTimeouts) -> None:
+        """New timeouts (an operator's live config update) for the transactions that start next."""
+        self._timeouts = timeouts
+
     def register(self) -> None:
         for verb in VERBS.values():
             self._rpc.register(verb, self._on_request)

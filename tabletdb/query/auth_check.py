@@ -191,6 +191,15 @@ class AuthService:
             return run()
         return self._run_with_timeout(limit, kind, consistency, run)
 
+    def run_within(
+        self, limit_ms: int | None, kind: str | None, consistency: int, run: Callable[[], Awaitable[T]]
+    ) -> Awaitable[T]:
+        """``run_limited`` with the statement's own limit (``USING TIMEOUT``, ``USING SERVICE
+        LEVEL``: `statement_timeouts`) instead of the session's; None: no limit of its own."""
+        if kind is None or (limit_ms is None and not self._delay):
+            return run()
+        return self._run_with_timeout(limit_ms, kind, consistency, run)
+
     async def _run_with_timeout(
         self, limit: int | None, kind: str, consistency: int, run: Callable[[], Awaitable[T]]
     ) -> T:

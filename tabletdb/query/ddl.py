@@ -7,11 +7,14 @@ catalog when a concurrent change won the race (DESIGN.md decision 3).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest
+from tabletdb.cql.types import BIGINT
+from tabletdb.cql.values import Value
 from tabletdb.query.metadata_store import Decision
 from tabletdb.schema import (
     ddl_alter_table,
@@ -24,6 +27,13 @@ from tabletdb.schema import (
 )
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.statements.properties import option_value, options_dict
+from tabletdb.statements.terms import Bindings
+
+UDF_DISABLED = (
+    "User defined functions are disabled. Set enable_user_defined_functions and "
+    "experimental_features:udf to enable them"
+)
+"""ScyllaDB's refusal of CREATE/DROP FUNCTION and AGGREGATE while UDFs are off (its default)."""
 
 DDL_STATEMENTS = (
     ast.CreateKeyspace,
@@ -45,6 +55,22 @@ DDL_STATEMENTS = (
     ast.CreateAggregate,
     ast.DropAggregate,
 )
+
+
+def bind_schema_statement(stmt: ast.Statement, values: Sequence[Value]) -> ast.Statement:
+    """The statement with its bind markers replaced by the values bound to them: only
+    ``ALTER TABLE ... DROP ... USING TIMESTAMP ?`` has one."""
+    if not isinstance(stmt, ast.AlterTable) or not isinstance(stmt.action, ast.DropColumns):
+        return stmt
+    marker = stmt.action.timestamp
+    if not isinstance(marker, ast.BindMarker):
+        return stmt
+    timestamp = Bindings(values).decoded(marker, BIGINT)
+    if timestamp is None:
+        raise InvalidRequest("Invalid null value of timestamp")
+    if not isinstance(timestamp, int):  # unset: now, as when no timestamp is given
+        timestamp = None
+    return dataclasses.replace(stmt, action=dataclasses.replace(stmt.action, timestamp=timestamp))
 
 
 def keyspace_of(name: ast.QualifiedName, session_keyspace: str | None) -> str:
@@ -82,6 +108,8 @@ def decision_for(
     if isinstance(stmt, ast.CreateMaterializedView | ast.AlterMaterializedView | ast.DropMaterializedView):
         return _view_decision(stmt, session_keyspace, new_id, config)
     if isinstance(stmt, ast.CreateFunction | ast.DropFunction | ast.CreateAggregate | ast.DropAggregate):
+        if not config.user_defined_functions:
+            raise InvalidRequest(UDF_DISABLED)
         return _function_decision(stmt, session_keyspace)
     raise TypeError(f"not a schema statement: {type(stmt).__name__}")
 
@@ -101,12 +129,10 @@ def _keyspace_decision(
     if durable is not None and not isinstance(durable, bool):
         durable = str(durable).lower() == "true"
     if isinstance(stmt, ast.CreateKeyspace):
-        if replication is None:
-            raise InvalidRequest("Missing mandatory option 'replication'")
         return lambda c: ddl_keyspace.create_keyspace(
             c,
             stmt.name,
-            replication,
+            {} if replication is None else replication,
             True if durable is None else durable,
             tablets,
             stmt.if_not_exists,
@@ -152,6 +178,10 @@ def _alter_table(
         specs = [(c.name, c.type, c.static) for c in action.columns]
         return lambda c: ddl_alter_table.alter_table_add(c, ks, name, specs)
     if isinstance(action, ast.DropColumns):
+        if isinstance(action.timestamp, ast.BindMarker):
+            raise InvalidRequest(
+                "USING TIMESTAMP ? needs its value bound (prepare and execute the statement)"
+            )
         ts = action.timestamp if action.timestamp is not None else now_micros()
         return lambda c: ddl_alter_table.alter_table_drop(c, ks, name, action.columns, ts)
     if isinstance(action, ast.RenameColumns):

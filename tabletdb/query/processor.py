@@ -44,6 +44,7 @@ from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
 from tabletdb.query.select import result_columns
+from tabletdb.query.statement_timeouts import SessionLimit, statement_timeout_ms
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import SchemaConfig
 from tabletdb.schema.model import Catalog, TableDef
@@ -53,6 +54,7 @@ from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.receivers import Receiver, pk_indexes, receivers
 from tabletdb.statements.terms import bind_by_name
 from tabletdb.systables.cdc import DISTRIBUTED_RENDERERS, SYSTEM_DISTRIBUTED, system_distributed_keyspace
+from tabletdb.systables.local_tables import LOCAL_RENDERERS, ConfigUpdateRefused, LocalNode
 from tabletdb.systables.node_info import NodeInfo
 from tabletdb.systables.select import output_columns, select_virtual
 from tabletdb.systables.tables import (
@@ -64,6 +66,7 @@ from tabletdb.systables.tables import (
     system_keyspace,
 )
 from tabletdb.systables.version_reads import VersionReads
+from tabletdb.systables.virtual_writes import READ_ONLY, VIRTUAL_TABLES, config_updates, write_refused
 from tabletdb.views.backfill import Backfill
 from tabletdb.views.build import build_new_view
 from tabletdb.views.index_writes import build_new_index
@@ -105,9 +108,12 @@ class QueryProcessor:
         settle_versions: Callable[[], Awaitable[None]] | None = None,
         backfill: Backfill | None = None,
         cluster: Callable[[], ClusterShape] | None = None,
+        local: LocalNode | None = None,
     ) -> None:
         """``cluster``: the token-owning nodes per DC and rack of this node's group0 state, read
-        when a schema statement is decided (tablets keyspaces must fit them; ``schema.rack_rules``)."""
+        when a schema statement is decided (tablets keyspaces must fit them; ``schema.rack_rules``).
+        ``local``: this process's settings, listeners and files for ``system.config`` and the
+        other local virtual tables (`systables.local_tables`)."""
         empty = Group0State()  # immutable: one for every request, not a new one per lookup
         self._auth = auth or AuthService(AuthConfig(), lambda: empty)
         self._auth_exec = AuthExecutor(
@@ -121,6 +127,7 @@ class QueryProcessor:
         self._schema_config = schema_config
         self._cluster = cluster
         self._clients = clients
+        self._local = local
         self._shard_aware_port = shard_aware_port
         self._routes = routes
         self._version_reads = VersionReads(settle_versions)
@@ -161,8 +168,10 @@ class QueryProcessor:
             table = self._table_for(stmt, client.keyspace)
             binds = receivers(stmt, table)
             values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
-        return await self._auth.run_limited(
+        return await self._run(
             client,
+            stmt,
+            values,
             operation_kind(stmt, client.keyspace),
             params.consistency,
             lambda: self._execute(client, stmt, client.keyspace, values, params),
@@ -217,8 +226,10 @@ class QueryProcessor:
         if isinstance(stmt, _DML):
             dml = stmt
             payload = self._routed(client, prepared, values)
-            result = await self._auth.run_limited(
+            result = await self._run(
                 client,
+                dml,
+                values,
                 prepared.kind,
                 params.consistency,
                 lambda: self._execute_dml(client, prepared, dml, values, params),
@@ -230,6 +241,21 @@ class QueryProcessor:
             params.consistency,
             lambda: self._execute(client, stmt, prepared.keyspace, values, params),
         )
+
+    def _run(
+        self,
+        client: ClientState,
+        stmt: ast.Statement,
+        values: list[Value],
+        kind: str | None,
+        consistency: int,
+        run: Callable[[], Awaitable[Result]],
+    ) -> Awaitable[Result]:
+        """Under the statement's own timeout if it names one, else the session's."""
+        own = statement_timeout_ms(stmt, values, self._auth.state().qos)
+        if isinstance(own, SessionLimit):
+            return self._auth.run_limited(client, kind, consistency, run)
+        return self._auth.run_within(own, kind, consistency, run)
 
     def execute_now(
         self, client: ClientState, query_id: bytes, result_metadata_id: bytes | None, params: QueryParameters
@@ -248,6 +274,8 @@ class QueryProcessor:
         table = cached[1]
         if table.keyspace in VIRTUAL_KEYSPACES or self._auth.delays_statements:
             return None
+        if stmt.timeout is not None or stmt.service_level is not None:
+            return None  # its own limit (and level) are checked on the usual path
         self._auth.check(client, stmt, prepared.keyspace, catalog)
         values = params.values
         result = self._data_path().select_now(BoundSelect(stmt, table, values), params.consistency)
@@ -280,6 +308,8 @@ class QueryProcessor:
         elif isinstance(stmt, ast.SelectStatement):
             table = self._resolve_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
+        elif self._is_config_write(stmt, prepared.keyspace):
+            return self._update_config(stmt, values)
         else:
             table = self._user_table(stmt.table, prepared.keyspace)
             prepared.table = (catalog, table)
@@ -344,8 +374,28 @@ class QueryProcessor:
             raise InvalidRequest("This node was started without a data path")
         return self._data
 
+    def _is_config_write(self, stmt: ast.ModificationStatement, keyspace: str | None) -> bool:
+        return ddl.keyspace_of(stmt.table, keyspace) == SYSTEM and stmt.table.name == "config"
+
+    async def _update_config(self, stmt: ast.ModificationStatement, values: list[Value]) -> Result:
+        """A write to ``system.config``: set live-updatable options on this node (ScyllaDB's
+        answers, `systables.virtual_writes`)."""
+        updates = config_updates(stmt, values)
+        if self._local is None:
+            raise write_refused(READ_ONLY)
+        for name, value in updates:
+            try:
+                self._local.update_config(name, value)
+            except ConfigUpdateRefused as exc:
+                raise write_refused(str(exc)) from None
+        return VoidResult()
+
     def _user_table(self, name: ast.QualifiedName, keyspace: str | None) -> TableDef:
         ks = ddl.keyspace_of(name, keyspace)
+        if ks == SYSTEM and name.name in VIRTUAL_TABLES:
+            if name.name == "config":
+                raise InvalidRequest("system.config is updated by a single UPDATE statement, not in a BATCH")
+            raise write_refused(READ_ONLY)
         if ks in VIRTUAL_KEYSPACES:
             raise InvalidRequest(f"Cannot modify the system keyspace {ks}")
         catalog = self._metadata.catalog
@@ -375,6 +425,8 @@ class QueryProcessor:
             table = self._resolve_table(stmt.table, keyspace)
             return await self._dml(stmt, table, values, params, client)
         if isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
+            if self._is_config_write(stmt, keyspace):
+                return await self._update_config(stmt, values)
             return await self._dml(stmt, self._user_table(stmt.table, keyspace), values, params)
         if isinstance(stmt, ast.BatchStatement):
             tables = [self._user_table(s.table, keyspace) for s in stmt.statements]
@@ -391,7 +443,9 @@ class QueryProcessor:
             return SetKeyspaceResult(stmt.keyspace)
         if isinstance(stmt, ddl.DDL_STATEMENTS):
             try:
-                return await self._schema_change(stmt, keyspace, client.user)
+                return await self._schema_change(
+                    ddl.bind_schema_statement(stmt, values), keyspace, client.user
+                )
             finally:
                 VersionReads.forget(client)
         if isinstance(stmt, ast.Describe):
@@ -400,13 +454,14 @@ class QueryProcessor:
         raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
 
     async def _schema_change(self, stmt: ast.Statement, keyspace: str | None, user: str | None) -> Result:
+        indexes_before = self._indexes_of(stmt, keyspace)
         decide = ddl.decision_for(stmt, keyspace, self._ddl_config(), uuid.uuid1, _now_micros)
         decide = self._auth_exec.with_creator_grants(decide, user)
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
             return VoidResult()
         if isinstance(stmt, ast.CreateIndex) and self._backfill is not None:
-            await build_new_index(self._backfill, self._metadata.catalog, outcome.events[0])
+            await build_new_index(self._backfill, self._metadata.catalog, outcome.events[0], indexes_before)
         if isinstance(stmt, ast.CreateMaterializedView) and self._backfill is not None:
             await build_new_view(self._backfill, self._metadata.catalog, outcome.events[0])
         first = outcome.events[0]
@@ -434,6 +489,11 @@ class QueryProcessor:
         self, select: BoundSelect, params: QueryParameters, client: ClientState | None = None
     ) -> Result:
         stmt, table = select.statement, select.table
+        if table.keyspace == SYSTEM and table.name in LOCAL_RENDERERS:
+            if self._local is None:
+                raise InvalidRequest(f"system.{table.name} is not available: no node behind this processor")
+            local_rows = await LOCAL_RENDERERS[table.name][1](self._local)
+            return select_virtual(select, lambda _: local_rows)
         if table.keyspace == SYSTEM:
             render = RENDERERS[table.name][1]
             state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
@@ -459,6 +519,13 @@ class QueryProcessor:
             return select_virtual(select, source)
         return await self._data_path().select(select, params.consistency)
 
+    def _indexes_of(self, stmt: ast.Statement, keyspace: str | None) -> list[str]:
+        """The indexes a CREATE INDEX's table has before it runs (the fill shows the new one)."""
+        if not isinstance(stmt, ast.CreateIndex):
+            return []
+        table = self._metadata.catalog.table(ddl.keyspace_of(stmt.table, keyspace), stmt.table.name)
+        return [] if table is None else [i.name for i in table.indexes]
+
     def _table_for(self, stmt: ast.Statement, keyspace: str | None) -> TableDef | None:
         """The table a DML statement reads or writes (for bind metadata); None for other kinds."""
         if not isinstance(
@@ -472,7 +539,7 @@ class QueryProcessor:
         ks = ddl.keyspace_of(name, keyspace)
         found: TableDef | None
         if ks == SYSTEM:
-            entry = RENDERERS.get(name.name)
+            entry = RENDERERS.get(name.name) or LOCAL_RENDERERS.get(name.name)
             found = None if entry is None else entry[0]
         elif ks == system_schema.KEYSPACE:
             found = system_schema.TABLES.get(name.name)
@@ -509,6 +576,7 @@ class QueryProcessor:
             cdc_generations=g0.cdc_generations,
             cdc_stream_sets=g0.cdc_stream_sets,
             now_micros=_now_micros(),
+            view_builds=dict(self._backfill.progress.running) if self._backfill is not None else {},
         )
 
     def _catalog_with_system(self) -> Catalog:

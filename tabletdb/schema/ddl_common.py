@@ -92,6 +92,9 @@ class SchemaConfig:
     """Token-owning nodes per DC and rack as the deciding node's group0 state has them (empty: no
     topology yet, nothing is checked): tablets keyspaces must fit it (``rack_rules``)."""
     rf_rack_valid_keyspaces: bool = False  # require RF-rack-validity of every tablets keyspace
+    user_defined_functions: bool = False
+    """CREATE/DROP FUNCTION and AGGREGATE are taken (enable_user_defined_functions and
+    experimental_features: [udf]); refused otherwise, as ScyllaDB refuses them by default."""
 
 
 def validate_keyspace_name(name: str) -> None:

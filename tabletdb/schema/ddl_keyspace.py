@@ -63,6 +63,8 @@ def _rack_list(dc: str, value: Sequence[object]) -> RackList:
 def validate_replication(keyspace: str, given: Mapping[str, object], config: SchemaConfig) -> Replication:
     """Turn `replication = {...}` into a Replication, rejecting what ScyllaDB rejects."""
     options = dict(given)
+    if not options:  # no WITH, or `replication = {}`: ScyllaDB's default
+        return Replication(NTS, default_nts_options(config))
     cls_value = options.pop("class", None)
     if cls_value is None:
         raise ConfigurationError("Missing mandatory replication strategy class")
@@ -80,7 +82,33 @@ def validate_replication(keyspace: str, given: Mapping[str, object], config: Sch
         if options:
             raise ConfigurationError(f"EverywhereStrategy takes no options, got {sorted(options)}")
         return Replication(EVERYWHERE)
+    if not options:  # NetworkTopologyStrategy with no factor anywhere: ScyllaDB's default
+        return Replication(NTS, default_nts_options(config))
     return Replication(NTS, _nts_options(keyspace, options, config))
+
+
+def default_nts_options(
+    config: SchemaConfig, rack_lists: bool = False
+) -> tuple[tuple[str, str | RackList], ...]:
+    """NetworkTopologyStrategy's default, as ScyllaDB sets it when a keyspace names no replication
+    factor: in every datacenter with token-owning nodes, one replica per rack holding them (a
+    tablets keyspace where RF-rack-valid keyspaces are required: those racks as a rack list).
+    Before any topology is known: this node's datacenters, one replica each."""
+    shape = config.cluster
+    if not shape.known:
+        return tuple((dc, "1") for dc in sorted(config.datacenters))
+    options: list[tuple[str, str | RackList]] = []
+    for dc in sorted(shape.racks):
+        racks = shape.racks_in(dc)
+        if racks:
+            options.append((dc, tuple(racks) if rack_lists else str(len(racks))))
+    return tuple(options)
+
+
+def _defaulted(given: Mapping[str, object]) -> bool:
+    """No replication given, or NetworkTopologyStrategy with no factor anywhere."""
+    rest = {k: v for k, v in given.items() if k != "class"}
+    return not rest and ("class" not in given or strategy_class(str(given["class"])) == NTS)
 
 
 def _nts_options(
@@ -224,9 +252,15 @@ def create_keyspace(
         raise AlreadyExists(f'Cannot add already existing keyspace "{name}"', name)
     rep = validate_replication(name, replication, config)
     storage_type, storage_options = _storage(storage)
-    definition = KeyspaceDef(
-        name, rep, durable_writes, _tablets(rep, tablets, config), storage_type, storage_options
-    )
+    tablets_option = _tablets(rep, tablets, config)
+    if (
+        _defaulted(replication)
+        and config.rf_rack_valid_keyspaces
+        and tablets_option
+        and tablets_option.enabled
+    ):
+        rep = Replication(NTS, default_nts_options(config, rack_lists=True))
+    definition = KeyspaceDef(name, rep, durable_writes, tablets_option, storage_type, storage_options)
     check_placeable(definition, config.cluster)
     check_rf_rack_valid(definition, config, f"Cannot create keyspace {name}", views=False)
     event = SchemaChangeEvent(Change.CREATED, Target.KEYSPACE, name)

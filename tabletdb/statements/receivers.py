@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
-from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, ListType, MapType, SetType, TupleType
+from tabletdb.cql.types import BIGINT, DURATION, INT, TEXT, CqlType, ListType, MapType, SetType, TupleType
 from tabletdb.schema.model import TableDef
 from tabletdb.statements import functions
 
@@ -29,7 +29,7 @@ def receivers(stmt: ast.Statement, table: TableDef | None) -> list[Receiver]:
         _relations(stmt.where, table, found)
         _special(stmt.per_partition_limit, "[per_partition_limit]", INT, found)
         _special(stmt.limit, "[limit]", INT, found)
-        _special(stmt.timeout, "[timeout]", BIGINT, found)
+        _special(stmt.timeout, "[timeout]", DURATION, found)
     elif isinstance(stmt, ast.InsertStatement):
         if stmt.json is not None:
             _special(stmt.json, "[json]", TEXT, found)
@@ -49,6 +49,10 @@ def receivers(stmt: ast.Statement, table: TableDef | None) -> list[Receiver]:
         _attributes(stmt.attributes, found)
         _relations(stmt.where, table, found)
         _relations(stmt.conditions, table, found)
+    elif isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DropColumns):
+        timestamp = stmt.action.timestamp
+        if isinstance(timestamp, ast.BindMarker):
+            _special(timestamp, "[timestamp]", BIGINT, found)
     missing = [m.index for m in stmt.bind_markers if m.index not in found]
     if missing:
         raise InvalidRequest(f"Bind markers are not supported in this position (marker {missing[0]})")
@@ -131,7 +135,7 @@ def _special(term: ast.Term | None, name: str, t: CqlType, found: dict[int, Rece
 def _attributes(attrs: ast.Attributes, found: dict[int, Receiver]) -> None:
     _special(attrs.timestamp, "[timestamp]", BIGINT, found)
     _special(attrs.ttl, "[ttl]", INT, found)
-    _special(attrs.timeout, "[timeout]", BIGINT, found)
+    _special(attrs.timeout, "[timeout]", DURATION, found)
 
 
 def _element_key(term: ast.Term, collection: Receiver, found: dict[int, Receiver]) -> None:

@@ -11,6 +11,7 @@ of an element) is refused at planning time with a message naming it, never run a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,11 +31,13 @@ from tabletdb.cql.types import (
     ListType,
     MapType,
     SetType,
+    TupleType,
     UserType,
 )
 from tabletdb.cql.unparse import cql_text
 from tabletdb.schema.model import TableDef
 from tabletdb.statements import functions
+from tabletdb.statements.terms import Bindings, term_value
 
 RowFn = Callable[[Mapping[str, Any]], Any]
 
@@ -75,6 +78,10 @@ def scalar(expr: ast.Expr, table: TableDef, wanted: CqlType | None = None) -> Sc
     if isinstance(expr, ast.TypeCast):
         inner = scalar(expr.term, table, expr.type)
         return Scalar(cql_text(expr), expr.type, inner.eval)
+    if isinstance(expr, _COLLECTION_LITERALS):
+        t = wanted or literal_type(expr)
+        constant = term_value(expr, t, cql_text(expr), Bindings(()))
+        return Scalar(cql_text(expr), t, lambda row: constant)
     if isinstance(expr, ast.Null):
         raise InvalidRequest("Cannot infer the type of null in the select clause; give it a type hint")
     if isinstance(expr, ast.BindMarker):
@@ -91,6 +98,50 @@ def scalar(expr: ast.Expr, table: TableDef, wanted: CqlType | None = None) -> Sc
     if isinstance(expr, ast.FieldRef):
         return _field(expr, table)
     raise InvalidRequest(f"{cql_text(expr)} cannot be selected here")
+
+
+_COLLECTION_LITERALS = (ast.ListLiteral, ast.SetLiteral, ast.MapLiteral, ast.TupleLiteral, ast.UdtLiteral)
+
+
+def literal_type(term: ast.Term) -> CqlType:
+    """The type of a constant in a select list, from the constants it is made of: a collection
+    takes its elements' type (all alike; nested collections frozen). Whatever says nothing of
+    its type (null, an empty collection, a UDT literal, a bind marker) needs a type hint."""
+    if isinstance(term, ast.Literal):
+        return _LITERAL_TYPES[term.kind]
+    if isinstance(term, ast.TypeCast):
+        return term.type
+    if isinstance(term, ast.BindMarker):
+        raise InvalidRequest("Bind markers are not supported in the select clause")
+    if isinstance(term, ast.ListLiteral | ast.SetLiteral) and term.items:
+        element = _alike(term, [_frozen(literal_type(i)) for i in term.items])
+        return ListType(element) if isinstance(term, ast.ListLiteral) else SetType(element)
+    if isinstance(term, ast.MapLiteral) and term.pairs:
+        keys = _alike(term, [_frozen(literal_type(k)) for k, _ in term.pairs])
+        values = _alike(term, [_frozen(literal_type(v)) for _, v in term.pairs])
+        return MapType(keys, values)
+    if isinstance(term, ast.TupleLiteral):
+        return TupleType(tuple(_frozen(literal_type(i)) for i in term.items))
+    raise InvalidRequest(
+        f"Cannot infer the type of {cql_text(term)} in the select clause; give it a type hint"
+    )
+
+
+def _alike(term: ast.Term, types: list[CqlType]) -> CqlType:
+    if any(t != types[0] for t in types):
+        shown = ", ".join(dict.fromkeys(t.cql() for t in types))
+        raise InvalidRequest(
+            f"Cannot infer the type of {cql_text(term)}: its elements have different types ({shown}); "
+            "give it a type hint"
+        )
+    return types[0]
+
+
+def _frozen(t: CqlType) -> CqlType:
+    """Collections inside collections are frozen."""
+    if isinstance(t, ListType | SetType | MapType) and not t.frozen:
+        return dataclasses.replace(t, frozen=True)
+    return t
 
 
 def _call(call: ast.FunctionCall, table: TableDef) -> Scalar:

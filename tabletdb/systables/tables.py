@@ -54,6 +54,7 @@ from tabletdb.systables.cdc import (
     cdc_streams_rows,
     cdc_timestamps_rows,
 )
+from tabletdb.systables.local_tables import LOCAL_RENDERERS, LocalNode
 from tabletdb.systables.node_info import (
     CQL_VERSION,
     NATIVE_PROTOCOL_VERSION,
@@ -62,11 +63,20 @@ from tabletdb.systables.node_info import (
     NodeInfo,
 )
 from tabletdb.systables.tablets import TABLETS_TABLE, tablets_rows
+from tabletdb.systables.token_ring import TOKEN_RING_TABLE, token_ring_rows
 from tabletdb.systables.topology import (
     TOPOLOGY_REQUESTS_TABLE,
     TOPOLOGY_TABLE,
     topology_requests_rows,
     topology_rows,
+)
+from tabletdb.systables.view_builds import (
+    BUILT_VIEWS_TABLE,
+    INDEX_INFO_TABLE,
+    VIEWS_BUILDS_IN_PROGRESS_TABLE,
+    builds_in_progress_rows,
+    built_views_rows,
+    index_info_rows,
 )
 from tabletdb.tablets.tablet_map import TabletMap
 
@@ -112,6 +122,11 @@ class SystemState:
     cdc_stream_sets: StreamSets = ()
     now_micros: int = 0
     """When the state was captured (the CDC tables show what operates and what expired by then)."""
+    view_builds: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
+    """The fills of views and indexes this node runs now (`views.build_progress`)."""
+    local: LocalNode | None = None
+    """This process's settings, listeners and files (`systables.local_tables`); None in tools
+    and tests that build a processor without a node."""
 
 
 def _define(name: str, pk: list[str], ck: list[str], columns: dict[str, CqlType], comment: str) -> TableDef:
@@ -353,6 +368,16 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
         lambda state: cdc_timestamps_rows(state.catalog, state.cdc_stream_sets),
     ),
     "cdc_streams": (CDC_STREAMS_TABLE, lambda state: cdc_streams_rows(state.catalog, state.cdc_stream_sets)),
+    "token_ring": (
+        TOKEN_RING_TABLE,
+        lambda state: token_ring_rows(state.catalog, state.tablets, state.node.topology),
+    ),
+    "built_views": (BUILT_VIEWS_TABLE, lambda state: built_views_rows(state.catalog, state.view_builds)),
+    "views_builds_in_progress": (
+        VIEWS_BUILDS_IN_PROGRESS_TABLE,
+        lambda state: builds_in_progress_rows(state.catalog, state.view_builds),
+    ),
+    "IndexInfo": (INDEX_INFO_TABLE, lambda state: index_info_rows(state.catalog, state.view_builds)),
 }
 
 
@@ -369,7 +394,9 @@ RENDERERS.update({t.name: (t, _auth_renderer(t.name)) for t in auth_tables.AUTH_
 def system_keyspace() -> KeyspaceSchema:
     """The `system` keyspace as drivers see it in system_schema (LocalStrategy)."""
     definition = KeyspaceDef(SYSTEM, Replication(LOCAL), durable_writes=True)
-    return KeyspaceSchema(definition, tables=FrozenMap({name: t for name, (t, _) in RENDERERS.items()}))
+    tables = {name: t for name, (t, _) in RENDERERS.items()}
+    tables.update({name: t for name, (t, _) in LOCAL_RENDERERS.items()})
+    return KeyspaceSchema(definition, tables=FrozenMap(tables))
 
 
 AUTH_KEYSPACE = "system_auth"

@@ -9,13 +9,14 @@ base's only replica it first holds the table against the base replica's own deri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.coordinator.reads import ReadCoordinator
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.replica.derived_locks import DerivedLocks
+from tabletdb.views.build_progress import BuildProgress
 
 
 @dataclass(frozen=True)
@@ -30,3 +31,5 @@ class Backfill:
     reads: ReadCoordinator
     writes: WriteCoordinator
     clock: ServerClock
+    progress: BuildProgress = field(default_factory=BuildProgress)
+    """The fills under way, for the build-progress system tables."""

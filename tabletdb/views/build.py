@@ -46,6 +46,7 @@ async def _build(backfill: Backfill, base: TableDef, view: ViewDef, cl: int) -> 
     count = 0
     async for row in scan_rows(base, ConsistentReads(backfill.reads, cl), Restrictions(), now, None):
         count += 1
+        backfill.progress.advance(view.keyspace, view.table.name, row.token)
         ck = row.clustering or b""
         stamp = max((c.timestamp for c in row.cells.values()), default=fallback)
         pending.extend(view_mutations(view, base, {}, {ck: _base_row(row)}, stamp, now))
@@ -70,5 +71,6 @@ async def build_new_view(backfill: Backfill, catalog: Catalog, event: SchemaChan
     view = catalog.view(event.keyspace, event.name)
     base = None if view is None else catalog.table(event.keyspace, view.base_table_name)
     if view is not None and base is not None:
-        scanned = await build_view(backfill, base, view)
+        with backfill.progress.tracking(view.keyspace, view.table.name):
+            scanned = await build_view(backfill, base, view)
         log.info("built view view=%s.%s rows=%d", view.keyspace, view.table.name, scanned)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from typing import Any
 
 from tabletdb.coordinator.consistency import ONE, QUORUM
@@ -30,6 +31,7 @@ from tabletdb.statements.restrictions import Restrictions
 from tabletdb.storage.mutation import Mutation, RowMarker, RowWrite
 from tabletdb.views.backfill import Backfill
 from tabletdb.views.base_snapshot import BaseRow
+from tabletdb.views.build_progress import INDEX_VIEW_SUFFIX
 
 Entry = tuple[bytes, bytes]
 """(indexed value, entry clustering key) of one index entry."""
@@ -189,9 +191,17 @@ async def _write_entries(
         await writes.write(entries, mutations, cl)
 
 
-async def build_new_index(backfill: Backfill, catalog: Catalog, event: SchemaChangeEvent) -> None:
-    """After CREATE INDEX: index the existing data of the table the change event names."""
+async def build_new_index(
+    backfill: Backfill, catalog: Catalog, event: SchemaChangeEvent, before: Iterable[str] = ()
+) -> None:
+    """After CREATE INDEX: index the existing data of the table the change event names.
+    ``before``: the table's indexes before the statement; the others are the new ones, shown as
+    building (``BuildProgress``) until the fill is done."""
     table = catalog.table(event.keyspace, event.name)
     if table is not None and entries_tables(table):
-        indexed = await build_indexes(backfill, table)
+        new = sorted({i.name for i in table.indexes if i.table_id is not None} - set(before))
+        with ExitStack() as stack:
+            for name in new:
+                stack.enter_context(backfill.progress.tracking(table.keyspace, name + INDEX_VIEW_SUFFIX))
+            indexed = await build_indexes(backfill, table)
         log.info("built indexes table=%s.%s rows=%d", table.keyspace, table.name, indexed)

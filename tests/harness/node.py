@@ -56,6 +56,10 @@ def server_argv(
     return argv
 
 
+UDF_OPTIONS: Mapping[str, object] = {"enable_user_defined_functions": "true", "experimental_features": "udf"}
+"""What a node needs to take CREATE FUNCTION / AGGREGATE (ScyllaDB's two switches; off by default)."""
+
+
 class TestNode:
     """One tabletdb node process; `host`/`port` are what drivers and cqlsh connect to."""
 

@@ -13,9 +13,9 @@ from cassandra import Unauthorized
 from cassandra.auth import PlainTextAuthProvider
 
 from tests.harness.clients import scylla_cluster
-from tests.harness.node import NodeFactory
+from tests.harness.node import UDF_OPTIONS, NodeFactory
 
-AUTH_OPTIONS = {"authenticator": "PasswordAuthenticator", "authorizer": "CassandraAuthorizer"}
+AUTH_OPTIONS = {"authenticator": "PasswordAuthenticator", "authorizer": "CassandraAuthorizer", **UDF_OPTIONS}
 NTS = "{'class': 'NetworkTopologyStrategy', 'datacenter1': 1}"
 USER = "matrix_user"
 SUPERUSER = "SUPERUSER"

@@ -14,9 +14,9 @@ from typing import Any
 from cassandra.auth import PlainTextAuthProvider
 
 from tests.harness.clients import scylla_cluster
-from tests.harness.node import NodeFactory, TestNode
+from tests.harness.node import UDF_OPTIONS, NodeFactory, TestNode
 
-AUTH_OPTIONS = {"authenticator": "PasswordAuthenticator", "authorizer": "CassandraAuthorizer"}
+AUTH_OPTIONS = {"authenticator": "PasswordAuthenticator", "authorizer": "CassandraAuthorizer", **UDF_OPTIONS}
 NTS = "{'class': 'NetworkTopologyStrategy', 'datacenter1': 1}"
 DESC_ALL = "DESC SCHEMA WITH INTERNALS AND PASSWORDS"
 

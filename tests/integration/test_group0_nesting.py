@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.harness.clients import pinned_cluster, scylla_cluster
-from tests.harness.node import NodeFactory, TestNode
+from tests.harness.node import UDF_OPTIONS, NodeFactory, TestNode
 
 KEYSPACE = (
     "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
@@ -107,7 +107,7 @@ REFUSED: dict[str, tuple[str, str]] = {
 def cluster(address_allocator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[TestNode]]:
     factory = NodeFactory(address_allocator, tmp_path_factory.mktemp("nesting"))
     try:
-        yield factory.start_cluster(3)
+        yield factory.start_cluster(3, options=UDF_OPTIONS)
     finally:
         problems = factory.cleanup()
         assert not problems, problems

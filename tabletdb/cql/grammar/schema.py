@@ -80,9 +80,10 @@ class SchemaCallbacks(StatementCallbacks):
         return build_properties(items)
 
     def create_keyspace(
-        self, if_not_exists: bool | None, name: str, options: ast.Properties
+        self, if_not_exists: bool | None, name: str, options: ast.Properties | None
     ) -> ast.CreateKeyspace:
-        return ast.CreateKeyspace(name, options, bool(if_not_exists))
+        """``WITH`` is optional, as in ScyllaDB: no properties mean the default replication."""
+        return ast.CreateKeyspace(name, options or ast.NO_PROPERTIES, bool(if_not_exists))
 
     def alter_keyspace(self, name: str, options: ast.Properties) -> ast.AlterKeyspace:
         return ast.AlterKeyspace(name, options)
@@ -165,13 +166,16 @@ class SchemaCallbacks(StatementCallbacks):
     def add_columns(self, *columns: ast.ColumnDef) -> ast.AddColumns:
         return ast.AddColumns(columns)
 
-    def drop_timestamp(self, token: Token) -> int:
-        return int(token)
+    def drop_timestamp(self, value: Token | ast.BindMarker) -> int | ast.BindMarker:
+        """A literal, or a bind marker (``USING TIMESTAMP ?``, bound when executed)."""
+        return value if isinstance(value, ast.BindMarker) else int(value)
 
-    def drop_columns(self, column: str, timestamp: int | None) -> ast.DropColumns:
+    def drop_columns(self, column: str, timestamp: int | ast.BindMarker | None) -> ast.DropColumns:
         return ast.DropColumns((column,), timestamp)
 
-    def drop_column_list(self, columns: tuple[str, ...], timestamp: int | None) -> ast.DropColumns:
+    def drop_column_list(
+        self, columns: tuple[str, ...], timestamp: int | ast.BindMarker | None
+    ) -> ast.DropColumns:
         return ast.DropColumns(columns, timestamp)
 
     def alter_column_type(self, column: str, cql_type: t.CqlType) -> ast.AlterColumnType:

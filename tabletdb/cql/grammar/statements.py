@@ -43,6 +43,20 @@ class StatementCallbacks(TermCallbacks):
     def using_timeout(self, value: ast.Term) -> ast.Term:
         return value
 
+    def select_timeout(self, value: ast.Term) -> tuple[str, ast.Term]:
+        return ("timeout", value)
+
+    def select_service_level(self, name: str) -> tuple[str, str]:
+        return ("service_level", name)
+
+    def select_using(self, *options: tuple[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, value in options:
+            if key in found:
+                fail(f"duplicate USING {'TIMEOUT' if key == 'timeout' else 'SERVICE LEVEL'}")
+            found[key] = value
+        return found
+
     def select_stmt(
         self,
         json: bool | None,
@@ -56,8 +70,9 @@ class StatementCallbacks(TermCallbacks):
         limit: ast.Term | None,
         allow_filtering: bool | None,
         bypass_cache: bool | None,
-        timeout: ast.Term | None,
+        using: dict[str, Any] | None,
     ) -> ast.SelectStatement:
+        options = using or {}
         return ast.SelectStatement(
             table=table,
             selectors=selectors,
@@ -70,7 +85,8 @@ class StatementCallbacks(TermCallbacks):
             limit=limit,
             allow_filtering=bool(allow_filtering),
             bypass_cache=bool(bypass_cache),
-            timeout=timeout,
+            timeout=options.get("timeout"),
+            service_level=options.get("service_level"),
         )
 
     def using_item(self, keyword: Token, value: ast.Term) -> tuple[Token, ast.Term]:

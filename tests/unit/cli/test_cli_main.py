@@ -26,7 +26,7 @@ def fake_runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[NodeConfig]]:
     seen: list[NodeConfig] = []
     module = types.ModuleType("tabletdb.node.runner")
 
-    def run_server(config: NodeConfig) -> int:
+    def run_server(config: NodeConfig, sources: dict[str, str]) -> int:
         seen.append(config)
         return 7
 

@@ -7,6 +7,7 @@ from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, SchemaConfig, 
 from tabletdb.schema.ddl_keyspace import alter_keyspace, create_keyspace, drop_keyspace
 from tabletdb.schema.model import NTS, SIMPLE, Catalog, KeyspaceTablets
 from tabletdb.schema.mutations import PutKeyspace
+from tabletdb.schema.rack_rules import ClusterShape
 
 from .helpers import CONFIG, apply, with_keyspace
 
@@ -221,3 +222,24 @@ def test_rf_rack_validity() -> None:
         )
     rack_list = {"class": "NetworkTopologyStrategy", "dc1": ["a", "b"]}
     assert not alter_keyspace(catalog, "ks", replication=rack_list, config=racks).is_noop
+
+
+def test_no_replication_factor_defaults_to_a_replica_per_token_owning_rack() -> None:
+    shape = ClusterShape({"dc1": {"r1": 2, "r2": 1, "rz": 0}, "dc2": {"r1": 1}})
+    config = SchemaConfig(
+        datacenters=("dc1", "dc2"), cluster=shape, tablets_mode_for_new_keyspaces="disabled"
+    )
+    for given in (
+        {},
+        {"class": "NetworkTopologyStrategy"},
+        {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy"},
+    ):
+        ks = apply(Catalog(), create_keyspace(Catalog(), "k", given, config=config))
+        assert dict(ks.keyspaces["k"].definition.replication.options) == {"dc1": "2", "dc2": "1"}
+
+
+def test_default_replication_is_rack_lists_for_rf_rack_valid_tablets_keyspaces() -> None:
+    shape = ClusterShape({"dc1": {"r1": 1, "r2": 1}})
+    config = SchemaConfig(datacenters=("dc1",), cluster=shape, rf_rack_valid_keyspaces=True)
+    ks = apply(Catalog(), create_keyspace(Catalog(), "k", {}, config=config))
+    assert dict(ks.keyspaces["k"].definition.replication.options) == {"dc1": ("r1", "r2")}
