@@ -38,7 +38,7 @@ from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.statements.bound_modification import BoundModification
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.modifications import CurrentCells
-from tabletdb.statements.receivers import Receiver, receivers
+from tabletdb.statements.receivers import Receiver, attribute_receivers, receivers
 from tabletdb.storage.mutation import Mutation
 from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.views.view_rows import derived_tables
@@ -304,8 +304,9 @@ class DataPath:
 def batch_receivers(
     stmt: ast.BatchStatement, table_of: Callable[[ast.QualifiedName], TableDef]
 ) -> list[Receiver]:
-    """Bind receivers of a BATCH: each statement's, in order (markers are numbered across it)."""
-    out: list[Receiver] = []
+    """Bind receivers of a BATCH: its own USING clause's, then each statement's, in order (markers
+    are numbered across it)."""
+    out = attribute_receivers(stmt.attributes)
     for sub in stmt.statements:
         out.extend(receivers(sub, table_of(sub.table)))
     return out

@@ -235,8 +235,10 @@ class QueryProcessor:
                 lambda: self._execute_dml(client, prepared, dml, values, params),
             )
             return result if payload is None else replace(result, custom_payload=payload)
-        return await self._auth.run_limited(
+        return await self._run(
             client,
+            stmt,
+            values,
             prepared.kind,
             params.consistency,
             lambda: self._execute(client, stmt, prepared.keyspace, values, params),

@@ -26,6 +26,7 @@ class SessionLimit:
 
 
 SESSION: Final = SessionLimit()
+_WITH_ATTRIBUTES = (ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement, ast.BatchStatement)
 
 
 def statement_timeout_ms(
@@ -33,9 +34,9 @@ def statement_timeout_ms(
 ) -> int | SessionLimit | None:
     """Milliseconds, None for no limit, or SESSION."""
     timeout: ast.Term | None = None
-    if isinstance(stmt, ast.SelectStatement):
+    if isinstance(stmt, ast.SelectStatement | ast.TruncateStatement):
         timeout = stmt.timeout
-    elif isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
+    elif isinstance(stmt, _WITH_ATTRIBUTES):
         timeout = stmt.attributes.timeout
     if timeout is not None:
         return _timeout_ms(timeout, values)

@@ -30,6 +30,8 @@ def receivers(stmt: ast.Statement, table: TableDef | None) -> list[Receiver]:
         _special(stmt.per_partition_limit, "[per_partition_limit]", INT, found)
         _special(stmt.limit, "[limit]", INT, found)
         _special(stmt.timeout, "[timeout]", DURATION, found)
+    elif isinstance(stmt, ast.TruncateStatement):
+        _special(stmt.timeout, "[timeout]", DURATION, found)
     elif isinstance(stmt, ast.InsertStatement):
         if stmt.json is not None:
             _special(stmt.json, "[json]", TEXT, found)
@@ -130,6 +132,13 @@ def _function_arguments(call: ast.FunctionCall, receiver: Receiver, found: dict[
 
 def _special(term: ast.Term | None, name: str, t: CqlType, found: dict[int, Receiver]) -> None:
     _term(term, Receiver(name, t), found)
+
+
+def attribute_receivers(attrs: ast.Attributes) -> list[Receiver]:
+    """Receivers of a ``USING`` clause alone (a BATCH's own, whose markers come first)."""
+    found: dict[int, Receiver] = {}
+    _attributes(attrs, found)
+    return [found[i] for i in sorted(found)]
 
 
 def _attributes(attrs: ast.Attributes, found: dict[int, Receiver]) -> None:

@@ -76,7 +76,7 @@ def test_drop_using_timestamp_bind_marker_is_bound_when_executed(session: Any) -
         session.execute(session.prepare("ALTER TABLE gl_drop.t DROP b USING TIMESTAMP ?"), [None])
 
 
-def test_select_using_timeout_and_service_level_limit_the_statement(node_factory: NodeFactory) -> None:
+def test_using_timeout_and_service_level_limit_the_statement(node_factory: NodeFactory) -> None:
     """Every statement of this node waits 300 ms first (a test-only setting), so a 1 ms limit
     always expires and a 60 s one never does: USING TIMEOUT wins over USING SERVICE LEVEL, which
     wins over the session's level."""
@@ -105,6 +105,17 @@ def test_select_using_timeout_and_service_level_limit_the_statement(node_factory
             s.execute("SELECT * FROM tl.t USING SERVICE LEVEL nosuch")
         with pytest.raises(InvalidRequest, match="finer than milliseconds"):
             s.execute("SELECT * FROM tl.t USING TIMEOUT 1us")
+        with pytest.raises(WriteTimeout):
+            s.execute("BEGIN BATCH USING TIMEOUT 1ms INSERT INTO tl.t (k, v) VALUES (2, 2) APPLY BATCH")
+        batch = s.prepare("BEGIN BATCH USING TIMEOUT ? INSERT INTO tl.t (k, v) VALUES (?, ?) APPLY BATCH")
+        assert [c.type.typename for c in batch.column_metadata] == ["duration", "int", "int"]
+        s.execute(batch, [Duration(0, 0, 60_000_000_000), 3, 3])
+        with pytest.raises(InvalidRequest, match="must be positive"):
+            s.execute(batch, [Duration(0, 0, 0), 4, 4])
+        with pytest.raises(InvalidRequest, match="finer than milliseconds"):
+            s.execute("TRUNCATE tl.t USING TIMEOUT 1us")
+        s.execute("TRUNCATE tl.t USING TIMEOUT 60s")
+        assert list(s.execute("SELECT * FROM tl.t")) == []
 
 
 def test_collection_literals_in_the_select_list_take_their_elements_type(session: Any) -> None:
