@@ -78,7 +78,9 @@ async def copy_into_next(storage: StorageService, table: TableDef, seq: int, kin
     Refused unless this node's map is being resized as asked (a coordinator's stale request)."""
     tablet_map = storage.tablet_maps().get(table.id)
     if tablet_map is None or tablet_map.resize is not kind or tablet_map.resize_seq_number != seq:
-        now = "no map" if tablet_map is None else f"{tablet_map.resize.value} at {tablet_map.resize_seq_number}"
+        now = (
+            "no map" if tablet_map is None else f"{tablet_map.resize.value} at {tablet_map.resize_seq_number}"
+        )
         raise InvalidRequest(
             f"{table.keyspace}.{table.name} is not being {kind.value} at generation {seq} on "
             f"this node ({storage.host_id}): its map says {now}"

@@ -8,10 +8,9 @@ table's shards) is merged by the reader.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Mapping, Sequence
 import asyncio
-from collections.abc import Awaitable
+import uuid
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 

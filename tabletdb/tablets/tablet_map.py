@@ -207,9 +207,8 @@ def split_point(tm: TabletMap, tablet_id: int) -> int:
     end = unbias(tm.tablets[tablet_id].last_token)
     previous_end = -1 if tablet_id == 0 else unbias(tm.tablets[tablet_id - 1].last_token)
     if end - previous_end < 2:
-        raise ValueError(
-            f"tablet ending at {tm.tablets[tablet_id].last_token} of table {tm.table_id} is too small to split"
-        )
+        last = tm.tablets[tablet_id].last_token
+        raise ValueError(f"tablet ending at {last} of table {tm.table_id} is too small to split")
     return bias(previous_end + (end - previous_end) // 2)
 
 

@@ -134,7 +134,13 @@ def _resize_to_plain(c: TopologyCommand) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if c.map_updates:
         out["maps"] = [
-            [u.table_id.bytes, u.before_seq, u.before_resize.value, u.before_count, tablet_map_to_plain(u.after)]
+            [
+                u.table_id.bytes,
+                u.before_seq,
+                u.before_resize.value,
+                u.before_count,
+                tablet_map_to_plain(u.after),
+            ]
             for u in c.map_updates
         ]
     if c.stream_sets:

@@ -230,7 +230,9 @@ def cut_over(
     return TopologyCommand(topology.state_id, after_topology, (), why, tuple(updates), tuple(streams))
 
 
-def roll_back(topology: TopologyState, group: list[TabletMap], why: str, new_id: uuid.UUID) -> TopologyCommand:
+def roll_back(
+    topology: TopologyState, group: list[TabletMap], why: str, new_id: uuid.UUID
+) -> TopologyCommand:
     """The group's maps back to ``resize = none``; the next generation's files are garbage."""
     updates = tuple(map_update(tm, replace(tm, resize=ResizeState.NONE)) for tm in group)
     after = replace(topology, state_id=new_id, version=topology.version + 1)
@@ -248,5 +250,6 @@ def needed_down(
     for host in sorted(set().union(*(_hosts(tm) for tm in group)), key=lambda h: h.bytes):
         since = down_since.get(host)
         if host not in alive and since is not None and now_ms - since >= rollback_after_ms:
-            return f"node {host} holds replicas of table {group[0].table_id} and has been down for {now_ms - since} ms"
+            table = group[0].table_id
+            return f"node {host} holds replicas of table {table} and has been down for {now_ms - since} ms"
     return ""

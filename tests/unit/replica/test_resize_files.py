@@ -28,7 +28,9 @@ class Replica:
         self.storage = StorageService(tmp, host(0), 1, 12, lambda: {TABLE.id: self.map})
 
     async def write(self, key: bytes, value: bytes, ts: int) -> None:
-        m = Mutation(key, token_of(key), rows=(RowWrite(b"c", marker=RowMarker(ts), cells=(Cell("v", value, ts),)),))
+        m = Mutation(
+            key, token_of(key), rows=(RowWrite(b"c", marker=RowMarker(ts), cells=(Cell("v", value, ts),)),)
+        )
         await self.storage.committer(TABLE, m.token).apply([m])
 
     def read_all(self) -> dict[bytes, list[bytes]]:
@@ -66,7 +68,9 @@ def test_split_then_merge_keeps_every_write(tmp_path: Path) -> None:
             assert r.map.tablet_count == 8
             assert r.read_all() == expected
             assert r.generations() == {0, 1}
-            assert {generation_of(p) for p in stale_files(r.storage, TABLE, r.map)} == {(i, 0) for i in range(4)}
+            assert {generation_of(p) for p in stale_files(r.storage, TABLE, r.map)} == {
+                (i, 0) for i in range(4)
+            }
             sweeper = StaleFiles(r.storage, grace_s=5)
             assert sweeper.sweep([TABLE], now=0.0) == []  # garbage, but not for long enough yet
             assert len(sweeper.sweep([TABLE], now=6.0)) == 4
