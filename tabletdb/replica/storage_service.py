@@ -135,8 +135,10 @@ class StorageService:
         tablet_map = self._map_of(table.id)
         if tablet_map is None:
             key = (table_int, -1 - shard_of(token, self.smp, self.ignore_msb))
-        else:
+        elif tablet_map.resize is ResizeState.NONE:
             key = (table_int, tablet_map.tablet_id_of(token))
+        else:  # the two halves of a splitting tablet are written to different next files
+            key = (table_int, _RESIZING - 2 * tablet_map.tablet_id_of(token) - _upper_half(tablet_map, token))
         found = self._by_key.get(key)
         if found is not None and found[0] is tablet_map:
             return found[1]
@@ -170,7 +172,7 @@ class StorageService:
         if shard is None:
             return None
         if tablet_map.resize is ResizeState.SPLIT:
-            next_id = 2 * tablet_id + (0 if token <= split_point(tablet_map, tablet_id) else 1)
+            next_id = 2 * tablet_id + _upper_half(tablet_map, token)
         else:
             next_id = tablet_id // 2
         return tablet_file(self.data_dir, table, shard, next_id, tablet_map.resize_seq_number + 1)
@@ -428,6 +430,18 @@ class StorageService:
         if self._node_commit is not None:
             self._node_commit.close()
             self._node_commit = None
+
+
+_RESIZING = -(1 << 40)
+"""Cache keys of a resizing map's stores: below every shard key (-1 - shard)."""
+
+
+def _upper_half(tablet_map: TabletMap, token: int) -> int:
+    """1 if ``token`` falls in the upper half of its tablet when the map splits (else 0; and 0
+    while merging, where both siblings' writes go to one next file but their own current files)."""
+    if tablet_map.resize is not ResizeState.SPLIT:
+        return 0
+    return int(token > split_point(tablet_map, tablet_map.tablet_id_of(token)))
 
 
 def _every_replica(info: TabletInfo) -> Sequence[tuple[uuid.UUID, int]]:

@@ -277,13 +277,18 @@ def _resize(view: View, obs: Observations, new_id: uuid.UUID, config: Coordinato
     replica down too long; with none, and nothing queued, the next one may begin."""
     t = view.topology
     group = rs.resizing(view.tablets)
+    paused = "" if view.resize is None else view.resize.paused
     if not group:
-        if t.queue or view.resize is None:
+        if t.queue or view.resize is None or paused:
             return None
         decision = rs.decide(view.tablets, view.resize, view.tablet_sizes, obs.alive)
         return None if decision is None else Propose(rs.begin(t, view.tablets, view.resize, decision, new_id))
     why = f"{t.queue[0].kind.value} of {t.queue[0].host_id} is queued and goes first" if t.queue else ""
-    why = why or rs.needed_down(group, obs.alive, obs.down_since, obs.now_ms, config.rollback_after_ms)
+    why = (
+        why
+        or paused
+        or rs.needed_down(group, obs.alive, obs.down_since, obs.now_ms, config.rollback_after_ms)
+    )
     if why:
         return Propose(rs.roll_back(t, group, why, new_id))
     if obs.barrier_version < t.version:

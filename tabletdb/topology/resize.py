@@ -67,6 +67,9 @@ class ResizeInputs:
     cdc_history: StreamSets = ()
     now_us: int = 0
     """Wall clock of the coordinator: a new stream set's timestamp."""
+    paused: str = field(default="", kw_only=True)
+    """Why no resize may run now (a backup paused tablet moves): none begins, a prepared one
+    rolls back, since a cut-over would renumber the tablets under the backup."""
 
 
 @dataclass(frozen=True)

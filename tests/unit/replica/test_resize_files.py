@@ -134,3 +134,46 @@ def test_ids() -> None:
     assert generation_of(Path("tablet-3.db")) == (3, 0)
     assert generation_of(Path("tablet-3.g2.db")) == (3, 2)
     assert generation_of(Path("tablet-3.db-wal")) is None
+
+
+def test_writes_during_prepare_copy_and_cut_over_all_read_back(tmp_path: Path) -> None:
+    """A writer that never stops, through prepare, copy and cut-over: each write reads back at
+    once and still after (both halves of a splitting tablet get their own writes)."""
+
+    async def main() -> None:
+        r = Replica(tmp_path)
+        stop = asyncio.Event()
+        local = LocalReplica(r.storage)
+
+        def found(key: bytes) -> bool:
+            return local.read_partition(TABLE, key, token_of(key), NOW) is not None
+
+        async def writer() -> list[bytes]:
+            written: list[bytes] = []
+            while not stop.is_set():
+                key = b"w%d" % len(written)
+                await r.write(key, b"x", 50)
+                assert found(key), f"{key!r} not read back right after its write"
+                written.append(key)
+                await asyncio.sleep(0)
+            return written
+
+        try:
+            for i, key in enumerate(KEYS[:300]):
+                await r.write(key, b"v%d" % i, 10)
+            task = asyncio.create_task(writer())
+            await asyncio.sleep(0.2)
+            r.map = replace(r.map, resize=ResizeState.SPLIT)
+            await asyncio.sleep(0.2)
+            await copy_into_next(r.storage, TABLE, 0, ResizeState.SPLIT)
+            await asyncio.sleep(0.2)
+            r.map = r.map.split()
+            await asyncio.sleep(0.2)
+            stop.set()
+            written = await task
+            assert len(written) > 20
+            assert [k for k in written if not found(k)] == []
+        finally:
+            r.storage.close()
+
+    asyncio.run(main())

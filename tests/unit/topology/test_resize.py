@@ -292,3 +292,14 @@ def test_split_then_merge_returns_the_same_map(log_count: int, rf: int, data: st
 def test_a_merge_of_siblings_apart_is_refused() -> None:
     with pytest.raises(ValueError, match="co-locate them before merging"):
         cluster(nodes=4, tablets=8).tablets[TABLE].merge()
+
+
+def test_paused_balancing_holds_resizes_back_and_rolls_a_prepared_one_back() -> None:
+    c = resizing_cluster(colocated(8), 3 * TARGET)
+    c.resize = replace(inputs(), paused="backup")
+    assert isinstance(c.step(), co.Idle)
+    c.resize = inputs()
+    c.execute(c.step())
+    c.resize = replace(inputs(), paused="backup")
+    action = c.step()
+    assert isinstance(action, co.Propose) and action.command.reason == "roll back resize: backup"
