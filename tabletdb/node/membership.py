@@ -19,8 +19,8 @@ from typing import Any, Protocol
 from tabletdb.coordinator.context import Replicas, Timeouts
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.group0.cluster_state import ClusterState
-from tabletdb.group0.tablet_resize import ResizeInputsCache
 from tabletdb.group0.tablet_planning import TabletPlanner
+from tabletdb.group0.tablet_resize import ResizeInputsCache
 from tabletdb.group0.topology import NodeRecord, raft_id_of
 from tabletdb.net.failure_detector import FailureDetector, Members, Transition
 from tabletdb.node.config import NodeConfig

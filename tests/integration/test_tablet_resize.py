@@ -1,12 +1,13 @@
 """Split and merge by size on real node processes (issue #15 item 3).
 
 Three nodes, an RF=3 tablets keyspace with ``initial: 8``, a table with ``max_tablet_count: 16``
-and a 64 KiB ``target_tablet_size_in_bytes``. Loading ~1.5 MB makes the coordinator split the table (the average
-tablet above 2x the target) while a QUORUM writer and a QUORUM reader run: no acknowledged write
-is lost and the reader finds every acknowledged key it asks for. After the split a token-aware
-driver that learned the old tablets still reads every row (the tablets-routing-v1 hint), and each
-replica holds only files of the current generation. Emptying the table (TRUNCATE: nothing here
-compacts deleted rows away on a running node yet) merges it back down to its floor of 8.
+and a 64 KiB ``target_tablet_size_in_bytes``. Loading ~1.5 MB makes the coordinator split the
+table (the average tablet above 2x the target) while a QUORUM writer and a QUORUM reader run: no
+acknowledged write is lost and the reader finds every acknowledged key it asks for. After the
+split a token-aware driver that learned the old tablets still reads every row (the
+tablets-routing-v1 hint), and each replica holds only files of the current generation. Emptying
+the table (TRUNCATE: nothing compacts deleted rows away on a running node yet) merges it back
+down to its floor of 8.
 """
 
 from __future__ import annotations
