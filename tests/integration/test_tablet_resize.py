@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
@@ -158,3 +159,57 @@ def test_split_under_quorum_clients_then_merge_when_emptied(node_factory: NodeFa
         wait_for(lambda: tablet_count(s) == 8, "the emptied table to merge back to 8 tablets", seconds=300)
         run(s, "INSERT INTO rz.t (k, v) VALUES (1, 'a')", "ALL")
         assert run(s, "SELECT v FROM rz.t WHERE k = 1", "ALL")[0].v == "a"
+
+
+def begun_on(nodes: list[TestNode]) -> TestNode | None:
+    """The node whose coordinator began a split (its log says so), if one has."""
+    for node in nodes:
+        if b"proposes: begin split" in node.process.log_path.read_bytes():
+            return node
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", ["coordinator", "replica"])
+def test_kill_9_mid_split_resumes_or_rolls_back(node_factory: NodeFactory, victim: str) -> None:
+    """kill -9 of the coordinator, or of another replica, right after a split began, with QUORUM
+    clients running through the survivors; the node comes back and the split ends (resumed, or
+    rolled back and begun again): 16 tablets, every acknowledged write at ALL."""
+    nodes = node_factory.start_cluster(3, options=RESIZE_OPTIONS)
+    with pinned(nodes[0]) as s:
+        dc = run(s, "SELECT data_center FROM system.local", "ONE")[0].data_center
+        s.execute(
+            f"CREATE KEYSPACE rz WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 3}} "
+            "AND tablets = {'initial': 8}"
+        )
+        s.execute("CREATE TABLE rz.t (k int PRIMARY KEY, v text) WITH tablets = {'max_tablet_count': 16}")
+    with scylla_cluster(nodes) as cluster:
+        session = cluster.connect()
+        insert = session.prepare("INSERT INTO rz.t (k, v) VALUES (?, ?)")
+        rows = 4 * ROWS  # a copy of seconds, so the kill lands inside it
+        results = execute_concurrent_with_args(
+            session, insert, [(k, VALUE) for k in range(rows)], concurrency=16
+        )
+        assert all(ok for ok, _ in results)
+        with running(Clients(cluster.connect(), cluster.connect())) as clients:
+            wait_for(lambda: begun_on(nodes) is not None, "a split to begin", seconds=300)
+            coordinator = begun_on(nodes)
+            assert coordinator is not None
+            killed = (
+                coordinator if victim == "coordinator" else next(n for n in nodes if n is not coordinator)
+            )
+            killed.kill()
+            alive = next(n for n in nodes if n is not killed)
+            with pinned(alive) as p:
+                assert tablet_count(p) == 8, "the split ended before the kill: nothing was tested"
+            acked_at_kill = len(clients.acked)
+            wait_for(lambda: len(clients.acked) > acked_at_kill + 20, "QUORUM writes with a node down")
+            killed.start()
+            with pinned(alive) as p:
+                wait_for(
+                    lambda: tablet_count(p) == 16, "the split to end after the node came back", seconds=300
+                )
+        assert clients.missing == [], f"reader missed acknowledged keys {clients.missing[:10]}"
+    with pinned(nodes[0]) as s:
+        for k in [*range(rows), *clients.acked]:
+            assert run(s, "SELECT k FROM rz.t WHERE k = %s", "ALL", (k,)), f"acknowledged key {k} lost"
