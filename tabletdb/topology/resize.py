@@ -42,6 +42,7 @@ from tabletdb.tablets.count import (
     TableSizing,
     plan_resizes,
 )
+from tabletdb.tablets.colocation import followers_of
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.topology.commands import MapUpdate, TopologyCommand, map_update
@@ -107,11 +108,12 @@ def decide(
     merge it); one whose replicas are not all alive, or (merge) whose siblings do not share
     replicas, waits."""
     sizing: dict[uuid.UUID, TableSizing] = {}
+    followers = followers_of(tablets)
     for table_id, table in inputs.tables.items():
         tm = tablets.get(table_id)
-        if tm is None:
-            continue
-        total = _group_bytes(tablets, (table_id, *inputs.colocated.get(table_id, ())), sizes)
+        if tm is None or (tm.base_table is not None and tm.base_table in tablets):
+            continue  # a co-located table resizes with its base
+        total = _group_bytes(tablets, group_ids(table_id, tablets, inputs, followers), sizes)
         size = None if total is None else TableSize(tm.tablet_count, total, tm.resize)
         sizing[table_id] = replace(table, size=size)
     plans = plan_resizes(sizing, inputs.shape, inputs.config)
@@ -119,7 +121,7 @@ def decide(
         kind = plans[table_id]
         if kind is ResizeState.NONE:
             continue
-        group = [tablets[t] for t in (table_id, *inputs.colocated.get(table_id, ())) if t in tablets]
+        group = [tablets[t] for t in group_ids(table_id, tablets, inputs, followers) if t in tablets]
         if any(h not in alive for tm in group for h in _hosts(tm)):
             continue
         if kind is ResizeState.MERGE and not all(_siblings_colocated(tm) for tm in group):
@@ -133,6 +135,19 @@ def decide(
         )
         return Decision(table_id, kind, why)
     return None
+
+
+def group_ids(
+    table_id: uuid.UUID,
+    tablets: Mapping[uuid.UUID, TabletMap],
+    inputs: ResizeInputs,
+    followers: Mapping[uuid.UUID, tuple[uuid.UUID, ...]] | None = None,
+) -> tuple[uuid.UUID, ...]:
+    """The table and every table co-located with it (its map names it as ``base_table``, or the
+    catalog says it is its CDC log): they split and merge together, in one cut-over."""
+    found = followers_of(tablets) if followers is None else followers
+    others = set(inputs.colocated.get(table_id, ())) | set(found.get(table_id, ()))
+    return (table_id, *sorted(others - {table_id}, key=lambda t: t.bytes))
 
 
 def _group_bytes(
@@ -172,6 +187,9 @@ def resizing(tablets: Mapping[uuid.UUID, TabletMap]) -> list[TabletMap]:
 def base_of(group: list[TabletMap], inputs: ResizeInputs | None) -> uuid.UUID:
     """The table that decided the resize of ``group`` (its co-located tables follow it)."""
     ids = {tm.table_id for tm in group}
+    bases = [tm.table_id for tm in group if tm.base_table is None]
+    if len(bases) == 1:
+        return bases[0]
     if inputs is not None:
         for table_id in sorted(ids, key=lambda t: t.bytes):
             if set(inputs.colocated.get(table_id, ())) <= ids and table_id in inputs.tables:
@@ -188,7 +206,7 @@ def begin(
 ) -> TopologyCommand:
     """Prepare: the group's maps marked for the resize; version + 1 (the barrier before copying
     waits for every live node to write both)."""
-    group = [decision.table_id, *inputs.colocated.get(decision.table_id, ())]
+    group = group_ids(decision.table_id, tablets, inputs)
     updates = tuple(
         map_update(tablets[t], replace(tablets[t], resize=decision.kind)) for t in group if t in tablets
     )

@@ -303,3 +303,20 @@ def test_paused_balancing_holds_resizes_back_and_rolls_a_prepared_one_back() -> 
     c.resize = replace(inputs(), paused="backup")
     action = c.step()
     assert isinstance(action, co.Propose) and action.command.reason == "roll back resize: backup"
+
+
+def test_a_map_co_located_by_base_table_resizes_with_its_base_and_stays_co_located() -> None:
+    from tabletdb.tablets.colocation import follow_map, separated
+
+    tm = colocated(8)
+    c = resizing_cluster(tm, 3 * TARGET)
+    c.tablets[LOG] = follow_map(tm, LOG)
+    c.sizes = {**sizes(8, 3 * TARGET), **sizes(8, 0, LOG)}
+    c.resize = inputs()  # the catalog names no CDC log: the maps' base_table does
+    c.resize = replace(c.resize, tables={**c.resize.tables, LOG: c.resize.tables[TABLE]})
+    for _ in range(6):
+        c.execute(c.step())
+        assert separated(c.tablets) == []
+        if c.tablets[TABLE].tablet_count == 16:
+            break
+    assert c.tablets[LOG] == follow_map(c.tablets[TABLE], LOG) and c.tablets[LOG].tablet_count == 16
