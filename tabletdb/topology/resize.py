@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from tabletdb.cdc.tablet_streams import StreamSet, StreamSets, next_stream_set
+from tabletdb.tablets.colocation import followers_of
 from tabletdb.tablets.count import (
     ClusterShape,
     ResizeState,
@@ -42,7 +43,6 @@ from tabletdb.tablets.count import (
     TableSizing,
     plan_resizes,
 )
-from tabletdb.tablets.colocation import followers_of
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.topology.commands import MapUpdate, TopologyCommand, map_update
