@@ -166,6 +166,8 @@ def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterS
     for table_id, tm in sorted(changed.items(), key=lambda kv: kv[0].bytes):
         maps = maps.set(table_id, tm)
     metadata = replace(state.metadata, tablets=maps)
+    if entry.command.stream_sets:  # a resize cut-over of a CDC table opens its new streams
+        metadata = replace(metadata, cdc_stream_sets=(*metadata.cdc_stream_sets, *entry.command.stream_sets))
     members = _without_left(state.topology, topology)
     return replace(state, metadata=metadata, topology=members, topology_state=topology), Applied(
         entry.command_id, True

@@ -49,6 +49,10 @@ class TabletPlanner:
         self._this_node = this_node
         self._load = ReplicaLoad()
 
+    @property
+    def sizing(self) -> SizingConfig:
+        return self._sizing
+
     def now_micros(self) -> int:
         return int(self._clock() * 1_000_000)
 

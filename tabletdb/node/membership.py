@@ -20,6 +20,7 @@ from tabletdb.coordinator.context import Replicas, Timeouts
 from tabletdb.coordinator.placement import ReplicaPlacement
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.tablet_planning import TabletPlanner
+from tabletdb.group0.tablet_resize import ResizeInputsCache
 from tabletdb.group0.topology import NodeRecord, raft_id_of
 from tabletdb.net.failure_detector import FailureDetector, Members, Transition
 from tabletdb.node.config import NodeConfig
@@ -31,13 +32,17 @@ from tabletdb.node.group0_shell.service import Group0Service, SchemaListener
 from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
 from tabletdb.node.range_streaming import RangeStreaming
 from tabletdb.node.replica_service import ViewMaintenance, build_replicas, register_replica_verbs
+from tabletdb.node.tablet_load import TabletLoadStats
+from tabletdb.node.tablet_resize import TabletResize
 from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.query.auth_check import create_default_superuser
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.replica.storage_service import StorageService
+from tabletdb.schema.model import TableDef
 from tabletdb.systables.node_info import RaftInfo
 from tabletdb.systables.version_reads import Settle
+from tabletdb.tablets.load_stats import TabletSizes
 from tabletdb.topology import coordinator as co
 from tabletdb.topology.states import NodeState
 
@@ -145,6 +150,10 @@ class ClusterMember:
         )
         self._paxos: PaxosService | None = None
         self._topology_task: asyncio.Task[None] | None = None
+        self._sweep_task: asyncio.Task[None] | None = None
+        self._sizing = planner.sizing
+        self.tablet_load: TabletLoadStats | None = None
+        """Set by the runner before ``start``: the coordinator polls tablet sizes through it."""
 
     def _halt(self, failure: ApplyFailed) -> None:
         self.halted = True
@@ -166,6 +175,14 @@ class ClusterMember:
         self.streaming = TabletStreaming(rpc, storage, lambda table_id: self.group0.catalog.by_id(table_id))
         """Tablet copy/stream/cleanup verbs, what the topology coordinator moves replicas with."""
         self.streaming.register()
+        self.resizing = TabletResize(
+            rpc,
+            storage,
+            lambda table_id: self.group0.catalog.by_id(table_id),
+            lambda: self.group0.barrier.ask(raft_id_of(self.group0.record.host_id)),
+        )
+        """The resize copy verb and the sweep of unused tablet file generations."""
+        self.resizing.register()
         me = raft_id_of(self.group0.record.host_id)
         self.ranges = RangeStreaming(
             rpc,
@@ -222,6 +239,7 @@ class ClusterMember:
             return False
         self._failure_detector.start()
         self._topology_task = asyncio.create_task(self._topology(stop))
+        self._sweep_task = asyncio.create_task(self.resizing.sweep_forever(self._tablet_tables, stop))
         if group0.replaces is not None:
             log.info("replacing node %s: serving once its replicas are in place", group0.replaces)
             if not await _unless_stopped(group0.wait_until_replaced(), stop):
@@ -248,6 +266,11 @@ class ClusterMember:
             runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
+
+    def _tablet_tables(self) -> list[TableDef]:
+        catalog = self.group0.catalog
+        found = (catalog.by_id(t) for t in self.group0.state.metadata.tablets)
+        return [t for t in found if t is not None]
 
     def _topology_io(self) -> TopologyIo:
         group0, streaming = self.group0, self.streaming
@@ -276,13 +299,22 @@ class ClusterMember:
             tidy=tidy,
             stream_ranges=self.ranges.stream,
             cleanup_ranges=self.ranges.cleanup,
+            resize=lambda t: self.resizing.resize(raft_id_of(t.key[0]), t),
+            resize_inputs=ResizeInputsCache(self._sizing),
+            sizes=self._tablet_sizes if self.tablet_load is not None else None,
         )
 
+    async def _tablet_sizes(self) -> TabletSizes:
+        assert self.tablet_load is not None
+        sizes, _ = await self.tablet_load.cluster()
+        return sizes
+
     async def stop(self) -> None:
-        if self._topology_task is not None:
-            self._topology_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._topology_task
+        for task in (self._topology_task, self._sweep_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._paxos is not None:
             self._paxos.close()
         await self._failure_detector.stop()

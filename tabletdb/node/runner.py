@@ -198,6 +198,8 @@ class Node:
         self.rest_api: RestApi | None = None
         self.ops = self._operator_view()
         self.tablet_load = self._tablet_load()
+        if isinstance(self.membership, ClusterMember):
+            self.membership.tablet_load = self.tablet_load  # the resize re-evaluation polls sizes
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
 
     def _operator_view(self) -> NodeOps:

@@ -16,9 +16,8 @@ from typing import Protocol
 
 from tabletdb.dht.token import TokenRange
 from tabletdb.replica.cdc_log import CdcLog
-from tabletdb.replica.stores import DataStores
+from tabletdb.replica.stores import Committer, DataStores
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.mutation import FULL_SLICE, ClusteringSlice, Mutation
 from tabletdb.storage.reconcile import PartitionData
 from tabletdb.storage.tablet_store import ScanPage, ScanPosition, TabletStore
@@ -89,7 +88,7 @@ class LocalReplica:
         """Apply durably: one group-commit entry per store, done once the commit is."""
         if len(mutations) == 1:
             return self.stores.committer(table, mutations[0].token).apply(mutations)
-        by_store: dict[int, tuple[GroupCommitter, list[Mutation]]] = {}
+        by_store: dict[int, tuple[Committer, list[Mutation]]] = {}
         for m in mutations:
             committer = self.stores.committer(table, m.token)
             by_store.setdefault(id(committer), (committer, []))[1].append(m)

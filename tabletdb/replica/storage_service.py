@@ -32,7 +32,7 @@ from pathlib import Path
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.dht.sharding import shard_of
 from tabletdb.dht.token import FULL_RING, TokenRange
-from tabletdb.replica.stores import Segment
+from tabletdb.replica.stores import Committer, Segment, WriteBoth
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.storage.batch_rows import BatchRows
@@ -42,7 +42,8 @@ from tabletdb.storage.group_commit import GroupCommitter
 from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
 from tabletdb.storage.snapshot_files import SIDE_FILES
 from tabletdb.storage.tablet_store import TabletCorrupt, TabletStore
-from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup
+from tabletdb.tablets.count import ResizeState
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup, split_point
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,12 @@ def table_directory(data_dir: Path, table: TableDef) -> Path:
     return data_dir / table_directory_name(table.keyspace, table.name, table.id)
 
 
-def tablet_file(data_dir: Path, table: TableDef, shard: int, tablet_id: int) -> Path:
-    return table_directory(data_dir, table) / f"shard-{shard}" / f"tablet-{tablet_id}.db"
+def tablet_file(data_dir: Path, table: TableDef, shard: int, tablet_id: int, generation: int = 0) -> Path:
+    """A tablet replica's file; ``generation`` is the map's ``resize_seq_number`` (a split or merge
+    renumbers tablets, so each generation has its own names: ``tablet-<id>.db`` for the first,
+    ``tablet-<id>.g<generation>.db`` after)."""
+    name = f"tablet-{tablet_id}.db" if generation == 0 else f"tablet-{tablet_id}.g{generation}.db"
+    return table_directory(data_dir, table) / f"shard-{shard}" / name
 
 
 def vnode_file(data_dir: Path, table: TableDef, shard: int) -> Path:
@@ -111,7 +116,7 @@ class StorageService:
         self._tablet_maps = tablet_maps
         self._open: dict[Path, GroupCommitter] = {}
         self._known_tables: FrozenMap[uuid.UUID, tuple[str, str]] | None = None
-        self._by_key: dict[tuple[int, int], tuple[TabletMap | None, GroupCommitter]] = {}
+        self._by_key: dict[tuple[int, int], tuple[TabletMap | None, Committer]] = {}
         """(table id as an int, tablet id or -1 - shard) -> (the map it was computed from,
         committer). Keyed by ``UUID.int``, not the UUID: ``uuid.UUID.__hash__`` is Python code and
         every mutation looks up here; an int hashes in C and compares equal exactly when the
@@ -125,18 +130,26 @@ class StorageService:
 
     # -- lookup ------------------------------------------------------------------------------
 
-    def committer(self, table: TableDef, token: int) -> GroupCommitter:
+    def committer(self, table: TableDef, token: int) -> Committer:
         table_int = table.id.int
         tablet_map = self._map_of(table.id)
         if tablet_map is None:
             key = (table_int, -1 - shard_of(token, self.smp, self.ignore_msb))
-        else:
+        elif tablet_map.resize is ResizeState.NONE:
             key = (table_int, tablet_map.tablet_id_of(token))
+        else:  # the two halves of a splitting tablet are written to different next files
+            key = (table_int, _RESIZING - 2 * tablet_map.tablet_id_of(token) - _upper_half(tablet_map, token))
         found = self._by_key.get(key)
         if found is not None and found[0] is tablet_map:
             return found[1]
         # the path maths is slow next to a dict lookup: done once per store and tablet map
-        committer = self._committer_at(self._path_for(table, token))
+        current = self._committer_at(self._path_for(table, token))
+        committer: Committer = current
+        if tablet_map is not None and tablet_map.resize is not ResizeState.NONE:
+            # a resize is being prepared: the write also goes to the file it will live in next
+            next_path = self.next_generation_path(table, tablet_map, token)
+            if next_path is not None:
+                committer = WriteBoth(current.store, (current, self._committer_at(next_path)))
         self._by_key[key] = (tablet_map, committer)
         return committer
 
@@ -146,6 +159,23 @@ class StorageService:
     def path_of(self, table: TableDef, token: int) -> Path:
         """The file holding ``token`` of ``table`` on this node."""
         return self._path_for(table, token)
+
+    def open_committer(self, path: Path) -> GroupCommitter:
+        """The committer of the store at ``path`` (opened if needed): a resize copies into it."""
+        return self._committer_at(path)
+
+    def next_generation_path(self, table: TableDef, tablet_map: TabletMap, token: int) -> Path | None:
+        """While ``tablet_map`` is being split or merged, the file ``token`` will live in after the
+        cut-over on this node (same shard as now); None if this node holds no replica of it."""
+        tablet_id = tablet_map.tablet_id_of(token)
+        shard = self._local_shard(table, _every_replica(tablet_map.tablets[tablet_id]), tablet_id)
+        if shard is None:
+            return None
+        if tablet_map.resize is ResizeState.SPLIT:
+            next_id = 2 * tablet_id + _upper_half(tablet_map, token)
+        else:
+            next_id = tablet_id // 2
+        return tablet_file(self.data_dir, table, shard, next_id, tablet_map.resize_seq_number + 1)
 
     # -- damaged files -------------------------------------------------------------------------
 
@@ -224,7 +254,7 @@ class StorageService:
             shard = self._local_shard(table, _every_replica(info), tablet_id)
             if shard is None:
                 continue
-            path = tablet_file(self.data_dir, table, shard, tablet_id)
+            path = tablet_file(self.data_dir, table, shard, tablet_id, tablet_map.resize_seq_number)
             out.append(Segment(tablet_map.range_of(tablet_id), (self._committer_at(path).store,)))
         return out
 
@@ -242,7 +272,7 @@ class StorageService:
         for tablet_id, info in enumerate(tablet_map.tablets):
             shard = self._local_shard(table, _every_replica(info), tablet_id)
             if shard is not None:
-                path = tablet_file(self.data_dir, table, shard, tablet_id)
+                path = tablet_file(self.data_dir, table, shard, tablet_id, tablet_map.resize_seq_number)
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
         return out
 
@@ -319,7 +349,7 @@ class StorageService:
                 f"tablet {tablet_id} of {table.keyspace}.{table.name} has no replica on this node "
                 f"({self.host_id}); its replication places it elsewhere"
             )
-        return tablet_file(self.data_dir, table, shard, tablet_id)
+        return tablet_file(self.data_dir, table, shard, tablet_id, tablet_map.resize_seq_number)
 
     def _local_shard(
         self, table: TableDef, replicas: Sequence[tuple[uuid.UUID, int]], tablet_id: int
@@ -400,6 +430,18 @@ class StorageService:
         if self._node_commit is not None:
             self._node_commit.close()
             self._node_commit = None
+
+
+_RESIZING = -(1 << 40)
+"""Cache keys of a resizing map's stores: below every shard key (-1 - shard)."""
+
+
+def _upper_half(tablet_map: TabletMap, token: int) -> int:
+    """1 if ``token`` falls in the upper half of its tablet when the map splits (else 0; and 0
+    while merging, where both siblings' writes go to one next file but their own current files)."""
+    if tablet_map.resize is not ResizeState.SPLIT:
+        return 0
+    return int(token > split_point(tablet_map, tablet_map.tablet_id_of(token)))
 
 
 def _every_replica(info: TabletInfo) -> Sequence[tuple[uuid.UUID, int]]:

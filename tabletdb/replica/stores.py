@@ -8,8 +8,9 @@ table's shards) is merged by the reader.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,6 +19,7 @@ from tabletdb.cql.errors import ReadFailure
 from tabletdb.dht.token import TokenRange
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.group_commit import GroupCommitter
+from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.tablet_store import StorageError, TabletStore
 from tabletdb.tablets.tablet_map import TabletMap
 
@@ -28,8 +30,32 @@ class Segment:
     stores: tuple[TabletStore, ...]
 
 
+class Committer(Protocol):
+    """Where a write of one token goes: one store's group committer, or two while a resize is
+    prepared (``WriteBoth``); reads use ``store``."""
+
+    @property
+    def store(self) -> TabletStore: ...
+
+    def apply(self, mutations: Sequence[Mutation]) -> Awaitable[object]: ...
+
+
+class WriteBoth:
+    """A write applied to the current file and to the next generation's (a split or merge being
+    prepared: ``topology.resize``); durable once both are. Reads stay on ``store`` (the current)."""
+
+    __slots__ = ("committers", "store")
+
+    def __init__(self, store: TabletStore, committers: tuple[GroupCommitter, GroupCommitter]) -> None:
+        self.store = store
+        self.committers = committers
+
+    def apply(self, mutations: Sequence[Mutation]) -> Awaitable[object]:
+        return asyncio.gather(*(c.apply(mutations) for c in self.committers))
+
+
 class DataStores(Protocol):
-    def committer(self, table: TableDef, token: int) -> GroupCommitter:
+    def committer(self, table: TableDef, token: int) -> Committer:
         """The group committer of the store that owns ``token`` of ``table`` on this node."""
         ...
 

@@ -119,7 +119,8 @@ def drop_tablet(storage: StorageService, table: TableDef, tablet_id: int, shard:
                 f"tablet {tablet_id} of {table.keyspace}.{table.name} is still served by this node "
                 f"({storage.host_id}, shard {shard}); cleanup only deletes a replica that moved away"
             )
-    path = tablet_file(storage.data_dir, table, shard, tablet_id)
+    generation = 0 if tablet_map is None else tablet_map.resize_seq_number
+    path = tablet_file(storage.data_dir, table, shard, tablet_id, generation)
     removed = storage.remove_file(path)
     if removed is None:
         raise TabletBusy(f"tablet file {path} has writes in flight; retry the cleanup")

@@ -148,17 +148,9 @@ class TabletMap:
         """Every tablet i becomes 2i and 2i+1, halves of its range, on the same replicas."""
         self._require_no_transitions("split")
         tablets: list[TabletInfo] = []
-        previous_end = -1  # unbiased end of the previous tablet; tablet 0 starts at unbiased 0
-        for tablet in self.tablets:
-            end = unbias(tablet.last_token)
-            if end - previous_end < 2:
-                raise ValueError(
-                    f"tablet ending at {tablet.last_token} of table {self.table_id} is too small to split"
-                )
-            middle = previous_end + (end - previous_end) // 2
-            tablets.append(TabletInfo(bias(middle), tablet.replicas))
+        for tablet_id, tablet in enumerate(self.tablets):
+            tablets.append(TabletInfo(split_point(self, tablet_id), tablet.replicas))
             tablets.append(TabletInfo(tablet.last_token, tablet.replicas))
-            previous_end = end
         return replace(
             self,
             tablets=tuple(tablets),
@@ -211,6 +203,16 @@ class TabletMap:
                 f"tablet id {tablet_id} is out of range for table {self.table_id} "
                 f"with {self.tablet_count} tablets"
             )
+
+
+def split_point(tm: TabletMap, tablet_id: int) -> int:
+    """The last token of the left half when tablet ``tablet_id`` splits (the middle of its range)."""
+    end = unbias(tm.tablets[tablet_id].last_token)
+    previous_end = -1 if tablet_id == 0 else unbias(tm.tablets[tablet_id - 1].last_token)
+    if end - previous_end < 2:
+        last = tm.tablets[tablet_id].last_token
+        raise ValueError(f"tablet ending at {last} of table {tm.table_id} is too small to split")
+    return bias(previous_end + (end - previous_end) // 2)
 
 
 class TabletMapLookup:

@@ -15,8 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tabletdb.cdc.tablet_streams import StreamSet, stream_sets_from_plain, stream_sets_to_plain
+from tabletdb.tablets.count import ResizeState
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
-from tabletdb.tablets.wire import tablet_info_from_plain, tablet_info_to_plain
+from tabletdb.tablets.wire import (
+    tablet_info_from_plain,
+    tablet_info_to_plain,
+    tablet_map_from_plain,
+    tablet_map_to_plain,
+)
 from tabletdb.topology.state import TopologyState, state_from_plain, state_to_plain
 
 COMMAND_FORMAT = 1
@@ -33,6 +40,30 @@ class TabletUpdate:
 
 
 @dataclass(frozen=True)
+class MapUpdate:
+    """Replace a table's whole map (a resize: begun, rolled back, or cut over), if it still has
+    the resize sequence number, resize state and tablet count it was decided on."""
+
+    table_id: uuid.UUID
+    before_seq: int
+    before_resize: ResizeState
+    before_count: int
+    after: TabletMap
+
+    def matches(self, tm: TabletMap | None) -> bool:
+        return (
+            tm is not None
+            and tm.resize_seq_number == self.before_seq
+            and tm.resize is self.before_resize
+            and tm.tablet_count == self.before_count
+        )
+
+
+def map_update(before: TabletMap, after: TabletMap) -> MapUpdate:
+    return MapUpdate(before.table_id, before.resize_seq_number, before.resize, before.tablet_count, after)
+
+
+@dataclass(frozen=True)
 class TopologyCommand:
     prev_state_id: uuid.UUID
     topology: TopologyState
@@ -40,6 +71,10 @@ class TopologyCommand:
     tablet_updates: tuple[TabletUpdate, ...] = ()
     reason: str = ""
     """One line for logs and traces (`start leave of ...`, `advance 4 tablets to streaming`)."""
+    map_updates: tuple[MapUpdate, ...] = ()
+    """Whole maps a resize replaces (``topology.resize``); applied after ``tablet_updates``."""
+    stream_sets: tuple[StreamSet, ...] = ()
+    """CDC stream sets a resize cut-over opens (a CDC table's tablets changed)."""
 
     @property
     def new_state_id(self) -> uuid.UUID:
@@ -60,6 +95,13 @@ def apply_tablet_updates(
     return changed
 
 
+def apply_map_updates(
+    maps: Mapping[uuid.UUID, TabletMap], updates: Sequence[MapUpdate]
+) -> dict[uuid.UUID, TabletMap]:
+    """The maps that whole-map `updates` replace (a table dropped or changed meanwhile is left alone)."""
+    return {u.table_id: u.after for u in updates if u.matches(maps.get(u.table_id))}
+
+
 def apply_command(
     topology: TopologyState, tablets: Mapping[uuid.UUID, TabletMap], command: TopologyCommand
 ) -> tuple[TopologyState, dict[uuid.UUID, TabletMap], bool]:
@@ -67,7 +109,10 @@ def apply_command(
     (False: the state moved on since the command was decided; nothing changes)."""
     if command.prev_state_id != topology.state_id:
         return topology, {}, False
-    return command.topology, apply_tablet_updates(tablets, command.tablet_updates), True
+    changed = apply_tablet_updates(tablets, command.tablet_updates)
+    if command.map_updates:
+        changed.update(apply_map_updates({**tablets, **changed}, command.map_updates))
+    return command.topology, changed, True
 
 
 def command_to_plain(c: TopologyCommand) -> dict[str, Any]:
@@ -80,7 +125,27 @@ def command_to_plain(c: TopologyCommand) -> dict[str, Any]:
             for u in c.tablet_updates
         ],
         "why": c.reason,
+        **_resize_to_plain(c),
     }
+
+
+def _resize_to_plain(c: TopologyCommand) -> dict[str, Any]:
+    """Only a resize step carries these keys, so other commands encode as before."""
+    out: dict[str, Any] = {}
+    if c.map_updates:
+        out["maps"] = [
+            [
+                u.table_id.bytes,
+                u.before_seq,
+                u.before_resize.value,
+                u.before_count,
+                tablet_map_to_plain(u.after),
+            ]
+            for u in c.map_updates
+        ]
+    if c.stream_sets:
+        out["cdc"] = stream_sets_to_plain(c.stream_sets)
+    return out
 
 
 def command_from_plain(d: dict[str, Any]) -> TopologyCommand:
@@ -96,4 +161,9 @@ def command_from_plain(d: dict[str, Any]) -> TopologyCommand:
             for t, i, b, a in d["tablets"]
         ),
         d["why"],
+        tuple(
+            MapUpdate(uuid.UUID(bytes=bytes(t)), int(seq), ResizeState(rs), int(n), tablet_map_from_plain(m))
+            for t, seq, rs, n, m in d.get("maps", ())
+        ),
+        stream_sets_from_plain(d.get("cdc", ())),
     )

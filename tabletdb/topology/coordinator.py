@@ -25,6 +25,7 @@ from tabletdb.tablets.colocation import mirror_updates
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.migration import STAGE_ORDER, advance_stage
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
+from tabletdb.topology import resize as rs
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.balancing import plan_round
 from tabletdb.topology.commands import TabletUpdate, TopologyCommand
@@ -62,6 +63,8 @@ class View:
     """``ClusterState.balancing_enabled``: when idle, start a round of balancer moves."""
     tablet_sizes: Mapping[TabletKey, int] = field(default_factory=dict)
     """Bytes per tablet from the nodes' load statistics (``tablets.load_stats``)."""
+    resize: rs.ResizeInputs | None = None
+    """What the resize re-evaluation needs (None: no resize is begun; one in progress goes on)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class Observations:
     cleaned: frozenset[MoveKey] = frozenset()
     ranges_streamed: frozenset[vp.RangeKey] = frozenset()
     ranges_cleaned: frozenset[vp.CleanKey] = frozenset()
+    resized: frozenset[rs.ResizeKey] = frozenset()
+    """Hosts that copied their files into the next generation, per resize attempt."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,7 @@ class Propose:
     command: TopologyCommand
 
 
-Action = Idle | Barrier | Stream | Cleanup | Propose | vp.StreamRanges | vp.CleanupRanges
+Action = Idle | Barrier | Stream | Cleanup | Propose | vp.StreamRanges | vp.CleanupRanges | rs.ResizeFiles
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,9 @@ def step(
         cleaning = _cleanup(view, obs, new_id)
         if cleaning is not None:
             return cleaning
+        resizing = _resize(view, obs, new_id, config)
+        if resizing is not None:
+            return resizing
         if not t.queue:
             if view.balancing:
                 started = plan_round(t, view.tablets, view.shards, view.locations, view.tablet_sizes, new_id)
@@ -262,6 +270,33 @@ def _cleanup(view: View, obs: Observations, new_id: uuid.UUID) -> Action | None:
     if isinstance(found, vp.Next):
         return _command(view, new_id, found.topology, [], found.reason)
     return found
+
+
+def _resize(view: View, obs: Observations, new_id: uuid.UUID, config: CoordinatorConfig) -> Action | None:
+    """A resize (``topology.resize``) in progress goes on, or rolls back for a queued request or a
+    replica down too long; with none, and nothing queued, the next one may begin."""
+    t = view.topology
+    group = rs.resizing(view.tablets)
+    paused = "" if view.resize is None else view.resize.paused
+    if not group:
+        if t.queue or view.resize is None or paused:
+            return None
+        decision = rs.decide(view.tablets, view.resize, view.tablet_sizes, obs.alive)
+        return None if decision is None else Propose(rs.begin(t, view.tablets, view.resize, decision, new_id))
+    why = f"{t.queue[0].kind.value} of {t.queue[0].host_id} is queued and goes first" if t.queue else ""
+    why = (
+        why
+        or paused
+        or rs.needed_down(group, obs.alive, obs.down_since, obs.now_ms, config.rollback_after_ms)
+    )
+    if why:
+        return Propose(rs.roll_back(t, group, why, new_id))
+    if obs.barrier_version < t.version:
+        return Barrier(t.version, _members(t))
+    tasks = rs.tasks(group, rs.base_of(group, view.resize), t.version, obs.resized)
+    if tasks:
+        return rs.ResizeFiles(tasks)
+    return Propose(rs.cut_over(t, group, view.resize, new_id))
 
 
 def _vnode_phase(

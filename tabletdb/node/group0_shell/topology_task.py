@@ -19,12 +19,14 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.topology import coordinator as co
+from tabletdb.topology import resize as rs
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TopologyCommand
 
@@ -58,6 +60,12 @@ class TopologyIo:
     stream_ranges: Callable[[vp.RangeStreamTask], Awaitable[object]] | None = None
     cleanup_ranges: Callable[[vp.RangeCleanupTask], Awaitable[object]] | None = None
     """Vnode ranges: streamed to a node that gains them, dropped by a node that lost them."""
+    resize: Callable[[rs.ResizeTask], Awaitable[object]] | None = None
+    """A replica host copies its files into the next generation (``node.tablet_resize``)."""
+    resize_inputs: Callable[[ClusterState, int], rs.ResizeInputs] | None = None
+    """What the resize re-evaluation needs, for a state and the wall clock in µs (None: no resize)."""
+    sizes: Callable[[], Awaitable[Mapping[TabletKey, int]]] | None = None
+    """Every tablet's bytes from the members' load statistics (``node.tablet_load``)."""
 
 
 def view_of(state: ClusterState) -> co.View:
@@ -90,6 +98,7 @@ class TopologyTask:
         self.obs = co.Observations(alive=frozenset())
         self._down_since: dict[uuid.UUID, int] = {}
         self._leading = False
+        self._sizes = _SizesPoll()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Step while this node leads group0, until ``stop`` is set."""
@@ -129,7 +138,13 @@ class TopologyTask:
             else:
                 self._down_since.setdefault(h, now)
         self.obs = replace(self.obs, alive=alive, now_ms=now, down_since=dict(self._down_since))
-        action = co.step(view_of(state), self.obs, uuid.uuid1(), self.config)
+        view = view_of(state)
+        if self.io.resize_inputs is not None:
+            sizes = await self._sizes.poll(state, self.io.sizes)
+            view = replace(view, resize=self.io.resize_inputs(state, int(time.time() * 1_000_000)))
+            if sizes is not None:
+                view = replace(view, tablet_sizes=sizes)
+        action = co.step(view, self.obs, uuid.uuid1(), self.config)
         if isinstance(action, co.Barrier):
             await self._barrier(action, alive)
         elif isinstance(action, co.Stream):
@@ -144,6 +159,8 @@ class TopologyTask:
         elif isinstance(action, vp.CleanupRanges):
             cleaned = await self._ranges(action.tasks, self.io.cleanup_ranges, "cleanup")
             self.obs = replace(self.obs, ranges_cleaned=self.obs.ranges_cleaned | cleaned)
+        elif isinstance(action, rs.ResizeFiles):
+            self.obs = replace(self.obs, resized=self.obs.resized | await self._resize(action.tasks, alive))
         elif isinstance(action, co.Propose):
             log.info("topology coordinator proposes: %s", action.command.reason)
             await self.io.submit(action.command)
@@ -173,6 +190,23 @@ class TopologyTask:
             await asyncio.sleep(RETRY_WAIT)
         return frozenset(done)
 
+    async def _resize(
+        self, tasks: tuple[rs.ResizeTask, ...], alive: frozenset[uuid.UUID]
+    ) -> frozenset[rs.ResizeKey]:
+        """Each live host's copy at once; the keys of those that succeeded."""
+        run = self.io.resize
+        if run is None:
+            raise RuntimeError("this node cannot resize tablets (no verb wired)")
+        live = [t for t in tasks if t.key[0] in alive]
+        outcomes = await asyncio.gather(*(run(t) for t in live), return_exceptions=True)
+        done = frozenset(t.key for t, o in zip(live, outcomes) if not isinstance(o, BaseException))
+        for task, outcome in zip(live, outcomes):
+            if isinstance(outcome, BaseException):
+                log.info("tablet %s copy on %s failed: %s", task.kind.value, task.key[0], outcome)
+        if len(done) < len(tasks):
+            await asyncio.sleep(RETRY_WAIT)
+        return done
+
     async def _barrier(self, action: co.Barrier, alive: frozenset[uuid.UUID]) -> None:
         live = [h for h in action.nodes if h in alive]
         answers = await asyncio.gather(*(self.io.barrier(h) for h in live), return_exceptions=True)
@@ -197,6 +231,43 @@ class TopologyTask:
         if len(done) < len(tasks):
             await asyncio.sleep(RETRY_WAIT)
         return done
+
+
+SIZES_EVERY_S = 5.0
+"""Seconds between polls of the members' tablet sizes (each member stats its files)."""
+SETTLE_S = 2.0
+"""A poll counts only if the tablet maps did not change for this long before it began: a member
+that had not applied the latest maps yet would report sizes of tablets that no longer exist."""
+
+
+class _SizesPoll:
+    """The latest sizes polled, valid only for the tablet maps they were taken under."""
+
+    def __init__(self) -> None:
+        self._maps: object = None
+        self._maps_since = 0.0
+        self._taken_at = -SIZES_EVERY_S
+        self._sizes: Mapping[TabletKey, int] | None = None
+        self._for_maps: object = None
+
+    async def poll(
+        self, state: ClusterState, sizes: Callable[[], Awaitable[Mapping[TabletKey, int]]] | None
+    ) -> Mapping[TabletKey, int] | None:
+        now = time.monotonic()
+        maps = state.metadata.tablets
+        if maps is not self._maps:
+            self._maps, self._maps_since = maps, now
+        quiet = state.topology_state.transition is None and not rs.resizing(maps)
+        due = now - self._taken_at >= SIZES_EVERY_S and now - self._maps_since >= SETTLE_S
+        if sizes is not None and quiet and due:
+            self._taken_at = now
+            try:
+                found: Mapping[TabletKey, int] | None = await sizes()
+            except Exception as exc:  # an unanswered poll: no sizes, so no resize decision
+                log.info("tablet sizes poll failed: %r", exc)
+                found = None
+            self._sizes, self._for_maps = found, maps
+        return self._sizes if self._for_maps is maps else None
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:

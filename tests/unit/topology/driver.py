@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from tabletdb.tablets.tablet_map import TabletMap, TabletReplica
 from tabletdb.topology import coordinator as co
+from tabletdb.topology import resize as rs
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TopologyCommand, apply_command
 from tabletdb.topology.requests import enqueue
@@ -43,6 +44,7 @@ class Cluster:
     vnode: vp.VnodeView = field(default_factory=lambda: vp.VnodeView({}, (), {}))
     balancing: bool = False
     sizes: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
+    resize: rs.ResizeInputs | None = None
 
     def view(self) -> co.View:
         shards = {h: 2 for h in self.topology.nodes}
@@ -54,6 +56,7 @@ class Cluster:
             vnode=self.vnode,
             balancing=self.balancing,
             tablet_sizes=self.sizes,
+            resize=self.resize,
         )
 
     def apply(self, command: TopologyCommand) -> bool:
@@ -90,6 +93,8 @@ class Cluster:
         elif isinstance(action, vp.CleanupRanges):
             cleaned = {(t.host, t.version) for t in action.tasks}
             self.obs = replace(self.obs, ranges_cleaned=self.obs.ranges_cleaned | cleaned)
+        elif isinstance(action, rs.ResizeFiles):
+            self.obs = replace(self.obs, resized=self.obs.resized | {t.key for t in action.tasks})
         elif isinstance(action, co.Propose):
             assert self.apply(action.command), action.command.reason
 
