@@ -11,13 +11,15 @@ which stays throughout. The cluster then changes shape while they run:
 
 Afterwards every acknowledged write of both keyspaces reads back at QUORUM and at ALL through
 each remaining node, each counter equals its acknowledged rounds (within the unanswered ones),
-every remaining node is `normal` with its vnode cleanup done, and the others are `left`.
+every remaining node is `normal` with its vnode cleanup done, and the others are `left`. While
+nodes bootstrap, ``system.peers`` never lists one before it is normal.
 ``make test`` runs a smaller variant (one node bootstraps, one is killed and removed); the whole
 scenario is slow (``make soak``).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -57,10 +59,13 @@ class Scenario:
 
     def bootstrap(self, count: int) -> list[TestNode]:
         batch = [self.factory.create(seeds=[self.nodes[0].host], options=OPTIONS) for _ in range(count)]
-        for node in batch:
-            node.start(wait=False)
-        for node in batch:
-            node.wait_ready(OPERATION_TIMEOUT)  # CQL only once it is normal
+        with PeersWatch(self.nodes[0]) as watch:
+            for node in batch:
+                node.start(wait=False)
+            for node in batch:
+                node.wait_ready(OPERATION_TIMEOUT)  # CQL only once it is normal
+        assert not watch.listed_early, watch.listed_early[:5]
+        assert watch.seen_joining, "no look at system.peers caught a node before it was normal"
         self.nodes += batch
         self.progress()
         return batch
@@ -119,6 +124,44 @@ class Scenario:
         return all(found.get(h, ("",))[0] == "left" for h in self.left) and all(
             found.get(h) == ("normal", "clean") for h in remaining
         )
+
+
+class PeersWatch:
+    """Looks at ``system.peers``, then ``system.topology``, through one node while nodes join: a
+    node still `none` or `bootstrapping` by the second look was so at the first one too (states
+    only move forward), so it must not have been listed (drivers would send it requests before
+    it serves CQL; ScyllaDB lists token ring members only)."""
+
+    def __init__(self, node: TestNode) -> None:
+        self.node = node
+        self.listed_early: list[tuple[uuid.UUID, str]] = []
+        self.seen_joining = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="peers-watch")
+
+    def __enter__(self) -> PeersWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _watch(self) -> None:
+        with session_on(self.node) as s:
+            while not self._stop.is_set():
+                try:
+                    peers = {r.host_id for r in s.execute("SELECT host_id FROM system.peers")}
+                    states = {
+                        r.host_id: r.node_state
+                        for r in s.execute("SELECT host_id, node_state FROM system.topology")
+                    }
+                except Exception:  # a busy node may time out a read: look again
+                    continue
+                joining = {h for h, state in states.items() if state in ("none", "bootstrapping")}
+                self.seen_joining += bool(joining)
+                self.listed_early += [(h, states[h]) for h in joining & peers]
+                time.sleep(0.2)
 
 
 def _run(node_factory: NodeFactory, full: bool) -> None:
