@@ -17,12 +17,22 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from tests.harness.node import NodeFactory, TestNode
 from tests.harness.process import ProcessError
 from tests.integration.test_replicated_data import OPTIONS, pinned, run, wait_for
 from tests.integration.test_topology_decommission import post
 from tests.integration.test_topology_replace import _replacing_node
-from tests.integration.test_topology_vnodes import ROWS, Traffic, host_id, load, rows, states
+from tests.integration.test_topology_vnodes import (
+    ROWS,
+    Traffic,
+    every_node_holds_its_rows,
+    host_id,
+    load,
+    rows,
+    states,
+)
 
 RF = 3
 
@@ -108,6 +118,44 @@ def test_replace_fills_the_new_node_with_vnode_ranges(node_factory: NodeFactory)
     wait_for(lambda: settled(nodes[0], dead_id), "the replaced node left and every cleanup done")
     assert states(nodes[0])[host_id(new)] == ("normal", "clean")
     check_every_node_holds_every_row([new, nodes[0], nodes[1]], expected | traffic.acked, traffic.tried)
+
+
+@pytest.mark.slow
+def test_replace_at_rf2_moves_ranges_by_the_token_difference_and_cleans_up(node_factory: NodeFactory) -> None:
+    """The replacing node comes with its own tokens: besides the dead node's ranges, ranges move
+    between the survivors and the new node, and the survivors that lost some are cleaned up."""
+    nodes = node_factory.start_cluster(4, options=OPTIONS)
+    with pinned(nodes[0]) as s:
+        run(
+            s,
+            "CREATE KEYSPACE vk WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+            "ONE",
+        )
+        run(s, "CREATE TABLE vk.t (k int PRIMARY KEY, v text)", "ONE")
+        expected = load(s, "vk.t", range(ROWS))
+    dead = nodes[3]
+    dead_id = host_id(dead)
+    dead.kill()
+    new = _replacing_node(node_factory, nodes[0], str(dead_id), None)
+    for _ in range(60):
+        new.start(wait=False)
+        if _admitted(new):
+            break
+        time.sleep(1)
+    new.wait_ready(600)
+    wait_for(lambda: settled(nodes[0], dead_id), "the replaced node left and every cleanup done")
+    survivors = [*nodes[:3], new]
+    every_node_holds_its_rows(survivors, expected, set())
+    removed = [
+        int(line.rsplit("partitions_removed=", 1)[1].split()[0].strip('"'))
+        for n in nodes[:3]
+        for line in n.log_tail(2000).splitlines()
+        if "vnode cleanup done" in line
+    ]
+    assert sum(removed) > 0, "no survivor dropped the ranges the new node took from it"
+    with pinned(new) as s:
+        for cl in ("QUORUM", "ALL"):
+            assert expected <= rows(s, "vk.t", cl), cl
 
 
 def _admitted(node: TestNode) -> bool:
