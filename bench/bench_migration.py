@@ -3,13 +3,12 @@
 Two node processes (one shard each), a tablets keyspace at RF=1 with two tablets: the placement
 puts one on each node. After `--mb` MB of 64 KiB blobs are written, the second node is
 decommissioned through REST, so exactly one tablet replica migrates (write both, the SQLite file
-copied through the online-backup API and sent whole up to 16 MiB, in 16 MiB chunks beyond,
-installed, reads switched, the old file deleted) to the first node. With the default 64 MB the
-copy goes in chunks; `--mb 16` or less sends it whole, for a comparison.
+copied through the online-backup API and sent whole, installed, reads switched, the old file
+deleted) to the first node.
 
 Figures, all from the same run:
 * `stream_MBps`: the streaming step alone, from the target's `tablet streamed ... bytes= ms=`
-  log line (copy on the source, frames over loopback, write and install on the target);
+  log line (copy on the source, one frame over loopback, write and install on the target);
 * `cp_MBps` / `cp_fsync_MBps`: `cp` of the file the migration installed on the staying node
   (its `.db` and any `-wal`) to another file on the same filesystem, without and with an fsync;
 * `stream_vs_cp`: stream_MBps / cp_MBps (goal in issue 14: >= 0.5);
