@@ -32,16 +32,13 @@ TABLE = table_def()
 
 
 class Nodes:
-    def __init__(self, tmp: Path, chunk_bytes: int | None = None) -> None:
+    def __init__(self, tmp: Path) -> None:
         nodes = [NodeCapacity(host(i), "dc1", f"r{i}", 1) for i in range(3)]
         self.maps: dict[uuid.UUID, TabletMap] = {TABLE.id: new_tablet_map(TABLE.id, 4, {"dc1": 2}, nodes)}
         self.rpcs = [RpcNode(i + 1) for i in range(3)]
         self.storages = [StorageService(tmp / f"n{i}", host(i), 1, 12, lambda: self.maps) for i in range(3)]
         tables = {TABLE.id: TABLE}
-        chunks = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
-        self.streaming = [
-            TabletStreaming(r, s, tables.get, **chunks) for r, s in zip(self.rpcs, self.storages)
-        ]
+        self.streaming = [TabletStreaming(r, s, tables.get) for r, s in zip(self.rpcs, self.storages)]
 
     async def start(self) -> None:
         for rpc, verbs in zip(self.rpcs, self.streaming):
@@ -87,8 +84,8 @@ class Nodes:
 
 
 @asynccontextmanager
-async def nodes(tmp: Path, chunk_bytes: int | None = None) -> AsyncIterator[Nodes]:
-    cluster = Nodes(tmp, chunk_bytes)
+async def nodes(tmp: Path) -> AsyncIterator[Nodes]:
+    cluster = Nodes(tmp)
     await cluster.start()
     try:
         yield cluster
@@ -175,38 +172,5 @@ def test_cleanup_deletes_only_a_replica_that_moved_away(tmp_path: Path) -> None:
             assert await c.streaming[target].cleanup(source + 1, TABLE.id, tablet_id, 0) is True
             assert not path.exists()
             assert await c.streaming[target].cleanup(source + 1, TABLE.id, tablet_id, 0) is False
-
-    run(main())
-
-
-@pytest.mark.parametrize("asked_by", ["target", "source"])
-def test_a_file_larger_than_a_chunk_streams_in_chunks(tmp_path: Path, asked_by: str) -> None:
-    """Chunks of 4 KiB here (16 MiB in a node): the copy arrives whole, and the source's staged
-    copy is gone once its last chunk was read. Asked of the source itself, it reads its own copy."""
-
-    async def main() -> None:
-        async with nodes(tmp_path, chunk_bytes=4096) as c:
-            keys = same_tablet_keys(c, 40)
-            tablet_id, (source, _), target = c.tablet_of(keys[0])
-            for i, key in enumerate(keys):
-                await c.write(source, key, b"v%d" % i * 200, 10)
-            c.move(tablet_id, source, target, TransitionStage.STREAMING)
-            asker = c.streaming[target if asked_by == "target" else source]
-            modes = await asker.stream(target + 1, TABLE.id, tablet_id, [source + 1])
-            assert modes == ["file"]
-            assert [c.values(target, k) for k in keys] == [[b"v%d" % i * 200] for i in range(len(keys))]
-            copied = [f.path for f in c.storages[target].local_files(TABLE) if f.tablet_id == tablet_id]
-            assert copied[0].stat().st_size > 2 * 4096  # so it came in several chunks
-            staged = list((c.storages[source].data_dir / ".incoming").iterdir())
-            assert not staged and not c.streaming[source]._transfers
-
-    run(main())
-
-
-def test_a_chunk_of_a_copy_the_source_does_not_hold_is_refused(tmp_path: Path) -> None:
-    async def main() -> None:
-        async with nodes(tmp_path, chunk_bytes=4096) as c:
-            with pytest.raises(RemoteError, match="is not held here"):
-                await c.rpcs[0].call(2, "tablet.chunk", [uuid.uuid4().bytes, 0], 10)
 
     run(main())
