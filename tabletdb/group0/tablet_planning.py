@@ -66,13 +66,16 @@ class TabletPlanner:
     def _members(self, cluster: ClusterState) -> Sequence[Member]:
         """Normal members only: a node still joining (or leaving) gets tablets by migration, or
         loses them, through the topology coordinator; a replica placed on it now could be lost
-        with a rolled-back join, or left behind by a decommission planned before the table. (A member
-        without a state-machine record predates it and counts as normal.)"""
+        with a rolled-back join, or left behind by a decommission planned before the table. Nor a
+        node the coordinator ignores (a dead node being replaced or removed, or named in
+        ``ignore_nodes``): its replica would never be written. (A member without a state-machine
+        record predates it and counts as normal.)"""
         topology = cluster.topology_state
         members = [
             (r.host_id, r.datacenter, r.rack, r.shard_count)
             for r in cluster.topology.members.values()
-            if r.host_id not in topology.nodes or topology.state_of(r.host_id) is NodeState.NORMAL
+            if r.host_id not in topology.ignored
+            and (r.host_id not in topology.nodes or topology.state_of(r.host_id) is NodeState.NORMAL)
         ]
         # The founder's first DDL can precede its own join record.
         return members or [self._this_node]

@@ -43,7 +43,7 @@ from tabletdb.node.operator_view import LoadReport, NodeOps
 from tabletdb.node.port_check import PortsBusy, check_ports
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
 from tabletdb.node.tablet_load import TabletLoadStats
-from tabletdb.node.topology_events import TopologyEvents
+from tabletdb.node.topology_events import TopologyEvents, in_ring
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
@@ -298,7 +298,7 @@ class Node:
                 supported_features=",".join(sorted(r.supported_features)),
             )
             for r in state.topology.members.values()
-            if r.host_id != me
+            if r.host_id != me and in_ring(state, r.host_id)
         )
         cluster = ClusterTopology(
             state.topology_state,

@@ -32,14 +32,18 @@ WAKE_INTERVAL = 1.0
 """Also look without a wake-up: a change applied between two waits is caught by the next look."""
 
 
+def in_ring(state: ClusterState, host: uuid.UUID) -> bool:
+    """Whether drivers may see member ``host``: TOPOLOGY_CHANGE announces it and ``system.peers``
+    lists it (a joining or replacing node is neither until it is normal, as in ScyllaDB, where
+    ``system.peers`` holds token ring members only: a driver would send requests to a node that
+    does not serve CQL yet). A member with no topology record predates the coordinator: in."""
+    topology_state = state.topology_state
+    return host not in topology_state.nodes or topology_state.state_of(host) in IN_RING
+
+
 def ring_addresses(state: ClusterState, me: uuid.UUID) -> dict[uuid.UUID, str]:
     """Host id -> CQL address of every other member in the ring."""
-    topology_state = state.topology_state
-    return {
-        h: r.rpc_address
-        for h, r in state.topology.members.items()
-        if h != me and topology_state.state_of(h) in IN_RING
-    }
+    return {h: r.rpc_address for h, r in state.topology.members.items() if h != me and in_ring(state, h)}
 
 
 def ring_changes(before: dict[uuid.UUID, str], after: dict[uuid.UUID, str]) -> list[tuple[str, str]]:

@@ -219,6 +219,9 @@ def step(
     if obs.barrier_version < t.version:
         return Barrier(t.version, _members(t))
     if not moving:
+        late = _late_moves(view, tr, new_id)
+        if late is not None:
+            return late
         entered = vp.enter(t, tr, view.vnode)
         if entered is not None:
             return _command(view, new_id, entered.topology, [], entered.reason)
@@ -357,6 +360,26 @@ def _start(view: View, obs: Observations, request: Request, new_id: uuid.UUID) -
         updates,
         f"start {request.kind.value} of {request.host_id}: {len(updates)} tablet move(s)",
     )
+
+
+def _late_moves(view: View, tr: Transition, new_id: uuid.UUID) -> Propose | None:
+    """Replicas still on the node a leave, remove or replace takes away once its planned moves are
+    done: a table whose tablets were placed by a schema command decided before the request began
+    and applied after it. They move the same way before the request goes on. None: nothing is
+    left (or a replica has nowhere to go: it stays, and the request goes on as it did before)."""
+    if tr.request.kind not in (RequestKind.LEAVE, RequestKind.REMOVE, RequestKind.REPLACE):
+        return None
+    t = view.topology
+    try:
+        moves = plan_moves(tr.request, t, view.tablets, view.shards, view.locations)
+    except PlanError:
+        return None
+    if not moves:
+        return None
+    updates = [TabletUpdate(table, tid, view.tablets[table].tablets[tid], info) for table, tid, info in moves]
+    after = replace(t, transition=replace(tr, tablets_moved=True), version=t.version + 1)
+    why = f"{tr.request.kind.value} of {tr.request.host_id}: {len(updates)} late tablet move(s)"
+    return _command(view, new_id, after, updates, why)
 
 
 def _serves(

@@ -6,6 +6,10 @@ counter (``IF n = <read>``) recording acknowledged, refused and unanswered round
 replica sets; the client simply tries again. Afterwards every acknowledged key must read back at
 QUORUM and at ALL through every given node, and the counter must equal the acknowledged rounds
 (give or take the unanswered ones, which may or may not have applied).
+
+The keyspace uses tablets by default; ``create_schema(..., tablets=False)`` makes the same
+tables in a vnode keyspace (SimpleStrategy), and a ``Workload``/``verify`` given its name runs
+and checks the same clients there, so one scenario can drive both kinds side by side.
 """
 
 from __future__ import annotations
@@ -81,15 +85,21 @@ def statement(cql: str, cl: str = "QUORUM", fetch_size: int | None = None) -> An
     )
 
 
-def create_schema(node: TestNode, rf: int = 3) -> None:
+def create_schema(node: TestNode, rf: int = 3, keyspace: str = KEYSPACE, tablets: bool = True) -> None:
     with session_on(node) as s:
-        s.execute(
-            f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': 'NetworkTopologyStrategy', "
-            f"'replication_factor': {rf}}} AND tablets = {{'enabled': true}}"
-        )
-        s.execute(f"CREATE TABLE {KEYSPACE}.kv (k int PRIMARY KEY, v int)")
-        s.execute(f"CREATE TABLE {KEYSPACE}.cas (id int PRIMARY KEY, n int)")
-        insert = statement(f"INSERT INTO {KEYSPACE}.cas (id, n) VALUES (0, 0) IF NOT EXISTS")
+        if tablets:
+            s.execute(
+                f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'NetworkTopologyStrategy', "
+                f"'replication_factor': {rf}}} AND tablets = {{'enabled': true}}"
+            )
+        else:
+            s.execute(
+                f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                f"'replication_factor': {rf}}}"
+            )
+        s.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v int)")
+        s.execute(f"CREATE TABLE {keyspace}.cas (id int PRIMARY KEY, n int)")
+        insert = statement(f"INSERT INTO {keyspace}.cas (id, n) VALUES (0, 0) IF NOT EXISTS")
         assert s.execute(insert).one().applied
 
 
@@ -102,8 +112,9 @@ def _definitely_not_applied(exc: BaseException) -> bool:
 class Workload:
     """The two clients, coordinated by one node that stays in the cluster throughout."""
 
-    def __init__(self, node: TestNode) -> None:
+    def __init__(self, node: TestNode, keyspace: str = KEYSPACE) -> None:
         self.node = node
+        self.keyspace = keyspace
         self.history = History()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -131,7 +142,7 @@ class Workload:
 
     def _writer(self) -> None:
         with session_on(self.node) as s:
-            insert = statement(f"INSERT INTO {KEYSPACE}.kv (k, v) VALUES (%s, %s)")
+            insert = statement(f"INSERT INTO {self.keyspace}.kv (k, v) VALUES (%s, %s)")
             while not self._stop.is_set():
                 key = self._next_key
                 self._next_key += 1
@@ -145,8 +156,8 @@ class Workload:
 
     def _cas(self) -> None:
         with session_on(self.node) as s:
-            read = statement(f"SELECT n FROM {KEYSPACE}.cas WHERE id = 0", "SERIAL")
-            update = statement(f"UPDATE {KEYSPACE}.cas SET n = %s WHERE id = 0 IF n = %s")
+            read = statement(f"SELECT n FROM {self.keyspace}.cas WHERE id = 0", "SERIAL")
+            update = statement(f"UPDATE {self.keyspace}.cas SET n = %s WHERE id = 0 IF n = %s")
             while not self._stop.is_set():
                 try:
                     current = s.execute(read).one().n
@@ -163,17 +174,17 @@ class Workload:
                     time.sleep(0.1)
 
 
-def verify(nodes: list[TestNode], history: History) -> list[str]:
+def verify(nodes: list[TestNode], history: History, keyspace: str = KEYSPACE) -> list[str]:
     """Every problem the settled cluster shows, through each of ``nodes`` as coordinator."""
     problems: list[str] = []
     counters = {}
     for node in nodes:
         with session_on(node) as s:
             for cl in ("QUORUM", "ALL"):
-                rows = s.execute(statement(f"SELECT k FROM {KEYSPACE}.kv", cl, fetch_size=500))
+                rows = s.execute(statement(f"SELECT k FROM {keyspace}.kv", cl, fetch_size=500))
                 lost = missing_writes(history, (r.k for r in rows))
                 problems += [f"{node.host} at {cl}: {p}" for p in lost]
-            read = statement(f"SELECT n FROM {KEYSPACE}.cas WHERE id = 0", "SERIAL")
+            read = statement(f"SELECT n FROM {keyspace}.cas WHERE id = 0", "SERIAL")
             counters[node.host] = s.execute(read).one().n
     if len(set(counters.values())) != 1:
         problems.append(f"SERIAL reads of the CAS counter disagree: {counters}")

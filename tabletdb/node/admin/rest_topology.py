@@ -9,9 +9,9 @@
   queue a ``remove`` of a dead node (its tablet replicas rebuilt on the others from every
   surviving replica) and answer once it ended. As in ScyllaDB, a malformed parameter is a 400
   and a refused or failed operation a 500 whose JSON body ``{"message", "code"}`` carries the
-  reason (removing a live node: ScyllaDB's exact words, ``topology.requests``). Refused while a
-  vnode keyspace holds tables: rebuilding their ranges is built (``topology.vnode_phase``) but
-  not yet tried on real processes.
+  reason (removing a live node: ScyllaDB's exact words, ``topology.requests``). Vnode keyspaces'
+  ranges of the removed node are streamed to their new owners from the surviving replicas
+  (``topology.vnode_phase``), never from the dead node.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import NoReturn
 from aiohttp import web
 
 from tabletdb.node.admin.api_context import ApiContext
-from tabletdb.node.group0_shell.member_checks import vnode_keyspaces_with_tables as _vnode_keyspaces
 from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.topology.requests import RequestRefused, enqueue
 from tabletdb.topology.state import Request
@@ -46,11 +45,6 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
             web.post("/storage_service/remove_node", remove_node),
         ]
     )
-
-
-def vnode_keyspaces_with_tables(ctx: ApiContext) -> list[str]:
-    """Keyspaces whose data a topology change would not move yet."""
-    return _vnode_keyspaces(ctx.state().metadata.catalog)
 
 
 def _group0(ctx: ApiContext) -> Group0Service:
@@ -124,13 +118,6 @@ async def _remove_node(ctx: ApiContext, http: web.Request) -> dict[str, str]:
     except RequestRefused as exc:
         log.warning("removenode refused host_id=%s: %s", host_id, exc)
         _fail(web.HTTPInternalServerError, str(exc))
-    vnodes = vnode_keyspaces_with_tables(ctx)
-    if vnodes:
-        _fail(
-            web.HTTPInternalServerError,
-            f"removenode: keyspaces {', '.join(vnodes)} use vnodes, whose ranges are not rebuilt on "
-            "new owners yet; their data would lose a replica (only tablets keyspaces move)",
-        )
     try:
         await group0.queue_request(request, alive)
     except RequestRefused as exc:

@@ -9,8 +9,8 @@ replacing node.
   how they see it; if any says ``left`` it refuses to start, as a node that saw its own removal
   does.
 * Replacement (``replace_node_first_boot``): the leader admits a replacing node only while the
-  node it replaces is a normal member that the leader sees down, and only while no keyspace with
-  tables uses vnodes (their tokens are not taken over yet; the data would not follow).
+  node it replaces is a normal member that the leader sees down. Vnode keyspaces follow through
+  the request's ring phase (``topology.vnode_phase``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.topology import JoinRefused, raft_id_of
 from tabletdb.net.rpc import RpcError, RpcNode
-from tabletdb.schema.model import LOCAL, Catalog
 from tabletdb.topology.states import NodeState
 
 log = logging.getLogger(__name__)
@@ -63,17 +62,6 @@ async def removed_by_peers(rpc: RpcNode, me: uuid.UUID, peers: Sequence[int]) ->
     return NodeState.LEFT.value in answers
 
 
-def vnode_keyspaces_with_tables(catalog: Catalog) -> list[str]:
-    """Keyspaces whose data a topology change would not move yet (vnode token ranges are not
-    streamed by this node's coordinator)."""
-    out = []
-    for name, ks in catalog.keyspaces.items():
-        d = ks.definition
-        if not d.uses_tablets and d.replication.strategy_class != LOCAL and ks.tables:
-            out.append(name)
-    return sorted(out)
-
-
 def check_replacement(
     state: ClusterState, new: uuid.UUID, replaced: uuid.UUID, alive: Callable[[uuid.UUID], bool]
 ) -> None:
@@ -87,10 +75,4 @@ def check_replacement(
     if alive(replaced):
         raise JoinRefused(
             f"replace: node {replaced} is alive; stop it before replacing it (replace is for dead nodes)"
-        )
-    vnodes = vnode_keyspaces_with_tables(state.metadata.catalog)
-    if vnodes:
-        raise JoinRefused(
-            f"replace: keyspaces {', '.join(vnodes)} use vnodes, whose token ranges a replacing node "
-            "does not take over yet; their data would not follow (only tablets keyspaces move)"
         )

@@ -47,3 +47,40 @@ def test_without_a_planner_the_command_is_applied_unchanged() -> None:
     command = _create_table(cluster, "t")
     planned, after = with_tablet_changes(cluster, command, None)
     assert planned is command and apply(cluster.metadata, command) == (after, True)
+
+
+def test_new_tables_go_to_normal_nodes_the_coordinator_does_not_ignore() -> None:
+    """A joining or leaving node gets or loses replicas through the coordinator; a dead node
+    being replaced (the coordinator ignores it meanwhile) would hold a replica nobody writes."""
+    from dataclasses import replace
+
+    from tabletdb.group0.topology import NodeRecord, Topology
+    from tabletdb.topology.state import TopologyState, TopoNode
+    from tabletdb.topology.states import NodeState
+
+    states = {
+        HOST: NodeState.NORMAL,
+        uuid.UUID(int=6 << 64): NodeState.NORMAL,  # dead, being replaced: ignored
+        uuid.UUID(int=7 << 64): NodeState.BOOTSTRAPPING,
+        uuid.UUID(int=8 << 64): NodeState.DECOMMISSIONING,
+    }
+    records = {
+        h: NodeRecord(h, f"10.0.0.{i}", f"10.0.0.{i}", "dc1", "rack1", (i,), frozenset())
+        for i, h in enumerate(states)
+    }
+    ignored = frozenset({uuid.UUID(int=6 << 64)})
+    topology_state = TopologyState(nodes={h: TopoNode(h, s) for h, s in states.items()}, ignored=ignored)
+    ks = {**TABLETS_KS, "tablets": {"initial": 8}}
+    cluster = ClusterState(
+        Group0State(with_keyspace(None, "tk", **ks)), Topology("c", records), topology_state=topology_state
+    )
+    planner = TabletPlanner(SizingConfig(), (HOST, "dc1", "rack1", 2))
+    planned, _ = with_tablet_changes(cluster, _create_table(cluster, "t"), planner)
+    (change,) = planned.tablet_changes
+    assert change.tablet_map is not None
+    assert {r.host for t in change.tablet_map.tablets for r in t.replicas} == {HOST}
+    cluster = replace(cluster, topology_state=replace(topology_state, ignored=frozenset()))
+    planned, _ = with_tablet_changes(cluster, _create_table(cluster, "t"), planner)
+    (change,) = planned.tablet_changes
+    assert change.tablet_map is not None
+    assert {r.host for t in change.tablet_map.tablets for r in t.replicas} == {HOST, uuid.UUID(int=6 << 64)}

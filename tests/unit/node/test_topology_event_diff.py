@@ -49,3 +49,22 @@ def test_a_bootstrapping_node_is_announced_when_it_becomes_normal() -> None:
     left = _state({ME: ("10.0.0.1", NodeState.NORMAL), B: ("10.0.0.3", NodeState.LEFT)})
     assert ring_changes(ring_addresses(joining, ME), ring_addresses(normal, ME)) == [(NEW_NODE, "10.0.0.3")]
     assert ring_changes(ring_addresses(normal, ME), ring_addresses(left, ME)) == [(REMOVED_NODE, "10.0.0.3")]
+
+
+def test_system_peers_and_events_see_the_same_members() -> None:
+    """A joining or replacing node is in neither until it is normal; a member with no topology
+    record (from before the coordinator) is in both."""
+    from tabletdb.node.topology_events import in_ring
+
+    state = _state(
+        {
+            ME: ("10.0.0.1", NodeState.NORMAL),
+            A: ("10.0.0.2", NodeState.NONE),
+            B: ("10.0.0.3", NodeState.REPLACING),
+            C: ("10.0.0.4", NodeState.REMOVING),
+        }
+    )
+    assert [h for h in (A, B, C) if in_ring(state, h)] == [C]
+    legacy = ClusterState(topology=state.topology)
+    assert all(in_ring(legacy, h) for h in (A, B, C))
+    assert ring_addresses(legacy, ME) == {A: "10.0.0.2", B: "10.0.0.3", C: "10.0.0.4"}
