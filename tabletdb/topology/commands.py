@@ -17,6 +17,7 @@ from typing import Any
 
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
 from tabletdb.tablets.wire import tablet_info_from_plain, tablet_info_to_plain
+from tabletdb.topology.rf_request import SchemaUpdate, schema_update_from_plain, schema_update_to_plain
 from tabletdb.topology.state import TopologyState, state_from_plain, state_to_plain
 
 COMMAND_FORMAT = 1
@@ -40,6 +41,9 @@ class TopologyCommand:
     tablet_updates: tuple[TabletUpdate, ...] = ()
     reason: str = ""
     """One line for logs and traces (`start leave of ...`, `advance 4 tablets to streaming`)."""
+    schema: SchemaUpdate | None = None
+    """A keyspace definition written with this step (a finishing RF change: ``topology.rf_change``);
+    the command then also needs the catalog to still be at ``schema.catalog_version``."""
 
     @property
     def new_state_id(self) -> uuid.UUID:
@@ -71,7 +75,7 @@ def apply_command(
 
 
 def command_to_plain(c: TopologyCommand) -> dict[str, Any]:
-    return {
+    plain = {
         "f": COMMAND_FORMAT,
         "prev": c.prev_state_id.bytes,
         "state": state_to_plain(c.topology),
@@ -81,6 +85,9 @@ def command_to_plain(c: TopologyCommand) -> dict[str, Any]:
         ],
         "why": c.reason,
     }
+    if c.schema is not None:
+        plain["schema"] = schema_update_to_plain(c.schema)
+    return plain
 
 
 def command_from_plain(d: dict[str, Any]) -> TopologyCommand:
@@ -96,4 +103,5 @@ def command_from_plain(d: dict[str, Any]) -> TopologyCommand:
             for t, i, b, a in d["tablets"]
         ),
         d["why"],
+        schema_update_from_plain(d["schema"]) if "schema" in d else None,
     )

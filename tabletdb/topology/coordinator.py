@@ -21,9 +21,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from tabletdb.schema.model import Catalog
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.migration import STAGE_ORDER, advance_stage
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
+from tabletdb.topology import rf_change as rfc
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.balancing import plan_round
 from tabletdb.topology.commands import TabletUpdate, TopologyCommand
@@ -61,6 +63,8 @@ class View:
     """``ClusterState.balancing_enabled``: when idle, start a round of balancer moves."""
     tablet_sizes: Mapping[TabletKey, int] = field(default_factory=dict)
     """Bytes per tablet from the nodes' load statistics (``tablets.load_stats``)."""
+    catalog: Catalog = field(default_factory=Catalog)
+    """group0's catalog: the keyspaces and tables a ``keyspace_rf_change`` request covers."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,12 @@ def step(
     if obs.barrier_version < t.version:
         return Barrier(t.version, _members(t))
     if not moving:
+        if tr.request.kind is RequestKind.KEYSPACE_RF_CHANGE:
+            return _rf_step(
+                view,
+                rfc.advance(t, tr, view.catalog, view.tablets, view.shards, view.locations, obs.alive),
+                new_id,
+            )
         entered = vp.enter(t, tr, view.vnode)
         if entered is not None:
             return _command(view, new_id, entered.topology, [], entered.reason)
@@ -289,8 +299,24 @@ def _vnode_phase(
     return found
 
 
+def _rf_step(view: View, found: rfc.RfStep | str, new_id: uuid.UUID) -> Action:
+    if isinstance(found, str):
+        return Idle(found)
+    command = TopologyCommand(
+        view.topology.state_id,
+        replace(found.topology, state_id=new_id),
+        found.updates,
+        found.reason,
+        found.schema,
+    )
+    return Propose(command)
+
+
 def _start(view: View, obs: Observations, request: Request, new_id: uuid.UUID) -> Action:
     t = view.topology
+    if request.kind is RequestKind.KEYSPACE_RF_CHANGE:
+        started = rfc.start(t, request, view.catalog, view.tablets, view.shards, view.locations, obs.alive)
+        return _rf_step(view, started, new_id)
     try:
         _check_still_dead(request, obs)
         moves = plan_moves(request, t, view.tablets, view.shards, view.locations)
@@ -373,14 +399,14 @@ def _needed_node_down(
 ) -> str:
     needed: dict[uuid.UUID, _Moving] = {}
     for m in moving:
-        for r in m.targets() + m.sources(ignored):
+        for r in m.targets() + (m.sources(ignored) if m.targets() else ()):  # a drop needs nobody
             needed.setdefault(r.host, m)
     for host in sorted(needed):
         since = obs.down_since.get(host)
         if host not in obs.alive and since is not None and obs.now_ms - since >= config.rollback_after_ms:
             m = needed[host]
             return (
-                f"{request.kind.value} of {request.host_id} rolled back: node {host} has been down for "
+                f"{request.kind.value} of {request.subject} rolled back: node {host} has been down for "
                 f"{obs.now_ms - since} ms and tablet {m.tablet_id} of table {m.table_id} needs it to stream"
             )
     return ""
@@ -402,7 +428,7 @@ def _begin_rollback(
         version=t.version + 1,
     )
     return _command(
-        view, new_id, after, updates, f"roll back {tr.request.kind.value} of {tr.request.host_id}"
+        view, new_id, after, updates, f"roll back {tr.request.kind.value} of {tr.request.subject}"
     )
 
 
@@ -423,6 +449,11 @@ def _rolling_back(view: View, obs: Observations, tr: Transition, new_id: uuid.UU
     if leftovers:
         return Cleanup(tuple(leftovers))
     after = t.finished(RequestResult(request, tr.error))
+    if request.kind is RequestKind.KEYSPACE_RF_CHANGE:  # global: no node state to restore
+        after = replace(after, version=t.version + 1, fence_version=t.version)
+        return _command(
+            view, new_id, after, [], f"rolled back {request.kind.value} of {request.subject}: {tr.error}"
+        )
     node = t.nodes[request.host_id]
     joining = request.kind in (RequestKind.JOIN, RequestKind.REPLACE)
     after = after.with_node(
