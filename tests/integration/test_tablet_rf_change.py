@@ -9,7 +9,9 @@ drops one replica per tablet and deletes its file. ScyllaDB's refusals come with
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +159,59 @@ def test_rf_up_and_down_through_the_driver_which_sees_the_new_rf_when_alter_answ
         assert cluster.metadata.keyspaces["rfk"].replication_strategy.dc_replication_factors[dc] == 1
         assert all(len(replicas) == 1 for _, replicas in _tablets(s, "t"))
         assert len(run(s, "SELECT k FROM rfk.t", "ALL")) == 40
+
+
+@pytest.mark.slow
+def test_an_rf_change_a_dead_node_would_need_fails_with_the_reason_and_keeps_the_old_rf(
+    node_factory: NodeFactory,
+) -> None:
+    """RF 2 -> 3 on three nodes, one of them stopped: no live node can take the third replica
+    (or, if the coordinator still sees it up, streaming to it fails until the request rolls
+    back). The ALTER answers InvalidRequest with the reason, the schema and the tablets keep RF 2,
+    and once the node is back the same ALTER succeeds."""
+    from cassandra import InvalidRequest
+
+    nodes = node_factory.start_cluster(3, options=OPTIONS)
+    with pinned(nodes[0]) as s:
+        dc = run(s, "SELECT data_center FROM system.local", "ONE")[0].data_center
+        s.execute(
+            f"CREATE KEYSPACE rfk WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 2}} "
+            "AND tablets = {'enabled': true}"
+        )
+        s.execute("CREATE TABLE rfk.t (k int PRIMARY KEY, v text) WITH tablets = {'min_tablet_count': 2}")
+        for k in range(20):
+            run(s, "INSERT INTO rfk.t (k, v) VALUES (%s, %s)", "ALL", (k, f"v{k}"))
+        nodes[2].stop()
+        wait_for(lambda: _seen_down(nodes[:2], nodes[2]), "the stopped node to be seen down")
+        with pytest.raises(
+            InvalidRequest, match="ALTER KEYSPACE rfk failed and its replication is unchanged"
+        ):
+            _alter(s, dc, 3)
+        replication = run(
+            s, "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = 'rfk'", "ONE"
+        )
+        assert replication[0].replication[dc] == "2"
+        assert all(len(replicas) == 2 for _, replicas in _tablets(s, "t"))
+        nodes[2].start()
+        wait_for(lambda: _altered(s, dc, 3), "the ALTER to succeed once the node is back")
+        assert all(len(replicas) == 3 for _, replicas in _tablets(s, "t"))
+        assert len(run(s, "SELECT k FROM rfk.t", "ALL")) == 20
+
+
+def _altered(session: Any, dc: str, rf: int) -> bool:
+    from cassandra import InvalidRequest
+
+    try:
+        _alter(session, dc, rf)
+    except InvalidRequest:  # the coordinator may not see the restarted node up yet
+        return False
+    return True
+
+
+def _seen_down(watchers: list[TestNode], node: TestNode) -> bool:
+    """Whether every watcher's failure detector calls ``node`` down (REST ``gossiper/endpoint/down``)."""
+    for watcher in watchers:
+        with urllib.request.urlopen(watcher.api_url + "/gossiper/endpoint/down", timeout=10) as response:
+            if node.host not in json.loads(response.read()):
+                return False
+    return True
