@@ -155,6 +155,10 @@ def test_rf_up_and_down_through_the_driver_which_sees_the_new_rf_when_alter_answ
         assert cluster.metadata.keyspaces["rfk"].replication_strategy.dc_replication_factors[dc] == 2
         assert all(len(replicas) == 2 for _, replicas in _tablets(s, "t"))
         assert len(run(s, "SELECT k FROM rfk.t", "ALL")) == 40
+        requests = run(s, "SELECT * FROM system.topology_requests", "ONE")
+        (done,) = [r for r in requests if r.request_type == "keyspace_rf_change"]
+        assert done.done and done.error is None and done.new_keyspace_rf_change_ks_name == "rfk"
+        assert done.new_keyspace_rf_change_data[dc] == "2"
         _alter(s, dc, 1)
         assert cluster.metadata.keyspaces["rfk"].replication_strategy.dc_replication_factors[dc] == 1
         assert all(len(replicas) == 1 for _, replicas in _tablets(s, "t"))
