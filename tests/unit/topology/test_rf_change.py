@@ -396,7 +396,7 @@ def test_a_new_coordinator_at_any_step_resumes_to_the_same_end() -> None:
         c.alter(dc1=3)
         count = [0]
 
-        def crash(cl: Cluster, at: int = crash_at) -> None:
+        def crash(cl: Cluster, at: int = crash_at, count: list[int] = count) -> None:
             if count[0] == at:
                 cl.obs = co.Observations(alive=frozenset(cl.alive))
             count[0] += 1
