@@ -299,9 +299,7 @@ def _vnode_phase(
     return found
 
 
-def _rf_step(view: View, found: rfc.RfStep | str, new_id: uuid.UUID) -> Action:
-    if isinstance(found, str):
-        return Idle(found)
+def _rf_step(view: View, found: rfc.RfStep, new_id: uuid.UUID) -> Propose:
     command = TopologyCommand(
         view.topology.state_id,
         replace(found.topology, state_id=new_id),

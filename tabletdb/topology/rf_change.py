@@ -310,10 +310,10 @@ def advance(
     shards: Mapping[uuid.UUID, int],
     locations: Locations,
     alive: frozenset[uuid.UUID],
-) -> RfStep | str:
+) -> RfStep:
     """With no tablet of the request in transition: a batch for the tablets still misfit (tables
-    created meanwhile), or the new definition written and the request done; a string says why
-    it waits (a tablet that cannot be placed now)."""
+    created meanwhile), or the new definition written and the request done (or failed, if such a
+    table cannot be placed now: its earlier batches stay done, the schema keeps the old RF)."""
     request = tr.request
     change = request.rf_change
     assert change is not None
@@ -325,8 +325,12 @@ def advance(
     target = dict(change.after.replication.options)
     try:
         moves = plan(catalog, change.keyspace, target, tablets, shards, locations, _eligible(topology, alive))
-    except PlanError as e:  # a table created meanwhile cannot be placed: wait (a node may come back)
-        return f"{request.kind.value} of {change.describe()} waits: {e}"
+    except PlanError as e:  # a table created meanwhile cannot be placed: waiting would hold up
+        # every other request (a removenode that could fix it among them), so the change fails
+        error = f"cannot change the replication of {change.describe()}: {e}"
+        done = topology.finished(RequestResult(request, error))
+        after = replace(done, version=topology.version + 1, fence_version=topology.version)
+        return RfStep(after, (), f"fail {request.kind.value} of {change.describe()}")
     if moves:
         after = replace(topology, version=topology.version + 1)
         why = f"{request.kind.value} of {change.describe()}: {len(moves)} more tablet(s)"

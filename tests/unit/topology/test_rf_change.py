@@ -410,3 +410,24 @@ def _by_name(c: RfCluster) -> dict[str, object]:
     """Each table's tablets by name (two clusters built alike get different table ids)."""
     tables = c.catalog.keyspaces["ks"].tables.values()
     return {t.name: [(i.replicas, i.stage) for i in c.tablets[t.id].tablets] for t in tables}
+
+
+def test_a_table_created_meanwhile_that_cannot_be_placed_fails_the_change_instead_of_holding_the_queue() -> (
+    None
+):
+    c = rf_cluster(THREE_RACKS, {"dc1": 1}, tables=1, cdc=False)
+    c.alter(dc1=2)
+    for _ in range(200):
+        action = c.step()
+        if isinstance(action, co.Propose) and action.command.schema is not None:
+            break
+        c.execute(action)
+    config = SchemaConfig(datacenters=("dc1",), cluster=_shape(THREE_RACKS))
+    made = create_table(c.catalog, "ks", "late", [("k", INT, False)], ["k"], new_id=new_id(), config=config)
+    c.catalog = apply_mutations(c.catalog, made.mutations, new_id())
+    late = c.catalog.keyspaces["ks"].tables["late"].id
+    c.tablets[late] = TabletMap.even(late, [[TabletReplica(host(0), 0)]] * 2)
+    c.alive -= {host(1), host(2)}
+    c.run()
+    assert "needs another replica" in c.topology.results[-1].error
+    assert c.topology.transition is None and c.rf().replication.factor("dc1") == 1
