@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from tabletdb.cdc.tablet_streams import sets_of
@@ -70,13 +70,18 @@ class WriteCoordinator:
     def check_cdc_time(self, table: TableDef, mutations: Sequence[Mutation]) -> None:
         """Refuse a CDC write whose timestamp the streams cannot serve (``cdc.write_time``);
         ``write`` checks its own, a batch checks all its tables before writing any."""
+        self.check_cdc_timestamps(table, {t for m in mutations for t in write_timestamps(m)})
+
+    def check_cdc_timestamps(self, table: TableDef, timestamps: Iterable[int]) -> None:
+        """``check_cdc_time`` for writes whose mutations are not built yet: a read-modify-write
+        (list element or UDT field update through Paxos) knows its timestamp before it reads."""
         placement = self.replicas.placement
         if placement.tablet_map(table.id) is None:
             starts = [t for t, _ in placement.cdc_generations()]
         else:
             starts = [s.timestamp for s in sets_of(placement.cdc_stream_sets(), table.id)]
         now = time.time_ns() // 1000
-        for timestamp in {t for m in mutations for t in write_timestamps(m)}:
+        for timestamp in timestamps:
             why = refusal(starts, timestamp, now)
             if why is not None:
                 raise InvalidRequest(why)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.index_table import index_tables
 from tabletdb.schema.model import CDC_LOG_SUFFIX, Catalog, KeyspaceDef, TableDef
 from tabletdb.tablets.allocation import NodeCapacity, allocate_replicas
+from tabletdb.tablets.colocation import follow_map
 from tabletdb.tablets.count import ClusterShape, DcReplication, SizingConfig, TableSizing, tablet_count
 from tabletdb.tablets.hints import parse_tablet_hints
 from tabletdb.tablets.tablet_map import TabletMap
@@ -131,8 +132,9 @@ def plan_tablet_changes(
 def _colocate_cdc_logs(
     changes: tuple[TabletChange, ...], after: Catalog, maps: Mapping[uuid.UUID, TabletMap]
 ) -> tuple[TabletChange, ...]:
-    """A new CDC log table takes a copy of its base's map: same tablets on the same replicas, so
-    each base replica holds the log partitions of its own writes (``cdc.tablet_streams``)."""
+    """A new CDC log table is co-located with its base (``tablets.colocation.follow_map``): same
+    tablets on the same replicas, so each base replica holds the log partitions of its own writes
+    (``cdc.tablet_streams``), and from then on the log's tablets move only with the base's."""
     planned = {c.table_id: c.tablet_map for c in changes}
     out = []
     for change in changes:
@@ -143,7 +145,7 @@ def _colocate_cdc_logs(
             base = ks.tables.get(table.name.removesuffix(CDC_LOG_SUFFIX))
             base_map = None if base is None else planned.get(base.id) or maps.get(base.id)
             if base_map is not None:
-                change = TabletChange(change.table_id, replace(base_map, table_id=change.table_id))
+                change = TabletChange(change.table_id, follow_map(base_map, change.table_id))
         out.append(change)
     return tuple(out)
 

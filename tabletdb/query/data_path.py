@@ -167,6 +167,10 @@ class DataPath:
             else:  # builds without reading
                 keys = [(m.partition_key, m.token) for m in self._writer.mutations_for(bound, ts)]
             targets.update({(table.id.hex, key): (table, token) for key, token in keys})
+        now_s = self._clock.now_seconds()
+        for bound in statements:  # every CDC table checked before anything is read or written
+            if bound.table.options.cdc_enabled:
+                self._writes.check_cdc_timestamps(bound.table, (bound.write_timestamp(ts, now_s),))
         placement = self._replicas.placement
         if all(placement.only_local(placement.replicas(table, token)) for table, token in targets.values()):
             async with self._locks.lock(statements[0].table, b""):

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tabletdb.cql.types import MapType, SetType
+from tabletdb.cdc.list_keys import key_of_position
+from tabletdb.cql.types import ListType, MapType, SetType
 from tabletdb.schema.cdc_log import DELETED
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.statements.keys import element_of_path
@@ -119,6 +120,8 @@ def _frozen(base: TableDef, name: str, cells: dict[bytes, bytes]) -> bytes:
         items = [element_of_path(t.element, path) for path, _ in ordered]
     elif isinstance(t, MapType):
         items = [b for path, value in ordered for b in (element_of_path(t.key, path), value)]
+    elif isinstance(t, ListType):  # the map of elements by timeuuid key, as the log column holds
+        items = [b for path, value in ordered for b in (key_of_position(path), value)]
     else:
         raise ValueError(f"CDC cannot show column {name} ({t.cql()}) in an image")
     count = len(ordered)

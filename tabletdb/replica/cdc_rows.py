@@ -17,9 +17,10 @@ import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tabletdb.cdc.list_keys import key_of_position
 from tabletdb.cdc.stream_id import stream_id_token
 from tabletdb.cql import bytecomparable
-from tabletdb.cql.types import MapType, SetType
+from tabletdb.cql.types import ListType, MapType, SetType
 from tabletdb.replica.cdc_images import (
     ImageOptions,
     after_write,
@@ -192,15 +193,17 @@ def image_rows(
 
 
 def _collection_value(base: TableDef, name: str, cells: list[Cell]) -> bytes:
-    """Added set elements or map entries as the frozen collection the log column holds."""
+    """Added set elements, map entries or list elements (by timeuuid key, ``cdc.list_keys``) as
+    the frozen collection the log column holds."""
     t = base.column(name).type  # type: ignore[union-attr]  # cells name the base's own columns
     ordered = sorted(cells, key=lambda c: c.path)
     if isinstance(t, SetType):
         return _serialize_items([element_of_path(t.element, c.path) for c in ordered])
-    if isinstance(t, MapType):
+    if isinstance(t, MapType | ListType):
         pairs: list[bytes] = []
         for c in ordered:
-            pairs += [element_of_path(t.key, c.path), c.value or b""]
+            key = key_of_position(c.path) if isinstance(t, ListType) else element_of_path(t.key, c.path)
+            pairs += [key, c.value or b""]
         return len(ordered).to_bytes(4, "big", signed=True) + b"".join(
             len(p).to_bytes(4, "big", signed=True) + p for p in pairs
         )
@@ -209,6 +212,8 @@ def _collection_value(base: TableDef, name: str, cells: list[Cell]) -> bytes:
 
 def _deleted_elements(base: TableDef, name: str, paths: list[bytes]) -> bytes:
     t = base.column(name).type  # type: ignore[union-attr]
+    if isinstance(t, ListType):
+        return _serialize_items([key_of_position(p) for p in sorted(set(paths))])
     element = t.element if isinstance(t, SetType) else t.key if isinstance(t, MapType) else None
     if element is None:
         raise ValueError(f"CDC cannot log removed elements of column {name} ({t.cql()})")

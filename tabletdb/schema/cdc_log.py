@@ -3,7 +3,8 @@
 Pure: built from the base definition every time the base is created or altered with CDC, so the
 log always has a column for every base column. Key columns keep their types; non-key columns
 are logged as their frozen form, each with a ``cdc$deleted_<col>`` flag, and non-frozen
-collections also get ``cdc$deleted_elements_<col>`` (the removed set elements or map keys).
+collections also get ``cdc$deleted_elements_<col>`` (the removed set elements or map keys); a
+non-frozen list is logged as the map of its elements by timeuuid key (``cdc.list_keys``).
 """
 
 from __future__ import annotations
@@ -83,11 +84,11 @@ def check_supported(base: TableDef) -> None:
     where = f"{base.keyspace}.{base.name}"
     for column in base.columns:
         t = column.type
-        if t.is_multi_cell and not isinstance(t, SetType | MapType):
-            kind = "list" if isinstance(t, ListType) else "user type"
+        if t.is_multi_cell and not isinstance(t, SetType | MapType | ListType):
             raise InvalidRequest(
-                f"Cannot enable CDC on {where}: column {column.name} is a non-frozen {kind}, which the "
-                "CDC log does not record yet; use a frozen one"
+                f"Cannot enable CDC on {where}: column {column.name} is a non-frozen user type, which "
+                "the CDC log does not record yet (its fields are stored as one value, so a field "
+                "update cannot be told from an overwrite); use a frozen one"
             )
 
 
@@ -96,7 +97,17 @@ def deleted_elements_type(t: CqlType) -> CqlType | None:
         return SetType(t.element, frozen=True)
     if isinstance(t, MapType) and not t.frozen:
         return SetType(t.key, frozen=True)
+    if isinstance(t, ListType) and not t.frozen:  # elements by their timeuuid keys (cdc.list_keys)
+        return SetType(TIMEUUID, frozen=True)
     return None
+
+
+def value_type(t: CqlType) -> CqlType:
+    """The log's value column type of a non-key base column: its frozen form, and for a
+    non-frozen ``list<V>`` the ``frozen<map<timeuuid, V>>`` of its elements by key."""
+    if isinstance(t, ListType) and not t.frozen:
+        return MapType(TIMEUUID, t.element, frozen=True)
+    return t.frozen_form()
 
 
 def log_columns(base: TableDef) -> tuple[ColumnDef, ...]:
@@ -113,7 +124,7 @@ def log_columns(base: TableDef) -> tuple[ColumnDef, ...]:
         if column.is_primary_key:
             columns.append(ColumnDef(column.name, column.type, reg))
             continue
-        columns.append(ColumnDef(column.name, column.type.frozen_form(), reg))
+        columns.append(ColumnDef(column.name, value_type(column.type), reg))
         columns.append(ColumnDef(DELETED + column.name, BOOLEAN, reg))
         elements = deleted_elements_type(column.type)
         if elements is not None:

@@ -73,6 +73,11 @@ class BoundModification:
             return build_update(stmt, table, bindings, self.where(), when, current)
         return build_delete(stmt, table, bindings, self.where(), when, current)
 
+    def write_timestamp(self, default_ts: int, now: int) -> int:
+        """The timestamp ``mutations`` would stamp (USING TIMESTAMP or ``default_ts``), known
+        before a read-modify-write reads (its leeway check, ``cdc.write_time``)."""
+        return time_of(self.statement.attributes, self.table, self._bindings, default_ts, now).timestamp
+
     def conditions(self) -> BoundConditions:
         """The IF clause (IF NOT EXISTS for an INSERT) of a conditional statement."""
         if self._conditions is None:

@@ -122,6 +122,14 @@ def remove_elements(
         raise InvalidRequest(f"Invalid operation (-) for non-collection column {col.name}")
 
 
+@dataclass(frozen=True)
+class ListKey:
+    """``l[SCYLLA_TIMEUUID_LIST_INDEX(key)]``: a list element named by the timeuuid key a CDC log
+    showed for it (``cdc.list_keys``) instead of by index; written without reading the list."""
+
+    path: bytes
+
+
 def set_element(
     col: ColumnDef,
     key: Any,
@@ -138,6 +146,10 @@ def set_element(
         path = element_path(t.key, codec.serialize(t.key, key))
         out.cells.append(
             when.cell(col.name, None if value is None else codec.serialize(t.value, value), path)
+        )
+    elif isinstance(t, ListType) and t.is_multi_cell and isinstance(key, ListKey):
+        out.cells.append(
+            when.cell(col.name, None if value is None else codec.serialize(t.element, value), key.path)
         )
     elif isinstance(t, ListType) and t.is_multi_cell:
         cells = list(current())

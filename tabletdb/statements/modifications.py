@@ -13,15 +13,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from tabletdb.cdc.list_keys import position_of_key
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import from_json
 from tabletdb.cql.numbers import parse_int
-from tabletdb.cql.types import INT, TEXT, CqlType, MapType, SetType
+from tabletdb.cql.types import INT, TEXT, TIMEUUID, CqlType, ListType, MapType, SetType
 from tabletdb.cql.values import Unset
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.statements.cells import (
     CellChanges,
+    ListKey,
     WriteTime,
     add_elements,
     counter_add,
@@ -295,7 +297,7 @@ def _assign(
         value_type: CqlType = (
             getattr(col.type, "value", None) or getattr(col.type, "element", None) or col.type
         )
-        key = term_value(a.key, key_type, col.name, bindings)
+        key = _list_key(a.key, col, bindings) or term_value(a.key, key_type, col.name, bindings)
         value = term_value(a.value, value_type, col.name, bindings)
         if not isinstance(value, Unset):
             set_element(col, key, value, when, out, current)
@@ -305,6 +307,30 @@ def _assign(
             set_field(col, a.field, value, when, out, current)
     else:
         raise InvalidRequest(f"Unsupported assignment to column {col.name}")
+
+
+def _list_key(key: ast.Term, col: ColumnDef, bindings: Bindings) -> ListKey | None:
+    """``SCYLLA_TIMEUUID_LIST_INDEX(k)`` as a list subscript: the element whose CDC log key is
+    ``k`` (``cdc.list_keys``), so a log consumer can replay list changes exactly."""
+    if not (isinstance(key, ast.FunctionCall) and key.name.lower() == "scylla_timeuuid_list_index"):
+        return None
+    if not isinstance(col.type, ListType) or not col.type.is_multi_cell:
+        raise InvalidRequest(
+            f"SCYLLA_TIMEUUID_LIST_INDEX names an element of a non-frozen list; {col.name} is "
+            f"{col.type.cql()}"
+        )
+    if key.keyspace is not None or len(key.args) != 1:
+        raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes exactly one timeuuid argument")
+    arg = key.args[0]
+    if isinstance(arg, ast.ColumnRef | ast.ElementRef | ast.FieldRef | ast.Cast | ast.CountRows):
+        raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes a timeuuid value, not a column")
+    value = term_value(arg, TIMEUUID, col.name, bindings)
+    if value is None or isinstance(value, Unset):
+        raise InvalidRequest(f"Invalid null or unset SCYLLA_TIMEUUID_LIST_INDEX key for column {col.name}")
+    try:
+        return ListKey(position_of_key(value.bytes))
+    except ValueError as e:
+        raise InvalidRequest(f"{e} (column {col.name})") from None
 
 
 def _removal_keys(col: ColumnDef, value: Any) -> Any:

@@ -71,7 +71,7 @@ def tablets_rows(catalog: Catalog, maps: Mapping[uuid.UUID, TabletMap]) -> list[
         where = catalog.ids.get(table_id)  # tables, views and index entries tables (`<index>_index`)
         static = {
             "table_id": table_id,
-            "base_table": None,
+            "base_table": tablet_map.base_table,
             "keyspace_name": None if where is None else where[0],
             "table_name": None if where is None else where[1],
             "resize_seq_number": tablet_map.resize_seq_number,

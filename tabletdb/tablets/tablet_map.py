@@ -73,6 +73,9 @@ class TabletMap:
     tablets: tuple[TabletInfo, ...]
     resize: ResizeState = ResizeState.NONE
     resize_seq_number: int = 0
+    base_table: uuid.UUID | None = None
+    """The table this one is co-located with (``tablets.colocation``): its map is always a copy
+    of that table's, and its tablets move only with them. None for a table planned on its own."""
     _shift: int | None = field(init=False, repr=False, compare=False)
     _last_tokens: tuple[int, ...] = field(init=False, repr=False, compare=False)
 

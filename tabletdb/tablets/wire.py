@@ -65,13 +65,16 @@ def tablet_info_from_plain(data: list[Any]) -> TabletInfo:
 
 
 def tablet_map_to_plain(tm: TabletMap) -> dict[str, Any]:
-    return {
+    plain: dict[str, Any] = {
         "v": WIRE_VERSION,
         "table": tm.table_id.bytes,
         "resize": tm.resize.value,
         "seq": tm.resize_seq_number,
         "tablets": [tablet_info_to_plain(t) for t in tm.tablets],
     }
+    if tm.base_table is not None:  # absent otherwise: maps planned on their own encode as before
+        plain["base"] = tm.base_table.bytes
+    return plain
 
 
 def tablet_map_from_plain(data: dict[str, Any]) -> TabletMap:
@@ -84,4 +87,5 @@ def tablet_map_from_plain(data: dict[str, Any]) -> TabletMap:
         tuple(tablets),
         ResizeState(data["resize"]),
         int(data["seq"]),
+        None if data.get("base") is None else uuid.UUID(bytes=bytes(data["base"])),
     )

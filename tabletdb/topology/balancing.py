@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from tabletdb.tablets.allocation import NodeCapacity
 from tabletdb.tablets.balancer import BalancerInput, TabletKey, plan_migrations
+from tabletdb.tablets.colocation import group_sizes, planning_maps
 from tabletdb.tablets.migration import begin_migration
 from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.topology.commands import TabletUpdate
@@ -41,6 +42,8 @@ def plan_round(
     request_id: uuid.UUID,
 ) -> tuple[TopologyState, list[TabletUpdate]] | None:
     """The topology with a balance round started and its tablet updates; None when balanced."""
+    sizes = group_sizes(tablets, sizes)
+    tablets = planning_maps(tablets)  # co-located tables move with their base (coordinator._command)
     hosts = [h for h in topology.normal_nodes() if h not in topology.ignored]
     nodes = [NodeCapacity(h, *locations.get(h, ("", "")), max(1, shards.get(h, 1))) for h in hosts]
     if len(nodes) < 1 or not tablets:

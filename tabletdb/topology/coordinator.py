@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from tabletdb.schema.model import Catalog
+from tabletdb.tablets.colocation import mirror_updates
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.migration import STAGE_ORDER, advance_stage
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
@@ -174,9 +175,8 @@ def _members(topology: TopologyState) -> tuple[uuid.UUID, ...]:
 def _command(
     view: View, new_id: uuid.UUID, after: TopologyState, updates: list[TabletUpdate], why: str
 ) -> Propose:
-    return Propose(
-        TopologyCommand(view.topology.state_id, replace(after, state_id=new_id), tuple(updates), why)
-    )
+    mirrored = mirror_updates(view.tablets, updates)  # co-located tablets move with their base's
+    return Propose(TopologyCommand(view.topology.state_id, replace(after, state_id=new_id), mirrored, why))
 
 
 def step(
@@ -303,7 +303,7 @@ def _rf_step(view: View, found: rfc.RfStep, new_id: uuid.UUID) -> Propose:
     command = TopologyCommand(
         view.topology.state_id,
         replace(found.topology, state_id=new_id),
-        found.updates,
+        mirror_updates(view.tablets, found.updates),  # co-located tablets move with their base's
         found.reason,
         found.schema,
     )

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 
+from tabletdb.tablets.colocation import base_of, planning_maps
 from tabletdb.tablets.migration import Migration, begin_migration
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind
 from tabletdb.topology.state import Request, TopologyState
@@ -151,6 +152,7 @@ def _plan_move(
     """The one migration a MOVE request names, begun (``tablets.migration.begin_migration``)."""
     move = request.move
     assert move is not None  # admission refuses a MOVE without one
+    move = replace(move, table_id=base_of(tablets, move.table_id))  # a co-located tablet moves with its base
     tm = tablets.get(move.table_id)
     if tm is None:
         raise PlanError(f"table {move.table_id} has no tablets (dropped, or not a tablets table)")
@@ -184,6 +186,7 @@ def plan_moves(
     replica has nowhere to go."""
     if request.kind is RequestKind.MOVE:
         return _plan_move(request, tablets, shards, locations)
+    tablets = planning_maps(tablets)  # co-located tables move with their base (coordinator._command)
     ignored = topology.ignored | request.ignore_nodes  # dead nodes take no replica
     normal = tuple(h for h in topology.normal_nodes() if h not in ignored)
     if request.kind is RequestKind.REPLACE and request.replaced_id is not None:

@@ -31,7 +31,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from tabletdb.schema.model import CDC_LOG_SUFFIX, Catalog, RackList
+from tabletdb.schema.model import Catalog, RackList
+from tabletdb.tablets.colocation import planning_maps
 from tabletdb.tablets.migration import STAGE_ORDER
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind
 from tabletdb.topology.commands import TabletUpdate
@@ -59,31 +60,13 @@ class RfStep:
 
 def keyspace_tables(
     catalog: Catalog, keyspace: str, tablets: Mapping[uuid.UUID, TabletMap]
-) -> list[list[uuid.UUID]]:
-    """The keyspace's tables with tablet maps, in groups planned together: a table, then the CDC
-    log tables co-located with it (same tablet boundaries); in table id order."""
-    ks = catalog.keyspace(keyspace)
-    if ks is None:
-        return []
-    ids = sorted(
-        (tid for tid in catalog.ids if catalog.ids[tid][0] == keyspace and tid in tablets),
-        key=lambda t: t.bytes,
-    )
-    base_of: dict[uuid.UUID, uuid.UUID] = {}
-    for table in ks.tables.values():
-        base = ks.tables.get(table.name.removesuffix(CDC_LOG_SUFFIX)) if table.is_cdc_log else None
-        if (
-            base is not None
-            and base.id in tablets
-            and table.id in tablets
-            and tablets[base.id].last_tokens == tablets[table.id].last_tokens
-        ):
-            base_of[table.id] = base.id
-    groups = {tid: [tid] for tid in ids if tid not in base_of}
-    for log_id in ids:
-        if log_id in base_of:
-            groups[base_of[log_id]].append(log_id)
-    return [groups[tid] for tid in ids if tid in groups]
+) -> list[uuid.UUID]:
+    """The keyspace's tables (views and index tables included) that are planned, in id order:
+    those with a tablet map that is not co-located with another's (a CDC log's tablets move with
+    its base's, ``tablets.colocation``: the command repeats the base's updates for them)."""
+    planned = planning_maps(tablets)
+    ids = catalog.ids
+    return sorted((t for t in ids if ids[t][0] == keyspace and t in planned), key=lambda t: t.bytes)
 
 
 class _Loads:
@@ -215,30 +198,15 @@ def plan(
     ``target``, with its transition begun; PlanError if one cannot be placed."""
     loads = _Loads(tablets, shards)
     out: Planned = []
-    for group in keyspace_tables(catalog, keyspace, tablets):
-        base = tablets[group[0]]
-        loads.for_table(base)
-        decided: dict[int, tuple[TabletInfo, tuple[TabletReplica, ...] | None]] = {}
-        for tid, info in enumerate(base.tablets):
+    for table_id in keyspace_tables(catalog, keyspace, tablets):
+        tm = tablets[table_id]
+        loads.for_table(tm)
+        for tid, info in enumerate(tm.tablets):
             if info.in_transition:
                 continue
-            new = _new_replicas(base.table_id, tid, info, target, locations, eligible, loads)
-            decided[tid] = (info, new)
+            new = _new_replicas(table_id, tid, info, target, locations, eligible, loads)
             if new is not None:
-                out.append((base.table_id, tid, _begun(info, new)))
-        for log_id in group[1:]:
-            log_map = tablets[log_id]
-            loads.for_table(log_map)
-            for tid, info in enumerate(log_map.tablets):
-                if info.in_transition:
-                    continue
-                base_info, base_new = decided.get(tid, (None, None))
-                if base_info is not None and base_info.replicas == info.replicas:
-                    new = base_new  # the log follows its base tablet
-                else:
-                    new = _new_replicas(log_id, tid, info, target, locations, eligible, loads)
-                if new is not None:
-                    out.append((log_id, tid, _begun(info, new)))
+                out.append((table_id, tid, _begun(info, new)))
     return out
 
 

@@ -238,11 +238,12 @@ def test_what_is_not_logged_yet_is_refused(session: Any) -> None:
     _ensure(session)
     from cassandra import InvalidRequest
 
-    with pytest.raises(InvalidRequest, match="non-frozen list"):
-        session.execute("CREATE TABLE cdc.r (k int PRIMARY KEY, l list<int>) WITH cdc = {'enabled': true}")
+    session.execute("CREATE TYPE IF NOT EXISTS cdc.ut (a int, b int, c int)")
+    with pytest.raises(InvalidRequest, match="non-frozen user type"):
+        session.execute("CREATE TABLE cdc.r (k int PRIMARY KEY, u ut) WITH cdc = {'enabled': true}")
     session.execute("CREATE TABLE cdc.r (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
-    with pytest.raises(InvalidRequest, match="non-frozen list"):
-        session.execute("ALTER TABLE cdc.r ADD l list<int>")
+    with pytest.raises(InvalidRequest, match="non-frozen user type"):
+        session.execute("ALTER TABLE cdc.r ADD u ut")
     session.execute("ALTER TABLE cdc.r WITH cdc = {'enabled': false}")
     session.execute("INSERT INTO cdc.r (k, v) VALUES (1, 1)")  # CDC off: the kept log gets nothing
     assert list(session.execute("SELECT * FROM cdc.r_scylla_cdc_log")) == []
@@ -301,3 +302,82 @@ def test_write_timestamps_beyond_the_leeway_are_refused(session: Any) -> None:
         "INSERT INTO cdc.t (pk, ck, v1) VALUES (91, 0, 1) USING TIMESTAMP 1000"
     )  # the first streams
     assert [r.v1 for r in session.execute("SELECT v1 FROM cdc.t WHERE pk = 91")] == [1]
+
+
+def test_non_frozen_lists_log_elements_by_timeuuid_key(session: Any) -> None:
+    """ScyllaDB's "Advanced column types" examples for ``list<int>``: the log column is the map
+    of elements by timeuuid key, removals list the keys, whole-list writes set
+    ``cdc$deleted_v``, and ``SCYLLA_TIMEUUID_LIST_INDEX(key)`` writes the element a key names."""
+    _ensure(session)
+    session.execute("CREATE TABLE IF NOT EXISTS cdc.l (pk int, ck int, v list<int>, PRIMARY KEY (pk, ck))")
+    session.execute("ALTER TABLE cdc.l WITH cdc = {'enabled': true}")
+    types = {
+        r.column_name: r.type
+        for r in session.execute(
+            "SELECT column_name, type FROM system_schema.columns "
+            "WHERE keyspace_name = 'cdc' AND table_name = 'l_scylla_cdc_log'"
+        )
+    }
+    assert types["v"] == "frozen<map<timeuuid, int>>"
+    assert types["cdc$deleted_elements_v"] == "frozen<set<timeuuid>>"
+    assert types["cdc$deleted_v"] == "boolean"
+    seen: list[Any] = []
+
+    def new() -> list[tuple[Any, Any, Any]]:
+        rows = _log(session, "cdc.l_scylla_cdc_log")
+        fresh = rows[len(seen) :]
+        seen[:] = rows
+        return [(r.get("v"), r.get("cdc_deleted_v"), r.get("cdc_deleted_elements_v")) for r in fresh]
+
+    def listed() -> list[int]:
+        return list(session.execute("SELECT v FROM cdc.l WHERE pk = 0 AND ck = 0").one().v or [])
+
+    session.execute("UPDATE cdc.l SET v = v + [1, 2] WHERE pk = 0 AND ck = 0")
+    ((added, deleted, removed),) = new()
+    assert list(added.values()) == [1, 2] and deleted is None and removed is None
+    assert all(k.version == 1 for k in added) and list(added) == sorted(added, key=lambda k: k.time)
+    first, second = list(added)
+
+    session.execute("UPDATE cdc.l SET v = v + [1, 3] WHERE pk = 0 AND ck = 0")
+    ((more, _, _),) = new()
+    session.execute("UPDATE cdc.l SET v = v - [1] WHERE pk = 0 AND ck = 0")
+    ((added, deleted, removed),) = new()
+    ones = {k for k, v in {**dict(zip([first, second], [1, 2])), **more}.items() if v == 1}
+    assert added is None and deleted is None and set(removed) == ones
+    assert listed() == [2, 3]
+
+    session.execute(f"UPDATE cdc.l SET v[SCYLLA_TIMEUUID_LIST_INDEX({second})] = 20 WHERE pk = 0 AND ck = 0")
+    assert new() == [({second: 20}, None, None)]
+    assert listed() == [20, 3]
+    session.execute(
+        f"UPDATE cdc.l SET v[SCYLLA_TIMEUUID_LIST_INDEX({second})] = null WHERE pk = 0 AND ck = 0"
+    )
+    ((added, deleted, removed),) = new()
+    assert added is None and set(removed) == {second}
+    assert listed() == [3]
+
+    session.execute("UPDATE cdc.l SET v = [0] + v WHERE pk = 0 AND ck = 0")  # a prepend: a lower key
+    ((added, _, _),) = new()
+    assert list(added.values()) == [0] and next(iter(added)).time < first.time
+    session.execute("UPDATE cdc.l SET v[1] = 30 WHERE pk = 0 AND ck = 0")  # by index: the element's key
+    ((added, _, _),) = new()
+    assert list(added.values()) == [30] and listed() == [0, 30]
+
+    session.execute("UPDATE cdc.l SET v = null WHERE pk = 0 AND ck = 0")
+    session.execute("UPDATE cdc.l SET v = [] WHERE pk = 0 AND ck = 0")
+    assert new() == [(None, True, None), (None, True, None)]
+    session.execute("UPDATE cdc.l SET v = [1, 2] WHERE pk = 0 AND ck = 0")
+    ((added, deleted, removed),) = new()
+    assert list(added.values()) == [1, 2] and deleted is True and removed is None
+
+    from cassandra import InvalidRequest
+
+    with pytest.raises(InvalidRequest, match="version 1"):
+        session.execute(
+            "UPDATE cdc.l SET v[SCYLLA_TIMEUUID_LIST_INDEX(5ad27d6e-3f5b-4a0a-9f4e-000000000001)] = 1 "
+            "WHERE pk = 0 AND ck = 0"
+        )
+    with pytest.raises(InvalidRequest, match="non-frozen list"):
+        session.execute(
+            f"UPDATE cdc.t SET s[SCYLLA_TIMEUUID_LIST_INDEX({first})] = 1 WHERE pk = 0 AND ck = 0"
+        )

@@ -2,7 +2,8 @@
 rebuilds the base table exactly.
 
 Hypothesis draws sequences of writes of every kind the log records (inserts, updates, nulls,
-set and map element changes and overwrites, static cells, row, range and partition deletes,
+set, map and list element changes and overwrites (list elements replayed at the timeuuid keys
+the log shows, with ``SCYLLA_TIMEUUID_LIST_INDEX``), static cells, row, range and partition deletes,
 batches) against a real node; the test then reads the log as a client would (every row, in
 ``cdc$time`` / ``cdc$batch_seq_no`` order), turns each delta row back into the CQL write it
 describes, stamped with the time in its ``cdc$time``, runs those on an empty twin table and
@@ -21,7 +22,10 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 NTS_1 = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
-COLUMNS = "pk int, ck int, v int, t text, s set<int>, m map<int, text>, st int static, PRIMARY KEY (pk, ck)"
+COLUMNS = (
+    "pk int, ck int, v int, t text, s set<int>, m map<int, text>, l list<int>, st int static, "
+    "PRIMARY KEY (pk, ck)"
+)
 _UUID_EPOCH_OFFSET = 0x01B21DD213814000
 _names = itertools.count()
 
@@ -39,6 +43,10 @@ def _literal(value: Any) -> str:
     if hasattr(value, "__iter__"):  # a set or the driver's SortedSet
         return "{" + ", ".join(_literal(v) for v in sorted(value)) + "}"
     return "null" if value is None else str(value)
+
+
+def _list(values: list[int]) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
 
 
 def _where(pk: int | str, ck: int | None = None) -> str:
@@ -92,6 +100,30 @@ statements = st.one_of(
         cks,
         st.dictionaries(small, texts, max_size=2),
     ),
+    st.builds(
+        lambda p, c, e, front: (
+            f"UPDATE {{T}} SET l = {_list(e)} + l WHERE {_where(p, c)}"
+            if front
+            else f"UPDATE {{T}} SET l = l + {_list(e)} WHERE {_where(p, c)}"
+        ),
+        pks,
+        cks,
+        st.lists(small, min_size=1, max_size=3),
+        st.booleans(),
+    ),
+    st.builds(
+        lambda p, c, e: f"UPDATE {{T}} SET l = l - {_list(e)} WHERE {_where(p, c)}",
+        pks,
+        cks,
+        st.lists(small, min_size=1, max_size=2),
+    ),
+    st.builds(
+        lambda p, c, e: f"UPDATE {{T}} SET l = {_list(e)} WHERE {_where(p, c)}",
+        pks,
+        cks,
+        st.lists(small, max_size=3),
+    ),
+    st.builds(lambda p, c: f"DELETE l FROM {{T}} WHERE {_where(p, c)}", pks, cks),
     st.builds(lambda p, v: f"UPDATE {{T}} SET st = {_literal(v)} WHERE {_where(p)}", pks, st.none() | small),
     st.builds(lambda p, c: f"DELETE t, s FROM {{T}} WHERE {_where(p, c)}", pks, cks),
     st.builds(lambda p, c: f"DELETE FROM {{T}} WHERE {_where(p, c)}", pks, cks),
@@ -166,9 +198,21 @@ def _cells(row: Any, table: str, using: str, insert: bool) -> Iterator[str]:
         removed = getattr(row, f"cdc_deleted_elements_{name}")
         if removed:
             sets.append(f"{name} = {name} - {_literal(set(removed))}")
+    target = _where(row.pk) if row.ck is None else where
     if sets:
-        target = _where(row.pk) if row.ck is None else where
         yield f"UPDATE {table} {using} SET {', '.join(sets)} WHERE {target}"
+    yield from _list_cells(row, table, using, target)
+
+
+def _list_cells(row: Any, table: str, using: str, target: str) -> Iterator[str]:
+    """A list's changes by element key: the whole-list delete (the tombstone just below the
+    write time, as an overwrite writes it), then each added or removed element at its key."""
+    if row.cdc_deleted_l:
+        yield f"UPDATE {table} {using} SET l = [] WHERE {target}"
+    elements = [f"l[SCYLLA_TIMEUUID_LIST_INDEX({k})] = {v}" for k, v in (row.l or {}).items()]
+    elements += [f"l[SCYLLA_TIMEUUID_LIST_INDEX({k})] = null" for k in row.cdc_deleted_elements_l or ()]
+    if elements:
+        yield f"UPDATE {table} {using} SET {', '.join(elements)} WHERE {target}"
 
 
 _TABLES: dict[int, tuple[str, str]] = {}
@@ -204,7 +248,7 @@ def _check_replay(session: Any, ops: list[str]) -> None:
     for statement in replay:
         session.execute(statement)
     note("\n".join(replay))
-    columns = "pk, ck, v, t, s, m, st"
+    columns = "pk, ck, v, t, s, m, l, st"
     rows = [
         sorted(tuple(r) for r in session.execute(f"SELECT {columns} FROM {t} WHERE pk IN ({keys})"))
         for t in (twin, base)

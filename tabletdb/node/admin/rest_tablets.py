@@ -7,7 +7,9 @@ stages as a join or decommission (write both, stream the file, switch reads, cle
 survives a coordinator crash and rolls back if a node it needs stays down. The call answers once
 the request ended: 200 when the replica moved, 400 with the reason when it may not be queued or
 cannot be planned (no such replica, the target already holds one, another datacenter, no such
-shard), 500 if it was rolled back.
+shard), 500 if it was rolled back. A table co-located with another (a CDC log with its base,
+``tablets.colocation``) has no tablets of its own to move: a move naming it moves the base's
+tablet, and with it every co-located tablet, in the same migration.
 
 Not yet: moves between shards of one node (refused), ``force`` (rack constraints are not checked
 beyond the datacenter; the balancer is not running yet to undo anything).

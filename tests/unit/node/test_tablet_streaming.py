@@ -18,6 +18,7 @@ import pytest
 
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.net.rpc import RemoteError, RpcNode
+from tabletdb.node import tablet_streaming
 from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService
@@ -116,6 +117,45 @@ def test_an_empty_target_gets_the_source_file_whole(tmp_path: Path) -> None:
             modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert modes == ["file"]
             assert [c.values(target, k) for k in keys] == [[b"v%d" % i] for i in range(len(keys))]
+
+    run(main())
+
+
+def test_a_file_larger_than_a_chunk_streams_in_order_and_leaves_no_staged_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tablet_streaming, "CHUNK", 4096)  # a tablet file is a few pages more than this
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            keys = same_tablet_keys(c, 60)
+            tablet_id, (source, _), target = c.tablet_of(keys[0])
+            for i, key in enumerate(keys):
+                await c.write(source, key, bytes([i]) * 3000, 10)
+            c.move(tablet_id, source, target, TransitionStage.STREAMING)
+            modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert modes == ["file"]
+            assert [c.values(target, k) for k in keys] == [[bytes([i]) * 3000] for i in range(len(keys))]
+            outgoing = c.storages[source].data_dir / ".outgoing"
+            assert not list(outgoing.iterdir())
+            assert not c.streaming[source]._outgoing
+
+    run(main())
+
+
+def test_a_chunk_of_a_closed_copy_is_refused_with_its_transfer_id(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            keys = same_tablet_keys(c, 1)
+            tablet_id, (source, _), target = c.tablet_of(keys[0])
+            await c.write(source, keys[0], b"v", 10)
+            rpc = c.rpcs[target]
+            ask = [TABLE.id.bytes, tablet_id]
+            transfer, size = await rpc.call(source + 1, tablet_streaming.VERB_TABLET_COPY_OPEN, ask)
+            assert size > 0
+            assert await rpc.call(source + 1, tablet_streaming.VERB_TABLET_COPY_CLOSE, [transfer])
+            with pytest.raises(RemoteError, match=transfer):
+                await rpc.call(source + 1, tablet_streaming.VERB_TABLET_COPY_READ, [transfer, 0, 10])
 
     run(main())
 
