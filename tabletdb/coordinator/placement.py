@@ -185,8 +185,13 @@ class ReplicaPlacement:
         self._tablet_sets: dict[int, _TabletSets] = {}
         """id(tablet info) -> (that info, the topology used, read replicas, write sets): hot-path cache."""
         self._map_of = TabletMapLookup(tablet_maps)
-        self._rf_cache: tuple[Catalog | None, dict[str, Mapping[str, int]]] = (None, {})
-        """Per keyspace, the RF of each datacenter, for the catalog object it was read from."""
+        self._rf_cache: tuple[Catalog | None, TopologyState | None, dict[str, Mapping[str, int]]] = (
+            None,
+            None,
+            {},
+        )
+        """Per keyspace, the RF of each datacenter, for the catalog and topology state objects it was
+        read from."""
 
     def catalog(self) -> Catalog:
         return self._catalog()
@@ -257,17 +262,27 @@ class ReplicaPlacement:
         return (self.replicas(table, token),)
 
     def _rf_of(self, table: TableDef) -> Mapping[str, int]:
-        """The RF per datacenter of ``table``'s keyspace (what consistency levels count from)."""
+        """The RF per datacenter of ``table``'s keyspace (what consistency levels count from).
+
+        While an RF change of the keyspace runs (``topology.rf_change``) the catalog still has the
+        old RF; a datacenter's RF going down counts the lower one, so a tablet whose reads moved
+        to its smaller replica set is not taken for one short of replicas (CL=ALL would be
+        Unavailable until the request ends)."""
         catalog = self._catalog()
-        cached_catalog, by_keyspace = self._rf_cache
-        if cached_catalog is not catalog:
+        state = self._topology_state()
+        cached_catalog, cached_state, by_keyspace = self._rf_cache
+        if cached_catalog is not catalog or cached_state is not state:
             by_keyspace = {}
-            self._rf_cache = (catalog, by_keyspace)
+            self._rf_cache = (catalog, state, by_keyspace)
         rf = by_keyspace.get(table.keyspace)
         if rf is None:
             ks = catalog.keyspace(table.keyspace)
             replication = None if ks is None else ks.definition.replication
             rf = {} if replication is None else {dc: replication.factor(dc) for dc, _ in replication.options}
+            change = None if state.transition is None else state.transition.request.rf_change
+            if change is not None and change.keyspace == table.keyspace:
+                target = change.after.replication
+                rf = {dc: min(n, target.factor(dc)) for dc, n in rf.items()}
             by_keyspace[table.keyspace] = rf
         return rf
 

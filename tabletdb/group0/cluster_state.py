@@ -28,6 +28,7 @@ from tabletdb.group0.topology import (
     topology_to_plain,
 )
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
+from tabletdb.schema.mutations import PutKeyspace, apply_mutations
 from tabletdb.topology.commands import TopologyCommand, apply_command, command_from_plain, command_to_plain
 from tabletdb.topology.requests import RequestRefused, admit_member, enqueue
 from tabletdb.topology.state import Request, TopologyState, state_from_plain, state_to_plain
@@ -158,8 +159,12 @@ def _queued_replace(topology_state: TopologyState, entry: JoinCommand) -> Topolo
 
 
 def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterState, Applied]:
-    """A stale step (decided on a topology state that moved on) changes nothing on any node."""
+    """A stale step (decided on a topology state that moved on, or for one that writes a keyspace
+    definition, on a catalog that moved on) changes nothing on any node."""
     maps = state.metadata.tablets
+    schema = entry.command.schema
+    if schema is not None and schema.catalog_version != state.metadata.state_id:
+        return state, Applied(entry.command_id, False)
     topology, changed, ok = apply_command(state.topology_state, maps, entry.command)
     if not ok:
         return state, Applied(entry.command_id, False)
@@ -168,9 +173,16 @@ def _apply_topology(state: ClusterState, entry: TopologyEntry) -> tuple[ClusterS
     metadata = replace(state.metadata, tablets=maps)
     if entry.command.stream_sets:  # a resize cut-over of a CDC table opens its new streams
         metadata = replace(metadata, cdc_stream_sets=(*metadata.cdc_stream_sets, *entry.command.stream_sets))
+    events: tuple[SchemaChangeEvent, ...] = ()
+    if schema is not None:  # a finished RF change: the catalog gets the new replication now
+        catalog = apply_mutations(
+            metadata.catalog, (PutKeyspace(schema.keyspace),), entry.command.new_state_id
+        )
+        metadata = replace(metadata, catalog=catalog)
+        events = (SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, schema.keyspace.name),)
     members = _without_left(state.topology, topology)
     return replace(state, metadata=metadata, topology=members, topology_state=topology), Applied(
-        entry.command_id, True
+        entry.command_id, True, events
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from tabletdb.cql.errors import AlreadyExists, ConfigurationError, InvalidRequest
 from tabletdb.schema.ddl_common import (
@@ -191,19 +192,32 @@ def _check_rack_lists(replication: Replication, config: SchemaConfig) -> None:
             )
 
 
-def _check_tablet_rf_change(name: str, old: Replication, new: Replication) -> None:
-    """Tablet replicas are rebuilt one step at a time: one DC, by one replica, per ALTER."""
-    before, after = dict(old.options), dict(new.options)
-    changed = [
-        (dc, old.factor(dc), new.factor(dc))
-        for dc in sorted(set(before) | set(after))
-        if before.get(dc, "0") != after.get(dc, "0")
-    ]
-    if len(changed) > 1 or any(abs(a - b) > 1 for _, b, a in changed):
-        raise ConfigurationError(
-            f"Cannot alter keyspace {name}: only one DC's RF can be changed at a time and not by more than 1 "
-            f"(requested {', '.join(f'{dc}: {b} -> {a}' for dc, b, a in changed)})"
-        )
+@dataclass(frozen=True)
+class RfChangeOutcome(DdlOutcome):
+    """An ALTER KEYSPACE that changes a tablets keyspace's replication. It is not committed as a
+    schema change: the metadata store queues a ``keyspace_rf_change`` topology request
+    (``topology.rf_change``), which adds or drops tablet replicas and writes ``after`` into the
+    catalog when every tablet has them; the statement answers then. ``mutations`` hold the
+    definition as a plain schema change would (a store without a topology coordinator, one node
+    in tests, commits them as such)."""
+
+    before: KeyspaceDef | None = None
+    after: KeyspaceDef | None = None
+
+
+def _check_tablet_rf_change(old: Replication, new: Replication) -> None:
+    """Tablet replicas are rebuilt one step at a time: one DC, by one replica, per ALTER (ScyllaDB's
+    rule and words: the sum over datacenters of how much each RF moves is at most 1; a rack list
+    counts its racks). A datacenter left out would lose its replicas silently: it must say 0."""
+    given = dict(new.options)
+    for dc, _ in old.options:
+        if dc not in given:
+            raise ConfigurationError(
+                f"Attempted to implicitly drop replicas in datacenter {dc}. If this is the desired "
+                f"behavior, set replication factor to 0 in {dc} explicitly."
+            )
+    if sum(abs(old.factor(dc) - new.factor(dc)) for dc in given) >= 2:
+        raise InvalidRequest("Only one DC's RF can be changed at a time and not by more than 1")
 
 
 def _strategy_warnings(ks: KeyspaceDef) -> tuple[str, ...]:
@@ -288,7 +302,7 @@ def alter_keyspace(
     rep = old.replication if replication is None else validate_replication(name, replication, config)
     new_tablets = _altered_tablets(name, old, rep, tablets)
     if old.uses_tablets and replication is not None:
-        _check_tablet_rf_change(name, old.replication, rep)
+        _check_tablet_rf_change(old.replication, rep)
         _check_rack_lists(rep, config)
     definition = KeyspaceDef(
         name,
@@ -303,6 +317,8 @@ def alter_keyspace(
     check_rf_rack_valid(definition, config, f"Cannot alter keyspace {name}", views=needs_rack_validity(ks))
     event = SchemaChangeEvent(Change.UPDATED, Target.KEYSPACE, name)
     warnings = _strategy_warnings(definition) if replication is not None else ()
+    if old.uses_tablets and rep != old.replication:
+        return RfChangeOutcome((PutKeyspace(definition),), (event,), warnings, before=old, after=definition)
     return DdlOutcome((PutKeyspace(definition),), (event,), warnings)
 
 

@@ -4,8 +4,9 @@ values (spec/topology.md), never stored.
 
 One partition (key ``'topology'``), one row per node by host id; cluster-wide values are static
 columns. Members that joined before the coordinator existed have no state-machine record yet and
-show as ``normal``. Columns about CDC generations, global requests and upgrade are null: nothing
-here produces them yet.
+show as ``normal``. Columns about CDC generations and upgrade are null: nothing here produces them
+yet. The only global request is a keyspace RF change (``keyspace_rf_change``): it is no node's
+request, and its keyspace and new replication show in ``system.topology_requests``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tabletdb.cql.types import BIGINT, BOOLEAN, INT, TEXT, TIMESTAMP, TIMEUUID, UUID, SetType, TupleType
+from tabletdb.cql.types import (
+    BIGINT,
+    BOOLEAN,
+    INT,
+    TEXT,
+    TIMESTAMP,
+    TIMEUUID,
+    UUID,
+    MapType,
+    SetType,
+    TupleType,
+)
 from tabletdb.group0.topology import NodeRecord
-from tabletdb.schema.model import ClusteringOrder, ColumnDef, ColumnKind, TableDef, order_columns
+from tabletdb.schema.model import ClusteringOrder, ColumnDef, ColumnKind, KeyspaceDef, TableDef, order_columns
 from tabletdb.schema.options import TableOptions
 from tabletdb.schema.system_schema import legacy_table_id
 from tabletdb.topology.state import Request, TopologyState
@@ -70,6 +82,8 @@ _REQUESTS_COLUMNS = [
     ("done", BOOLEAN, _R),
     ("error", TEXT, _R),
     ("end_time", TIMESTAMP, _R),
+    ("new_keyspace_rf_change_ks_name", TEXT, _R),
+    ("new_keyspace_rf_change_data", MapType(TEXT, TEXT), _R),
 ]
 
 
@@ -104,9 +118,11 @@ class ClusterTopology:
 
 
 def _pending(state: TopologyState) -> dict[uuid.UUID, Request]:
-    out = {r.host_id: r for r in state.queue}
-    if state.transition is not None:
-        out[state.transition.request.host_id] = state.transition.request
+    """Each node's own request (a global one, an RF change, belongs to no node)."""
+    out = {r.host_id: r for r in state.queue if r.rf_change is None}
+    running = None if state.transition is None else state.transition.request
+    if running is not None and running.rf_change is None:
+        out[running.host_id] = running
     return out
 
 
@@ -118,6 +134,7 @@ def topology_rows(
         return []
     state, members = cluster.state, cluster.members
     pending = _pending(state)
+    running = state.transition.request if state.transition and state.transition.request.rf_change else None
     static = {
         "key": "topology",
         "ignore_nodes": frozenset(state.ignored) or None,
@@ -127,8 +144,8 @@ def topology_rows(
         "transition_state": None if state.transition is None else state.transition.state.value,
         "committed_cdc_generations": None,
         "unpublished_cdc_generations": None,
-        "global_topology_request": None,
-        "global_topology_request_id": None,
+        "global_topology_request": None if running is None else running.kind.value,
+        "global_topology_request_id": None if running is None else running.request_id,
         "enabled_features": frozenset(cluster.enabled_features) or None,
         "session": None,
         "tablet_balancing_enabled": cluster.balancing_enabled,
@@ -176,16 +193,28 @@ def topology_requests_rows(cluster: ClusterTopology | None) -> list[dict[str, An
         *((r.request, True, r.error) for r in state.results),
         *((r, False, None) for r in (*running, *state.queue)),
     ]:
+        change = request.rf_change
         rows.append(
             {
                 "id": request.request_id,
-                "initiating_host": None,
-                "target_host": request.replaced_id if request.replaced_id else request.host_id,
+                "initiating_host": None if change is None else request.host_id,
+                "target_host": None if change else request.replaced_id or request.host_id,
                 "request_type": request.kind.value,
                 "start_time": None,
                 "done": done,
                 "error": error or None,
                 "end_time": None,
+                "new_keyspace_rf_change_ks_name": None if change is None else change.keyspace,
+                "new_keyspace_rf_change_data": None if change is None else _replication_data(change.after),
             }
         )
     return rows
+
+
+def _replication_data(keyspace: KeyspaceDef) -> dict[str, str]:
+    """The new replication as ScyllaDB shows it: class and each datacenter's RF (a rack list as
+    its racks joined by commas)."""
+    data = {"class": keyspace.replication.strategy_class}
+    for dc, value in keyspace.replication.options:
+        data[dc] = ",".join(value) if isinstance(value, tuple) else value
+    return data

@@ -24,6 +24,7 @@ from tabletdb.tablets.wire import (
     tablet_map_from_plain,
     tablet_map_to_plain,
 )
+from tabletdb.topology.rf_request import SchemaUpdate, schema_update_from_plain, schema_update_to_plain
 from tabletdb.topology.state import TopologyState, state_from_plain, state_to_plain
 
 COMMAND_FORMAT = 1
@@ -75,6 +76,9 @@ class TopologyCommand:
     """Whole maps a resize replaces (``topology.resize``); applied after ``tablet_updates``."""
     stream_sets: tuple[StreamSet, ...] = ()
     """CDC stream sets a resize cut-over opens (a CDC table's tablets changed)."""
+    schema: SchemaUpdate | None = None
+    """A keyspace definition written with this step (a finishing RF change: ``topology.rf_change``);
+    the command then also needs the catalog to still be at ``schema.catalog_version``."""
 
     @property
     def new_state_id(self) -> uuid.UUID:
@@ -116,7 +120,7 @@ def apply_command(
 
 
 def command_to_plain(c: TopologyCommand) -> dict[str, Any]:
-    return {
+    plain = {
         "f": COMMAND_FORMAT,
         "prev": c.prev_state_id.bytes,
         "state": state_to_plain(c.topology),
@@ -127,6 +131,9 @@ def command_to_plain(c: TopologyCommand) -> dict[str, Any]:
         "why": c.reason,
         **_resize_to_plain(c),
     }
+    if c.schema is not None:
+        plain["schema"] = schema_update_to_plain(c.schema)
+    return plain
 
 
 def _resize_to_plain(c: TopologyCommand) -> dict[str, Any]:
@@ -166,4 +173,5 @@ def command_from_plain(d: dict[str, Any]) -> TopologyCommand:
             for t, seq, rs, n, m in d.get("maps", ())
         ),
         stream_sets_from_plain(d.get("cdc", ())),
+        schema_update_from_plain(d["schema"]) if "schema" in d else None,
     )

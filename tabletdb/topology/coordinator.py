@@ -21,11 +21,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from tabletdb.schema.model import Catalog
 from tabletdb.tablets.colocation import mirror_updates
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.migration import STAGE_ORDER, advance_stage
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
 from tabletdb.topology import resize as rs
+from tabletdb.topology import rf_change as rfc
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.balancing import plan_round
 from tabletdb.topology.commands import TabletUpdate, TopologyCommand
@@ -65,6 +67,8 @@ class View:
     """Bytes per tablet from the nodes' load statistics (``tablets.load_stats``)."""
     resize: rs.ResizeInputs | None = None
     """What the resize re-evaluation needs (None: no resize is begun; one in progress goes on)."""
+    catalog: Catalog = field(default_factory=Catalog)
+    """group0's catalog: the keyspaces and tables a ``keyspace_rf_change`` request covers."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,12 @@ def step(
     if obs.barrier_version < t.version:
         return Barrier(t.version, _members(t))
     if not moving:
+        if tr.request.kind is RequestKind.KEYSPACE_RF_CHANGE:
+            return _rf_step(
+                view,
+                rfc.advance(t, tr, view.catalog, view.tablets, view.shards, view.locations, obs.alive),
+                new_id,
+            )
         late = _late_moves(view, tr, new_id)
         if late is not None:
             return late
@@ -327,8 +337,22 @@ def _vnode_phase(
     return found
 
 
+def _rf_step(view: View, found: rfc.RfStep, new_id: uuid.UUID) -> Propose:
+    command = TopologyCommand(
+        view.topology.state_id,
+        replace(found.topology, state_id=new_id),
+        mirror_updates(view.tablets, found.updates),  # co-located tablets move with their base's
+        found.reason,
+        schema=found.schema,
+    )
+    return Propose(command)
+
+
 def _start(view: View, obs: Observations, request: Request, new_id: uuid.UUID) -> Action:
     t = view.topology
+    if request.kind is RequestKind.KEYSPACE_RF_CHANGE:
+        started = rfc.start(t, request, view.catalog, view.tablets, view.shards, view.locations, obs.alive)
+        return _rf_step(view, started, new_id)
     try:
         _check_still_dead(request, obs)
         moves = plan_moves(request, t, view.tablets, view.shards, view.locations)
@@ -431,14 +455,14 @@ def _needed_node_down(
 ) -> str:
     needed: dict[uuid.UUID, _Moving] = {}
     for m in moving:
-        for r in m.targets() + m.sources(ignored):
+        for r in m.targets() + (m.sources(ignored) if m.targets() else ()):  # a drop needs nobody
             needed.setdefault(r.host, m)
     for host in sorted(needed):
         since = obs.down_since.get(host)
         if host not in obs.alive and since is not None and obs.now_ms - since >= config.rollback_after_ms:
             m = needed[host]
             return (
-                f"{request.kind.value} of {request.host_id} rolled back: node {host} has been down for "
+                f"{request.kind.value} of {request.subject} rolled back: node {host} has been down for "
                 f"{obs.now_ms - since} ms and tablet {m.tablet_id} of table {m.table_id} needs it to stream"
             )
     return ""
@@ -460,7 +484,7 @@ def _begin_rollback(
         version=t.version + 1,
     )
     return _command(
-        view, new_id, after, updates, f"roll back {tr.request.kind.value} of {tr.request.host_id}"
+        view, new_id, after, updates, f"roll back {tr.request.kind.value} of {tr.request.subject}"
     )
 
 
@@ -481,6 +505,11 @@ def _rolling_back(view: View, obs: Observations, tr: Transition, new_id: uuid.UU
     if leftovers:
         return Cleanup(tuple(leftovers))
     after = t.finished(RequestResult(request, tr.error))
+    if request.kind is RequestKind.KEYSPACE_RF_CHANGE:  # global: no node state to restore
+        after = replace(after, version=t.version + 1, fence_version=t.version)
+        return _command(
+            view, new_id, after, [], f"rolled back {request.kind.value} of {request.subject}: {tr.error}"
+        )
     node = t.nodes[request.host_id]
     joining = request.kind in (RequestKind.JOIN, RequestKind.REPLACE)
     after = after.with_node(

@@ -28,7 +28,23 @@ def removing_live_node_error(host_id: uuid.UUID) -> str:
     )
 
 
+def rf_change_ongoing(topology: TopologyState, keyspace: str) -> str | None:
+    """ScyllaDB's refusal of a second RF change of a keyspace while one is queued or running."""
+    running = () if topology.transition is None else (topology.transition.request,)
+    for r in (*running, *topology.queue):
+        if r.rf_change is not None and r.rf_change.keyspace == keyspace:
+            return f"Another RF change for this keyspace {keyspace} ongoing, please retry."
+    return None
+
+
 def _check(topology: TopologyState, request: Request, alive: frozenset[uuid.UUID]) -> None:
+    if request.kind is RequestKind.KEYSPACE_RF_CHANGE:  # global: no node of its own
+        if request.rf_change is None:
+            raise RequestRefused("a keyspace RF change request must name its keyspace and replication")
+        ongoing = rf_change_ongoing(topology, request.rf_change.keyspace)
+        if ongoing is not None:
+            raise RequestRefused(ongoing)
+        return
     host = request.host_id
     busy = [r for r in topology.queue if host in (r.host_id, r.replaced_id)]
     if busy:
@@ -107,6 +123,11 @@ def enqueue(
     broken = None if racks is None else racks(request)
     if broken is not None:
         raise RequestRefused(broken)
+    if request.kind is RequestKind.KEYSPACE_RF_CHANGE:
+        after = replace(topology, state_id=new_id, queue=(*topology.queue, request))
+        return TopologyCommand(
+            topology.state_id, after, reason=f"queue {request.kind.value} of {request.subject}"
+        )
     after = topology
     node = topology.nodes.get(request.host_id)
     if node is None:

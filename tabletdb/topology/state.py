@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tabletdb.tablets.tablet_map import TabletReplica
+from tabletdb.topology.rf_request import KeyspaceRfChange, rf_change_from_plain, rf_change_to_plain
 from tabletdb.topology.states import CleanupStatus, NodeState, RequestKind, TransitionState
 
 ZERO_ID = uuid.UUID(int=0)
@@ -45,6 +46,13 @@ class Request:
     ignore_nodes: frozenset[uuid.UUID] = frozenset()
     move: TabletMove | None = None
     """For MOVE only: which tablet replica goes where (``host_id`` is the target host)."""
+    rf_change: KeyspaceRfChange | None = None
+    """For KEYSPACE_RF_CHANGE only: the keyspace and its definition before and after."""
+
+    @property
+    def subject(self) -> str:
+        """What the request is about, for messages: the node, or the keyspace of an RF change."""
+        return f"keyspace {self.rf_change.keyspace}" if self.rf_change is not None else str(self.host_id)
 
 
 @dataclass(frozen=True)
@@ -157,13 +165,16 @@ def request_to_plain(r: Request) -> list[Any]:
                 m.target.shard,
             ]
         )
+    if r.rf_change is not None:  # and only RF changes a seventh (the sixth is then None)
+        plain.extend([None] * (6 - len(plain)))
+        plain.append(rf_change_to_plain(r.rf_change))
     return plain
 
 
 def request_from_plain(d: list[Any]) -> Request:
     rid, kind, host, replaced, ignore = d[:5]
     move = None
-    if len(d) > 5:
+    if len(d) > 5 and d[5] is not None:
         table, token, src, src_shard, dst, dst_shard = d[5]
         move = TabletMove(
             _req_id(table),
@@ -178,6 +189,7 @@ def request_from_plain(d: list[Any]) -> Request:
         _id(replaced),
         frozenset(_req_id(h) for h in ignore),
         move,
+        rf_change_from_plain(d[6]) if len(d) > 6 else None,
     )
 
 

@@ -31,6 +31,9 @@ class RequestKind(StrEnum):
     BALANCE = "balance"
     """A round of moves the load balancer planned (``topology.balancing``): made by the coordinator
     when idle, never queued; ``host_id`` is one of the targets, for the record only."""
+    KEYSPACE_RF_CHANGE = "keyspace_rf_change"
+    """ALTER KEYSPACE of a tablets keyspace's replication (``topology.rf_change``): a global
+    request, ``host_id`` is the node that queued it, for the record only."""
 
 
 class TransitionState(StrEnum):
@@ -62,4 +65,5 @@ STATE_DURING: dict[RequestKind, NodeState] = {
     RequestKind.REPLACE: NodeState.REPLACING,
     RequestKind.MOVE: NodeState.NORMAL,  # moving a tablet replica leaves both nodes normal
     RequestKind.BALANCE: NodeState.NORMAL,
+    RequestKind.KEYSPACE_RF_CHANGE: NodeState.NORMAL,
 }

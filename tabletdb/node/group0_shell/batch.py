@@ -28,6 +28,7 @@ from tabletdb.node.group0_shell.admission import Unreplicable
 from tabletdb.node.group0_shell.guard import DdlTurns
 from tabletdb.query.metadata_store import Decision
 from tabletdb.schema.ddl_common import DdlOutcome
+from tabletdb.schema.ddl_keyspace import RfChangeOutcome
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +137,8 @@ class DdlBatcher:
             except Exception as exc:  # the change is invalid on this state: tell its client
                 _settle(item, error=exc)
                 continue
-            if outcome.is_noop:
-                _settle(item, outcome)
+            if outcome.is_noop or isinstance(outcome, RfChangeOutcome):
+                _settle(item, outcome)  # an RF change is a topology request: its caller queues it
                 continue
             command = self._command(state, outcome)
             # the next change is decided on the state this one leaves

@@ -63,6 +63,7 @@ from tabletdb.node.group0_shell.member_checks import (
 )
 from tabletdb.node.group0_shell.peer_view import TopologyView
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter, RaftDriver
+from tabletdb.node.group0_shell.rf_changes import change_replication
 from tabletdb.node.group0_shell.topology_rpc import TopologyBarrier
 from tabletdb.node.group0_shell.versions import PeerVersions
 from tabletdb.query.metadata_store import Decision
@@ -71,6 +72,7 @@ from tabletdb.raft.storage import DurableLog
 from tabletdb.raft.types import ConfState, Entry, Snapshot
 from tabletdb.schema.catalog_diff import catalog_events
 from tabletdb.schema.ddl_common import DdlOutcome, SchemaChangeEvent
+from tabletdb.schema.ddl_keyspace import RfChangeOutcome
 from tabletdb.schema.model import Catalog
 from tabletdb.systables.node_info import RaftInfo, RaftMember
 from tabletdb.topology.commands import TopologyCommand
@@ -201,6 +203,10 @@ class Group0Service:
     def state(self) -> ClusterState:
         return self._state
 
+    @property
+    def host_id(self) -> uuid.UUID:
+        return self.record.host_id
+
     def add_listener(self, listener: SchemaListener) -> None:
         self._schema_listeners.append(listener)
 
@@ -214,6 +220,8 @@ class Group0Service:
         (`node.group0_shell.batch`); a change that lost a race is re-decided on the newer state.
         """
         outcome = await self._ddl.change(decide, COMMAND_TIMEOUT)
+        if isinstance(outcome, RfChangeOutcome):
+            await change_replication(self, outcome)
         if not outcome.is_noop:
             await self.versions.wait_reported(self._state_index, AGREEMENT_WAIT)
         return outcome

@@ -79,6 +79,7 @@ def view_of(state: ClusterState) -> co.View:
         vp.VnodeView(
             {h: r.tokens for h, r in members.items()}, vp.vnode_tables(state.metadata.catalog), locations
         ),
+        catalog=state.metadata.catalog,
     )
 
 

@@ -65,3 +65,38 @@ def test_a_tablet_with_its_rf_is_a_plain_set_and_follows_alter() -> None:
     assert isinstance(replicas, ShortReplicaSet)
     assert ResponseTracker(ALL, replicas, "dc1", write=True).block_for == 3
     assert ResponseTracker(QUORUM, replicas, "dc1", write=False).block_for == 2
+
+
+def test_while_the_rf_goes_down_a_tablet_on_its_new_smaller_set_is_not_short() -> None:
+    """RF 2 -> 1: the catalog keeps 2 until the request ends, the tablet already reads from one
+    replica. Counting 2 would make ALL Unavailable for the whole request; counting 1 is what the
+    keyspace is becoming. Once the request is gone the catalog alone counts again."""
+    from dataclasses import replace
+
+    from tabletdb.topology.rf_request import KeyspaceRfChange
+    from tabletdb.topology.state import Request, TopologyState, Transition
+    from tabletdb.topology.states import RequestKind, TransitionState
+
+    members = {
+        host(i): NodeRecord(host(i), "a", "a", "dc1", f"r{i}", (), frozenset(), shard_count=1)
+        for i in range(2)
+    }
+    topo = Topology("c", members)
+    before = KeyspaceDef("ks", Replication(NTS, (("dc1", "2"),)), tablets=KeyspaceTablets(True))
+    after = replace(before, replication=Replication(NTS, (("dc1", "1"),)))
+    catalog = apply_mutations(Catalog(), [PutKeyspace(before), PutTable(table_def())], uuid.uuid1())
+    maps = {table_def().id: TabletMap.even(table_def().id, ((TabletReplica(host(0), 0),),))}
+    change = Request(
+        uuid.uuid1(), RequestKind.KEYSPACE_RF_CHANGE, host(0), rf_change=KeyspaceRfChange(before, after)
+    )
+    states = [TopologyState(transition=Transition(change, TransitionState.TABLET_MIGRATION))]
+    placement = ReplicaPlacement(
+        host(0), "dc1", lambda: topo, lambda: catalog, lambda: maps, topology_state=lambda: states[0]
+    )
+    replicas = placement.replicas(table_def(), 0)
+    assert not isinstance(replicas, ShortReplicaSet)
+    assert ResponseTracker(ALL, replicas, "dc1", write=True).block_for == 1
+    states[0] = TopologyState()  # the request failed: the catalog's 2 counts again
+    replicas = placement.replicas(table_def(), 0)
+    assert isinstance(replicas, ShortReplicaSet)
+    assert ResponseTracker(ALL, replicas, "dc1", write=True).block_for == 2

@@ -4,7 +4,7 @@ import pytest
 
 from tabletdb.cql.errors import AlreadyExists, ConfigurationError, InvalidRequest, Unauthorized
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, SchemaConfig, Target
-from tabletdb.schema.ddl_keyspace import alter_keyspace, create_keyspace, drop_keyspace
+from tabletdb.schema.ddl_keyspace import RfChangeOutcome, alter_keyspace, create_keyspace, drop_keyspace
 from tabletdb.schema.model import NTS, SIMPLE, Catalog, KeyspaceTablets
 from tabletdb.schema.mutations import PutKeyspace
 from tabletdb.schema.rack_rules import ClusterShape
@@ -155,20 +155,42 @@ def test_drop_keyspace() -> None:
     assert "ks" not in apply(catalog, outcome).keyspaces
 
 
-def test_tablet_rf_changes_one_dc_by_one_step() -> None:
+def test_tablet_rf_changes_one_dc_by_one_step_with_scyllas_words() -> None:
     catalog = with_keyspace(replication={"class": "NetworkTopologyStrategy", "dc1": 1, "dc2": 1})
-    with pytest.raises(ConfigurationError, match="only one DC's RF can be changed at a time"):
+    scylla = r"^Only one DC's RF can be changed at a time and not by more than 1$"
+    for dc1, dc2 in ((3, 1), (2, 2), (0, 0), (1, 3)):
+        with pytest.raises(InvalidRequest, match=scylla):
+            alter_keyspace(
+                catalog,
+                "ks",
+                replication={"class": "NetworkTopologyStrategy", "dc1": dc1, "dc2": dc2},
+                config=CONFIG,
+            )
+    with pytest.raises(
+        ConfigurationError,
+        match=r"^Attempted to implicitly drop replicas in datacenter dc2\. If this is the desired behavior, "
+        r"set replication factor to 0 in dc2 explicitly\.$",
+    ):
         alter_keyspace(
-            catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 3, "dc2": 1}, config=CONFIG
-        )
-    with pytest.raises(ConfigurationError, match="only one DC's RF can be changed at a time"):
-        alter_keyspace(
-            catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2, "dc2": 2}, config=CONFIG
+            catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2}, config=CONFIG
         )
     ok = alter_keyspace(
         catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 2, "dc2": 1}, config=CONFIG
     )
-    assert not ok.is_noop
+    # not a schema change: a topology request that writes the definition when the replicas exist
+    assert isinstance(ok, RfChangeOutcome) and not ok.is_noop
+    assert ok.before == catalog.keyspaces["ks"].definition and ok.after is not None
+    assert ok.after.replication.factor("dc1") == 2
+    to_zero = alter_keyspace(
+        catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 1, "dc2": 0}, config=CONFIG
+    )
+    assert isinstance(to_zero, RfChangeOutcome)
+    durable = alter_keyspace(catalog, "ks", durable_writes=False, config=CONFIG)
+    assert not isinstance(durable, RfChangeOutcome) and not durable.is_noop
+    same = alter_keyspace(
+        catalog, "ks", replication={"class": "NetworkTopologyStrategy", "dc1": 1, "dc2": 1}, config=CONFIG
+    )
+    assert not isinstance(same, RfChangeOutcome)
 
 
 def test_rf_rack_validity() -> None:

@@ -39,6 +39,8 @@ def test_columns_are_scyllas() -> None:
         "done",
         "error",
         "end_time",
+        "new_keyspace_rf_change_ks_name",
+        "new_keyspace_rf_change_data",
     }
 
 
@@ -81,3 +83,34 @@ def test_rows_show_node_states_requests_and_the_transition() -> None:
 
 def test_no_rows_without_group0() -> None:
     assert topology_rows(None, 12, "3.0.8") == [] and topology_requests_rows(None) == []
+
+
+def test_a_running_rf_change_is_the_global_request_and_no_nodes_own() -> None:
+    from dataclasses import replace
+
+    from tabletdb.schema.model import NTS, KeyspaceDef, KeyspaceTablets, Replication
+    from tabletdb.topology.rf_request import KeyspaceRfChange
+
+    before = KeyspaceDef("ks", Replication(NTS, (("dc1", "1"),)), tablets=KeyspaceTablets(True))
+    after = replace(before, replication=Replication(NTS, (("dc1", "2"),)))
+    change = Request(
+        uuid.UUID(int=12), RequestKind.KEYSPACE_RF_CHANGE, A, rf_change=KeyspaceRfChange(before, after)
+    )
+    state = TopologyState(
+        state_id=uuid.UUID(int=99),
+        nodes={A: TopoNode(A, NodeState.NORMAL)},
+        transition=Transition(change, TransitionState.TABLET_MIGRATION),
+    )
+    cluster = ClusterTopology(state, {A: record(A)}, frozenset({"TABLETS"}), True)
+    (row,) = topology_rows(cluster, 12, "3.0.8")
+    assert row["topology_request"] is None and row["request_id"] is None
+    assert row["global_topology_request"] == "keyspace_rf_change"
+    assert row["global_topology_request_id"] == change.request_id
+    (req,) = topology_requests_rows(cluster)
+    assert (
+        req["request_type"] == "keyspace_rf_change"
+        and req["initiating_host"] == A
+        and req["target_host"] is None
+    )
+    assert req["new_keyspace_rf_change_ks_name"] == "ks"
+    assert req["new_keyspace_rf_change_data"] == {"class": NTS, "dc1": "2"}
