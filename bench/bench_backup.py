@@ -1,13 +1,16 @@
-"""Benchmark: `tabletdb backup`/`restore` MB/s against plain Spark writing/reading the rows as Parquet.
+"""Benchmark: `tabletdb backup`/`restore` seconds beside Spark writing/reading the same rows as Parquet.
 
-One node is filled through the `tabletdb` data source; it is backed up (snapshot + per-tablet
-file copies, as Spark tasks), and the backup is restored into a second, empty node (per-file
-uploads as Spark tasks). In the same run and the same SparkSession, the table's rows (read once
-through the data source and cached) are written as Parquet and read back in full. The ratios
-(Parquet seconds / backup or restore seconds, same rows) cancel out the machine's speed; MB/s
-are each side's own bytes (SQLite files vs Parquet), rows/s compare like with like. Server CPU
-per row is the node's CPU during backup or restore.
-Reproduce: `.venv/bin/python -m bench.bench_backup [--rows N] [--payload BYTES]`.
+Rows are generated once and cached in Spark; writing them as Parquet (after a warm-up write) is
+the backup's baseline, and reading that Parquet back in full (into Spark's `noop` sink) the
+restore's. The same Parquet fills a node through `tabletdb load --via files`
+(`spark.file_load`); the node is backed up (snapshot + per-tablet file copies as Spark tasks) and
+the backup restored into a second, empty node (per-file uploads as Spark tasks, then the
+per-tablet count verification). All in one run and one SparkSession, so the ratios (baseline
+seconds / ours: 1.0 = as fast as Parquet, the goal is >= 0.5) cancel out the machine's speed.
+The seconds each backup and restore step took go to stderr (where the time goes). Server CPU
+per row is the node's CPU during backup or restore. Figures taken while other work runs on the
+machine measure that work too: run it on a quiet box.
+Reproduce: `.venv/bin/python -m bench.bench_backup [--rows N] [--payload BYTES] [--profile DIR]`.
 """
 
 from __future__ import annotations
@@ -42,15 +45,55 @@ def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+class StepTimer:
+    """A backup/restore reporter that logs how long each step took (to stderr)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.name = ""
+        self.started = time.monotonic()
+
+    def step(self, description: str, total: int | None, unit: str = "items") -> None:
+        self.done()
+        self.name, self.started = description, time.monotonic()
+
+    def advance(self, amount: int) -> None:
+        pass
+
+    def done(self) -> None:
+        if self.name:
+            _log(f"{self.what} step {time.monotonic() - self.started:6.2f}s  {self.name}")
+        self.name = ""
+
+
+def _fill(spark: Any, host: str, port: int, parquet: Path) -> None:
+    """The Parquet into bench.rows through per-tablet files (fast, and the rows are the same)."""
+    from tabletdb.spark.connection import parse_options
+    from tabletdb.spark.file_load import FileTarget, run_file_load
+
+    options = parse_options({"hosts": host, "port": str(port), "table": "bench.rows"})
+    summary = run_file_load(
+        spark, options, FileTarget(API_PORT), str(parquet), "parquet", str(parquet) + ".rejects"
+    )
+    if summary.rejected:
+        raise SystemExit(f"the fill rejected {summary.rejected} rows")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rows", type=int, default=10_000)
-    parser.add_argument("--payload", type=int, default=1024, help="Bytes of text per row.")
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--payload", type=int, default=512, help="Bytes of text per row.")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument(
+        "--profile", metavar="DIR", help="Run both nodes under cProfile (bench.profiled), profiles in DIR."
+    )
     args = parser.parse_args()
+    profiles = Path(args.profile).resolve() if args.profile else None
+    if profiles is not None:
+        profiles.mkdir(parents=True, exist_ok=True)
 
-    from tabletdb.spark.backup import ClusterOptions, QuietReporter, run_backup
+    from tabletdb.spark.backup import ClusterOptions, run_backup
     from tabletdb.spark.restore import run_restore
     from tabletdb.spark.session import spark_session
 
@@ -58,40 +101,49 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="bench-backup-") as tmp_name:
             tmp = Path(tmp_name)
-            with tabletdb_server(host_octet=2) as source, tabletdb_server(host_octet=3) as target:
-                options = {"hosts": source.host, "port": str(source.port), "table": "bench.rows"}
-                _create(source.host)
-                _rows(spark, args.rows, args.payload, args.partitions).write.format("tabletdb").options(
-                    **options
-                ).mode("append").save()
-                _log(f"filled {args.rows} rows")
-
-                src = ClusterOptions(hosts=(source.host,), api_port=API_PORT)
-                cpu = proc_cpu_seconds(source.pid)
-                started = time.monotonic()
-                backup = run_backup(spark, src, tmp / "backup", (), QuietReporter())
-                backup_s = time.monotonic() - started
-                backup_cpu = proc_cpu_seconds(source.pid) - cpu
-                _log(f"backup {backup_s:.1f}s")
-
-                dst = ClusterOptions(hosts=(target.host,), api_port=API_PORT)
-                cpu = proc_cpu_seconds(target.pid)
-                started = time.monotonic()
-                restore = run_restore(spark, dst, tmp / "backup", QuietReporter())
-                restore_s = time.monotonic() - started
-                restore_cpu = proc_cpu_seconds(target.pid) - cpu
-                _log(f"restore {restore_s:.1f}s")
-
-                df = spark.read.format("tabletdb").options(**options).load().cache()
-                rows = df.count()
-            df.write.parquet(str(tmp / "warm-up.parquet"))
+            rows_df = _rows(spark, args.rows, args.payload, args.partitions).cache()
+            rows = rows_df.count()
+            rows_df.write.parquet(str(tmp / "warm-up.parquet"))
             started = time.monotonic()
-            df.write.parquet(str(tmp / "rows.parquet"))
+            rows_df.write.parquet(str(tmp / "rows.parquet"))
             parquet_write_s = time.monotonic() - started
             parquet_bytes = _dir_bytes(tmp / "rows.parquet")
+            spark.read.parquet(str(tmp / "warm-up.parquet")).write.format("noop").mode("overwrite").save()
             started = time.monotonic()
             spark.read.parquet(str(tmp / "rows.parquet")).write.format("noop").mode("overwrite").save()
             parquet_read_s = time.monotonic() - started
+            rows_df.unpersist()
+            _log(f"parquet write {parquet_write_s:.2f}s read {parquet_read_s:.2f}s")
+
+            source_profile = str(profiles / "source.prof") if profiles else None
+            target_profile = str(profiles / "target.prof") if profiles else None
+            with (
+                tabletdb_server(host_octet=2, profile=source_profile) as source,
+                tabletdb_server(host_octet=3, profile=target_profile) as target,
+            ):
+                _create(source.host)
+                _fill(spark, source.host, source.port, tmp / "rows.parquet")
+                _log(f"filled {rows} rows")
+
+                src = ClusterOptions(hosts=(source.host,), api_port=API_PORT)
+                cpu = proc_cpu_seconds(source.pid)
+                timer = StepTimer("backup")
+                started = time.monotonic()
+                backup = run_backup(spark, src, tmp / "backup", (), timer)
+                backup_s = time.monotonic() - started
+                timer.done()
+                backup_cpu = proc_cpu_seconds(source.pid) - cpu
+                _log(f"backup {backup_s:.2f}s")
+
+                dst = ClusterOptions(hosts=(target.host,), api_port=API_PORT)
+                cpu = proc_cpu_seconds(target.pid)
+                timer = StepTimer("restore")
+                started = time.monotonic()
+                restore = run_restore(spark, dst, tmp / "backup", timer)
+                restore_s = time.monotonic() - started
+                timer.done()
+                restore_cpu = proc_cpu_seconds(target.pid) - cpu
+                _log(f"restore {restore_s:.2f}s")
     finally:
         spark.stop()
     mb = backup.bytes / 1e6
@@ -101,20 +153,24 @@ def main() -> None:
             f"{rows} rows of ~{args.payload} B, 1 node smp 1, {backup.files} tablet files, "
             f"Spark {args.master}"
         ),
-        "backup_mb_per_s": mb / backup_s,
-        "restore_mb_per_s": mb / restore_s,
-        "backup_rows_per_s": rows / backup_s,
-        "restore_rows_per_s": rows / restore_s,
-        "parquet_write_mb_per_s": parquet_bytes / 1e6 / parquet_write_s,
-        "parquet_read_mb_per_s": parquet_bytes / 1e6 / parquet_read_s,
+        "backup_s": backup_s,
+        "parquet_write_s": parquet_write_s,
+        "restore_s": restore_s,
+        "parquet_read_s": parquet_read_s,
         "backup_ratio_to_parquet_write": parquet_write_s / backup_s,
         "restore_ratio_to_parquet_read": parquet_read_s / restore_s,
+        "backup_rows_per_s": rows / backup_s,
+        "restore_rows_per_s": rows / restore_s,
+        "backup_mb_per_s": mb / backup_s,
+        "restore_mb_per_s": mb / restore_s,
+        "parquet_write_mb_per_s": parquet_bytes / 1e6 / parquet_write_s,
+        "parquet_read_mb_per_s": parquet_bytes / 1e6 / parquet_read_s,
         "backup_server_cpu_us_per_row": backup_cpu / rows * 1e6,
         "restore_server_cpu_us_per_row": restore_cpu / rows * 1e6,
         "backup_mb": mb,
         "parquet_mb": parquet_bytes / 1e6,
         "whole_file_installs": restore.whole_file_installs,
-        "errors": len(restore.mismatches) + (rows != args.rows),
+        "errors": len(restore.mismatches) + (restore.rows != args.rows) + (backup.rows != args.rows),
     }
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
 
@@ -126,7 +182,7 @@ def _log(text: str) -> None:
 def _create(host: str) -> None:
     from cassandra.cluster import Cluster
 
-    cluster = Cluster([host], protocol_version=4)
+    cluster = Cluster([host], protocol_version=4, connect_timeout=60)
     try:
         session = cluster.connect()
         replication = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"

@@ -7,9 +7,9 @@ DESC SCHEMA WITH INTERNALS AND PASSWORDS (table ids, role hashes, grants); downl
 file per tablet — files never span a tablet boundary — checking each sha256; write the manifest
 last. The snapshots are removed and balancing is put back as it was whether or not this worked.
 
-The driver (this module) plans, snapshots and verifies; the file copies run as Spark tasks (one
-per file, `backup_tasks`), so ``out_dir`` must be a path every executor shares with the driver on
-a real Spark cluster.
+The driver (this module) plans, snapshots and verifies; the file copies run as Spark tasks (a
+job's files spread over one task per core, `backup_tasks`), so ``out_dir`` must be a path every
+executor shares with the driver on a real Spark cluster.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ from tabletdb.storage.data_paths import table_directory_name
 log = logging.getLogger(__name__)
 
 DDL_TIMEOUT = 120.0
+CONNECT_TIMEOUT = 30.0
+"""Seconds to open a CQL connection (the driver's default, 5, failed on a busy machine: a node
+merging files or a Spark job on the same cores answers late, not never)."""
 
 
 class BackupError(RuntimeError):
@@ -91,7 +94,13 @@ def cql_session(options: ClusterOptions) -> Iterator[Any]:
     from cassandra.cluster import Cluster as CqlCluster
 
     auth = PlainTextAuthProvider(options.username, options.password or "") if options.username else None
-    cluster = CqlCluster(list(options.hosts), port=options.port, auth_provider=auth, protocol_version=4)
+    cluster = CqlCluster(
+        list(options.hosts),
+        port=options.port,
+        auth_provider=auth,
+        protocol_version=4,
+        connect_timeout=CONNECT_TIMEOUT,
+    )
     try:
         session = cluster.connect()
         session.default_timeout = DDL_TIMEOUT

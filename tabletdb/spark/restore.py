@@ -18,9 +18,10 @@ Progress is an append-only file (one JSON line per finished statement, file or v
 synced), kept next to the backup by default; a rerun skips what it lists, so a restore killed at
 any point completes when run again, and its progress bars start from what was already done.
 
-Step 2 runs on Spark: one task per file (`backup_tasks.UploadTask`), in jobs of a few tasks per
-core; the driver records each job's finished files as the job ends. Executors read the files
-from ``backup_dir``, which must be a path they share with the driver on a real Spark cluster.
+Step 2 runs on Spark: one `backup_tasks.UploadTask` per file, in jobs of a few files per core
+(one Spark task per core runs a job's share in turn); the driver records each job's finished
+files as the job ends. Executors read the files from ``backup_dir``, which must be a path they
+share with the driver on a real Spark cluster.
 """
 
 from __future__ import annotations

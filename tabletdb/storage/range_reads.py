@@ -49,10 +49,24 @@ _COUNT_SIMPLE = (
     "SELECT count(*) FROM partitions p JOIN rows r ON r.pk = p.pk AND r.kind = :kind"
     f" WHERE p.token > :start AND p.token <= :end AND p.flags = 0 AND {_ROW_LIVE}"
 )
+_COUNT_SCAN = (
+    "SELECT count(*) FROM rows r CROSS JOIN partitions p ON p.pk = r.pk"
+    f" WHERE r.kind = :kind AND +p.token > :start AND +p.token <= :end AND p.flags = 0 AND {_ROW_LIVE}"
+)
+"""The same count as one pass over the rows in key order (``CROSS JOIN`` keeps ``rows`` outside,
+``+p.token`` keeps SQLite off the token index). Walking the token index visits partitions, rows
+and cells in hash order, page by page at random: about 5 times slower when the range holds the
+whole file, as a tablet's count (restore's verification) or a snapshot's does."""
+_FLAGGED_SCAN = (
+    "SELECT token, pk, tombstone, flags FROM partitions"
+    " WHERE flags != 0 AND +token > :start AND +token <= :end"
+)
 _FLAGGED = (
     "SELECT token, pk, tombstone, flags FROM partitions"
     " WHERE token > :start AND token <= :end AND flags != 0 ORDER BY token, pk"
 )
+
+_TOKEN_SPAN = "SELECT min(token), max(token) FROM partitions"
 
 ValuesRow = tuple[int, bytes, bytes, tuple[bytes | None, ...]]
 """(token, partition key, clustering key, values of the asked columns; None: no live value)."""
@@ -60,10 +74,14 @@ ValuesRow = tuple[int, bytes, bytes, tuple[bytes | None, ...]]
 
 def count_live_rows(conn: sqlite3.Connection, start: int, end: int, now: int) -> int:
     """CQL rows of the non-wrapping range ``(start, end]`` as a full scan counts them: live regular
-    rows, and 1 for a partition whose only live data is its static row."""
+    rows, and 1 for a partition whose only live data is its static row. A range holding every
+    partition of the file is counted in key order (``_COUNT_SCAN``), a part of it through the
+    token index."""
     params = {"kind": REGULAR_KIND, "start": start, "end": end, "now": now}
-    total = int(conn.execute(_COUNT_SIMPLE, params).fetchone()[0])
-    flagged = conn.execute(_FLAGGED, params).fetchall()
+    low, high = conn.execute(_TOKEN_SPAN).fetchone()  # two index look-ups
+    whole = low is not None and start < low and high <= end
+    total = int(conn.execute(_COUNT_SCAN if whole else _COUNT_SIMPLE, params).fetchone()[0])
+    flagged = conn.execute(_FLAGGED_SCAN if whole else _FLAGGED, params).fetchall()
     for token, pk, tombstone, flags in flagged:
         total += PartitionReader(conn, pk, token, tombstone, flags, now).count()
     return total

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.storage.fsync import fsync_path
-from tabletdb.storage.mutation import FULL_SLICE, Mutation
-from tabletdb.storage.read_path import PartitionReader
+from tabletdb.storage.mutation import Mutation
+from tabletdb.storage.range_reads import count_live_rows
 from tabletdb.storage.stored_mutations import mutations_for_partition
 from tabletdb.storage.tablet_store import StorageError
 
@@ -44,8 +44,11 @@ def _read_only(path: Path) -> sqlite3.Connection:
         raise StorageError(f"cannot open tablet file {path} read-only: {exc}") from exc
 
 
-def snapshot_to(source: Path, target: Path) -> None:
-    """Write a consistent copy of the tablet file ``source`` to ``target`` (which must not exist)."""
+def snapshot_to(source: Path, target: Path, *, sync: bool = True) -> None:
+    """Write a consistent copy of the tablet file ``source`` to ``target`` (which must not exist).
+
+    ``sync`` False leaves the copy unsynced: a backup's snapshot is read once, soon, and checked
+    against the sha256 taken here, so a copy torn by a crash can never pass for a good one."""
     if target.exists():
         raise StorageError(f"snapshot target {target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -58,7 +61,8 @@ def snapshot_to(source: Path, target: Path) -> None:
             dst.execute("PRAGMA journal_mode = DELETE")
         finally:
             dst.close()
-        fsync_path(staging)
+        if sync:
+            fsync_path(staging)
         os.replace(staging, target)
     except sqlite3.Error as exc:
         raise StorageError(f"cannot snapshot {source} into {target}: {exc}") from exc
@@ -68,19 +72,15 @@ def snapshot_to(source: Path, target: Path) -> None:
 
 
 def live_row_count(path: Path, now: int) -> int:
-    """CQL rows live at ``now`` (seconds) in a tablet file; a partition with only static data
-    counts as one row, as SELECT COUNT(*) counts it."""
+    """CQL rows live at ``now`` (seconds) in a tablet file, as SELECT COUNT(*) counts them (a
+    partition with only static data is one row). Decided inside SQLite (``range_reads``), in one
+    pass over the file in key order: Python sees only the rare partitions with static rows or
+    range or collection tombstones."""
     conn = _read_only(path)
     try:
-        total = 0
-        partitions = conn.execute("SELECT pk, token, tombstone, flags FROM partitions").fetchall()
-        for pk, token, tombstone, flags in partitions:
-            data = PartitionReader(conn, pk, token, tombstone, flags, now).read(
-                FULL_SLICE, reverse=False, limit=None, include_static=True
-            )
-            if data is not None:
-                total += data.row_count
-        return total
+        return sum(count_live_rows(conn, p.start, p.end, now) for p in FULL_RING.unwrap())
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot count the rows of tablet file {path}: {exc}") from exc
     finally:
         conn.close()
 

@@ -128,3 +128,27 @@ def test_another_schema_version_or_not_sqlite_is_refused(tmp_path: Path) -> None
     junk.write_bytes(b"not a database" * 100)
     with pytest.raises(ImageRejected, match="not a readable"):
         validate_image(junk, TABLE, FULL_RING, LIMIT)
+
+
+def test_a_wrapping_range_takes_tokens_on_both_sides_of_the_ring_and_nothing_between(
+    tmp_path: Path,
+) -> None:
+    keys = sorted((bytes([n]) for n in range(30)), key=token_of)
+    tokens = [token_of(k) for k in keys]
+    path = image(tmp_path, *(row(k) for k in keys))
+    # (tokens[9], tokens[0]] wraps: it holds the first key and everything from the eleventh on
+    with pytest.raises(ImageRejected, match=rf"token {tokens[1]}, outside"):
+        validate_image(path, TABLE, TokenRange(tokens[9], tokens[0]), LIMIT)
+    small = image(tmp_path / "small", *(row(k) for k in keys[:1] + keys[10:]))
+    validate_image(small, TABLE, TokenRange(tokens[9], tokens[0]), LIMIT)
+
+
+def test_a_token_or_key_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, "UPDATE partitions SET token = 'x'")
+    with pytest.raises(ImageRejected, match="token x, outside the token range"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+    other = image(tmp_path / "other", row(b"a"))
+    tamper(other, "UPDATE partitions SET pk = 'a'", "DELETE FROM rows", "DELETE FROM cells")
+    with pytest.raises(ImageRejected, match="not its key's token"):
+        validate_image(other, TABLE, FULL_RING, LIMIT)
