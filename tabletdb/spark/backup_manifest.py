@@ -91,6 +91,11 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(staging, directory / MANIFEST)
+    fd = os.open(directory, os.O_RDONLY)  # the rename itself must survive a crash too
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_manifest(directory: Path) -> Manifest:

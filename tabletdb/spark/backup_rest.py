@@ -14,6 +14,7 @@ import base64
 import hashlib
 import http.client
 import json
+import os
 import time
 import urllib.error
 import urllib.parse
@@ -113,6 +114,9 @@ class NodeApi:
                     digest.update(chunk)
                     out.write(chunk)
                     advance(len(chunk))
+                out.flush()
+                os.fsync(out.fileno())  # a backup that reported success survives a crash
+            _fsync_dir(target.parent)
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
             raise self._failed("GET", f"snapshot file {path}", f"HTTP {exc.code}: {detail}") from None
@@ -218,3 +222,12 @@ class Cluster:
     @property
     def any_node(self) -> NodeApi:
         return next(iter(self.nodes.values()))
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the files created in ``directory`` durable as names, not only as contents."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
