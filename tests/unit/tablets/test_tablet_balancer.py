@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -142,8 +143,10 @@ def node_bytes(
     return loads
 
 
-def imbalance(nodes: list[NodeCapacity], loads: dict[uuid.UUID, int]) -> float:
-    return sum(loads[n.host_id] ** 2 / n.shard_count for n in nodes)
+def imbalance(nodes: list[NodeCapacity], loads: dict[uuid.UUID, int]) -> Fraction:
+    """Exact: a float sum depends on the order of its terms, so two equal loads in swapped
+    places could compare as a (false) gain."""
+    return sum((Fraction(loads[n.host_id] ** 2, n.shard_count) for n in nodes), Fraction(0))
 
 
 @settings(max_examples=40, deadline=None)
