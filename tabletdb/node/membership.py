@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, Protocol
 
 from tabletdb.coordinator.context import Replicas, Timeouts
@@ -31,6 +31,7 @@ from tabletdb.node.group0_shell.service import Group0Service, SchemaListener
 from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
 from tabletdb.node.range_streaming import RangeStreaming
 from tabletdb.node.replica_service import ViewMaintenance, build_replicas, register_replica_verbs
+from tabletdb.node.tablet_load import TabletLoadStats
 from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.query.auth_check import create_default_superuser
@@ -38,6 +39,7 @@ from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.systables.node_info import RaftInfo
 from tabletdb.systables.version_reads import Settle
+from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.topology import coordinator as co
 from tabletdb.topology.states import NodeState
 
@@ -145,6 +147,8 @@ class ClusterMember:
         )
         self._paxos: PaxosService | None = None
         self._topology_task: asyncio.Task[None] | None = None
+        self.tablet_load: TabletLoadStats | None = None
+        """Set by the node once built: the coordinator polls it for the balancer's tablet sizes."""
 
     def _halt(self, failure: ApplyFailed) -> None:
         self.halted = True
@@ -254,12 +258,21 @@ class ClusterMember:
 
         async def stream(t: co.StreamTask) -> object:
             _, table_id, tablet_id = t.key
+            if [s.host for s in t.sources] == [t.target.host]:  # between two shards of one node
+                node, shard = raft_id_of(t.target.host), t.sources[0].shard
+                return await streaming.shard_move(node, table_id, tablet_id, shard, t.target.shard)
             sources = [raft_id_of(s.host) for s in t.sources]
             return await streaming.stream(raft_id_of(t.target.host), table_id, tablet_id, sources)
 
         async def cleanup(t: co.CleanupTask) -> object:
             _, table_id, tablet_id = t.key
             return await streaming.cleanup(raft_id_of(t.replica.host), table_id, tablet_id, t.replica.shard)
+
+        async def tablet_sizes() -> Mapping[TabletKey, int]:
+            if self.tablet_load is None:
+                return {}
+            sizes, _missing = await self.tablet_load.cluster()  # a missing tablet weighs the mean
+            return sizes
 
         async def tidy() -> None:
             await group0.reconcile_voters()  # normal learners vote, nodes that left are dropped
@@ -276,6 +289,7 @@ class ClusterMember:
             tidy=tidy,
             stream_ranges=self.ranges.stream,
             cleanup_ranges=self.ranges.cleanup,
+            tablet_sizes=tablet_sizes,
         )
 
     async def stop(self) -> None:

@@ -19,11 +19,13 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.tablets.load_stats import TabletKey
+from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.topology import coordinator as co
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TopologyCommand
@@ -37,6 +39,10 @@ IDLE_WAIT = 0.5
 """Seconds between steps when there is nothing to do (or leadership is elsewhere)."""
 RETRY_WAIT = 0.5
 """Seconds before a step again after a barrier, stream or cleanup failed."""
+SIZES_MAX_AGE_S = 10.0
+"""Tablet sizes older than this are polled again before a balancer round is planned; so are
+sizes measured on other tablet maps (a round or a split moved bytes since). Only the poll costs:
+nothing about sizes is ever written to group0."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,12 @@ class TopologyIo:
     stream_ranges: Callable[[vp.RangeStreamTask], Awaitable[object]] | None = None
     cleanup_ranges: Callable[[vp.RangeCleanupTask], Awaitable[object]] | None = None
     """Vnode ranges: streamed to a node that gains them, dropped by a node that lost them."""
+    tablet_sizes: Callable[[], Awaitable[Mapping[TabletKey, int]]] | None = None
+    """Bytes per tablet from every live member's load statistics (``node.tablet_load``); None:
+    the balancer weighs every tablet alike."""
 
 
-def view_of(state: ClusterState) -> co.View:
+def view_of(state: ClusterState, tablet_sizes: Mapping[TabletKey, int] | None = None) -> co.View:
     members = state.topology.members
     locations = {h: (r.datacenter, r.rack) for h, r in members.items()}
     return co.View(
@@ -71,7 +80,15 @@ def view_of(state: ClusterState) -> co.View:
         vp.VnodeView(
             {h: r.tokens for h, r in members.items()}, vp.vnode_tables(state.metadata.catalog), locations
         ),
+        balancing=state.balancing_enabled,
+        tablet_sizes=tablet_sizes or {},
     )
+
+
+def may_balance(state: ClusterState) -> bool:
+    """Whether the next step could start a balancer round (so it needs tablet sizes)."""
+    t = state.topology_state
+    return state.balancing_enabled and t.transition is None and not t.queue
 
 
 DEFAULT_CONFIG = co.CoordinatorConfig()
@@ -90,6 +107,9 @@ class TopologyTask:
         self.obs = co.Observations(alive=frozenset())
         self._down_since: dict[uuid.UUID, int] = {}
         self._leading = False
+        self._sizes: Mapping[TabletKey, int] = {}
+        self._sizes_at_ms: int | None = None
+        self._sizes_maps: Mapping[uuid.UUID, TabletMap] | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Step while this node leads group0, until ``stop`` is set."""
@@ -116,6 +136,7 @@ class TopologyTask:
         self._leading = False
         self.obs = co.Observations(alive=frozenset())
         self._down_since.clear()
+        self._sizes_at_ms = None
 
     async def step_once(self) -> co.Action:
         """Run one step on the current state and carry out its action."""
@@ -129,7 +150,8 @@ class TopologyTask:
             else:
                 self._down_since.setdefault(h, now)
         self.obs = replace(self.obs, alive=alive, now_ms=now, down_since=dict(self._down_since))
-        action = co.step(view_of(state), self.obs, uuid.uuid1(), self.config)
+        view = view_of(state, await self._tablet_sizes(state, now))
+        action = co.step(view, self.obs, uuid.uuid1(), self.config)
         if isinstance(action, co.Barrier):
             await self._barrier(action, alive)
         elif isinstance(action, co.Stream):
@@ -148,6 +170,19 @@ class TopologyTask:
             log.info("topology coordinator proposes: %s", action.command.reason)
             await self.io.submit(action.command)
         return action
+
+    async def _tablet_sizes(self, state: ClusterState, now: int) -> Mapping[TabletKey, int]:
+        """The sizes a balancer round plans on, polled again only when one may start and they are
+        older than ``SIZES_MAX_AGE_S`` or from other tablet maps (bounded staleness)."""
+        poll = self.io.tablet_sizes
+        if poll is None or not may_balance(state):
+            return self._sizes
+        maps = state.metadata.tablets
+        at = self._sizes_at_ms
+        if at is None or now - at >= SIZES_MAX_AGE_S * 1000 or maps is not self._sizes_maps:
+            self._sizes = await poll()
+            self._sizes_at_ms, self._sizes_maps = now, maps
+        return self._sizes
 
     async def _ranges(
         self, tasks: tuple[_RangeTask, ...], run: Callable[[_RangeTask], Awaitable[object]] | None, what: str
