@@ -9,8 +9,9 @@ the request ended: 200 when the replica moved, 400 with the reason when it may n
 cannot be planned (no such replica, the target already holds one, another datacenter, no such
 shard), 500 if it was rolled back.
 
-Not yet: moves between shards of one node (refused), ``force`` (rack constraints are not checked
-beyond the datacenter; the balancer is not running yet to undo anything).
+A target on the source node with another shard moves the replica between shards of that node
+(its file is renamed at the ``streaming`` stage, ``replica.shard_moves``). Not yet: ``force``
+(rack constraints are not checked beyond the datacenter).
 """
 
 from __future__ import annotations
