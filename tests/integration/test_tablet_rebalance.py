@@ -29,7 +29,7 @@ KEYSPACE = "rb"
 TOLERANCE = 0.10
 SETTLE_S = 600.0
 """Liveness bound for the balancer to converge on a loaded two-core box (not a speed check)."""
-STABLE_S = 15.0
+STABLE_S = 11.0
 """Placement unchanged this long, nothing in transition: converged (the coordinator re-polls
 tablet sizes at least every 10 s and plans at once when a round ended)."""
 
