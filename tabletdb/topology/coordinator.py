@@ -61,6 +61,9 @@ class View:
     """``ClusterState.balancing_enabled``: when idle, start a round of balancer moves."""
     tablet_sizes: Mapping[TabletKey, int] = field(default_factory=dict)
     """Bytes per tablet from the nodes' load statistics (``tablets.load_stats``)."""
+    co_located: Mapping[uuid.UUID, tuple[uuid.UUID, ...]] = field(default_factory=dict)
+    """Table -> tables whose tablets move with its tablets (CDC log tables with their base):
+    balancer rounds move them together (``topology.balancing.plan_round``)."""
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,14 @@ def step(
         if not t.queue:
             if view.balancing:
                 started = plan_round(
-                    t, view.tablets, view.shards, view.locations, view.tablet_sizes, new_id, obs.alive
+                    t,
+                    view.tablets,
+                    view.shards,
+                    view.locations,
+                    view.tablet_sizes,
+                    new_id,
+                    obs.alive,
+                    view.co_located,
                 )
                 if started is not None:
                     return _command(view, new_id, *started, f"balance: {len(started[1])} tablet move(s)")
