@@ -212,7 +212,7 @@ def run(megabytes: int, base: Path) -> dict[str, Any]:
         "join_MB": round(join_bytes / MB, 1),
         "balance_s": round(balance_s, 1),
         "balance_MB": round(balance_bytes / MB, 1),
-        "balance_MBps": round(balance_bytes / MB / max(balance_s, 1e-6), 1),
+        "balance_MBps": round(balance_bytes / MB / max(balance_s, 1e-6), 3),
         "shard_moves": shard_moves,
         "cp_MB": round(cp_bytes / MB, 1),
         "cp_MBps": round(cp_mbps, 1),
