@@ -77,17 +77,25 @@ def move_between_shards(
         raise ShardMoveBusy(f"{where}: writes in flight to {old}; retry")
     released = storage.release(old)  # logs the removal: a replay keeps the old path's rows out
     assert released, "the store was idle and nothing ran since"
-    _fold_wal(old)
+    _fold_wal(old, where)
     _replace(old, new)
     log.info("tablet moved between shards table=%s tablet=%d from=%s to=%s", table.id, tablet_id, old, new)
     return "moved"
 
 
-def _fold_wal(path: Path) -> None:
-    """Checkpoint a WAL left beside the closed file into it, so the file alone is the data."""
-    if Path(f"{path}-wal").exists():
+def _fold_wal(path: Path, where: str) -> None:
+    """Checkpoint a WAL left beside the closed file into it, so the file alone is the data.
+
+    Closing the store folds it unless another connection had the file open (a load-statistics
+    measurement, a copy being streamed off it); while one still reads, the checkpoint cannot
+    finish, and the file is not moved (``ShardMoveBusy``: the caller retries; until then the old
+    file with its WAL stays the tablet's, its writes reopen it there)."""
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
         with contextlib.closing(sqlite3.connect(path)) as conn:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, log_frames, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy or log_frames != done or (wal.exists() and wal.stat().st_size > 0):
+            raise ShardMoveBusy(f"{where}: another reader holds {path}'s write-ahead log; retry")
     fsync_path(path)
 
 

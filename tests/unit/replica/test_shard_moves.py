@@ -138,3 +138,34 @@ def test_a_move_is_refused_off_its_stage_or_for_other_shards_and_waits_for_write
         node.storage.close()
 
     asyncio.run(run())
+
+
+def test_a_reader_holding_the_write_ahead_log_defers_the_move_and_loses_nothing(tmp_path: Path) -> None:
+    """Another connection (a load measurement, a copy being streamed) in a read transaction keeps
+    the closed store's WAL from being folded into the file: the move waits, nothing is dropped."""
+    import contextlib
+    import sqlite3
+
+    async def run() -> None:
+        node = Node(tmp_path)
+        keys = keys_of(node, 0, 20)
+        for k in keys:
+            await node.write(k, b"w", 1)
+        node.storage.write_deferred()
+        node.to_stage(0, TransitionStage.STREAMING)
+        old = node.file(0, 0)
+        with contextlib.closing(sqlite3.connect(f"file:{old}?mode=ro", uri=True)) as reader:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            with pytest.raises(ShardMoveBusy, match="write-ahead log"):
+                move_between_shards(node.storage, TABLE, 0, 0, 1)
+            assert old.exists() and not node.file(0, 1).exists()
+            assert [node.read(k) for k in keys] == [b"w"] * len(keys)  # reopened where it was
+            reader.execute("COMMIT")
+        assert move_between_shards(node.storage, TABLE, 0, 0, 1) == "moved"
+        node.restart()
+        node.to_stage(0, None)
+        assert [node.read(k) for k in keys] == [b"w"] * len(keys)
+        node.storage.close()
+
+    asyncio.run(run())
