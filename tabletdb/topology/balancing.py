@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from tabletdb.tablets.allocation import NodeCapacity
 from tabletdb.tablets.balancer import BalancerInput, TabletKey, plan_migrations
-from tabletdb.tablets.migration import Migration, begin_migration
+from tabletdb.tablets.migration import begin_migration
 from tabletdb.tablets.tablet_map import TabletMap, TransitionKind
 from tabletdb.topology.commands import TabletUpdate
 from tabletdb.topology.state import Request, TopologyState, Transition
@@ -48,28 +48,16 @@ def plan_round(
     sizes: Mapping[TabletKey, int],
     request_id: uuid.UUID,
     alive: frozenset[uuid.UUID] | None = None,
-    co_located: Mapping[uuid.UUID, tuple[uuid.UUID, ...]] | None = None,
 ) -> tuple[TopologyState, list[TabletUpdate]] | None:
     """The topology with a balance round started and its tablet updates; None when balanced, or
     while a node that takes part is down (``alive``, None: all up): its load is unknown and a
-    move it is in could only wait or roll back.
-
-    ``co_located``: table -> tables whose tablets must stay where its tablets are (a CDC log
-    table with its base table). Those tables are not planned on their own: each tablet weighs
-    what it and its followers' same-numbered tablets weigh, and every move of it is repeated on
-    each follower whose tablet has the same replica and is not moving (one with another tablet
-    count or placement is left alone)."""
-    all_tablets = tablets
+    move it is in could only wait or roll back."""
     hosts = [h for h in topology.normal_nodes() if h not in topology.ignored]
     if alive is not None and any(h not in alive for h in hosts):
         return None
     nodes = [NodeCapacity(h, *locations.get(h, ("", "")), max(1, shards.get(h, 1))) for h in hosts]
     if len(nodes) < 1 or not tablets:
         return None
-    followers = {t: fs for t, fs in (co_located or {}).items() if t in tablets}
-    led = {f for fs in followers.values() for f in fs}
-    sizes = _with_followers(sizes, followers)
-    tablets = {t: m for t, m in tablets.items() if t not in led} if led else tablets
     known = [s for s in sizes.values() if s > 0]
     default = max(1, sum(known) // len(known)) if known else 1  # a tablet not measured yet weighs the mean
     moves = plan_migrations(
@@ -88,8 +76,7 @@ def plan_round(
     moves = across or moves
     if not moves:
         return None
-    moves = [f for m in moves for f in (m, *_followed(m, followers.get(m.table_id, ()), all_tablets))]
-    maps = dict(all_tablets)
+    maps = dict(tablets)
     updates: list[TabletUpdate] = []
     for m in moves:
         before = maps[m.table_id].tablets[m.tablet_id]
@@ -102,33 +89,3 @@ def plan_round(
         version=topology.version + 1,
     )
     return after, updates
-
-
-def _with_followers(
-    sizes: Mapping[TabletKey, int], followers: Mapping[uuid.UUID, tuple[uuid.UUID, ...]]
-) -> Mapping[TabletKey, int]:
-    """Each leading tablet weighs itself and its followers' tablets of the same number."""
-    if not followers:
-        return sizes
-    out = dict(sizes)
-    for (table_id, tablet_id), size in sizes.items():
-        for leader, fs in followers.items():
-            if table_id in fs:
-                out[(leader, tablet_id)] = out.get((leader, tablet_id), 0) + size
-    return out
-
-
-def _followed(
-    move: Migration, followers: tuple[uuid.UUID, ...], tablets: Mapping[uuid.UUID, TabletMap]
-) -> list[Migration]:
-    """The same move of each follower's tablet of that number, where it can be made."""
-    out: list[Migration] = []
-    count = tablets[move.table_id].tablet_count
-    for f in followers:
-        tm = tablets.get(f)
-        if tm is None or tm.tablet_count != count:
-            continue
-        info = tm.tablets[move.tablet_id]
-        if not info.in_transition and move.source in info.replicas and move.target not in info.replicas:
-            out.append(Migration(f, move.tablet_id, move.source, move.target))
-    return out

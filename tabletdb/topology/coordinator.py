@@ -61,9 +61,6 @@ class View:
     """``ClusterState.balancing_enabled``: when idle, start a round of balancer moves."""
     tablet_sizes: Mapping[TabletKey, int] = field(default_factory=dict)
     """Bytes per tablet from the nodes' load statistics (``tablets.load_stats``)."""
-    co_located: Mapping[uuid.UUID, tuple[uuid.UUID, ...]] = field(default_factory=dict)
-    """Table -> tables whose tablets move with its tablets (CDC log tables with their base):
-    balancer rounds move them together (``topology.balancing.plan_round``)."""
 
 
 @dataclass(frozen=True)
@@ -191,14 +188,7 @@ def step(
         if not t.queue:
             if view.balancing:
                 started = plan_round(
-                    t,
-                    view.tablets,
-                    view.shards,
-                    view.locations,
-                    view.tablet_sizes,
-                    new_id,
-                    obs.alive,
-                    view.co_located,
+                    t, view.tablets, view.shards, view.locations, view.tablet_sizes, new_id, obs.alive
                 )
                 if started is not None:
                     return _command(view, new_id, *started, f"balance: {len(started[1])} tablet move(s)")

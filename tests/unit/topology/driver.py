@@ -43,7 +43,6 @@ class Cluster:
     vnode: vp.VnodeView = field(default_factory=lambda: vp.VnodeView({}, (), {}))
     balancing: bool = False
     sizes: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
-    co_located: dict[uuid.UUID, tuple[uuid.UUID, ...]] = field(default_factory=dict)
 
     def view(self) -> co.View:
         shards = {h: 2 for h in self.topology.nodes}
@@ -55,7 +54,6 @@ class Cluster:
             vnode=self.vnode,
             balancing=self.balancing,
             tablet_sizes=self.sizes,
-            co_located=self.co_located,
         )
 
     def apply(self, command: TopologyCommand) -> bool:

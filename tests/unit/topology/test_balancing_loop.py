@@ -174,23 +174,3 @@ def test_no_round_starts_while_a_node_is_down() -> None:
     assert isinstance(c.step(), co.Idle)
     c.alive.add(host(1))
     assert isinstance(c.step(), co.Propose)
-
-
-def test_a_co_located_table_moves_with_the_table_it_follows() -> None:
-    """The hook for CDC log tables: never planned alone, every move repeated on it."""
-    import uuid
-
-    log_table = uuid.UUID(int=0xCD)
-    c = with_empty_node(cluster(nodes=3, tablets=16, rf=2))
-    c.tablets[log_table] = replace(c.tablets[TABLE], table_id=log_table)
-    c.co_located = {TABLE: (log_table,)}
-    c.balancing = True
-    c.run(limit=3000)
-    assert [c.replicas_of(host(i)) for i in range(4)] == [8, 8, 8, 8]
-    assert [t.replicas for t in c.tablets[log_table].tablets] == [
-        t.replicas for t in c.tablets[TABLE].tablets
-    ]
-    for action in balance_commands(c):
-        moved = {(u.table_id, u.tablet_id) for u in action.command.tablet_updates}
-        assert {t for t, _ in moved} == {TABLE, log_table}
-        assert {i for t, i in moved if t == TABLE} == {i for t, i in moved if t == log_table}
