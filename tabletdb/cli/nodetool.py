@@ -222,3 +222,62 @@ def cleanup(ctx: click.Context, keyspace: str | None) -> None:
     )
     for name in keyspaces:
         client.post(f"/storage_service/keyspace_cleanup/{name}")
+
+
+# ScyllaDB's nodetool has no tablet commands (its operators call these REST paths directly); the
+# names below follow nodetool's enable*/disable*/status* pattern.
+
+
+@nodetool_group.command("enablebalancing")
+@click.pass_context
+def enablebalancing(ctx: click.Context) -> None:
+    """Let the topology coordinator move tablets to even out load (the cluster-wide flag)."""
+    _client(ctx).post("/storage_service/tablets/balancing", READ_TIMEOUT, enabled="true")
+
+
+@nodetool_group.command("disablebalancing")
+@click.pass_context
+def disablebalancing(ctx: click.Context) -> None:
+    """Stop starting balancer rounds (a round in progress finishes; requests still move tablets)."""
+    _client(ctx).post("/storage_service/tablets/balancing", READ_TIMEOUT, enabled="false")
+
+
+@nodetool_group.command("statusbalancing")
+@click.pass_context
+def statusbalancing(ctx: click.Context) -> None:
+    """Whether tablet load balancing is on: running or not running."""
+    enabled = _client(ctx).get("/storage_service/tablets/balancing")["enabled"]
+    click.echo("running" if enabled else "not running")
+
+
+@nodetool_group.command("movetablet")
+@click.argument("keyspace")
+@click.argument("table")
+@click.argument("token", type=int)
+@click.argument("src_host")
+@click.argument("src_shard", type=int)
+@click.argument("dst_host")
+@click.argument("dst_shard", type=int)
+@click.pass_context
+def movetablet(
+    ctx: click.Context,
+    keyspace: str,
+    table: str,
+    token: int,
+    src_host: str,
+    src_shard: int,
+    dst_host: str,
+    dst_shard: int,
+) -> None:
+    """Move the replica on SRC_HOST/SRC_SHARD of the tablet owning TOKEN to DST_HOST/DST_SHARD
+    (another node, or another shard of the same node); answers once it moved."""
+    _client(ctx).post(
+        "/storage_service/tablets/move",
+        ks=keyspace,
+        table=table,
+        token=str(token),
+        src_host=src_host,
+        src_shard=str(src_shard),
+        dst_host=dst_host,
+        dst_shard=str(dst_shard),
+    )

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, Protocol
 
 from tabletdb.coordinator.context import Replicas, Timeouts
@@ -42,7 +42,7 @@ from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.model import TableDef
 from tabletdb.systables.node_info import RaftInfo
 from tabletdb.systables.version_reads import Settle
-from tabletdb.tablets.load_stats import TabletSizes
+from tabletdb.tablets.load_stats import TabletKey, TabletSizes
 from tabletdb.topology import coordinator as co
 from tabletdb.topology.states import NodeState
 
@@ -277,12 +277,21 @@ class ClusterMember:
 
         async def stream(t: co.StreamTask) -> object:
             _, table_id, tablet_id = t.key
+            if [s.host for s in t.sources] == [t.target.host]:  # between two shards of one node
+                node, shard = raft_id_of(t.target.host), t.sources[0].shard
+                return await streaming.shard_move(node, table_id, tablet_id, shard, t.target.shard)
             sources = [raft_id_of(s.host) for s in t.sources]
             return await streaming.stream(raft_id_of(t.target.host), table_id, tablet_id, sources)
 
         async def cleanup(t: co.CleanupTask) -> object:
             _, table_id, tablet_id = t.key
             return await streaming.cleanup(raft_id_of(t.replica.host), table_id, tablet_id, t.replica.shard)
+
+        async def tablet_sizes() -> Mapping[TabletKey, int]:
+            if self.tablet_load is None:
+                return {}
+            sizes, _missing = await self.tablet_load.cluster()  # a missing tablet weighs the mean
+            return sizes
 
         async def tidy() -> None:
             await group0.reconcile_voters()  # normal learners vote, nodes that left are dropped
@@ -302,6 +311,7 @@ class ClusterMember:
             resize=lambda t: self.resizing.resize(raft_id_of(t.key[0]), t),
             resize_inputs=ResizeInputsCache(self._sizing),
             sizes=self._tablet_sizes if self.tablet_load is not None else None,
+            tablet_sizes=tablet_sizes,
         )
 
     async def _tablet_sizes(self) -> TabletSizes:

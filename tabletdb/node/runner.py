@@ -234,6 +234,8 @@ class Node:
             self.ops.alive,
         )
         stats.register()
+        if isinstance(self.membership, ClusterMember):
+            self.membership.tablet_load = stats  # the topology coordinator's balancer weighs by it
         return stats
 
     def _tablet_planner(self) -> TabletPlanner:

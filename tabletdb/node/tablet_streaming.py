@@ -11,6 +11,9 @@
   how each went in. The coordinator asks this at a migration's ``streaming`` stage.
 * ``tablet.cleanup`` (asked of an old replica): close and delete its file of the tablet
   (``drop_tablet``), refused while the node's map still serves the tablet there.
+* ``tablet.shard_move`` (asked of a node whose replica moves between two of its shards, at the
+  ``streaming`` stage): rename the file into the new shard (``replica.shard_moves``); writes in
+  flight to it are waited out for up to ``SHARD_MOVE_WAIT`` seconds, then the coordinator retries.
 
 A node asking itself runs the handler directly (no RPC to self). A staged copy whose target went
 away is deleted once it has been idle for ``STREAM_TIMEOUT``, and leftovers of a previous run of
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tabletdb.net.rpc import RpcNode
+from tabletdb.replica.shard_moves import ShardMoveBusy, move_between_shards
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.tablet_images import copy_tablet, drop_tablet, install_tablet
 from tabletdb.replica.verbs import TableOf, wait_for_table
@@ -42,6 +46,9 @@ VERB_TABLET_COPY_READ = "tablet.copy_read"
 VERB_TABLET_COPY_CLOSE = "tablet.copy_close"
 VERB_TABLET_STREAM = "tablet.stream"
 VERB_TABLET_CLEANUP = "tablet.cleanup"
+VERB_TABLET_SHARD_MOVE = "tablet.shard_move"
+SHARD_MOVE_WAIT = 5.0
+"""Seconds a shard move waits for a moment with no write in flight to the tablet's file."""
 
 STREAM_TIMEOUT = 600.0
 """Seconds a whole stream from one source may take; also how long an idle staged copy is kept."""
@@ -76,6 +83,7 @@ class TabletStreaming:
         self.rpc.register(VERB_TABLET_COPY_CLOSE, self._copy_close)
         self.rpc.register(VERB_TABLET_STREAM, self._stream)
         self.rpc.register(VERB_TABLET_CLEANUP, self._cleanup)
+        self.rpc.register(VERB_TABLET_SHARD_MOVE, self._shard_move)
 
     # --- asking --------------------------------------------------------------------------------
 
@@ -94,6 +102,16 @@ class TabletStreaming:
         if replica == self.rpc.node_id:
             return await self._cleanup(replica, payload)
         return bool(await self.rpc.call(replica, VERB_TABLET_CLEANUP, payload, STREAM_TIMEOUT))
+
+    async def shard_move(
+        self, node: int, table_id: uuid.UUID, tablet_id: int, from_shard: int, to_shard: int
+    ) -> str:
+        """Have ``node`` move its file of the tablet from one of its shards to another."""
+        payload = [table_id.bytes, tablet_id, from_shard, to_shard]
+        if node == self.rpc.node_id:
+            return await self._shard_move(node, payload)
+        answer: str = await self.rpc.call(node, VERB_TABLET_SHARD_MOVE, payload, STREAM_TIMEOUT)
+        return answer
 
     # --- serving: the source's side --------------------------------------------------------------
 
@@ -217,6 +235,18 @@ class TabletStreaming:
         raw_id, tablet_id, shard = payload
         table = await wait_for_table(self.table_of, raw_id)
         return drop_tablet(self.storage, table, tablet_id, shard)
+
+    async def _shard_move(self, src: int, payload: list[Any]) -> str:
+        raw_id, tablet_id, from_shard, to_shard = payload
+        table = await wait_for_table(self.table_of, raw_id)
+        deadline = time.monotonic() + SHARD_MOVE_WAIT
+        while True:
+            try:
+                return move_between_shards(self.storage, table, tablet_id, from_shard, to_shard)
+            except ShardMoveBusy:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.01)
 
 
 def _read_at(path: Path, offset: int, length: int) -> bytes:

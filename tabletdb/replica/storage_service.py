@@ -43,7 +43,15 @@ from tabletdb.storage.node_commit import CommitCounters, NodeCommitter
 from tabletdb.storage.snapshot_files import SIDE_FILES
 from tabletdb.storage.tablet_store import TabletCorrupt, TabletStore
 from tabletdb.tablets.count import ResizeState
-from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletMapLookup, split_point
+from tabletdb.tablets.migration import STAGE_ORDER
+from tabletdb.tablets.tablet_map import (
+    TabletInfo,
+    TabletMap,
+    TabletMapLookup,
+    TransitionKind,
+    TransitionStage,
+    split_point,
+)
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +176,9 @@ class StorageService:
         """While ``tablet_map`` is being split or merged, the file ``token`` will live in after the
         cut-over on this node (same shard as now); None if this node holds no replica of it."""
         tablet_id = tablet_map.tablet_id_of(token)
-        shard = self._local_shard(table, _every_replica(tablet_map.tablets[tablet_id]), tablet_id)
+        shard = self._local_shard(
+            table, tablet_map.tablets[tablet_id], tablet_id, tablet_map.resize_seq_number
+        )
         if shard is None:
             return None
         if tablet_map.resize is ResizeState.SPLIT:
@@ -251,7 +261,7 @@ class StorageService:
             return [Segment(FULL_RING, stores)]
         out: list[Segment] = []
         for tablet_id, info in enumerate(tablet_map.tablets):
-            shard = self._local_shard(table, _every_replica(info), tablet_id)
+            shard = self._local_shard(table, info, tablet_id, tablet_map.resize_seq_number)
             if shard is None:
                 continue
             path = tablet_file(self.data_dir, table, shard, tablet_id, tablet_map.resize_seq_number)
@@ -270,7 +280,7 @@ class StorageService:
             return [LocalFile(None, s, FULL_RING, vnode_file(self.data_dir, table, s)) for s in shards]
         out: list[LocalFile] = []
         for tablet_id, info in enumerate(tablet_map.tablets):
-            shard = self._local_shard(table, _every_replica(info), tablet_id)
+            shard = self._local_shard(table, info, tablet_id, tablet_map.resize_seq_number)
             if shard is not None:
                 path = tablet_file(self.data_dir, table, shard, tablet_id, tablet_map.resize_seq_number)
                 out.append(LocalFile(tablet_id, shard, tablet_map.range_of(tablet_id), path))
@@ -301,6 +311,25 @@ class StorageService:
         del self._open[path]
         committer.store.close()
         return True
+
+    def sync(self, path: Path) -> bool:
+        """Make what was committed to the file at ``path`` durable (fsync, WAL included); False,
+        with nothing done, while its store has writes queued, committing or deferred."""
+        committer = self._open.get(path)
+        if committer is None:
+            with contextlib.suppress(FileNotFoundError):
+                fsync_path(path)
+            return True
+        if not committer.idle:
+            return False
+        committer.store.sync_to_disk()
+        return True
+
+    def create_file(self, path: Path) -> None:
+        """Open (creating it empty if missing) the store at ``path``: a tablet's file that must
+        exist before its first write (``replica.shard_moves``)."""
+        self._committer_at(path)
+        self._by_key.clear()
 
     def remove_file(self, path: Path) -> bool | None:
         """Close the store at ``path`` if open and delete the file with its side files: a
@@ -343,7 +372,9 @@ class StorageService:
         if tablet_map is None:
             return vnode_file(self.data_dir, table, shard_of(token, self.smp, self.ignore_msb))
         tablet_id = tablet_map.tablet_id_of(token)
-        shard = self._local_shard(table, _every_replica(tablet_map.tablets[tablet_id]), tablet_id)
+        shard = self._local_shard(
+            table, tablet_map.tablets[tablet_id], tablet_id, tablet_map.resize_seq_number
+        )
         if shard is None:
             raise InvalidRequest(
                 f"tablet {tablet_id} of {table.keyspace}.{table.name} has no replica on this node "
@@ -352,9 +383,23 @@ class StorageService:
         return tablet_file(self.data_dir, table, shard, tablet_id, tablet_map.resize_seq_number)
 
     def _local_shard(
-        self, table: TableDef, replicas: Sequence[tuple[uuid.UUID, int]], tablet_id: int
+        self, table: TableDef, info: TabletInfo, tablet_id: int, generation: int = 0
     ) -> int | None:
-        for host, shard in replicas:
+        """The shard whose file holds this node's replica of the tablet. While the tablet moves
+        between two shards of this node, the old one until its file moved (at the ``streaming``
+        stage, ``replica.shard_moves``; a file, not a flag, so a restart sees the same), the new
+        one from then on."""
+        moving = intranode_shards(info, self.host_id)
+        if moving is not None:
+            old, new, stage = moving
+            if stage > _STREAMING:
+                return new
+            if stage == _STREAMING:
+                moved = not tablet_file(self.data_dir, table, old, tablet_id, generation).exists()
+                if moved and tablet_file(self.data_dir, table, new, tablet_id, generation).exists():
+                    return new
+            return old
+        for host, shard in _every_replica(info):
             if host == self.host_id:
                 return shard
         return None
@@ -442,6 +487,23 @@ def _upper_half(tablet_map: TabletMap, token: int) -> int:
     if tablet_map.resize is not ResizeState.SPLIT:
         return 0
     return int(token > split_point(tablet_map, tablet_map.tablet_id_of(token)))
+
+
+_STREAMING = STAGE_ORDER.index(TransitionStage.STREAMING)
+
+
+def intranode_shards(info: TabletInfo, host_id: uuid.UUID) -> tuple[int, int, int] | None:
+    """(old shard, new shard, stage index) while the tablet moves between two shards of
+    ``host_id`` (an intranode migration); None otherwise."""
+    if info.transition is not TransitionKind.INTRANODE_MIGRATION or info.new_replicas is None:
+        return None
+    if info.stage is None:
+        return None
+    old = next((r.shard for r in info.replicas if r.host == host_id), None)
+    new = next((r.shard for r in info.new_replicas if r.host == host_id), None)
+    if old is None or new is None or old == new:
+        return None
+    return old, new, STAGE_ORDER.index(info.stage)
 
 
 def _every_replica(info: TabletInfo) -> Sequence[tuple[uuid.UUID, int]]:

@@ -48,6 +48,11 @@ class BalancerInput:
     keyspaces list racks: moves between racks could leave a listed rack)."""
     max_per_node: int | None = None
     """At most this many moves planned into or out of one node (its streams in flight)."""
+    no_crossing: bool = False
+    """Only moves that leave the target no more loaded (per shard) than the source: a move that
+    merely lowers the imbalance measure may swap two nearly equal nodes, and with sizes measured
+    from live files (which grow, shrink and are remeasured) the next plan could swap them back.
+    The running balancer plans with this on, so it stops moving once nodes are within one tablet."""
 
 
 Key = tuple[int, int]
@@ -223,9 +228,12 @@ def _best_move(plan: _Plan, source: int, target: int) -> tuple[Key, TabletReplic
         if not entries:
             continue
         order = reversed(entries) if draining else _nearest(entries, peak)
+        no_crossing = plan.inp.no_crossing and not draining
         for size, table, tablet in order:
             if not draining and plan.gain(size, source, target) <= 0:
                 break  # every later entry is further from the peak: no gain either
+            if no_crossing and size > peak:
+                continue  # the target would end up above the source (peak: the size evening them)
             if plan.movable((table, tablet), source, target):
                 return (table, tablet), plan.replica(source, shard)
     return None
@@ -267,6 +275,8 @@ def _intra_node_move(plan: _Plan, host: int) -> bool:
     for size, table, tablet in _nearest(entries or [], gap / 2):
         if size >= gap:
             break  # nearest to gap/2 first: the rest are no smaller than gap either
+        if plan.inp.no_crossing and 2 * size > gap:
+            continue  # the low shard would end up above the high one
         if (table, tablet) not in plan.busy:
             plan.move((table, tablet), plan.replica(host, high), plan.replica(host, low))
             return True

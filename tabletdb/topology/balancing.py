@@ -11,6 +11,14 @@ Only NORMAL, non-ignored nodes take part; a node leaving or being removed is dra
 request, which always goes first (the queue is checked before balancing). Replicas stay in their
 racks (``keep_racks``): the topology state does not say which keyspaces list racks, and a move
 between racks could leave a listed one. Each node is in at most ``MAX_PER_NODE`` moves of a round.
+
+Moves between the shards of one node (intranode) never share a round with moves between nodes:
+the node carries one out by moving the tablet's file between its shard directories at the
+streaming stage (``node.tablet_streaming``), after which only the new shard holds the data. Such
+a move can therefore not be undone by reverting the map, so the coordinator never rolls one back
+(``coordinator._needed_node_down`` skips them; its only node being down just makes it wait), and
+a round of moves between nodes, which may roll back, holds none of them. A plan that has both
+kinds starts the moves between nodes; the intranode ones are planned again on the next round.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from tabletdb.tablets.allocation import NodeCapacity
 from tabletdb.tablets.balancer import BalancerInput, TabletKey, plan_migrations
 from tabletdb.tablets.colocation import group_sizes, planning_maps
 from tabletdb.tablets.migration import begin_migration
-from tabletdb.tablets.tablet_map import TabletMap
+from tabletdb.tablets.tablet_map import TabletMap, TransitionKind
 from tabletdb.topology.commands import TabletUpdate
 from tabletdb.topology.state import Request, TopologyState, Transition
 from tabletdb.topology.states import RequestKind, TransitionState
@@ -40,11 +48,16 @@ def plan_round(
     locations: Mapping[uuid.UUID, tuple[str, str]],
     sizes: Mapping[TabletKey, int],
     request_id: uuid.UUID,
+    alive: frozenset[uuid.UUID] | None = None,
 ) -> tuple[TopologyState, list[TabletUpdate]] | None:
-    """The topology with a balance round started and its tablet updates; None when balanced."""
+    """The topology with a balance round started and its tablet updates; None when balanced, or
+    while a node that takes part is down (``alive``, None: all up): its load is unknown and a
+    move it is in could only wait or roll back."""
     sizes = group_sizes(tablets, sizes)
     tablets = planning_maps(tablets)  # co-located tables move with their base (coordinator._command)
     hosts = [h for h in topology.normal_nodes() if h not in topology.ignored]
+    if alive is not None and any(h not in alive for h in hosts):
+        return None
     nodes = [NodeCapacity(h, *locations.get(h, ("", "")), max(1, shards.get(h, 1))) for h in hosts]
     if len(nodes) < 1 or not tablets:
         return None
@@ -58,9 +71,12 @@ def plan_round(
             default_tablet_size=default,
             keep_racks=True,
             max_per_node=MAX_PER_NODE,
+            no_crossing=True,
         ),
         max_migrations=MAX_PER_ROUND,
     )
+    across = [m for m in moves if m.kind is not TransitionKind.INTRANODE_MIGRATION]
+    moves = across or moves
     if not moves:
         return None
     maps = dict(tablets)

@@ -199,7 +199,9 @@ def step(
             return resizing
         if not t.queue:
             if view.balancing:
-                started = plan_round(t, view.tablets, view.shards, view.locations, view.tablet_sizes, new_id)
+                started = plan_round(
+                    t, view.tablets, view.shards, view.locations, view.tablet_sizes, new_id, obs.alive
+                )
                 if started is not None:
                     return _command(view, new_id, *started, f"balance: {len(started[1])} tablet move(s)")
             return Idle("no topology requests")
@@ -455,6 +457,8 @@ def _needed_node_down(
 ) -> str:
     needed: dict[uuid.UUID, _Moving] = {}
     for m in moving:
+        if m.info.transition is TransitionKind.INTRANODE_MIGRATION:
+            continue  # its file may already sit in the new shard: it waits, never rolls back (balancing)
         for r in m.targets() + (m.sources(ignored) if m.targets() else ()):  # a drop needs nobody
             needed.setdefault(r.host, m)
     for host in sorted(needed):

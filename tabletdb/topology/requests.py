@@ -104,11 +104,6 @@ def _check_move(topology: TopologyState, request: Request) -> None:
             raise RequestRefused(
                 f"tablet move: the {role} node {host} is {topology.state_of(host).value}, not normal"
             )
-    if move.source.host == move.target.host:
-        raise RequestRefused(
-            "tablet move: moving a replica between shards of one node is not supported yet; "
-            "give another node as dst_host"
-        )
 
 
 def enqueue(

@@ -4,7 +4,10 @@ Three nodes, an RF=2 tablets keyspace: one replica of one tablet moves to the no
 through the topology coordinator's stages. After it: ``system.tablets`` shows the new replica
 set and no stage, every row written before reads back at ALL, and a driver that learned the
 tablets before the move learns the new replicas from the ``tablets-routing-v1`` payload of its
-first misrouted request. Refusals answer 400 with the reason.
+first misrouted request. Then the other replica moves between the two shards of its node (its
+file renamed into the other shard's directory), and every row still reads back at ALL through
+every node. Balancing is switched off first: the balancer would undo the moves. Refusals answer
+400 with the reason.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
 from tests.harness.clients import scylla_cluster
 from tests.harness.node import NodeFactory
-from tests.integration.test_replicated_data import OPTIONS, pinned, run
+from tests.integration.test_replicated_data import OPTIONS, pinned, run, wait_for
 
 ROWS = 80
 
@@ -54,6 +57,14 @@ def test_move_one_replica_through_rest(node_factory: NodeFactory) -> None:
     for node in nodes[1:]:
         with pinned(node) as p:
             hosts.append(run(p, "SELECT host_id FROM system.local", "ONE")[0].host_id)
+
+    # the balancer would even out what the moves below unbalance: placement is this test's to set
+    status, body = post(nodes[0].api_url + "/storage_service/tablets/balancing", {"enabled": "false"})
+    assert status == 200, body
+    with pinned(nodes[0]) as s:  # a round begun before that finishes
+        wait_for(
+            lambda: all(r.stage is None for r in run(s, "SELECT stage FROM system.tablets", "ONE")), "no move"
+        )
 
     policy = TokenAwarePolicy(DCAwareRoundRobinPolicy())
     profile = {EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=policy)}
@@ -99,6 +110,23 @@ def test_move_one_replica_through_rest(node_factory: NodeFactory) -> None:
             for t in cluster.metadata._tablets._tablets[("mv", "t")]
         }
         assert learned[last_token] == [(target, 0), kept]
+
+        # between the two shards of one node: the file is renamed into the other shard's directory
+        other_shard = 1 - kept[1]
+        status, body = post(
+            api,
+            {
+                **params,
+                "src_host": kept[0],
+                "src_shard": kept[1],
+                "dst_host": kept[0],
+                "dst_shard": other_shard,
+            },
+        )
+        assert status == 200, body
+        assert tablets(session)[last_token] == [(target, 0), (kept[0], other_shard)]
+        for k in range(ROWS):
+            assert session.execute(select, (k,)).one().v == k
 
     for node in nodes:
         with pinned(node) as p:

@@ -11,8 +11,9 @@ shard), 500 if it was rolled back. A table co-located with another (a CDC log wi
 ``tablets.colocation``) has no tablets of its own to move: a move naming it moves the base's
 tablet, and with it every co-located tablet, in the same migration.
 
-Not yet: moves between shards of one node (refused), ``force`` (rack constraints are not checked
-beyond the datacenter; the balancer is not running yet to undo anything).
+A target on the source node with another shard moves the replica between shards of that node
+(its file is renamed at the ``streaming`` stage, ``replica.shard_moves``). Not yet: ``force``
+(rack constraints are not checked beyond the datacenter).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.tablets.load_stats import TabletKey
+from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.topology import coordinator as co
 from tabletdb.topology import resize as rs
 from tabletdb.topology import vnode_phase as vp
@@ -39,6 +40,10 @@ IDLE_WAIT = 0.5
 """Seconds between steps when there is nothing to do (or leadership is elsewhere)."""
 RETRY_WAIT = 0.5
 """Seconds before a step again after a barrier, stream or cleanup failed."""
+SIZES_MAX_AGE_S = 10.0
+"""Tablet sizes older than this are polled again before a balancer round is planned; so are
+sizes measured on other tablet maps (a round or a split moved bytes since). Only the poll costs:
+nothing about sizes is ever written to group0."""
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,12 @@ class TopologyIo:
     """What the resize re-evaluation needs, for a state and the wall clock in µs (None: no resize)."""
     sizes: Callable[[], Awaitable[Mapping[TabletKey, int]]] | None = None
     """Every tablet's bytes from the members' load statistics (``node.tablet_load``)."""
+    tablet_sizes: Callable[[], Awaitable[Mapping[TabletKey, int]]] | None = None
+    """Bytes per tablet from every live member's load statistics (``node.tablet_load``); None:
+    the balancer weighs every tablet alike."""
 
 
-def view_of(state: ClusterState) -> co.View:
+def view_of(state: ClusterState, tablet_sizes: Mapping[TabletKey, int] | None = None) -> co.View:
     members = state.topology.members
     locations = {h: (r.datacenter, r.rack) for h, r in members.items()}
     return co.View(
@@ -80,7 +88,15 @@ def view_of(state: ClusterState) -> co.View:
             {h: r.tokens for h, r in members.items()}, vp.vnode_tables(state.metadata.catalog), locations
         ),
         catalog=state.metadata.catalog,
+        balancing=state.balancing_enabled,
+        tablet_sizes=tablet_sizes or {},
     )
+
+
+def may_balance(state: ClusterState) -> bool:
+    """Whether the next step could start a balancer round (so it needs tablet sizes)."""
+    t = state.topology_state
+    return state.balancing_enabled and t.transition is None and not t.queue
 
 
 DEFAULT_CONFIG = co.CoordinatorConfig()
@@ -99,7 +115,10 @@ class TopologyTask:
         self.obs = co.Observations(alive=frozenset())
         self._down_since: dict[uuid.UUID, int] = {}
         self._leading = False
-        self._sizes = _SizesPoll()
+        self._sizes: Mapping[TabletKey, int] = {}
+        self._sizes_at_ms: int | None = None
+        self._sizes_maps: Mapping[uuid.UUID, TabletMap] | None = None
+        self._resize_sizes = _SizesPoll()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Step while this node leads group0, until ``stop`` is set."""
@@ -126,6 +145,7 @@ class TopologyTask:
         self._leading = False
         self.obs = co.Observations(alive=frozenset())
         self._down_since.clear()
+        self._sizes_at_ms = None
 
     async def step_once(self) -> co.Action:
         """Run one step on the current state and carry out its action."""
@@ -139,9 +159,9 @@ class TopologyTask:
             else:
                 self._down_since.setdefault(h, now)
         self.obs = replace(self.obs, alive=alive, now_ms=now, down_since=dict(self._down_since))
-        view = view_of(state)
+        view = view_of(state, await self._tablet_sizes(state, now))
         if self.io.resize_inputs is not None:
-            sizes = await self._sizes.poll(state, self.io.sizes)
+            sizes = await self._resize_sizes.poll(state, self.io.sizes)
             view = replace(view, resize=self.io.resize_inputs(state, int(time.time() * 1_000_000)))
             if sizes is not None:
                 view = replace(view, tablet_sizes=sizes)
@@ -166,6 +186,19 @@ class TopologyTask:
             log.info("topology coordinator proposes: %s", action.command.reason)
             await self.io.submit(action.command)
         return action
+
+    async def _tablet_sizes(self, state: ClusterState, now: int) -> Mapping[TabletKey, int]:
+        """The sizes a balancer round plans on, polled again only when one may start and they are
+        older than ``SIZES_MAX_AGE_S`` or from other tablet maps (bounded staleness)."""
+        poll = self.io.tablet_sizes
+        if poll is None or not may_balance(state):
+            return self._sizes
+        maps = state.metadata.tablets
+        at = self._sizes_at_ms
+        if at is None or now - at >= SIZES_MAX_AGE_S * 1000 or maps is not self._sizes_maps:
+            self._sizes = await poll()
+            self._sizes_at_ms, self._sizes_maps = now, maps
+        return self._sizes
 
     async def _ranges(
         self, tasks: tuple[_RangeTask, ...], run: Callable[[_RangeTask], Awaitable[object]] | None, what: str

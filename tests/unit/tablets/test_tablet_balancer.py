@@ -229,3 +229,25 @@ def test_keep_racks_and_the_per_node_bound() -> None:
         for h in {m.source.host, m.target.host}:
             touched[h] = touched.get(h, 0) + 1
     assert max(touched.values()) == 3
+
+
+def test_no_crossing_stops_nearly_equal_nodes_from_swapping_tablets_back_and_forth() -> None:
+    """Two one-shard nodes, three tablets of 100 bytes on A, 100 + 95 on B (and empty ones): the
+    plain measure moves a 100 A -> B (300/195 becomes 200/295, a lower sum of squares), and once
+    B's 95 grows to 105 (files are remeasured) a 100 B -> A: tablets swap back and forth. With
+    ``no_crossing`` neither plan moves anything (each move would leave the target above the
+    source)."""
+    from tabletdb.tablets.tablet_map import TabletReplica
+
+    a, b = host(1), host(2)
+    nodes = [NodeCapacity(a, "dc1", "r1", 1), NodeCapacity(b, "dc1", "r1", 1)]
+    tm = TabletMap.even(TABLE, [[TabletReplica(h, 0)] for h in (a, a, a, b, b, b, b, b)])
+    sizes = {(TABLE, i): s for i, s in enumerate([100, 100, 100, 100, 95, 0, 0, 0])}
+    plain = plan_migrations(BalancerInput(nodes, {TABLE: tm}, tablet_sizes=sizes))
+    assert [(m.source.host, m.target.host) for m in plain] == [(a, b)]
+    moved = finish(tm, plain[0])
+    drifted = {**sizes, (TABLE, 4): 105}
+    back = plan_migrations(BalancerInput(nodes, {TABLE: moved}, tablet_sizes=drifted))
+    assert [(m.source.host, m.target.host) for m in back] == [(b, a)]
+    for maps, measured in (({TABLE: tm}, sizes), ({TABLE: moved}, drifted)):
+        assert plan_migrations(BalancerInput(nodes, maps, tablet_sizes=measured, no_crossing=True)) == []

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from tabletdb.tablets.tablet_map import TabletReplica, TransitionKind
 from tabletdb.topology import coordinator as co
 from tabletdb.topology.balancing import MAX_PER_NODE
 from tabletdb.topology.requests import RequestRefused, enqueue
@@ -99,3 +100,77 @@ def test_a_round_rolls_back_when_a_target_stays_down() -> None:
     assert c.replicas_of(host(3)) == 0
     assert all(not t.in_transition for t in c.tablets[TABLE].tablets)
     assert "rolled back" in c.topology.results[-1].error
+
+
+def shard_counts(c: Cluster, h: object) -> list[int]:
+    counts = [0, 0]
+    for t in c.tablets[TABLE].tablets:
+        for r in t.replicas:
+            if r.host == h:
+                counts[r.shard] += 1
+    return counts
+
+
+def all_on_shard_zero(c: Cluster) -> Cluster:
+    """Every replica on shard 0 of its node (each node has two shards): only intranode moves help."""
+    tm = c.tablets[TABLE]
+    moved = (replace(t, replicas=tuple(TabletReplica(r.host, 0) for r in t.replicas)) for t in tm.tablets)
+    c.tablets[TABLE] = replace(tm, tablets=tuple(moved))
+    return c
+
+
+def test_shards_of_a_node_are_evened_out_by_intranode_rounds() -> None:
+    c = all_on_shard_zero(cluster(nodes=3, tablets=12, rf=1))
+    c.balancing = True
+    c.run(limit=2000)
+    assert [shard_counts(c, host(i)) for i in range(3)] == [[2, 2]] * 3
+    rounds = balance_commands(c)
+    kinds = {u.after.transition for a in rounds for u in a.command.tablet_updates}
+    assert rounds and kinds == {TransitionKind.INTRANODE_MIGRATION}
+
+
+def test_a_round_never_mixes_moves_between_nodes_with_moves_inside_one() -> None:
+    c = with_empty_node(all_on_shard_zero(cluster(nodes=3, tablets=16, rf=2)))
+    c.balancing = True
+    c.run(limit=4000)
+    assert [c.replicas_of(host(i)) for i in range(4)] == [8, 8, 8, 8]
+    assert all(max(shard_counts(c, host(i))) - min(shard_counts(c, host(i))) <= 1 for i in range(4))
+    kinds = [{u.after.transition for u in a.command.tablet_updates} for a in balance_commands(c)]
+    assert all(len(k) == 1 for k in kinds)
+    assert {TransitionKind.MIGRATION} in kinds and {TransitionKind.INTRANODE_MIGRATION} in kinds
+
+
+def test_an_intranode_move_waits_for_its_node_and_never_rolls_back() -> None:
+    """Its file may already sit in the new shard; reverting the map would lose the data."""
+    c = all_on_shard_zero(cluster(nodes=3, tablets=12, rf=1))
+    c.balancing = True
+    c.config = replace(c.config, rollback_after_ms=10)
+    first = c.step()
+    assert isinstance(first, co.Propose)
+    c.execute(first)
+    mover = first.command.tablet_updates[0].after.replicas[0].host
+    c.alive.discard(mover)
+    c.obs = replace(c.obs, now_ms=1000, down_since={mover: 0})
+    streams = 0
+    for _ in range(20):
+        action = c.step()
+        assert not (isinstance(action, co.Propose) and "roll back" in action.command.reason)
+        if isinstance(action, co.Stream):
+            streams += 1  # asked of the dead node: fails, asked again on the next step
+        else:
+            c.execute(action)
+    assert streams > 10
+    c.alive.add(mover)
+    c.balancing = False
+    c.run(limit=500)
+    assert all(not t.in_transition for t in c.tablets[TABLE].tablets)
+    assert not any("rolled back" in r.error for r in c.topology.results)
+
+
+def test_no_round_starts_while_a_node_is_down() -> None:
+    c = with_empty_node(cluster(nodes=3, tablets=16, rf=2))
+    c.balancing = True
+    c.alive.discard(host(1))
+    assert isinstance(c.step(), co.Idle)
+    c.alive.add(host(1))
+    assert isinstance(c.step(), co.Propose)

@@ -188,3 +188,47 @@ def _files(c: Nodes, i: int) -> set[Path]:
 
 def _tablets(group0: Group0) -> tuple[TabletInfo, ...]:
     return tuple(group0.state.metadata.tablets[TABLE.id].tablets)
+
+
+def test_tablet_sizes_are_polled_only_when_a_round_may_start_and_then_at_most_every_ten_seconds(
+    tmp_path: Path,
+) -> None:
+    """Bounded staleness without a poll per step: again after ``SIZES_MAX_AGE_S`` or when the
+    tablet maps changed, never while balancing is off or a transition runs."""
+    from dataclasses import replace as with_
+
+    from tabletdb.node.group0_shell.topology_task import SIZES_MAX_AGE_S
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            group0 = Group0(c)
+            polls: list[int] = []
+            sizes = {(TABLE.id, t): 1000 for t in range(4)}  # equal: nothing to move
+
+            async def tablet_sizes() -> dict[tuple[uuid.UUID, int], int]:
+                polls.append(now[0])
+                return sizes
+
+            now = [0]
+            io = with_(io_for(c, group0, coordinator=0), tablet_sizes=tablet_sizes)
+            task = TopologyTask(io, clock_ms=lambda: now[0])
+            for t in (0, 500, 9_000):
+                now[0] = t
+                assert isinstance(await task.step_once(), co.Idle)
+            assert polls == [0]
+            now[0] = int(SIZES_MAX_AGE_S * 1000)
+            await task.step_once()
+            assert polls == [0, now[0]]
+            maps = dict(group0.state.metadata.tablets)  # a new maps value, as after a move
+            group0.state = with_(
+                group0.state, metadata=with_(group0.state.metadata, tablets=FrozenMap(maps.items()))
+            )
+            now[0] += 1
+            await task.step_once()
+            assert polls[-1] == now[0]
+            group0.state = with_(group0.state, balancing_enabled=False)
+            now[0] += 60_000
+            assert isinstance(await task.step_once(), co.Idle)
+            assert len(polls) == 3
+
+    asyncio.run(main())
