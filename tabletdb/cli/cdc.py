@@ -93,7 +93,7 @@ def export_command(
     from tabletdb.cli.locations import LocationError, local_path
     from tabletdb.spark.cdc_export import ExportError, ExportOptions, run_pass
     from tabletdb.spark.connection import OptionError, parse_options
-    from tabletdb.spark.session import parse_conf, spark_session
+    from tabletdb.spark.session import ExecutorSetupError, parse_conf, spark_session
 
     try:  # made absolute here: Spark's executors do not share our cwd; passes commit by rename
         out_path = local_path(out_dir, "--to")
@@ -119,7 +119,7 @@ def export_command(
             tasks=tasks,
         )
         spark = spark_session(master, parse_conf(confs), app_name=f"tabletdb cdc export {table}")
-    except (OptionError, ValueError, click.BadParameter) as exc:
+    except (OptionError, ValueError, click.BadParameter, ExecutorSetupError) as exc:
         click.echo(f"tabletdb cdc export: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     try:

@@ -189,7 +189,7 @@ def load_command(
     from tabletdb.spark.input_options import InputOptionError, infer_format, parse_csv_options, parse_pairs
     from tabletdb.spark.load import LoadError, run_load
     from tabletdb.spark.schema_map import SchemaError
-    from tabletdb.spark.session import parse_conf, spark_session
+    from tabletdb.spark.session import ExecutorSetupError, parse_conf, spark_session
 
     try:  # made absolute here: Spark's executors do not share our cwd
         source = spark_location(source, "--from")
@@ -223,7 +223,13 @@ def load_command(
                 "each tablet's file to every one of its replicas"
             )
         spark = spark_session(master, parse_conf(confs), app_name=f"tabletdb load {table}")
-    except (OptionError, LoadError, SchemaError, ValueError) as exc:  # InputOptionError is a ValueError
+    except (
+        OptionError,
+        LoadError,
+        SchemaError,
+        ValueError,
+        ExecutorSetupError,
+    ) as exc:  # InputOptionError is a ValueError
         click.echo(f"tabletdb load: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import time
@@ -43,6 +44,8 @@ BAD_LINES = {
     "7,9,bad amount,1.2.3,2024-01-01T00:00:00Z,": "column amount (decimal)",
     "9,9,too few fields": "malformed record",
 }
+SLOW_STEP = 3600
+"""Seconds one step of the 1,000,000-row test may take: a CLI run, or a full read-back."""
 Row = tuple[int, int, str, Decimal, dt.datetime, list[str] | None]
 
 
@@ -105,7 +108,7 @@ def _expected(rows: int) -> Iterator[Row]:
         yield (id_, seq, name, amount, at.replace(microsecond=at.microsecond // 1000 * 1000), tags)
 
 
-def _run(cluster: SparkCluster, cwd: Path, *args: str, expect: int = 0) -> str:
+def _run(cluster: SparkCluster, cwd: Path, *args: str, expect: int = 0, timeout: float = 1500) -> str:
     """One tabletdb command as a Spark application on the cluster; its stdout."""
     before = {p.parent.name for p in cluster.applications()}
     done = subprocess.run(
@@ -114,7 +117,7 @@ def _run(cluster: SparkCluster, cwd: Path, *args: str, expect: int = 0) -> str:
         env=cluster.driver_env(),
         capture_output=True,
         text=True,
-        timeout=1500,
+        timeout=timeout,
     )
     context = f"{done.stdout}\n{done.stderr[-4000:]}\n{cluster.executor_log_tail()}"
     assert done.returncode == expect, context
@@ -256,8 +259,39 @@ def test_cdc_export_every_log_row_once(spark_cluster: SparkCluster, node: TestNo
     assert sorted((bytes(r["cdc$stream_id"]), r["cdc$time"], r["cdc$batch_seq_no"]) for r in exported) == log
 
 
+def test_workers_without_the_driver_package_fail_in_one_line(
+    spark_cluster: SparkCluster, node: TestNode, tmp_path: Path
+) -> None:
+    """The executors' Python (the venv's base interpreter) has tabletdb on its path but none of
+    its dependencies: the command stops before any work, naming what every worker needs."""
+    bare = Path(sys.base_prefix) / "bin" / "python3"
+    with scylla_session(node) as db:
+        db.execute(f"CREATE KEYSPACE sw WITH replication = {NTS} AND tablets = {{'initial': 2}}")
+        db.execute(f"CREATE TABLE sw.t ({COLUMNS})")
+    (tmp_path / "in.csv").write_text("id,seq\n1,1\n")
+    load = ["load", *_api(node), "--table", "sw.t", "--from", "in.csv", *spark_cluster.cli_args()]
+    done = subprocess.run(
+        [sys.executable, "-m", "tabletdb.cli.main", *load, "--conf", f"spark.pyspark.python={bare}"],
+        cwd=tmp_path,
+        env=spark_cluster.driver_env(),
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr[-4000:]
+    message = [line for line in done.stderr.splitlines() if line.startswith("tabletdb load:")]
+    assert len(message) == 1, done.stderr[-4000:]
+    assert re.fullmatch(
+        r"tabletdb load: Spark executors cannot run tabletdb's tasks \(ModuleNotFoundError: No module "
+        rf"named '\w+'\): every worker needs Python at {re.escape(str(bare))} \(PYSPARK_PYTHON, or "
+        r"--conf spark.pyspark.python=\.\.\.\) with tabletdb and its dependencies installed, as the "
+        r"driver's environment has them",
+        message[0],
+    ), message[0]
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(7200)
+@pytest.mark.timeout(4 * SLOW_STEP)
 def test_a_million_rows_load_back_up_and_restore(
     spark_cluster: SparkCluster, node: TestNode, node_factory: NodeFactory, tmp_path: Path
 ) -> None:
@@ -271,6 +305,7 @@ def test_a_million_rows_load_back_up_and_restore(
         tmp_path,
         *("load", *_api(node), "--table", "sm.big", "--from", "big.csv", "--rejects", "rejects"),
         expect=3,
+        timeout=SLOW_STEP,
     )
     assert f"read {good + bad} rows: loaded {good}, rejected {bad}" in out
     assert len(list(read_rejects(str(tmp_path / "rejects")))) == bad
@@ -278,10 +313,11 @@ def test_a_million_rows_load_back_up_and_restore(
     with scylla_session(node) as db:
         assert _checksum(_read(db, "sm.big")) == expected
 
-    out = _run(spark_cluster, tmp_path, "backup", *_api(node), "--to", "file:b", "--keyspace", "sm")
+    backup = ("backup", *_api(node), "--to", "file:b", "--keyspace", "sm")
+    out = _run(spark_cluster, tmp_path, *backup, timeout=SLOW_STEP)
     assert f"{good} rows" in out
     target = node_factory.start_node()
-    out = _run(spark_cluster, tmp_path, "restore", *_api(target), "--from", "b")
+    out = _run(spark_cluster, tmp_path, "restore", *_api(target), "--from", "b", timeout=SLOW_STEP)
     assert f"{good} rows" in out
     with scylla_session(target) as db:
         assert _checksum(_read(db, "sm.big")) == expected
