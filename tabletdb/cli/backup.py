@@ -157,6 +157,8 @@ def backup_command(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     target = _local(to_dir, "--to")  # executors must not depend on our cwd
+    if target.exists() and not target.is_dir():
+        raise click.UsageError(f"--to {to_dir}: {target} is a file, not a directory")
     try:
         check_target(target)  # before Spark starts
         summary = _run_with_spark(

@@ -77,6 +77,14 @@ def test_backup_restore_and_export_refuse_a_store_they_cannot_write(tmp_path: Pa
     assert result.exit_code == 2 and "only a path or a file: URI" in result.output
 
 
+def test_backup_to_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    from tabletdb.cli.backup import backup_command
+
+    (tmp_path / "taken").write_text("")
+    result = CliRunner().invoke(backup_command, [*HOSTS, "--to", f"file:{tmp_path}/taken"])
+    assert result.exit_code == 2 and f"{tmp_path / 'taken'} is a file, not a directory" in result.output
+
+
 def test_restore_from_a_file_uri_reads_that_directory(tmp_path: Path) -> None:
     from tabletdb.cli.backup import restore_command
 
