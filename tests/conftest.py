@@ -3,6 +3,7 @@
 - `address_allocator` (session): a 127.B.0.0/16 block claimed by this test process.
 - `node` (module): one running node, fresh workdir; stopped (SIGTERM) after the module.
 - `node_factory` (function): start more nodes or clusters; all stopped after the test.
+- `spark_cluster` (module): a Spark standalone master and two workers (tests/harness/spark_cluster.py).
 - `session` (function): scylla-driver session on `node`, protocol v4.
 - `cqlsh_home` (function): an empty HOME for cqlsh runs.
 
@@ -22,6 +23,7 @@ from tests.harness.addresses import AddressAllocator
 from tests.harness.clients import scylla_session
 from tests.harness.node import NodeFactory, TestNode
 from tests.harness.process import processes_to_report
+from tests.harness.spark_cluster import SparkCluster, start_spark_cluster
 
 _TEST_START = pytest.StashKey[float]()
 
@@ -68,6 +70,13 @@ def node_factory(address_allocator: AddressAllocator, tmp_path: Path) -> Iterato
         yield factory
     finally:
         _finish(factory)
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    """A Spark standalone cluster (a master and two one-core workers on 127.0.0.1) for the module."""
+    with start_spark_cluster(tmp_path_factory.mktemp("spark")) as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -83,6 +83,16 @@ def _connection_options(command: Any) -> Any:
     return command
 
 
+def _local(location: str, option: str) -> Path:
+    """A path or file: URI as an absolute path, resolved here; other schemes are usage errors."""
+    from tabletdb.cli.locations import LocationError, local_path
+
+    try:
+        return local_path(location, option)
+    except LocationError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def _spark(master: str, confs: tuple[str, ...], app_name: str) -> Any:
     """The shared session builder of `tabletdb load`; a bad --conf is a usage error."""
     from tabletdb.spark.session import parse_conf, spark_session
@@ -107,7 +117,12 @@ def _run_with_spark(
 
 @click.command("backup")
 @_connection_options
-@click.option("--to", "to_dir", required=True, type=click.Path(file_okay=False), help="Backup directory.")
+@click.option(
+    "--to",
+    "to_dir",
+    required=True,
+    help="Backup directory: a path or a file: URI (on a cluster: one every worker mounts).",
+)
 @click.option(
     "--keyspace", "keyspaces", multiple=True, help="Keyspace to back up (default: all); repeatable."
 )
@@ -141,8 +156,10 @@ def backup_command(
         options = dataclasses.replace(_cluster_options(**connection), all_replicas=all_replicas)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    target = _local(to_dir, "--to")  # executors must not depend on our cwd
+    if target.exists() and not target.is_dir():
+        raise click.UsageError(f"--to {to_dir}: {target} is a file, not a directory")
     try:
-        target = Path(to_dir).expanduser().resolve()  # executors must not depend on our cwd
         check_target(target)  # before Spark starts
         summary = _run_with_spark(
             master,
@@ -167,9 +184,10 @@ def backup_command(
 
 @click.command("restore")
 @_connection_options
-@click.option("--from", "from_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--from", "from_dir", required=True, help="Backup directory: a path or a file: URI.")
 @click.option(
-    "--progress-file", help="Where restore records finished steps (default: in the backup directory)."
+    "--progress-file",
+    help="Where restore records finished steps, a path or a file: URI (default: in the backup directory).",
 )
 def restore_command(
     from_dir: str, progress_file: str | None, master: str, confs: tuple[str, ...], **connection: Any
@@ -192,8 +210,10 @@ def restore_command(
         options = _cluster_options(**connection)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    progress = Path(progress_file).expanduser().resolve() if progress_file else None
-    source = Path(from_dir).expanduser().resolve()  # executors must not depend on our cwd
+    progress = _local(progress_file, "--progress-file") if progress_file else None
+    source = _local(from_dir, "--from")  # executors must not depend on our cwd
+    if not source.is_dir():
+        raise click.UsageError(f"--from {from_dir}: {source} is not a directory")
     try:
         read_manifest(source)  # before Spark starts
         summary = _run_with_spark(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime
 import time
-from pathlib import Path
 
 import click
 
@@ -48,7 +47,10 @@ def cdc_group() -> None:
 @click.option("--port", type=int, default=9042, show_default=True, help="CQL port.")
 @click.option("--table", "table", required=True, help="Base table as ks.t (its log is ks.t_scylla_cdc_log).")
 @click.option(
-    "--to", "out_dir", required=True, help="Output directory (a path every Spark worker writes to)."
+    "--to",
+    "out_dir",
+    required=True,
+    help="Output directory, a path or a file: URI (on a cluster: one every Spark worker mounts).",
 )
 @click.option("--since", help="Start of the first pass: µs since the epoch or ISO-8601 (default: all).")
 @click.option("--follow", is_flag=True, help="Keep exporting new passes until interrupted.")
@@ -88,13 +90,16 @@ def export_command(
       1  a pass failed (rerun: it resumes after the last committed pass)
       2  the export could not start
     """
+    from tabletdb.cli.locations import LocationError, local_path
     from tabletdb.spark.cdc_export import ExportError, ExportOptions, run_pass
     from tabletdb.spark.connection import OptionError, parse_options
-    from tabletdb.spark.session import parse_conf, spark_session
+    from tabletdb.spark.session import ExecutorSetupError, parse_conf, spark_session
 
-    if "://" in out_dir and not out_dir.startswith("file://"):
-        click.echo("tabletdb cdc export: --to must be a filesystem path (passes commit by rename)", err=True)
-        raise SystemExit(EXIT_USAGE)
+    try:  # made absolute here: Spark's executors do not share our cwd; passes commit by rename
+        out_path = local_path(out_dir, "--to")
+    except LocationError as exc:
+        click.echo(f"tabletdb cdc export: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     if credentials_file:
         username, password = read_credentials(credentials_file)
     raw = {"hosts": hosts, "port": str(port), "table": table, "consistency": consistency}
@@ -108,13 +113,13 @@ def export_command(
             source.connect,
             source.keyspace,
             source.table,
-            Path(out_dir.removeprefix("file://")).expanduser().resolve(),
+            out_path,
             _since(since),
             source.consistency,
             tasks=tasks,
         )
         spark = spark_session(master, parse_conf(confs), app_name=f"tabletdb cdc export {table}")
-    except (OptionError, ValueError, click.BadParameter) as exc:
+    except (OptionError, ValueError, click.BadParameter, ExecutorSetupError) as exc:
         click.echo(f"tabletdb cdc export: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     try:

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import click
@@ -82,7 +81,12 @@ def _credentials(
 @click.option("--hosts", required=True, help="Comma-separated contact points.")
 @click.option("--port", type=int, default=9042, show_default=True, help="CQL port.")
 @click.option("--table", "table", required=True, help="Target table as ks.t.")
-@click.option("--from", "source", required=True, help="Input file or directory.")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    help="Input file or directory: a path, a file: URI, or a URI of any filesystem Spark reads.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -99,7 +103,8 @@ def _credentials(
     'escape ("), multiLine (true), nullValue (empty); repeatable.',
 )
 @click.option(
-    "--rejects", help="Directory for rejected rows (default: <input>.rejects-<time>); must not exist."
+    "--rejects",
+    help="Directory (or Spark URI) for rejected rows (default: <input>.rejects-<time>); must not exist.",
 )
 @click.option("--username")
 @click.option("--password")
@@ -177,16 +182,21 @@ def load_command(
       2  the load could not start (options, format, table, input fields)
       3  loaded, but some rows were rejected (reasons in the rejects directory)
     """
+    from tabletdb.cli.locations import LocationError, spark_location
     from tabletdb.spark.backup_rest import RestError, parse_endpoints
     from tabletdb.spark.connection import OptionError, parse_options
     from tabletdb.spark.file_load import FLUSH_ROWS, FileTarget, choose_via, run_file_load
     from tabletdb.spark.input_options import InputOptionError, infer_format, parse_csv_options, parse_pairs
     from tabletdb.spark.load import LoadError, run_load
     from tabletdb.spark.schema_map import SchemaError
-    from tabletdb.spark.session import parse_conf, spark_session
+    from tabletdb.spark.session import ExecutorSetupError, parse_conf, spark_session
 
-    if "://" not in source:
-        source = str(Path(source).expanduser().resolve())  # Spark's workers do not share our cwd
+    try:  # made absolute here: Spark's executors do not share our cwd
+        source = spark_location(source, "--from")
+        rejects = spark_location(rejects, "--rejects") if rejects else None
+    except LocationError as exc:
+        click.echo(f"tabletdb load: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     username, password = _credentials(username, password, credentials_file)
     raw = {"hosts": hosts, "port": str(port), "table": table}
     if consistency:
@@ -200,8 +210,6 @@ def load_command(
     if username:
         raw.update(username=username, password=password or "")
     rejects_dir = rejects or f"{source.rstrip('/')}.rejects-{time.strftime('%Y%m%dT%H%M%S')}"
-    if "://" not in rejects_dir:
-        rejects_dir = str(Path(rejects_dir).expanduser().resolve())
     try:
         fmt = fmt or infer_format(source)
         csv = parse_csv_options(parse_pairs(input_options), fmt)
@@ -215,7 +223,13 @@ def load_command(
                 "each tablet's file to every one of its replicas"
             )
         spark = spark_session(master, parse_conf(confs), app_name=f"tabletdb load {table}")
-    except (OptionError, LoadError, SchemaError, ValueError) as exc:  # InputOptionError is a ValueError
+    except (
+        OptionError,
+        LoadError,
+        SchemaError,
+        ValueError,
+        ExecutorSetupError,
+    ) as exc:  # InputOptionError is a ValueError
         click.echo(f"tabletdb load: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     try:

@@ -2,20 +2,40 @@
 
 Spark starts its Python workers with `python3` from PATH unless told otherwise; they must run the
 interpreter that has tabletdb and the driver installed (the venv's), so PYSPARK_PYTHON is pinned
-to this interpreter before the JVM starts.
+to this interpreter before the JVM starts, unless PYSPARK_PYTHON or `spark.pyspark.python` says
+otherwise.
+
+On a cluster (any master but `local...`) the session first runs one small job: executors that
+cannot start, or whose Python cannot import tabletdb and its dependencies, fail it at once with
+one line saying what every worker needs, rather than the first real task failing four times
+inside a JVM stack trace. An application that gets no executor at all (no worker with enough
+free memory or cores) waits forever in Spark; after `EXECUTOR_WAIT_WARNING` seconds a warning
+says what to check.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sys
+import threading
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
 from tabletdb.spark.datasource import TabletdbDataSource
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MASTER = "local[*]"
+EXECUTOR_WAIT_WARNING = 60.0
+EXECUTOR_PYTHON = "spark.pyspark.python"
+"""Spark's setting for the executors' Python; spark-submit turns it into PYSPARK_PYTHON, which
+PySpark reads when the driver starts, so a session built from Python honours it only if this
+module does the same."""
+_WRAPPERS = ("Py4JJavaError", "SparkException", "PythonException")
+_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", re.MULTILINE)
 _QUIET_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -40,12 +60,73 @@ def parse_conf(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
 def spark_session(
     master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None, app_name: str = "tabletdb"
 ) -> SparkSession:
+    settings = {**_QUIET_DEFAULTS, **(conf or {})}
+    if settings.get(EXECUTOR_PYTHON):  # PySpark reads only the environment once the driver runs
+        os.environ["PYSPARK_PYTHON"] = settings[EXECUTOR_PYTHON]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**_QUIET_DEFAULTS, **(conf or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(TabletdbDataSource)
+    if not master.startswith("local"):
+        try:
+            check_executors(spark)
+        except ExecutorSetupError:
+            spark.stop()
+            raise
     return spark
+
+
+def executor_error(text: str, exc: BaseException) -> str:
+    """The executor's own Python error in a failed job's text (`ModuleNotFoundError: ...`), not
+    the JVM's and Py4J's wrappers around it; the exception's type when there is none."""
+    found = _PYTHON_ERROR.findall(text)
+    return next((f"{name}: {msg}" for name, msg in found if name not in _WRAPPERS), type(exc).__name__)
+
+
+class ExecutorSetupError(RuntimeError):
+    """Spark's executors cannot run tabletdb's tasks; the message says what the workers need."""
+
+
+def _executor_facts(_: int) -> str:
+    """Runs on an executor: unpickling it imports this module (tabletdb, pyspark, the data source
+    and its dependencies); the driver every task uses is imported besides."""
+    import cassandra  # noqa: F401  (scylla-driver)
+
+    import tabletdb  # noqa: F401
+
+    return sys.executable
+
+
+def check_executors(spark: SparkSession) -> None:
+    """One task per core of the cluster importing what tabletdb's tasks import (module docstring)."""
+    context = spark.sparkContext
+    tasks = max(1, int(context.defaultParallelism))
+    done = threading.Event()
+    python = context.pythonExec
+
+    def warn() -> None:
+        if not done.wait(EXECUTOR_WAIT_WARNING):
+            memory = context.getConf().get("spark.executor.memory", "1g")
+            log.warning(
+                "no Spark executor has run a task after %.0f s: check that the master %s has workers "
+                "registered, with free cores and at least spark.executor.memory (%s) free; still waiting",
+                EXECUTOR_WAIT_WARNING,
+                context.master,
+                memory,
+            )
+
+    threading.Thread(target=warn, name="executor-wait", daemon=True).start()
+    try:
+        context.parallelize(range(tasks), tasks).map(_executor_facts).collect()
+    except Exception as exc:  # Py4JJavaError: the executor's Python traceback inside the JVM's
+        raise ExecutorSetupError(
+            f"Spark executors cannot run tabletdb's tasks ({executor_error(str(exc), exc)}): every "
+            f"worker needs Python at {python} (PYSPARK_PYTHON, or --conf spark.pyspark.python=...) "
+            "with tabletdb and its dependencies installed, as the driver's environment has them"
+        ) from None
+    finally:
+        done.set()
