@@ -99,7 +99,8 @@ async def copy_into_next(storage: StorageService, table: TableDef, seq: int, kin
         storage.write_deferred([path])
         staging = staging_dir / f"{uuid.uuid4().hex}.db"
         try:
-            await asyncio.to_thread(snapshot_to, path, staging)
+            # transient: merged into the new files (each merge a synced transaction), then deleted
+            await asyncio.to_thread(snapshot_to, path, staging, sync=False)
             for piece in group:
                 store = storage.open_committer(piece.target).store
                 ranges = None if piece.token_range is None else [piece.token_range]

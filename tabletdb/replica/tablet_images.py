@@ -48,12 +48,14 @@ def local_tablet_path(storage: StorageService, table: TableDef, tablet_id: int) 
 async def copy_tablet(storage: StorageService, table: TableDef, tablet_id: int, staging: Path) -> bool:
     """A consistent copy of this node's replica of the tablet at ``staging``; False (nothing
     written) if the replica was never written. Rows the store deferred are written first, so
-    the copy holds every write committed before the call."""
+    the copy holds every write committed before the call. The copy is not synced: it is
+    transient (read once by a target, or installed through ``install_tablet``, which syncs what it
+    installs), and a crash discards it either way."""
     path = local_tablet_path(storage, table, tablet_id)
     storage.write_deferred([path])
     if not path.exists():
         return False
-    await asyncio.to_thread(snapshot_to, path, staging)
+    await asyncio.to_thread(snapshot_to, path, staging, sync=False)
     return True
 
 
