@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabletdb.storage.fsync import fsync_path
+
 MANIFEST = "manifest.json"
 SCHEMA = "schema.cql"
 FORMAT = 1
@@ -91,11 +93,7 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(staging, directory / MANIFEST)
-    fd = os.open(directory, os.O_RDONLY)  # the rename itself must survive a crash too
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(directory)  # the rename itself must survive a crash too
 
 
 def read_manifest(directory: Path) -> Manifest:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabletdb.storage.fsync import fsync_path
+
 DEFAULT_API_PORT = 10000
 TIMEOUT = 600.0
 CONNECT_PATIENCE = 15.0
@@ -116,7 +118,7 @@ class NodeApi:
                     advance(len(chunk))
                 out.flush()
                 os.fsync(out.fileno())  # a backup that reported success survives a crash
-            _fsync_dir(target.parent)
+            fsync_path(target.parent)  # its name too
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
             raise self._failed("GET", f"snapshot file {path}", f"HTTP {exc.code}: {detail}") from None
@@ -222,12 +224,3 @@ class Cluster:
     @property
     def any_node(self) -> NodeApi:
         return next(iter(self.nodes.values()))
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the files created in ``directory`` durable as names, not only as contents."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
