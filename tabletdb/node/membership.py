@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from tabletdb.coordinator.context import Replicas, Timeouts
@@ -42,7 +42,7 @@ from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.model import TableDef
 from tabletdb.systables.node_info import RaftInfo
 from tabletdb.systables.version_reads import Settle
-from tabletdb.tablets.load_stats import TabletKey, TabletSizes
+from tabletdb.tablets.load_stats import TabletSizes
 from tabletdb.topology import coordinator as co
 from tabletdb.topology.states import NodeState
 
@@ -287,12 +287,6 @@ class ClusterMember:
             _, table_id, tablet_id = t.key
             return await streaming.cleanup(raft_id_of(t.replica.host), table_id, tablet_id, t.replica.shard)
 
-        async def tablet_sizes() -> Mapping[TabletKey, int]:
-            if self.tablet_load is None:
-                return {}
-            sizes, _missing = await self.tablet_load.cluster()  # a missing tablet weighs the mean
-            return sizes
-
         async def tidy() -> None:
             await group0.reconcile_voters()  # normal learners vote, nodes that left are dropped
             await keep_cdc_generation(group0)  # a ring that changed gets its CDC generation
@@ -311,12 +305,15 @@ class ClusterMember:
             resize=lambda t: self.resizing.resize(raft_id_of(t.key[0]), t),
             resize_inputs=ResizeInputsCache(self._sizing),
             sizes=self._tablet_sizes if self.tablet_load is not None else None,
-            tablet_sizes=tablet_sizes,
+            tablet_sizes=self._tablet_sizes,
         )
 
     async def _tablet_sizes(self) -> TabletSizes:
-        assert self.tablet_load is not None
-        sizes, _ = await self.tablet_load.cluster()
+        """Every tablet's bytes from the members' load statistics, for the balancer and resize;
+        a tablet no member reported is left out (the balancer weighs it as the mean)."""
+        if self.tablet_load is None:
+            return {}
+        sizes, _missing = await self.tablet_load.cluster()
         return sizes
 
     async def stop(self) -> None:
