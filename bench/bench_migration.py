@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import tempfile
 import threading
 import time
@@ -34,7 +33,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULT_PREFIX, proc_cpu_seconds
+from bench.common import RESULT_PREFIX, cp_baseline, proc_cpu_seconds
 from tests.harness.addresses import AddressAllocator
 from tests.harness.node import NodeFactory, TestNode
 
@@ -78,26 +77,6 @@ def _load(node: TestNode, megabytes: int) -> str:
 def _tablet_files(node: TestNode, table_id: str, tablet: str = "*") -> list[Path]:
     table_dir = next((node.workdir / "data" / "mk").glob(f"t-{table_id.replace('-', '')}"))
     return sorted(p for p in table_dir.rglob(f"tablet-{tablet}.db*") if p.is_file())
-
-
-def _cp(files: list[Path], into: Path) -> tuple[int, float, float]:
-    """(bytes, seconds of cp, seconds of cp + fsync) of copying `files` into `into`."""
-    into.mkdir(parents=True, exist_ok=True)
-    size = sum(f.stat().st_size for f in files)
-    started = time.monotonic()
-    copies = []
-    for f in files:
-        target = into / f.name
-        shutil.copyfile(f, target)
-        copies.append(target)
-    plain = time.monotonic() - started
-    for target in copies:
-        fd = os.open(target, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return size, plain, time.monotonic() - started
 
 
 def _cpu_until_exit(pid: int, out: list[float], stop: threading.Event) -> None:
@@ -144,7 +123,7 @@ def run(megabytes: int, base: Path) -> dict[str, Any]:
         tablet, raw_bytes, mode, raw_ms = streams[0]
         stream_bytes, stream_ms = int(raw_bytes), int(raw_ms)
         # the baseline: cp of the very file the migration installed (the same bytes)
-        cp_bytes, cp_s, cp_fsync_s = _cp(_tablet_files(stays, table_id, tablet), base / "cp-baseline")
+        cp_bytes, cp_s, cp_fsync_s = cp_baseline(_tablet_files(stays, table_id, tablet), base / "cp-baseline")
     finally:
         factory.cleanup()
     stream_mbps = stream_bytes / MB / max(stream_ms / 1000, 1e-6)

@@ -28,14 +28,13 @@ import calendar
 import json
 import os
 import re
-import shutil
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULT_PREFIX
+from bench.common import RESULT_PREFIX, cp_baseline
 from tabletdb.replica.load_stats import file_bytes
 from tests.harness.addresses import AddressAllocator
 from tests.harness.node import NodeFactory, TestNode
@@ -156,29 +155,15 @@ def _spread(nodes: list[TestNode]) -> tuple[float, float]:
     return node_spread, shard_spread
 
 
-def _cp(node: TestNode, size: int, into: Path) -> tuple[int, float, float]:
-    """(bytes, seconds of cp, seconds of cp + fsync) of tablet files of ``node`` adding up to ``size``."""
-    into.mkdir(parents=True, exist_ok=True)
+def _files_of(node: TestNode, size: int) -> list[Path]:
+    """Tablet files of ``node`` adding up to at least ``size`` bytes (the baseline's input)."""
     files, total = [], 0
     for path in sorted((node.workdir / "data").glob("rb/*/shard-*/tablet-*.db")):
         if total >= size:
             break
         files.append(path)
         total += path.stat().st_size
-    started = time.monotonic()
-    copies = []
-    for i, f in enumerate(files):
-        target = into / f"{i}-{f.name}"
-        shutil.copyfile(f, target)
-        copies.append(target)
-    plain = time.monotonic() - started
-    for target in copies:
-        fd = os.open(target, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return total, plain, time.monotonic() - started
+    return files
 
 
 def run(megabytes: int, base: Path) -> dict[str, Any]:
@@ -201,7 +186,7 @@ def run(megabytes: int, base: Path) -> dict[str, Any]:
         balance_bytes = all_bytes - join_bytes
         balance_s = max(last - enabled_at, 0.0)
         node_spread, shard_spread = _spread(nodes)
-        cp_bytes, cp_s, cp_fsync_s = _cp(fourth, all_bytes, base / "cp-baseline")
+        cp_bytes, cp_s, cp_fsync_s = cp_baseline(_files_of(fourth, all_bytes), base / "cp-baseline")
     finally:
         factory.cleanup()
     cp_mbps = cp_bytes / MB / max(cp_s, 1e-6)

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,12 +33,31 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabletdb.storage.fsync import fsync_path
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 RESULT_PREFIX = "RESULT "
 
 
 # --- /proc ---------------------------------------------------------------------------------------
+
+
+def cp_baseline(files: Sequence[Path], into: Path) -> tuple[int, float, float]:
+    """(bytes, seconds of cp, seconds of cp + fsync) of copying ``files`` into ``into``: the
+    same-run baseline for benchmarks that move files (a number prefix keeps equal names apart)."""
+    into.mkdir(parents=True, exist_ok=True)
+    size = sum(f.stat().st_size for f in files)
+    started = time.monotonic()
+    copies = []
+    for i, f in enumerate(files):
+        target = into / f"{i}-{f.name}"
+        shutil.copyfile(f, target)
+        copies.append(target)
+    plain = time.monotonic() - started
+    for target in copies:
+        fsync_path(target)
+    return size, plain, time.monotonic() - started
 
 
 def proc_cpu_seconds(pid: int) -> float:
