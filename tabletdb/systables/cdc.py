@@ -12,29 +12,25 @@ these tables only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from tabletdb.cdc.descriptions import described, longest_log_ttl
 from tabletdb.cdc.generation import Generations
 from tabletdb.cdc.tablet_streams import StreamSets, sets_of, stream_states
-from tabletdb.cql.types import BIGINT, BLOB, TEXT, TIMESTAMP, TINYINT, UUID, CqlType, SetType
+from tabletdb.cql.types import BIGINT, BLOB, TEXT, TIMESTAMP, TINYINT, UUID, SetType
 from tabletdb.schema.cdc_log import log_name
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import (
     SIMPLE,
     Catalog,
     ClusteringOrder,
-    ColumnDef,
-    ColumnKind,
     KeyspaceDef,
     KeyspaceSchema,
     Replication,
     TableDef,
-    order_columns,
 )
-from tabletdb.schema.options import TableOptions
-from tabletdb.schema.system_schema import legacy_table_id
+from tabletdb.systables.definitions import virtual_table
 
 Row = dict[str, Any]
 SYSTEM_DISTRIBUTED = "system_distributed"
@@ -43,24 +39,7 @@ _STREAMS = SetType(BLOB, frozen=True)
 _ASC, _DESC = ClusteringOrder.ASC, ClusteringOrder.DESC
 
 
-def _table(
-    keyspace: str,
-    name: str,
-    pk: Sequence[str],
-    ck: Sequence[tuple[str, ClusteringOrder]],
-    columns: dict[str, CqlType],
-    comment: str,
-) -> TableDef:
-    cols = [ColumnDef(n, columns[n], ColumnKind.PARTITION_KEY, i) for i, n in enumerate(pk)]
-    cols += [ColumnDef(n, columns[n], ColumnKind.CLUSTERING, i, order) for i, (n, order) in enumerate(ck)]
-    keys = set(pk) | {n for n, _ in ck}
-    cols += [ColumnDef(n, t, ColumnKind.REGULAR) for n, t in columns.items() if n not in keys]
-    return TableDef(
-        keyspace, name, legacy_table_id(keyspace, name), order_columns(cols), TableOptions(comment=comment)
-    )
-
-
-CDC_LOCAL_TABLE = _table(
+CDC_LOCAL_TABLE = virtual_table(
     "system",
     "cdc_local",
     ["key"],
@@ -68,7 +47,7 @@ CDC_LOCAL_TABLE = _table(
     {"key": TEXT, "streams_timestamp": TIMESTAMP, "uuid": UUID},
     "CDC-specific information that the local node stores",
 )
-CDC_TIMESTAMPS_TABLE = _table(
+CDC_TIMESTAMPS_TABLE = virtual_table(
     "system",
     "cdc_timestamps",
     ["keyspace_name", "table_name"],
@@ -76,7 +55,7 @@ CDC_TIMESTAMPS_TABLE = _table(
     {"keyspace_name": TEXT, "table_name": TEXT, "timestamp": TIMESTAMP},
     "CDC stream set timestamps of tables in tablets keyspaces",
 )
-CDC_STREAMS_TABLE = _table(
+CDC_STREAMS_TABLE = virtual_table(
     "system",
     "cdc_streams",
     ["keyspace_name", "table_name"],
@@ -90,7 +69,7 @@ CDC_STREAMS_TABLE = _table(
     },
     "CDC streams of tables in tablets keyspaces: current, closed and opened per stream set",
 )
-GENERATION_TIMESTAMPS_TABLE = _table(
+GENERATION_TIMESTAMPS_TABLE = virtual_table(
     SYSTEM_DISTRIBUTED,
     "cdc_generation_timestamps",
     ["key"],
@@ -98,7 +77,7 @@ GENERATION_TIMESTAMPS_TABLE = _table(
     {"key": TEXT, "time": TIMESTAMP, "expired": TIMESTAMP},
     "CDC generation timestamps",
 )
-STREAMS_DESCRIPTIONS_V2_TABLE = _table(
+STREAMS_DESCRIPTIONS_V2_TABLE = virtual_table(
     SYSTEM_DISTRIBUTED,
     "cdc_streams_descriptions_v2",
     ["time"],
@@ -106,7 +85,7 @@ STREAMS_DESCRIPTIONS_V2_TABLE = _table(
     {"time": TIMESTAMP, "range_end": BIGINT, "streams": _STREAMS},
     "CDC generations: the streams of each token range",
 )
-STREAMS_DESCRIPTIONS_TABLE = _table(
+STREAMS_DESCRIPTIONS_TABLE = virtual_table(
     SYSTEM_DISTRIBUTED,
     "cdc_streams_descriptions",
     ["time"],

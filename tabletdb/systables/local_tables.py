@@ -14,14 +14,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tabletdb.cql.types import BIGINT, TEXT, CqlType, ListType
+from tabletdb.cql.types import BIGINT, TEXT, ListType
 from tabletdb.dht.murmur3 import token_of
-from tabletdb.schema.model import ClusteringOrder, ColumnDef, ColumnKind, TableDef, order_columns
-from tabletdb.schema.options import TableOptions
-from tabletdb.schema.system_schema import legacy_table_id
+from tabletdb.schema.model import TableDef
+from tabletdb.systables.definitions import system_table
 
 Row = dict[str, Any]
-SYSTEM = "system"
 
 
 @dataclass(frozen=True)
@@ -75,46 +73,35 @@ class LocalNode(Protocol):
     async def snapshots(self) -> Sequence[SnapshotEntry]: ...
 
 
-def _define(name: str, pk: list[str], ck: list[str], columns: dict[str, CqlType], comment: str) -> TableDef:
-    cols = [ColumnDef(n, columns[n], ColumnKind.PARTITION_KEY, i) for i, n in enumerate(pk)]
-    cols += [
-        ColumnDef(n, columns[n], ColumnKind.CLUSTERING, i, ClusteringOrder.ASC) for i, n in enumerate(ck)
-    ]
-    cols += [ColumnDef(n, t, ColumnKind.REGULAR) for n, t in columns.items() if n not in pk and n not in ck]
-    return TableDef(
-        SYSTEM, name, legacy_table_id(SYSTEM, name), order_columns(cols), TableOptions(comment=comment)
-    )
-
-
-CONFIG_TABLE = _define(
+CONFIG_TABLE = system_table(
     "config",
     ["name"],
     [],
     {"name": TEXT, "type": TEXT, "source": TEXT, "status": TEXT, "value": TEXT},
     "",
 )
-RUNTIME_INFO_TABLE = _define(
+RUNTIME_INFO_TABLE = system_table(
     "runtime_info",
     ["group"],
     ["item"],
     {"group": TEXT, "item": TEXT, "value": TEXT},
     "Runtime system information.",
 )
-PROTOCOL_SERVERS_TABLE = _define(
+PROTOCOL_SERVERS_TABLE = system_table(
     "protocol_servers",
     ["name"],
     [],
     {"name": TEXT, "protocol": TEXT, "protocol_version": TEXT, "listen_addresses": ListType(TEXT)},
     "Lists all client protocol servers and their status.",
 )
-SNAPSHOTS_TABLE = _define(
+SNAPSHOTS_TABLE = system_table(
     "snapshots",
     ["keyspace_name"],
     ["table_name", "snapshot_name"],
     {"keyspace_name": TEXT, "table_name": TEXT, "snapshot_name": TEXT, "live": BIGINT, "total": BIGINT},
     "Lists all the snapshots along with their size, dropped tables are not part of the listing.",
 )
-ONE_ROW_TABLE = _define(
+ONE_ROW_TABLE = system_table(
     "one_row",
     ["system$dummy"],
     [],

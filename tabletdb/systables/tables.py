@@ -26,7 +26,6 @@ from tabletdb.cql.types import (
     INT,
     TEXT,
     UUID,
-    CqlType,
     MapType,
     SetType,
 )
@@ -35,17 +34,11 @@ from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import (
     LOCAL,
     Catalog,
-    ClusteringOrder,
-    ColumnDef,
-    ColumnKind,
     KeyspaceDef,
     KeyspaceSchema,
     Replication,
     TableDef,
-    order_columns,
 )
-from tabletdb.schema.options import TableOptions
-from tabletdb.schema.system_schema import legacy_table_id
 from tabletdb.systables.cdc import (
     CDC_LOCAL_TABLE,
     CDC_STREAMS_TABLE,
@@ -54,6 +47,7 @@ from tabletdb.systables.cdc import (
     cdc_streams_rows,
     cdc_timestamps_rows,
 )
+from tabletdb.systables.definitions import system_table
 from tabletdb.systables.local_tables import LOCAL_RENDERERS, LocalNode
 from tabletdb.systables.node_info import (
     CQL_VERSION,
@@ -129,21 +123,10 @@ class SystemState:
     and tests that build a processor without a node."""
 
 
-def _define(name: str, pk: list[str], ck: list[str], columns: dict[str, CqlType], comment: str) -> TableDef:
-    cols = [ColumnDef(n, columns[n], ColumnKind.PARTITION_KEY, i) for i, n in enumerate(pk)]
-    cols += [
-        ColumnDef(n, columns[n], ColumnKind.CLUSTERING, i, ClusteringOrder.ASC) for i, n in enumerate(ck)
-    ]
-    cols += [ColumnDef(n, t, ColumnKind.REGULAR) for n, t in columns.items() if n not in pk and n not in ck]
-    return TableDef(
-        SYSTEM, name, legacy_table_id(SYSTEM, name), order_columns(cols), TableOptions(comment=comment)
-    )
-
-
 _TEXT_SET = SetType(TEXT)
 _FROZEN_TEXT_MAP = MapType(TEXT, TEXT, frozen=True)
 
-LOCAL_TABLE = _define(
+LOCAL_TABLE = system_table(
     "local",
     ["key"],
     [],
@@ -170,7 +153,7 @@ LOCAL_TABLE = _define(
     "information about the local node",
 )
 
-PEERS_TABLE = _define(
+PEERS_TABLE = system_table(
     "peers",
     ["peer"],
     [],
@@ -189,7 +172,7 @@ PEERS_TABLE = _define(
     "information about known peers in the cluster",
 )
 
-VERSIONS_TABLE = _define(
+VERSIONS_TABLE = system_table(
     "versions",
     ["key"],
     [],
@@ -197,7 +180,7 @@ VERSIONS_TABLE = _define(
     "Version information",
 )
 
-SCYLLA_LOCAL_TABLE = _define(
+SCYLLA_LOCAL_TABLE = system_table(
     "scylla_local",
     ["key"],
     [],
@@ -205,7 +188,7 @@ SCYLLA_LOCAL_TABLE = _define(
     "Scylla specific information about the local node",
 )
 
-CLIENTS_TABLE = _define(
+CLIENTS_TABLE = system_table(
     "clients",
     ["address"],
     ["port", "client_type"],
@@ -310,7 +293,7 @@ def _clients_rows(state: SystemState) -> list[Row]:
     return rows
 
 
-RAFT_STATE_TABLE = _define(
+RAFT_STATE_TABLE = system_table(
     "raft_state",
     ["group_id"],
     ["disposition", "server_id"],
