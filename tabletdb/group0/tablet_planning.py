@@ -32,6 +32,7 @@ from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.schema.mutations import Mutation, PutTable
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.topology.states import NodeState
+from tabletdb.topology.vnode_ranges import token_map
 
 Member = tuple[uuid.UUID, str, str, int]
 """(host id, datacenter, rack, shard count) of a node tablets can be placed on."""
@@ -156,12 +157,12 @@ def cdc_generation_for(
 
 
 def ring_owners(cluster: ClusterState) -> list[VnodeOwner]:
-    """Every member's vnodes, with its sharding: the ring a generation is built for."""
-    return [
-        VnodeOwner(token, record.shard_count, CDC_IGNORE_MSB)
-        for record in cluster.topology.members.values()
-        for token in record.tokens
-    ]
+    """Every member's vnodes, each once with its owner's sharding: the ring a generation is built
+    for (a replacing node shares the dead node's tokens until the replace ends: one vnode each,
+    ``vnode_ranges.token_map``, or the generation would have two ranges ending at one token)."""
+    members = cluster.topology.members
+    named = token_map(cluster.topology_state, {h: r.tokens for h, r in members.items()})
+    return [VnodeOwner(token, members[host].shard_count, CDC_IGNORE_MSB) for token, host in named.items()]
 
 
 def cdc_generation_outdated(cluster: ClusterState) -> TableDef | None:

@@ -100,6 +100,21 @@ def check_join(
             )
 
 
+def decided_tokens(topology: Topology, record: NodeRecord, replaces: uuid.UUID | None = None) -> NodeRecord:
+    """``record`` with the vnode tokens the cluster gives it; tokens are decided once. A member
+    keeps the tokens it was recorded with (a refresh after a restart or at a new address never
+    moves them, whatever its identity file says); a node replacing member ``replaces`` takes
+    that node's tokens over, as ScyllaDB's replace does, so no range moves between the other
+    nodes; a new node brings its own."""
+    known = topology.members.get(record.host_id)
+    if known is not None:
+        return replace(record, tokens=known.tokens)
+    replaced = topology.members.get(replaces) if replaces is not None else None
+    if replaced is not None:
+        return replace(record, tokens=replaced.tokens)
+    return record
+
+
 @dataclass(frozen=True)
 class JoinCommand:
     """Admit (or refresh the record of) one node. Re-checked on apply; idempotent."""

@@ -1,4 +1,5 @@
-"""A node's durable identity: its host id and its vnode tokens, chosen once at first start.
+"""A node's durable identity: its host id and its vnode tokens, chosen once at first start (a
+replacing node's tokens are then the ones group0 recorded for it, the replaced node's).
 
 Drivers key everything on the host id (tablet replicas, the control connection), and vnode
 keyspaces place data by the tokens, so neither may change across restarts. The file is written
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from tabletdb.dht.ring import random_tokens
 from tabletdb.storage.corruption import CorruptFile
+from tabletdb.storage.fsync import fsync_path
 
 IDENTITY_FILE = "identity.json"
 
@@ -41,15 +43,26 @@ def load_or_create_identity(workdir: Path, num_tokens: int) -> NodeIdentity:
             ) from e
     rng = random.SystemRandom()
     identity = NodeIdentity(uuid.uuid4(), tuple(sorted(random_tokens(rng, max(1, num_tokens)))))
+    _write(workdir, identity)
+    return identity
+
+
+def with_tokens(workdir: Path, identity: NodeIdentity, tokens: tuple[int, ...]) -> NodeIdentity:
+    """``identity`` holding ``tokens`` from now on, written before it is returned: the tokens
+    group0 recorded for this node (a replacing node takes the replaced node's over), which a
+    restart must find here."""
+    adopted = NodeIdentity(identity.host_id, tuple(sorted(tokens)))
+    if adopted != identity:
+        _write(workdir, adopted)
+    return adopted
+
+
+def _write(workdir: Path, identity: NodeIdentity) -> None:
+    path = workdir / IDENTITY_FILE
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w") as f:
         json.dump({"host_id": str(identity.host_id), "tokens": [str(t) for t in identity.tokens]}, f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    dir_fd = os.open(workdir, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return identity
+    fsync_path(workdir)

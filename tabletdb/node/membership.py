@@ -38,6 +38,7 @@ from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.paxos.service import PaxosService, PaxosTimeouts
 from tabletdb.query.auth_check import create_default_superuser
 from tabletdb.query.metadata_store import MetadataStore
+from tabletdb.replica.leftover_files import sweep_leftovers
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.model import TableDef
 from tabletdb.systables.node_info import RaftInfo
@@ -237,6 +238,10 @@ class ClusterMember:
             else:
                 log.info("node stopped while joining the cluster")
             return False
+        if group0.caught_up:  # files left by a migration, rollback or resize it died in
+            sweep_leftovers(self.resizing.storage, self._tablet_tables())
+        else:
+            log.warning("start-up sweep of leftover tablet files skipped: group0 did not catch up")
         self._failure_detector.start()
         self._topology_task = asyncio.create_task(self._topology(stop))
         self._sweep_task = asyncio.create_task(self.resizing.sweep_forever(self._tablet_tables, stop))

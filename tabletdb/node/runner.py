@@ -35,7 +35,7 @@ from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import client_tls
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
 from tabletdb.node.group0_shell.raft import ApplyFailed
-from tabletdb.node.identity import NodeIdentity, load_or_create_identity
+from tabletdb.node.identity import NodeIdentity, load_or_create_identity, with_tokens
 from tabletdb.node.live_config import LiveConfig, apply_timeouts
 from tabletdb.node.local_tables import NodeLocalTables
 from tabletdb.node.membership import ClusterMember, MaintenanceNode, Membership
@@ -110,6 +110,7 @@ class Node:
                 self._announce_status,
                 on_halt=self._halt,
             )
+            self.membership.group0.on_tokens = self._adopt_tokens
         self.metadata = self.membership.metadata
         self._base_info = self._node_info()
         self._info_cache: tuple[object, NodeInfo] | None = None
@@ -252,6 +253,13 @@ class Node:
         self.exit_code = EXIT_GROUP0_HALTED
         if self._stop is not None:
             self._stop.set()
+
+    def _adopt_tokens(self, tokens: tuple[int, ...]) -> None:
+        """The tokens group0 recorded for this node (a replacing node's: the replaced node's)
+        become its own: written to its identity file and shown in ``system.local``."""
+        self.identity = with_tokens(self.config.workdir, self.identity, tokens)
+        self._base_info = replace(self._base_info, tokens=self.identity.tokens)
+        self._info_cache = None
 
     def _rpc_address(self) -> str:
         return self.config.rpc_address or self.config.listen_address

@@ -61,6 +61,22 @@ def owners(topology: TopologyState, tokens: Tokens) -> Ring:
     }
 
 
+def token_map(topology: TopologyState, tokens: Tokens) -> dict[int, uuid.UUID]:
+    """Each token of any member and the one node it names, for views of the whole ring that are
+    not a replica placement (nodetool ring, ownership, the ring a CDC generation is built for):
+    its owner (``owners``), else the member that brings it (a joining node). A replacing node
+    that took a dead node's tokens over shares them with it until the replace ends (two records,
+    one token): the owner is named until the ring switches, never both, never an error."""
+    named: dict[int, uuid.UUID] = {}
+    for host, ring_tokens in owners(topology, tokens).items():
+        for token in ring_tokens:
+            named[token] = host
+    for host in sorted(tokens, key=lambda h: h.bytes):
+        for token in tokens[host]:
+            named.setdefault(token, host)
+    return named
+
+
 def target_ring(request: Request, old: Ring, tokens: Tokens) -> Ring:
     """The ring once ``request`` is done, as the membership records will make it: a joining
     node's tokens added, a leaving or removed node's taken away, a replaced node's taken away and

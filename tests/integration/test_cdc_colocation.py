@@ -54,12 +54,12 @@ def _check_colocated(node: TestNode) -> dict[int, list[tuple[uuid.UUID, int]]]:
 
 
 class Writer:
-    """QUORUM inserts through one node until stopped; records the acknowledged ones."""
+    """QUORUM inserts into ``table`` through one node until stopped; records the acknowledged ones."""
 
-    def __init__(self, node: TestNode) -> None:
+    def __init__(self, node: TestNode, table: str = "cl.t") -> None:
         self.acked: set[Row] = set()
         self.failed = 0
-        self._node, self._key = node, 10_000
+        self._node, self._key, self._table = node, 10_000, table
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run)
 
@@ -77,7 +77,7 @@ class Writer:
                 k = self._key
                 self._key += 1
                 try:
-                    run(w, "INSERT INTO cl.t (k, v) VALUES (%s, %s)", "QUORUM", (k, f"w{k}"))
+                    run(w, f"INSERT INTO {self._table} (k, v) VALUES (%s, %s)", "QUORUM", (k, f"w{k}"))
                     self.acked.add((k, f"w{k}"))
                 except Exception:  # a write that failed mid-move may or may not be there
                     self.failed += 1
@@ -97,13 +97,16 @@ def _move(node: TestNode, table: str, token: int, source: tuple[uuid.UUID, int],
     assert status == 200, body
 
 
-def _check_log(node: TestNode, acked: set[Row]) -> None:
+def _check_log(node: TestNode, acked: set[Row], table: str = "cl.t") -> None:
+    """One log row of ``table`` per base row (none twice), every acknowledged write among them."""
     with pinned(node) as s:
-        base = {(r.k, r.v) for r in run(s, "SELECT k, v FROM cl.t", "ALL")}
+        base = {(r.k, r.v) for r in run(s, f"SELECT k, v FROM {table}", "ALL")}
         for cl in ("QUORUM", "ALL"):
             log = [
                 (r.k, r.v)
-                for r in run(s, 'SELECT k, v, "cdc$operation" FROM cl.t_scylla_cdc_log', cl, fetch_size=50)
+                for r in run(
+                    s, f'SELECT k, v, "cdc$operation" FROM {table}_scylla_cdc_log', cl, fetch_size=50
+                )
             ]
             assert len(log) == len(set(log)), "a write was logged twice"
             assert set(log) == base, (sorted(base - set(log))[:5], sorted(set(log) - base)[:5])

@@ -190,6 +190,7 @@ def test_bootstrap_then_removenode_with_tablets_and_vnodes(node_factory: NodeFac
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 207-316 s on a loaded 2-core box: the default 300 s is too close
 def test_bootstrap_three_decommission_removenode_replace_with_tablets_and_vnodes(
     node_factory: NodeFactory,
 ) -> None:

@@ -118,11 +118,11 @@ def _query(request: web.Request, name: str) -> str:
 
 
 async def _tokens_endpoint(ctx: ApiContext, request: web.Request) -> list[dict[str, str]]:
-    return [{"key": str(t), "value": a} for t, a in ring_info.token_endpoints(ctx.state().topology)]
+    return [{"key": str(t), "value": a} for t, a in ring_info.token_endpoints(ctx.state())]
 
 
 async def _all_tokens(ctx: ApiContext, request: web.Request) -> list[str]:
-    return [str(t) for t, _ in ring_info.token_endpoints(ctx.state().topology)]
+    return [str(t) for t, _ in ring_info.token_endpoints(ctx.state())]
 
 
 async def _node_tokens(ctx: ApiContext, request: web.Request) -> list[str]:
@@ -131,7 +131,7 @@ async def _node_tokens(ctx: ApiContext, request: web.Request) -> list[str]:
 
 
 async def _token_ownership(ctx: ApiContext, request: web.Request) -> list[dict[str, Any]]:
-    return _pairs(ring_info.token_ownership(ctx.state().topology))
+    return _pairs(ring_info.token_ownership(ctx.state()))
 
 
 async def _effective_ownership(ctx: ApiContext, request: web.Request) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from tabletdb.group0.topology import NodeRecord, Topology
 from tabletdb.schema.model import KeyspaceSchema
 from tabletdb.schema.tables import TableDef
 from tabletdb.tablets.migration import read_replicas
+from tabletdb.topology.vnode_ranges import token_map
 
 RING_SIZE = 1 << 64
 
@@ -45,9 +46,13 @@ class RingRange:
     replicas: tuple[uuid.UUID, ...]
 
 
-def token_endpoints(topology: Topology) -> list[tuple[int, str]]:
-    """(token, address) for every token of every member, in token order."""
-    return sorted((t, r.address) for r in topology.members.values() for t in r.tokens)
+def token_endpoints(state: ClusterState) -> list[tuple[int, str]]:
+    """(token, address) for every token of every member, each token once, in token order: a
+    token a replacing node took over names the node it replaces until the replace ends
+    (``vnode_ranges.token_map``)."""
+    members = state.topology.members
+    named = token_map(state.topology_state, {h: r.tokens for h, r in members.items()})
+    return sorted((t, members[h].address) for t, h in named.items())
 
 
 def member_by_address(topology: Topology, address: str) -> NodeRecord:
@@ -57,10 +62,10 @@ def member_by_address(topology: Topology, address: str) -> NodeRecord:
     raise RingQueryError(f"no member of the cluster has address {address}")
 
 
-def token_ownership(topology: Topology) -> dict[str, float]:
+def token_ownership(state: ClusterState) -> dict[str, float]:
     """Address -> share of the ring in the node's primary ranges (nodetool's plain "Owns")."""
-    owned: dict[str, int] = {r.address: 0 for r in topology.members.values()}
-    tokens = token_endpoints(topology)
+    owned: dict[str, int] = {r.address: 0 for r in state.topology.members.values()}
+    tokens = token_endpoints(state)
     for i, (token, address) in enumerate(tokens):
         owned[address] += TokenRange(tokens[i - 1][0], token).width()
     return {address: width / RING_SIZE for address, width in owned.items()}
@@ -73,9 +78,12 @@ def effective_ownership(state: ClusterState, keyspace: str, table: str | None) -
     for piece in describe_ring(state, keyspace, table):
         for host in set(piece.replicas):
             held[host] = held.get(host, 0) + piece.token_range.width()
-    return {
-        topology.members[h].address: width / RING_SIZE for h, width in held.items() if h in topology.members
-    }
+    shares: dict[str, float] = {}
+    for h, width in held.items():  # a node replacing another at its address shares its line
+        if h in topology.members:
+            address = topology.members[h].address
+            shares[address] = shares.get(address, 0.0) + width / RING_SIZE
+    return shares
 
 
 def describe_ring(state: ClusterState, keyspace: str, table: str | None) -> list[RingRange]:

@@ -17,6 +17,7 @@ node just replays its log (or snapshot) and catches up from the leader.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
 import time
@@ -45,6 +46,7 @@ from tabletdb.group0.topology import (
     JoinRefused,
     NodeRecord,
     check_join,
+    decided_tokens,
     raft_id_of,
     record_from_plain,
     record_to_plain,
@@ -145,6 +147,10 @@ class Group0Service:
         self.store = DurableLog.open(str(directory))
         self.founder = founds_cluster(record.address, seeds)
         self.replaces = replaces
+        self.caught_up = True
+        """False when a restart's read barrier timed out: the node serves what its log replayed."""
+        self.on_tokens: Callable[[tuple[int, ...]], None] | None = None
+        """Persists tokens this node adopted from its group0 record (set by the node's wiring)."""
         self.is_alive: Callable[[uuid.UUID], bool] = lambda host: host == record.host_id
         """Whether a node answers (the failure detector's view, set by the node's membership)."""
         if self.store.last_index() == 0 and self.store.snapshot_meta.index == 0 and self.founder:
@@ -310,6 +316,7 @@ class Group0Service:
             self.driver.campaign()  # a lone voter need not wait out an election timeout
         recorded = self._state.topology.members.get(self.record.host_id)
         if recorded is not None:
+            self._adopt_recorded_tokens()  # a token difference is no record to refresh
             await self._check_not_removed()
             if recorded != self.record:  # e.g. restarted with a new address: the leader records it
                 log.info("group0 record of this node changed old_address=%s; recording it", recorded.address)
@@ -323,8 +330,25 @@ class Group0Service:
             await self._register_self()
         else:
             await self._join_via_seeds()
+        self._adopt_recorded_tokens()
         await wait_joined(lambda: self._state, self.driver, self.record.host_id)
         log.info("group0 member host_id=%s raft_id=%d", self.record.host_id, self.record.raft_id)
+
+    def _adopt_recorded_tokens(self) -> None:
+        """Take the tokens group0 recorded for this node as its own (``decided_tokens``: a
+        replacing node's are the replaced node's) and have them persisted (``on_tokens``) before
+        the node serves, so a restart keeps them."""
+        recorded = self._state.topology.members.get(self.record.host_id)
+        if recorded is None or recorded.tokens == self.record.tokens:
+            return
+        log.info(
+            "vnode tokens of this node are the ones group0 recorded count=%d replaces=%s",
+            len(recorded.tokens),
+            self.replaces,
+        )
+        self.record = dataclasses.replace(self.record, tokens=recorded.tokens)
+        if self.on_tokens is not None:
+            self.on_tokens(recorded.tokens)
 
     async def stop(self) -> None:
         await self._ddl.stop()
@@ -391,6 +415,7 @@ class Group0Service:
             async with asyncio.timeout(RESTART_BARRIER_TIMEOUT):
                 await self.driver.read_barrier()
         except TimeoutError:
+            self.caught_up = False
             log.warning("group0: no quorum after restart; serving the state replayed from the local log")
 
     async def _register_self(self) -> None:
@@ -468,6 +493,7 @@ class Group0Service:
                     f"node {record.host_id} asks to move from {known.address} to {record.address} but "
                     f"still answers at {known.address}; retry once it is down there"
                 )
+            record = decided_tokens(self._state.topology, record, replaces)
             check_join(self._state.topology, payload["cluster_name"], record, replaces)
             if known is None:  # a new node: its join's (or replace's) admission
                 broken = join_rack_error(self._state, record, self.rf_rack_valid_keyspaces)

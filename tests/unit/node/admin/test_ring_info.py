@@ -55,12 +55,12 @@ TABLETS = {"replication": {"class": "NetworkTopologyStrategy", "dc1": 2}, "table
 
 
 def test_token_ownership_is_each_nodes_primary_ranges() -> None:
-    owns = ring_info.token_ownership(_state().topology)
+    owns = ring_info.token_ownership(_state())
     assert owns == pytest.approx({"10.0.0.1": 0.5, "10.0.0.2": 0.25, "10.0.0.3": 0.25}, abs=1e-9)
 
 
 def test_token_endpoints_are_in_token_order() -> None:
-    assert ring_info.token_endpoints(_state().topology) == [
+    assert ring_info.token_endpoints(_state()) == [
         (-QUARTER, "10.0.0.1"),
         (0, "10.0.0.2"),
         (QUARTER, "10.0.0.1"),
@@ -71,7 +71,7 @@ def test_token_endpoints_are_in_token_order() -> None:
 def test_effective_ownership_counts_every_replica() -> None:
     state = _state(v1=VNODES_RF1, v2=VNODES_RF2)
     assert ring_info.effective_ownership(state, "v1", None) == pytest.approx(
-        ring_info.token_ownership(state.topology), abs=1e-9
+        ring_info.token_ownership(state), abs=1e-9
     )
     # RF=2: each range is also held by the next node clockwise; the shares sum to 2.
     owns = ring_info.effective_ownership(state, "v2", None)
