@@ -131,6 +131,8 @@ class Node:
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         paxos = self.membership.paxos(self.replicas)
         plane = build_data_plane(self.storage, self.replicas, views, paxos)
+        group0 = self.membership.group0
+        recorder = group0.record_view_build if group0 is not None else None
         self.settings = LiveConfig(config, sources or {}, lambda c: apply_timeouts(c, self.replicas, paxos))
         self.routes = RouteCheck(
             self.identity.host_id,
@@ -160,7 +162,7 @@ class Node:
             auth=self.auth,
             routes=self.routes,
             settle_versions=self.membership.settle_versions,
-            backfill=plane.backfill,
+            backfill=replace(plane.backfill, recorder=recorder),
             cluster=lambda: token_owners_shape(self.metadata.state),
             local=NodeLocalTables(
                 self.settings,
