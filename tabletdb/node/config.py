@@ -231,6 +231,12 @@ class NodeConfig:
     message, as ScyllaDB refuses them by default."""
     experimental_features: tuple[str, ...] = ()
     """ScyllaDB's experimental switches; only ``udf`` exists here."""
+    # -- Prometheus metrics (ScyllaDB's names) -----------------------------------------------------
+    prometheus_port: int = 9180
+    """Serve ``/metrics`` (ScyllaDB's metric names and ours, ``node.admin.prometheus``) on this
+    port, without authentication as ScyllaDB does; 0: no Prometheus listener."""
+    prometheus_address: str = ""
+    """Address of the Prometheus listener; empty: listen_address (ScyllaDB's default)."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -247,6 +253,8 @@ class NodeConfig:
             object.__setattr__(self, "broadcast_rpc_address", self.rpc_address)
         if not self.api_address:
             object.__setattr__(self, "api_address", self.listen_address)
+        if not self.prometheus_address:
+            object.__setattr__(self, "prometheus_address", self.listen_address)
         custom_location = (self.dc, self.rack) != (DEFAULT_DC, DEFAULT_RACK)
         if not self.endpoint_snitch:
             snitch = "GossipingPropertyFileSnitch" if custom_location else "SimpleSnitch"
@@ -275,6 +283,7 @@ class NodeConfig:
         if ssl_port is not None and ssl_port != self.native_transport_port:
             ports["native_transport_port_ssl"] = ssl_port
         _check_distinct_ports(ports, same_host=self.api_address == self.rpc_address)
+        self._check_prometheus_port(ports)
         if self.enable_user_defined_functions and "udf" not in self.experimental_features:
             raise ConfigError(
                 "enable_user_defined_functions",
@@ -283,6 +292,24 @@ class NodeConfig:
                 "You must use both enable_user_defined_functions and experimental_features:udf "
                 "to enable user-defined functions",
             )
+
+    def _check_prometheus_port(self, ports: dict[str, int]) -> None:
+        """The Prometheus listener may not take a port another listener binds on its address."""
+        if self.prometheus_port == 0:
+            return
+        addresses = {
+            "api_port": self.api_address,
+            "storage_port": self.listen_address,
+            "ssl_storage_port": self.listen_address,
+        }
+        for key, port in ports.items():
+            if (
+                port == self.prometheus_port
+                and addresses.get(key, self.rpc_address) == self.prometheus_address
+            ):
+                raise ConfigError(
+                    "prometheus_port", self.prometheus_port, f"a port different from {key} ({port})"
+                )
 
     @property
     def user_defined_functions(self) -> bool:
@@ -544,6 +571,8 @@ _PARSERS: dict[str, Parser] = {
     "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
+    "prometheus_port": _int_parser(0, 65535),
+    "prometheus_address": _parse_address,
     "replace_node_first_boot": _parse_host_id,
     "enable_cql_config_updates": _parse_bool,
     "enable_user_defined_functions": _parse_bool,

@@ -65,6 +65,7 @@ from tabletdb.topology.features import supported_features
 
 if TYPE_CHECKING:
     from tabletdb.node.admin.metrics import NodeMetrics
+    from tabletdb.node.admin.prometheus import PrometheusServer
     from tabletdb.node.admin.rest_api import RestApi
 
 log = logging.getLogger(__name__)
@@ -198,6 +199,7 @@ class Node:
         )
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
+        self.prometheus: PrometheusServer | None = None
         self.ops = self._operator_view()
         self.tablet_load = self._tablet_load()
         if isinstance(self.membership, ClusterMember):
@@ -391,6 +393,13 @@ class Node:
         )
         await api.start()
         self.rest_api = api
+        if self.config.prometheus_port:
+            prometheus = await asyncio.to_thread(importlib.import_module, "tabletdb.node.admin.prometheus")
+            server: PrometheusServer = prometheus.PrometheusServer(
+                metrics, self.config.prometheus_address, self.config.prometheus_port
+            )
+            await server.start()
+            self.prometheus = server
 
     def _test_faults(self) -> FaultInjector | None:
         """The internode fault injector, exposed over REST only with `test_fault_injection_api`."""
@@ -404,7 +413,11 @@ class Node:
         from tabletdb.node.admin.metrics import NodeMetrics
 
         return NodeMetrics(
-            lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters, self.auth
+            lambda: self.server.request_counts,
+            self.routes.counters,
+            self.storage.commit_counters,
+            self.auth,
+            transport=lambda: self.server,
         )
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -445,6 +458,8 @@ class Node:
             await self.server.stop()
             if self.rest_api is not None:
                 await self.rest_api.stop()
+            if self.prometheus is not None:
+                await self.prometheus.stop()
             self.storage.close()
             await self.membership.stop()
             self.metadata.close()

@@ -334,3 +334,16 @@ def test_a_relative_workdir_is_made_absolute_at_start(
     monkeypatch.chdir(tmp_path)
     c = load_config(None, {"workdir": "work/cluster/node1"})
     assert c.workdir.is_absolute() and c.workdir == tmp_path.resolve() / "work/cluster/node1"
+
+
+def test_prometheus_listens_on_9180_of_the_listen_address_unless_port_0(tmp_path: Path) -> None:
+    from tabletdb.node.port_check import listeners
+
+    config = NodeConfig(workdir=tmp_path, listen_address="127.0.0.5")
+    assert (config.prometheus_address, config.prometheus_port) == ("127.0.0.5", 9180)
+    assert ("127.0.0.5", 9180) in {(x.address, x.port) for x in listeners(config)}
+    off = NodeConfig(workdir=tmp_path, prometheus_port=0)
+    assert all("Prometheus" not in x.what for x in listeners(off))
+    with pytest.raises(ConfigError, match="prometheus_port.*different from api_port"):
+        NodeConfig(workdir=tmp_path, prometheus_port=10000)
+    NodeConfig(workdir=tmp_path, prometheus_port=10000, prometheus_address="127.0.0.9")  # other address
