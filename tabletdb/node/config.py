@@ -5,7 +5,9 @@ Every value goes through one parser per key, whether it came from a YAML file, a
 flag or a direct ``NodeConfig(...)`` call, so a NodeConfig that exists is always valid and
 normalised (e.g. ``org.apache.cassandra.auth.PasswordAuthenticator`` becomes
 ``PasswordAuthenticator``). Unknown keys are errors rather than warnings: a misspelt key that is
-silently ignored is a misconfigured node.
+silently ignored is a misconfigured node. ScyllaDB's own keys that have no effect here are the
+exception (``scylla_keys``): a stock scylla.yaml must start a node, so they are dropped and
+listed once at start-up, and those whose value matters are checked.
 
 The effective configuration is written to ``<workdir>/node.yaml`` at start so a restart, an
 operator or a test can see exactly what the node ran with.
@@ -17,6 +19,7 @@ import dataclasses
 import difflib
 import ipaddress
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tabletdb.node.scylla_keys import CHECKED_KEYS, IGNORED_KEYS
+from tabletdb.node.scylla_keys import check as check_scylla_key
 
 EFFECTIVE_CONFIG_NAME = "node.yaml"
 RACKDC_FILE_NAME = "cassandra-rackdc.properties"
@@ -231,6 +237,10 @@ class NodeConfig:
     message, as ScyllaDB refuses them by default."""
     experimental_features: tuple[str, ...] = ()
     """ScyllaDB's experimental switches; only ``udf`` exists here."""
+    # -- batches (ScyllaDB's name) -----------------------------------------------------------------
+    batch_size_fail_threshold_in_kb: int = 1024
+    """Refuse a batch spanning several partitions whose mutations exceed this many KiB
+    (``query.batch_limits``), as ScyllaDB does; ScyllaDB's default."""
     # -- Prometheus metrics (ScyllaDB's names) -----------------------------------------------------
     prometheus_port: int = 9180
     """Serve ``/metrics`` (ScyllaDB's metric names and ours, ``node.admin.prometheus``) on this
@@ -367,7 +377,8 @@ def _parse_workdir(key: str, value: Any) -> Path:
 
 
 def _parse_address(key: str, value: Any) -> str:
-    """An IP address, or "" for the derived fields (filled in after parsing)."""
+    """An IP address, or "" for the derived fields (filled in after parsing). A host name (a
+    stock scylla.yaml says ``localhost``) is resolved once, here, as ScyllaDB resolves it."""
     if value is None or value == "":
         return ""
     if not isinstance(value, str):
@@ -375,7 +386,15 @@ def _parse_address(key: str, value: Any) -> str:
     try:
         return str(ipaddress.ip_address(value.strip()))
     except ValueError:
-        raise ConfigError(key, value, "an IPv4 or IPv6 address such as 127.0.0.1") from None
+        pass
+    try:
+        resolved = socket.getaddrinfo(value.strip(), None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        raise ConfigError(
+            key, value, "an IPv4 or IPv6 address such as 127.0.0.1, or a host name that resolves"
+        ) from None
+    ipv4 = [info[4][0] for info in resolved if info[0] == socket.AF_INET]
+    return str(ipaddress.ip_address(ipv4[0] if ipv4 else resolved[0][4][0]))
 
 
 def _parse_required_address(key: str, value: Any) -> str:
@@ -571,6 +590,7 @@ _PARSERS: dict[str, Parser] = {
     "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
+    "batch_size_fail_threshold_in_kb": _int_parser(1),
     "prometheus_port": _int_parser(0, 65535),
     "prometheus_address": _parse_address,
     "replace_node_first_boot": _parse_host_id,
@@ -607,20 +627,54 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 def _normalise_keys(raw: Mapping[Any, Any], source: str) -> dict[str, Any]:
-    """Map dashes to underscores, fold seed_provider into seeds, reject unknown keys."""
+    """Map dashes to underscores, fold seed_provider into seeds and enable_tablets into
+    tablets_mode_for_new_keyspaces, drop ScyllaDB keys that have no effect here (``scylla_keys``;
+    ``ignored_keys`` lists them), check the ones that must say what tabletdb does, and reject
+    unknown keys."""
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = str(key).replace("-", "_")
+        if name in IGNORED_KEYS:
+            continue
+        if name in CHECKED_KEYS:
+            problem = check_scylla_key(name, value)
+            if problem is not None:
+                raise ConfigError(name, value, problem)
+            continue
         if name == "seed_provider":
             name, value = "seeds", _seeds_from_provider(value)
+        if name == "enable_tablets":
+            name, value = "tablets_mode_for_new_keyspaces", _tablets_mode_of(value)
+            if raw.get("tablets_mode_for_new_keyspaces", value) != value:
+                raise ConfigError(
+                    "enable_tablets",
+                    raw["enable_tablets"],
+                    "unset when tablets_mode_for_new_keyspaces is set",
+                )
         if name not in KNOWN_KEYS:
             raise _unknown_key(name, value, source)
         out[name] = value
     return out
 
 
+def _tablets_mode_of(enable_tablets: Any) -> str:
+    """ScyllaDB's older switch: true means new keyspaces use tablets (``enabled``), false not."""
+    return "enabled" if _parse_bool("enable_tablets", enable_tablets) else "disabled"
+
+
+def ignored_keys(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any]) -> list[str]:
+    """The ScyllaDB keys given (file or command line) that have no effect here, sorted: the
+    node lists them once at start-up."""
+    given = [str(k).replace("-", "_") for k, v in overrides.items() if v is not None]
+    if path is not None:
+        given += [str(k).replace("-", "_") for k in _read_yaml(Path(path))]
+    return sorted({k for k in given if k in IGNORED_KEYS})
+
+
 def _unknown_key(name: str, value: Any, source: str) -> ConfigError:
-    close = difflib.get_close_matches(name, KNOWN_KEYS, n=1)
+    close = difflib.get_close_matches(
+        name, KNOWN_KEYS | IGNORED_KEYS | set(CHECKED_KEYS) | {"enable_tablets"}, n=1
+    )
     hint = f", did you mean {close[0]!r}?" if close else ""
     allowed = ", ".join(sorted(KNOWN_KEYS))
     return ConfigError(

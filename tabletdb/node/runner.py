@@ -132,6 +132,7 @@ class Node:
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         paxos = self.membership.paxos(self.replicas)
         plane = build_data_plane(self.storage, self.replicas, views, paxos)
+        plane.data.batch_size_fail_threshold_in_kb = config.batch_size_fail_threshold_in_kb
         group0 = self.membership.group0
         recorder = group0.record_view_build if group0 is not None else None
         self.settings = LiveConfig(config, sources or {}, lambda c: apply_timeouts(c, self.replicas, paxos))
