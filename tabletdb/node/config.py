@@ -237,6 +237,9 @@ class NodeConfig:
     message, as ScyllaDB refuses them by default."""
     experimental_features: tuple[str, ...] = ()
     """ScyllaDB's experimental switches; only ``udf`` exists here."""
+    # -- deprecated table kinds (ScyllaDB's name) -----------------------------------------------------
+    enable_create_table_with_compact_storage: bool = False
+    """Let CREATE TABLE ... WITH COMPACT STORAGE through; refused with ScyllaDB's message otherwise."""
     # -- batches (ScyllaDB's name) -----------------------------------------------------------------
     batch_size_fail_threshold_in_kb: int = 1024
     """Refuse a batch spanning several partitions whose mutations exceed this many KiB
@@ -591,6 +594,7 @@ _PARSERS: dict[str, Parser] = {
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
     "batch_size_fail_threshold_in_kb": _int_parser(1),
+    "enable_create_table_with_compact_storage": _parse_bool,
     "prometheus_port": _int_parser(0, 65535),
     "prometheus_address": _parse_address,
     "replace_node_first_boot": _parse_host_id,

@@ -157,6 +157,7 @@ class Node:
                 enforce_rack_list=config.enforce_rack_list,
                 rf_rack_valid_keyspaces=config.rf_rack_valid_keyspaces,
                 user_defined_functions=config.user_defined_functions,
+                enable_create_table_with_compact_storage=config.enable_create_table_with_compact_storage,
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,

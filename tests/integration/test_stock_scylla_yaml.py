@@ -1,7 +1,8 @@
 """A stock scylla.yaml starts a node: ScyllaDB's keys that do nothing here are accepted and
 listed once at start-up, the ones that act (addresses given as host names, enable_tablets,
-batch_size_fail_threshold_in_kb) act, and keys ScyllaDB doesn't know still stop the node with
-the "did you mean" line. Through the real driver and a real node process."""
+batch_size_fail_threshold_in_kb, enable_create_table_with_compact_storage) act, and keys
+ScyllaDB doesn't know still stop the node with the "did you mean" line. Through the real
+driver and a real node process."""
 
 from __future__ import annotations
 
@@ -69,7 +70,9 @@ def _writer(tmp_path: Path, extra: str = "") -> Any:
 def test_a_stock_scylla_yaml_starts_a_node_and_lists_what_it_ignores(
     node_factory: NodeFactory, tmp_path: Path
 ) -> None:
-    node = node_factory.create(config_file=_writer(tmp_path))
+    node = node_factory.create(
+        config_file=_writer(tmp_path, "enable_create_table_with_compact_storage: true\n")
+    )
     node.start()
     with pinned_cluster(node) as cluster:
         s = cluster.connect()
@@ -79,6 +82,8 @@ def test_a_stock_scylla_yaml_starts_a_node_and_lists_what_it_ignores(
             "'enabled': true" in s.execute("DESC KEYSPACE st").one().create_statement
         )  # enable_tablets acted
         s.execute("CREATE TABLE st.t (k int, c int, v text, PRIMARY KEY (k, c))")
+        s.execute("CREATE TABLE st.compact (k int PRIMARY KEY, v int) WITH COMPACT STORAGE")  # the key acted
+        assert "COMPACT STORAGE" in s.execute("DESC TABLE st.compact").one().create_statement
         value = "x" * 1024
         one_partition = "".join(f"INSERT INTO st.t (k, c, v) VALUES (1, {c}, '{value}');" for c in range(80))
         s.execute(f"BEGIN UNLOGGED BATCH {one_partition} APPLY BATCH")  # 80 KiB, one partition: fine
