@@ -32,7 +32,7 @@ def role_statement(role: Role, with_password: bool) -> str:
     options.append(f"LOGIN = {str(role.can_login).lower()}")
     options.append(f"SUPERUSER = {str(role.is_superuser).lower()}")
     head = "CREATE ROLE IF NOT EXISTS" if role.name == DEFAULT_SUPERUSER else "CREATE ROLE"
-    return f"{head} {q(role.name)} WITH {' AND '.join(options)};\n"
+    return f"{head} {q(role.name)} WITH {' AND '.join(options)};"
 
 
 def _role_rows(state: AuthState, with_passwords: bool) -> list[DescribeRow]:
@@ -42,14 +42,14 @@ def _role_rows(state: AuthState, with_passwords: bool) -> list[DescribeRow]:
 
 def _membership_rows(state: AuthState) -> list[DescribeRow]:
     pairs = sorted((granted, r.name) for r in state.roles.values() for granted in r.member_of)
-    return [DescribeRow(None, "grant_role", q(g), f"GRANT {q(g)} TO {q(grantee)};\n") for g, grantee in pairs]
+    return [DescribeRow(None, "grant_role", q(g), f"GRANT {q(g)} TO {q(grantee)};") for g, grantee in pairs]
 
 
 def _permission_rows(state: AuthState) -> list[DescribeRow]:
     keys = sorted(state.grants, key=lambda k: (k[0], resources.sort_key(k[1])))
     return [
         DescribeRow(
-            None, "grant_permission", q(role), f"GRANT {p.value} ON {resources.cql(res)} TO {q(role)};\n"
+            None, "grant_permission", q(role), f"GRANT {p.value} ON {resources.cql(res)} TO {q(role)};"
         )
         for role, res in keys
         for p in state.granted(role, res)

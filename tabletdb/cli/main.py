@@ -10,6 +10,7 @@ stays fast and a broken subsystem cannot take the whole command line down.
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from tabletdb.node.config import (
     ConfigError,
     NodeConfig,
     config_sources,
+    ignored_keys,
     load_config,
     write_effective_config,
 )
@@ -132,6 +134,7 @@ def server(config_file: str | None, options: tuple[str, ...], log_level: str, **
         overrides: dict[str, Any] = {**_parse_option_pairs(options), **given}
         config = load_config(config_file, overrides)
         sources = config_sources(config_file, overrides)
+        ignored = ignored_keys(config_file, overrides)
         write_effective_config(config)
     except ConfigError as exc:
         click.echo(f"tabletdb: config error: {exc}", err=True)
@@ -139,6 +142,10 @@ def server(config_file: str | None, options: tuple[str, ...], log_level: str, **
     except OSError as exc:
         click.echo(f"tabletdb: cannot write the effective config into the workdir: {exc}", err=True)
         sys.exit(EXIT_CONFIG_ERROR)
+    if ignored:
+        logging.getLogger("tabletdb.node.config").warning(
+            "config keys accepted and ignored (ScyllaDB keys without effect here): %s", ", ".join(ignored)
+        )
     sys.exit(_run_server(config, sources))
 
 

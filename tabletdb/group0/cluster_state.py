@@ -27,6 +27,9 @@ from tabletdb.group0.topology import (
     topology_from_plain,
     topology_to_plain,
 )
+from tabletdb.group0.view_builds import ViewBuildCommand, apply_view_build
+from tabletdb.group0.view_builds import command_from_plain as view_build_from_plain
+from tabletdb.group0.view_builds import command_to_plain as view_build_to_plain
 from tabletdb.schema.ddl_common import Change, SchemaChangeEvent, Target
 from tabletdb.schema.mutations import PutKeyspace, apply_mutations
 from tabletdb.topology.commands import TopologyCommand, apply_command, command_from_plain, command_to_plain
@@ -87,7 +90,7 @@ class TopologyEntry:
         return self.command.new_state_id
 
 
-GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand | TopologyEntry
+GroupEntry = SchemaEntry | JoinCommand | BatchEntry | BalancingCommand | TopologyEntry | ViewBuildCommand
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,8 @@ def apply_entry(state: ClusterState, entry: GroupEntry) -> tuple[ClusterState, t
 
 
 def _apply_one(
-    state: ClusterState, entry: SchemaEntry | JoinCommand | BalancingCommand | TopologyEntry
+    state: ClusterState,
+    entry: SchemaEntry | JoinCommand | BalancingCommand | TopologyEntry | ViewBuildCommand,
 ) -> tuple[ClusterState, Applied]:
     if isinstance(entry, TopologyEntry):
         return _apply_topology(state, entry)
@@ -123,6 +127,8 @@ def _apply_one(
         return replace(state, metadata=metadata), Applied(entry.command_id, ok, entry.events if ok else ())
     if isinstance(entry, BalancingCommand):
         return replace(state, balancing_enabled=entry.enabled), Applied(entry.command_id, True)
+    if isinstance(entry, ViewBuildCommand):
+        return _apply_view_build(state, entry)
     if state.topology_state.state_of(entry.record.host_id) is NodeState.LEFT:
         return state, Applied(entry.command_id, False)  # a node that left never comes back
     known = entry.record.host_id in state.topology.members
@@ -143,6 +149,15 @@ def _apply_one(
         topology_state = admit_member(topology_state, joined.host_id, entry.command_id, at_once=legacy)
     return replace(state, topology=topology, topology_state=topology_state), Applied(
         entry.command_id, ok, joined=joined
+    )
+
+
+def _apply_view_build(state: ClusterState, entry: ViewBuildCommand) -> tuple[ClusterState, Applied]:
+    """The view's status for the nodes that own tokens now (normal ones)."""
+    owners = [h for h in state.topology.members if state.topology_state.state_of(h) is NodeState.NORMAL]
+    builds = apply_view_build(state.metadata.view_builds, entry, state.metadata.catalog, owners)
+    return replace(state, metadata=replace(state.metadata, view_builds=builds)), Applied(
+        entry.command_id, True
     )
 
 
@@ -228,6 +243,8 @@ def encode_entry(entry: GroupEntry) -> bytes:
         body = {"f": ENTRY_FORMAT, "k": "balancing", "c": balancing_to_plain(entry)}
     elif isinstance(entry, TopologyEntry):
         body = {"f": ENTRY_FORMAT, "k": "topology", "c": command_to_plain(entry.command)}
+    elif isinstance(entry, ViewBuildCommand):
+        body = {"f": ENTRY_FORMAT, "k": "view_build", "c": view_build_to_plain(entry)}
     else:
         body = {"f": ENTRY_FORMAT, "k": "join", "c": join_to_plain(entry)}
     return msgpack.packb(body, use_bin_type=True)
@@ -247,6 +264,8 @@ def decode_entry(data: bytes) -> GroupEntry:
         return balancing_from_plain(body["c"])
     if body["k"] == "topology":
         return TopologyEntry(command_from_plain(body["c"]))
+    if body["k"] == "view_build":
+        return view_build_from_plain(body["c"])
     raise ValueError(f"unknown group0 entry kind {body['k']!r}")
 
 

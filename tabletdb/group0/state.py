@@ -40,6 +40,7 @@ from tabletdb.group0.tablets_state import (
     maps_from_plain,
     maps_to_plain,
 )
+from tabletdb.group0.view_builds import ViewBuilds, builds_from_plain, builds_to_plain
 from tabletdb.qos.model import QosState
 from tabletdb.schema import serialize
 from tabletdb.schema.ddl_common import DdlOutcome
@@ -61,6 +62,8 @@ class Group0State:
     cdc_stream_sets: StreamSets = ()
     """Stream sets of CDC tables in tablets keyspaces, oldest first (``cdc.tablet_streams``); a
     dropped table's go with it."""
+    view_builds: ViewBuilds = ()
+    """Build status of views and indexes (``group0.view_builds``), set by their own commands."""
 
     @property
     def state_id(self) -> uuid.UUID:
@@ -174,6 +177,7 @@ def encode_state(state: Group0State) -> bytes:
             "auth": auth_state.state_to_plain(state.auth, state.qos),
             "cdc": [_generation_to_plain(g) for g in state.cdc_generations],
             "cdc_sets": stream_sets_to_plain(state.cdc_stream_sets),
+            "view_builds": builds_to_plain(state.view_builds),
         },
         use_bin_type=True,
     )
@@ -193,6 +197,7 @@ def decode_state(data: bytes) -> Group0State:
         qos,
         tuple(_generation_from_plain(g) for g in body.get("cdc", [])),
         stream_sets_from_plain(body.get("cdc_sets", [])),
+        builds_from_plain(body.get("view_builds", [])),
     )
 
 

@@ -5,7 +5,9 @@ Every value goes through one parser per key, whether it came from a YAML file, a
 flag or a direct ``NodeConfig(...)`` call, so a NodeConfig that exists is always valid and
 normalised (e.g. ``org.apache.cassandra.auth.PasswordAuthenticator`` becomes
 ``PasswordAuthenticator``). Unknown keys are errors rather than warnings: a misspelt key that is
-silently ignored is a misconfigured node.
+silently ignored is a misconfigured node. ScyllaDB's own keys that have no effect here are the
+exception (``scylla_keys``): a stock scylla.yaml must start a node, so they are dropped and
+listed once at start-up, and those whose value matters are checked.
 
 The effective configuration is written to ``<workdir>/node.yaml`` at start so a restart, an
 operator or a test can see exactly what the node ran with.
@@ -17,6 +19,7 @@ import dataclasses
 import difflib
 import ipaddress
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tabletdb.node.scylla_keys import CHECKED_KEYS, IGNORED_KEYS
+from tabletdb.node.scylla_keys import check as check_scylla_key
 
 EFFECTIVE_CONFIG_NAME = "node.yaml"
 RACKDC_FILE_NAME = "cassandra-rackdc.properties"
@@ -231,6 +237,19 @@ class NodeConfig:
     message, as ScyllaDB refuses them by default."""
     experimental_features: tuple[str, ...] = ()
     """ScyllaDB's experimental switches; only ``udf`` exists here."""
+    # -- deprecated table kinds (ScyllaDB's name) -----------------------------------------------------
+    enable_create_table_with_compact_storage: bool = False
+    """Let CREATE TABLE ... WITH COMPACT STORAGE through; refused with ScyllaDB's message otherwise."""
+    # -- batches (ScyllaDB's name) -----------------------------------------------------------------
+    batch_size_fail_threshold_in_kb: int = 1024
+    """Refuse a batch spanning several partitions whose mutations exceed this many KiB
+    (``query.batch_limits``), as ScyllaDB does; ScyllaDB's default."""
+    # -- Prometheus metrics (ScyllaDB's names) -----------------------------------------------------
+    prometheus_port: int = 9180
+    """Serve ``/metrics`` (ScyllaDB's metric names and ours, ``node.admin.prometheus``) on this
+    port, without authentication as ScyllaDB does; 0: no Prometheus listener."""
+    prometheus_address: str = ""
+    """Address of the Prometheus listener; empty: listen_address (ScyllaDB's default)."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -247,6 +266,8 @@ class NodeConfig:
             object.__setattr__(self, "broadcast_rpc_address", self.rpc_address)
         if not self.api_address:
             object.__setattr__(self, "api_address", self.listen_address)
+        if not self.prometheus_address:
+            object.__setattr__(self, "prometheus_address", self.listen_address)
         custom_location = (self.dc, self.rack) != (DEFAULT_DC, DEFAULT_RACK)
         if not self.endpoint_snitch:
             snitch = "GossipingPropertyFileSnitch" if custom_location else "SimpleSnitch"
@@ -275,6 +296,7 @@ class NodeConfig:
         if ssl_port is not None and ssl_port != self.native_transport_port:
             ports["native_transport_port_ssl"] = ssl_port
         _check_distinct_ports(ports, same_host=self.api_address == self.rpc_address)
+        self._check_prometheus_port(ports)
         if self.enable_user_defined_functions and "udf" not in self.experimental_features:
             raise ConfigError(
                 "enable_user_defined_functions",
@@ -283,6 +305,24 @@ class NodeConfig:
                 "You must use both enable_user_defined_functions and experimental_features:udf "
                 "to enable user-defined functions",
             )
+
+    def _check_prometheus_port(self, ports: dict[str, int]) -> None:
+        """The Prometheus listener may not take a port another listener binds on its address."""
+        if self.prometheus_port == 0:
+            return
+        addresses = {
+            "api_port": self.api_address,
+            "storage_port": self.listen_address,
+            "ssl_storage_port": self.listen_address,
+        }
+        for key, port in ports.items():
+            if (
+                port == self.prometheus_port
+                and addresses.get(key, self.rpc_address) == self.prometheus_address
+            ):
+                raise ConfigError(
+                    "prometheus_port", self.prometheus_port, f"a port different from {key} ({port})"
+                )
 
     @property
     def user_defined_functions(self) -> bool:
@@ -340,7 +380,8 @@ def _parse_workdir(key: str, value: Any) -> Path:
 
 
 def _parse_address(key: str, value: Any) -> str:
-    """An IP address, or "" for the derived fields (filled in after parsing)."""
+    """An IP address, or "" for the derived fields (filled in after parsing). A host name (a
+    stock scylla.yaml says ``localhost``) is resolved once, here, as ScyllaDB resolves it."""
     if value is None or value == "":
         return ""
     if not isinstance(value, str):
@@ -348,7 +389,15 @@ def _parse_address(key: str, value: Any) -> str:
     try:
         return str(ipaddress.ip_address(value.strip()))
     except ValueError:
-        raise ConfigError(key, value, "an IPv4 or IPv6 address such as 127.0.0.1") from None
+        pass
+    try:
+        resolved = socket.getaddrinfo(value.strip(), None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        raise ConfigError(
+            key, value, "an IPv4 or IPv6 address such as 127.0.0.1, or a host name that resolves"
+        ) from None
+    ipv4 = [info[4][0] for info in resolved if info[0] == socket.AF_INET]
+    return str(ipaddress.ip_address(ipv4[0] if ipv4 else resolved[0][4][0]))
 
 
 def _parse_required_address(key: str, value: Any) -> str:
@@ -544,6 +593,10 @@ _PARSERS: dict[str, Parser] = {
     "restrict_future_timestamp": _parse_bool,
     "test_statement_delay_ms": _int_parser(0),
     "test_fault_injection_api": _parse_bool,
+    "batch_size_fail_threshold_in_kb": _int_parser(1),
+    "enable_create_table_with_compact_storage": _parse_bool,
+    "prometheus_port": _int_parser(0, 65535),
+    "prometheus_address": _parse_address,
     "replace_node_first_boot": _parse_host_id,
     "enable_cql_config_updates": _parse_bool,
     "enable_user_defined_functions": _parse_bool,
@@ -578,20 +631,54 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 def _normalise_keys(raw: Mapping[Any, Any], source: str) -> dict[str, Any]:
-    """Map dashes to underscores, fold seed_provider into seeds, reject unknown keys."""
+    """Map dashes to underscores, fold seed_provider into seeds and enable_tablets into
+    tablets_mode_for_new_keyspaces, drop ScyllaDB keys that have no effect here (``scylla_keys``;
+    ``ignored_keys`` lists them), check the ones that must say what tabletdb does, and reject
+    unknown keys."""
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = str(key).replace("-", "_")
+        if name in IGNORED_KEYS:
+            continue
+        if name in CHECKED_KEYS:
+            problem = check_scylla_key(name, value)
+            if problem is not None:
+                raise ConfigError(name, value, problem)
+            continue
         if name == "seed_provider":
             name, value = "seeds", _seeds_from_provider(value)
+        if name == "enable_tablets":
+            name, value = "tablets_mode_for_new_keyspaces", _tablets_mode_of(value)
+            if raw.get("tablets_mode_for_new_keyspaces", value) != value:
+                raise ConfigError(
+                    "enable_tablets",
+                    raw["enable_tablets"],
+                    "unset when tablets_mode_for_new_keyspaces is set",
+                )
         if name not in KNOWN_KEYS:
             raise _unknown_key(name, value, source)
         out[name] = value
     return out
 
 
+def _tablets_mode_of(enable_tablets: Any) -> str:
+    """ScyllaDB's older switch: true means new keyspaces use tablets (``enabled``), false not."""
+    return "enabled" if _parse_bool("enable_tablets", enable_tablets) else "disabled"
+
+
+def ignored_keys(path: str | os.PathLike[str] | None, overrides: Mapping[str, Any]) -> list[str]:
+    """The ScyllaDB keys given (file or command line) that have no effect here, sorted: the
+    node lists them once at start-up."""
+    given = [str(k).replace("-", "_") for k, v in overrides.items() if v is not None]
+    if path is not None:
+        given += [str(k).replace("-", "_") for k in _read_yaml(Path(path))]
+    return sorted({k for k in given if k in IGNORED_KEYS})
+
+
 def _unknown_key(name: str, value: Any, source: str) -> ConfigError:
-    close = difflib.get_close_matches(name, KNOWN_KEYS, n=1)
+    close = difflib.get_close_matches(
+        name, KNOWN_KEYS | IGNORED_KEYS | set(CHECKED_KEYS) | {"enable_tablets"}, n=1
+    )
     hint = f", did you mean {close[0]!r}?" if close else ""
     allowed = ", ".join(sorted(KNOWN_KEYS))
     return ConfigError(

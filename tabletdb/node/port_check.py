@@ -57,6 +57,10 @@ def listeners(config: NodeConfig) -> list[Listener]:
                 Listener("internode TLS (ssl_storage_port)", config.listen_address, config.ssl_storage_port)
             )
     out.append(Listener("REST API (api_port)", config.api_address or config.listen_address, config.api_port))
+    if config.prometheus_port:
+        out.append(
+            Listener("Prometheus (prometheus_port)", config.prometheus_address, config.prometheus_port)
+        )
     return [listener for listener in out if listener.port != 0]  # 0: any free port, never busy
 
 

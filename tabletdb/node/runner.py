@@ -65,6 +65,7 @@ from tabletdb.topology.features import supported_features
 
 if TYPE_CHECKING:
     from tabletdb.node.admin.metrics import NodeMetrics
+    from tabletdb.node.admin.prometheus import PrometheusServer
     from tabletdb.node.admin.rest_api import RestApi
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,9 @@ class Node:
         max_frame = config.native_transport_max_frame_size_in_mb * 1024 * 1024
         paxos = self.membership.paxos(self.replicas)
         plane = build_data_plane(self.storage, self.replicas, views, paxos)
+        plane.data.batch_size_fail_threshold_in_kb = config.batch_size_fail_threshold_in_kb
+        group0 = self.membership.group0
+        recorder = group0.record_view_build if group0 is not None else None
         self.settings = LiveConfig(config, sources or {}, lambda c: apply_timeouts(c, self.replicas, paxos))
         self.routes = RouteCheck(
             self.identity.host_id,
@@ -154,6 +158,7 @@ class Node:
                 enforce_rack_list=config.enforce_rack_list,
                 rf_rack_valid_keyspaces=config.rf_rack_valid_keyspaces,
                 user_defined_functions=config.user_defined_functions,
+                enable_create_table_with_compact_storage=config.enable_create_table_with_compact_storage,
             ),
             lambda: self.server.clients,
             shard_aware_port=config.native_shard_aware_transport_port,
@@ -161,7 +166,7 @@ class Node:
             auth=self.auth,
             routes=self.routes,
             settle_versions=self.membership.settle_versions,
-            backfill=plane.backfill,
+            backfill=replace(plane.backfill, recorder=recorder),
             cluster=lambda: token_owners_shape(self.metadata.state),
             local=NodeLocalTables(
                 self.settings,
@@ -197,6 +202,7 @@ class Node:
         )
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
+        self.prometheus: PrometheusServer | None = None
         self.ops = self._operator_view()
         self.tablet_load = self._tablet_load()
         if isinstance(self.membership, ClusterMember):
@@ -397,6 +403,13 @@ class Node:
         )
         await api.start()
         self.rest_api = api
+        if self.config.prometheus_port:
+            prometheus = await asyncio.to_thread(importlib.import_module, "tabletdb.node.admin.prometheus")
+            server: PrometheusServer = prometheus.PrometheusServer(
+                metrics, self.config.prometheus_address, self.config.prometheus_port
+            )
+            await server.start()
+            self.prometheus = server
 
     def _test_faults(self) -> FaultInjector | None:
         """The internode fault injector, exposed over REST only with `test_fault_injection_api`."""
@@ -410,7 +423,11 @@ class Node:
         from tabletdb.node.admin.metrics import NodeMetrics
 
         return NodeMetrics(
-            lambda: self.server.request_counts, self.routes.counters, self.storage.commit_counters, self.auth
+            lambda: self.server.request_counts,
+            self.routes.counters,
+            self.storage.commit_counters,
+            self.auth,
+            transport=lambda: self.server,
         )
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -451,6 +468,8 @@ class Node:
             await self.server.stop()
             if self.rest_api is not None:
                 await self.rest_api.stop()
+            if self.prometheus is not None:
+                await self.prometheus.stop()
             self.storage.close()
             await self.membership.stop()
             self.metadata.close()

@@ -128,6 +128,11 @@ class CqlServer:
         self._round_robin = itertools.count()
         # Requests received by message type (the node's metrics render them by opcode on scrape).
         self.request_counts: defaultdict[type[Request], int] = defaultdict(int)
+        # ScyllaDB's transport counters: connections accepted, requests answered, and the
+        # ERROR responses sent by error code (protocol violations included).
+        self.connects = 0
+        self.requests_served = 0
+        self.error_counts: defaultdict[int, int] = defaultdict(int)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -186,6 +191,15 @@ class CqlServer:
     @property
     def clients(self) -> list[ClientState]:
         return [c.client for c in self._clients]
+
+    @property
+    def current_connections(self) -> int:
+        return len(self._clients)
+
+    @property
+    def requests_serving(self) -> int:
+        """Requests being processed now (a task each)."""
+        return sum(len(c.tasks) for c in self._clients)
 
     def broadcast(self, event: Event) -> int:
         """Push an EVENT to every ready connection REGISTERed for its type; returns how many.
@@ -258,6 +272,7 @@ class _ClientProtocol(asyncio.Protocol):
             transport.close()
             return
         server._clients.add(self)
+        server.connects += 1
         server.handler.connection_opened(self.client)
         if server.idle_timeout is not None:
             self._last_activity = self._loop.time()
@@ -303,7 +318,7 @@ class _ClientProtocol(asyncio.Protocol):
             event = pending[0]
             if isinstance(event, ProtocolViolation):
                 pending.popleft()
-                self.write(self.conn.send(event.stream, ErrorResponse(error=event.error)))
+                self.write(self._send(event.stream, ErrorResponse(error=event.error)))
                 if event.fatal:
                     self._close_after_flush = True
                 continue
@@ -372,9 +387,9 @@ class _ClientProtocol(asyncio.Protocol):
             client.protocol_version = conn.version
             response = conn.startup_response()
             client.ready = isinstance(response, Ready)
-            self.write(conn.send(stream, response, request))
+            self.write(self._send(stream, response, request))
         elif isinstance(request, Register):
-            self.write(conn.send(stream, Ready(), request))
+            self.write(self._send(stream, Ready(), request))
         elif isinstance(request, AuthResponse):
             self._spawn(stream, request, self._authenticate(request))
 
@@ -403,7 +418,7 @@ class _ClientProtocol(asyncio.Protocol):
             response = ErrorResponse(error=exc)
         except Exception as exc:
             response = _internal_error("answering", request, exc)
-        self.write(self.conn.send(stream, response, request))
+        self.write(self._send(stream, response, request))
 
     async def _authenticate(self, request: AuthResponse) -> Response:
         username, password = parse_plain_token(request.token)
@@ -442,13 +457,20 @@ class _ClientProtocol(asyncio.Protocol):
         if self._transport is None:
             return
         try:
-            data = self.conn.send(stream, response, request)
+            data = self._send(stream, response, request)
         except Exception as exc:  # an unencodable result (e.g. a too-long string) is a server error
             _log.error("cannot encode the response to %s", type(request).__name__, exc_info=exc)
-            data = self.conn.send(
-                stream, ErrorResponse(error=ServerError(f"Cannot encode response: {exc!r}"))
-            )
+            data = self._send(stream, ErrorResponse(error=ServerError(f"Cannot encode response: {exc!r}")))
         self.write(data)
+
+    def _send(self, stream: int, response: Reply, request: Request | None = None) -> bytes:
+        """Encode the answer to a request, counted for the transport metrics."""
+        data = self.conn.send(stream, response, request)
+        server = self.server
+        server.requests_served += 1
+        if isinstance(response, ErrorResponse):
+            server.error_counts[response.error.code] += 1
+        return data
 
     # output
 

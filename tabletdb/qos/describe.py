@@ -48,28 +48,32 @@ def options_clause(level: ServiceLevel) -> str:
     return " WITH " + " AND ".join(parts) if parts else ""
 
 
-def level_statement(level: ServiceLevel) -> str:
+def level_statements(level: ServiceLevel) -> list[str]:
+    """One statement per DESCRIBE row, ending with ``;`` and no newline (ScyllaDB's form). The
+    built-in ``driver`` level is created if missing, then altered to its options: two rows."""
     options = options_clause(level)
     if level.name == DRIVER:
-        text = f"CREATE SERVICE LEVEL IF NOT EXISTS {DRIVER}{options};\n"
-        return text + (f"ALTER SERVICE LEVEL {DRIVER}{options};\n" if options else "")
-    return f"CREATE SERVICE LEVEL {q(level.name)}{options};\n"
+        create = f"CREATE SERVICE LEVEL IF NOT EXISTS {DRIVER}{options};"
+        return [create, f"ALTER SERVICE LEVEL {DRIVER}{options};"] if options else [create]
+    return [f"CREATE SERVICE LEVEL {q(level.name)}{options};"]
 
 
 def describe_levels(state: QosState) -> list[tuple[str, str, str]]:
     """(type, name, statement) rows: driver first, then the other levels by name, then the
     attachments by role."""
     driver = state.level(DRIVER)
-    rows = [
-        (
-            "service_level",
-            DRIVER,
-            level_statement(driver) if driver is not None else f"DROP SERVICE LEVEL IF EXISTS {DRIVER};\n",
-        )
-    ]
-    rows += [("service_level", q(sl.name), level_statement(sl)) for sl in state.levels if sl.name != DRIVER]
+    driver_rows = (
+        level_statements(driver) if driver is not None else [f"DROP SERVICE LEVEL IF EXISTS {DRIVER};"]
+    )
+    rows = [("service_level", DRIVER, text) for text in driver_rows]
     rows += [
-        ("service_level_attachment", q(level), f"ATTACH SERVICE LEVEL {q(level)} TO {q(role)};\n")
+        ("service_level", q(sl.name), text)
+        for sl in state.levels
+        if sl.name != DRIVER
+        for text in level_statements(sl)
+    ]
+    rows += [
+        ("service_level_attachment", q(level), f"ATTACH SERVICE LEVEL {q(level)} TO {q(role)};")
         for role, level in state.attachments
     ]
     return rows

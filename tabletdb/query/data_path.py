@@ -30,6 +30,7 @@ from tabletdb.paxos.lwt import (
 )
 from tabletdb.paxos.read_modify_write import read_modify_write
 from tabletdb.paxos.rounds import PaxosRounds
+from tabletdb.query.batch_limits import check_batch_size
 from tabletdb.query.point_select import point_select
 from tabletdb.query.scan_select import scan_select
 from tabletdb.query.select import execute_select
@@ -98,6 +99,9 @@ class DataPath:
         """Counts and full scans answered by one replica per range (``query.scan_select``)."""
         self._paxos = paxos
         """Conditional statements run Paxos across replicas through it (None: under a local lock)."""
+        self.batch_size_fail_threshold_in_kb: int | None = None
+        """Multi-partition batches larger than this are refused (``query.batch_limits``); the
+        node sets it from its config, None: no limit."""
 
     async def modify(
         self,
@@ -258,6 +262,7 @@ class DataPath:
             per_table.setdefault(table.id.hex, (table, []))[1].extend(
                 self._writer.mutations_for(bound, ts, deltas=table.is_counter)
             )
+        check_batch_size(per_table.values(), self.batch_size_fail_threshold_in_kb)
         for table, mutations in per_table.values():
             if table.options.cdc_enabled:  # refused before any table of the batch is written
                 self._writes.check_cdc_time(table, mutations)

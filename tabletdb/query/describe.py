@@ -10,17 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tabletdb.cql import ast
+from tabletdb.cql.codec import serialize
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
-from tabletdb.cql.types import TEXT
+from tabletdb.cql.types import TEXT, ListType, MapType
 from tabletdb.schema import describe as schema_describe
+from tabletdb.schema.ddl_common import SYSTEM_KEYSPACES
 from tabletdb.schema.describe import DescribeRow
 from tabletdb.schema.model import Catalog
 from tabletdb.systables.node_info import PARTITIONER, SNITCH, NodeInfo
+from tabletdb.systables.token_ring import range_ownership
 
 AuthDescriber = Callable[[bool], list[DescribeRow]]
 """Roles, grants, service levels and attachments WITH INTERNALS; the flag is AND PASSWORDS."""
 
+_OWNERSHIP = MapType(TEXT, ListType(TEXT))
 _LISTINGS = {"KEYSPACES", "TABLES", "TYPES", "FUNCTIONS", "AGGREGATES"}
 _OBJECT_TYPES = {
     "TABLE": ("table", "view"),
@@ -61,7 +65,7 @@ def describe(
     if stmt.with_passwords and stmt.kind not in ("SCHEMA", "FULL SCHEMA"):
         raise InvalidRequest("AND PASSWORDS is only allowed with DESCRIBE [FULL] SCHEMA WITH INTERNALS")
     if stmt.kind == "CLUSTER":
-        return _cluster(node)
+        return _cluster(node, catalog, session_keyspace)
     if stmt.kind in _LISTINGS:
         rows = schema_describe.listing_rows(catalog, stmt.kind.lower(), session_keyspace)
         return _rows(_LISTING_METADATA, [(r.keyspace_name, r.type, r.name) for r in rows])
@@ -123,9 +127,16 @@ def _generic(stmt: ast.Describe, catalog: Catalog, session_keyspace: str | None)
     raise InvalidRequest(f"'{stmt.name.name}' not found in keyspaces")
 
 
-def _cluster(node: NodeInfo) -> RowsResult:
+def _cluster(node: NodeInfo, catalog: Catalog, session_keyspace: str | None) -> RowsResult:
+    """cluster, partitioner, snitch; with a non-system vnode keyspace in USE also its
+    ``range_ownership`` (end token -> replica addresses), as ScyllaDB answers."""
     columns = [_spec("cluster"), _spec("partitioner"), _spec("snitch")]
-    return _rows(RowsMetadata(columns), [(node.cluster_name, PARTITIONER, SNITCH)])
+    row: list[bytes | None] = [node.cluster_name.encode(), PARTITIONER.encode(), SNITCH.encode()]
+    ks = None if session_keyspace in SYSTEM_KEYSPACES else catalog.keyspace(session_keyspace or "")
+    if ks is not None and not ks.definition.uses_tablets:
+        columns.append(ColumnSpec("system", "describe", "range_ownership", _OWNERSHIP))
+        row.append(serialize(_OWNERSHIP, tuple(range_ownership(ks, node.topology))))
+    return RowsResult(RowsMetadata(columns), [row])
 
 
 def _rows(metadata: RowsMetadata, rows: list[tuple[str | None, ...]]) -> RowsResult:

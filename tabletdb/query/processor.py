@@ -502,7 +502,7 @@ class QueryProcessor:
             return select_virtual(select, lambda _: render(state))
         if table.keyspace == SYSTEM_DISTRIBUTED:
             g0 = self._auth.state()
-            rows = DISTRIBUTED_RENDERERS[table.name][1](g0.catalog, g0.cdc_generations, _now_micros())
+            rows = DISTRIBUTED_RENDERERS[table.name][1](g0, _now_micros(), self._member_hosts())
             return select_virtual(select, lambda _: rows)
         if table.keyspace == system_schema.KEYSPACE:
             catalog = self._catalog_with_system()
@@ -579,7 +579,13 @@ class QueryProcessor:
             cdc_stream_sets=g0.cdc_stream_sets,
             now_micros=_now_micros(),
             view_builds=dict(self._backfill.progress.running) if self._backfill is not None else {},
+            view_build_status=g0.view_builds,
         )
+
+    def _member_hosts(self) -> tuple[uuid.UUID, ...]:
+        """This node and its peers, by host id."""
+        node = self._node()
+        return tuple(sorted({node.host_id, *(p.host_id for p in node.peers)}, key=lambda h: h.bytes))
 
     def _catalog_with_system(self) -> Catalog:
         """The user catalog plus the `system` and `system_schema` keyspaces, as drivers list them."""

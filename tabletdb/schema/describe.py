@@ -32,7 +32,7 @@ from tabletdb.schema.model import (
     UserTypeDef,
     ViewDef,
 )
-from tabletdb.schema.options import TableOptions
+from tabletdb.schema.options import TableOptions, speculative_retry_text
 from tabletdb.schema.typeutil import children
 
 
@@ -68,6 +68,8 @@ def keyspace_statement(ks: KeyspaceDef) -> str:
         if ks.tablets.initial is not None:
             tablets += f", 'initial': {ks.tablets.initial}"
         parts.append(f"tablets = {{{tablets}}}")
+    elif ks.name not in SYSTEM_KEYSPACES:  # SimpleStrategy and other vnode-only keyspaces
+        parts.append("tablets = {'enabled': false}")
     return " AND ".join(parts) + ";\n"
 
 
@@ -113,7 +115,7 @@ def _options(o: TableOptions, is_view: bool) -> list[str]:
         f"max_index_interval = {o.max_index_interval}",
         f"memtable_flush_period_in_ms = {o.memtable_flush_period_in_ms}",
         f"min_index_interval = {o.min_index_interval}",
-        f"speculative_retry = {quote_string(o.speculative_retry)}",
+        f"speculative_retry = {quote_string(speculative_retry_text(o.speculative_retry))}",
     ]
     if o.tablets is not None:
         result.append(f"tablets = {_map(o.tablets)}")
@@ -137,16 +139,17 @@ def _primary_key(table: TableDef) -> str:
     return "(" + ", ".join([head, *(q(c.name) for c in table.clustering_key)]) + ")"
 
 
-def _with_clause(table: TableDef, with_internals: bool, is_view: bool) -> list[str]:
+def _with_clause(table: TableDef, with_internals: bool, is_view: bool) -> str:
+    """The options after ``WITH``. With an ``ID``, the option after it starts at column 0
+    (``WITH ID = x\nAND ...``): a quirk of ScyllaDB's printer, kept byte for byte."""
     clauses = []
-    if with_internals:
-        clauses.append(f"ID = {table.id}")
     if table.clustering_key:
         orders = ", ".join(f"{q(c.name)} {c.clustering_order.value}" for c in table.clustering_key)
         clauses.append(f"CLUSTERING ORDER BY ({orders})")
     if table.is_compact_storage:
         clauses.append("COMPACT STORAGE")
-    return clauses + _options(table.options, is_view)
+    text = "\n    AND ".join(clauses + _options(table.options, is_view))
+    return f"ID = {table.id}\nAND {text}" if with_internals else text
 
 
 def _column_line(c: ColumnDef) -> str:
@@ -162,18 +165,18 @@ def table_statement(table: TableDef, with_internals: bool = False) -> str:
     if with_internals:
         lines += [f"    {q(name)} {d.type.cql()}," for name, d in table.dropped_columns]
     lines.append(f"    PRIMARY KEY {_primary_key(table)}")
-    text = (
-        "\n".join(lines) + "\n) WITH " + "\n    AND ".join(_with_clause(table, with_internals, False)) + ";"
-    )
+    text = "\n".join(lines) + "\n) WITH " + _with_clause(table, with_internals, False) + ";\n"
     if with_internals:
+        # A blank line, then each dropped column's DROP, followed by its ADD if it exists again
+        # (ScyllaDB's layout; the row then ends with the last ";").
         target = f"{q(table.keyspace)}.{q(table.name)}"
         for name, d in table.dropped_columns:
             text += f"\nALTER TABLE {target} DROP {q(name)} USING TIMESTAMP {d.timestamp};"
-        for c in table.columns:
-            if c.name in readded:
-                static = " static" if c.kind is ColumnKind.STATIC else ""
-                text += f"\nALTER TABLE {target} ADD {q(c.name)} {c.type.cql()}{static};"
-    return text + "\n"
+            column = table.column(name)
+            if column is not None:
+                static = " STATIC" if column.kind is ColumnKind.STATIC else ""
+                text += f"\nALTER TABLE {target} ADD {q(name)} {column.type.cql()}{static};"
+    return text
 
 
 def index_statement(keyspace: str, index: IndexDef) -> str:
@@ -197,7 +200,7 @@ def view_statement(view: ViewDef, with_internals: bool = False) -> str:
         f"    FROM {q(view.keyspace)}.{q(view.base_table_name)}\n"
         f"    WHERE {view.where_clause}\n"
         f"    PRIMARY KEY {_primary_key(table)}\n"
-        "    WITH " + "\n    AND ".join(_with_clause(table, with_internals, True)) + ";\n"
+        "    WITH " + _with_clause(table, with_internals, True) + ";\n"
     )
 
 

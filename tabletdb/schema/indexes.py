@@ -29,6 +29,9 @@ from tabletdb.schema.model import Catalog, ColumnKind, IndexDef, IndexKind, Tabl
 from tabletdb.schema.mutations import PutTable
 from tabletdb.schema.rack_rules import check_placeable, views_warning
 
+SASI_CLASS = "SASIIndex"
+"""Cassandra's SASI (``org.apache.cassandra.index.sasi.SASIIndex``), refused as ScyllaDB refuses it."""
+
 
 def default_index_name(table: TableDef, column: str, existing: set[str]) -> str:
     base = re.sub(r"\W", "", f"{table.name}_{column}_idx")
@@ -85,6 +88,10 @@ def create_index(
     becomes the id of the index's entries table; custom, local and static-column indexes get none."""
     ks = require_keyspace(catalog, keyspace)
     ensure_user_modifiable(keyspace)
+    if custom_class is not None and custom_class.rsplit(".", 1)[-1] == SASI_CLASS:
+        # ScyllaDB has no SASI and refuses it; answering its LIKE and range queries by
+        # filtering would look like support that is not there.
+        raise InvalidRequest(f"Non-supported custom class '{custom_class}' provided")
     if table_name in ks.views:
         raise InvalidRequest("Secondary indexes are not supported on materialized views")
     table = ks.tables.get(table_name)

@@ -260,8 +260,14 @@ def _speculative_retry(value: OptionValue) -> str:
                 if not 0 <= number <= 100:
                     break
                 return f"{number:.1f}PERCENTILE"
-            return f"{int(number)}ms"
+            return f"{number:.2f}ms"  # ScyllaDB's form: '200ms' is stored and shown as '200.00ms'
     raise ConfigurationError(f"Invalid value {text} for option 'speculative_retry'")
+
+
+def speculative_retry_text(value: str) -> str:
+    """The canonical form of a stored ``speculative_retry`` (values stored before it was
+    canonical, e.g. ``50ms``, print as ScyllaDB prints them: ``50.00ms``)."""
+    return _speculative_retry(value)
 
 
 def _bounded_int(name: str, value: OptionValue, low: int) -> int:

@@ -7,11 +7,12 @@ streams in one row) for old clients, which read the new tables once ``system.cdc
 the 'rewritten' row, as it always does here. Tablets keyspaces: ``system.cdc_timestamps`` and
 ``system.cdc_streams`` (each stream set's streams and what it closed and opened). The
 ``system_distributed`` keyspace is listed as ScyllaDB creates it (SimpleStrategy, RF 3), with
-these tables only.
+these tables and ``view_build_status`` (``systables.view_builds``) only.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from tabletdb.cdc.descriptions import described, longest_log_ttl
 from tabletdb.cdc.generation import Generations
 from tabletdb.cdc.tablet_streams import StreamSets, sets_of, stream_states
 from tabletdb.cql.types import BIGINT, BLOB, TEXT, TIMESTAMP, TINYINT, UUID, SetType
+from tabletdb.group0.state import Group0State
 from tabletdb.schema.cdc_log import log_name
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import (
@@ -31,6 +33,7 @@ from tabletdb.schema.model import (
     TableDef,
 )
 from tabletdb.systables.definitions import virtual_table
+from tabletdb.systables.view_builds import VIEW_BUILD_STATUS_TABLE, view_build_status_rows
 
 Row = dict[str, Any]
 SYSTEM_DISTRIBUTED = "system_distributed"
@@ -188,13 +191,25 @@ def cdc_streams_rows(catalog: Catalog, history: StreamSets) -> list[Row]:
     ]
 
 
-DistributedRenderer = Callable[[Catalog, Generations, int], list[Row]]
+DistributedRenderer = Callable[[Group0State, int, tuple[uuid.UUID, ...]], list[Row]]
+"""Rows of a ``system_distributed`` table from group0's state, the time (µs) and the cluster's
+member host ids."""
+
+
+def _cdc_renderer(render: Callable[[Catalog, Generations, int], list[Row]]) -> DistributedRenderer:
+    return lambda g0, now, _hosts: render(g0.catalog, g0.cdc_generations, now)
+
+
 DISTRIBUTED_RENDERERS: dict[str, tuple[TableDef, DistributedRenderer]] = {
     t.name: (t, render)
     for t, render in (
-        (GENERATION_TIMESTAMPS_TABLE, generation_timestamps_rows),
-        (STREAMS_DESCRIPTIONS_V2_TABLE, streams_descriptions_v2_rows),
-        (STREAMS_DESCRIPTIONS_TABLE, streams_descriptions_rows),
+        (GENERATION_TIMESTAMPS_TABLE, _cdc_renderer(generation_timestamps_rows)),
+        (STREAMS_DESCRIPTIONS_V2_TABLE, _cdc_renderer(streams_descriptions_v2_rows)),
+        (STREAMS_DESCRIPTIONS_TABLE, _cdc_renderer(streams_descriptions_rows)),
+        (
+            VIEW_BUILD_STATUS_TABLE,
+            lambda g0, _now, hosts: view_build_status_rows(g0.catalog, g0.view_builds, hosts),
+        ),
     )
 }
 

@@ -29,6 +29,7 @@ from tabletdb.cql.types import (
     MapType,
     SetType,
 )
+from tabletdb.group0.view_builds import ViewBuilds
 from tabletdb.qos.model import QosState
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.schema.model import (
@@ -118,6 +119,8 @@ class SystemState:
     """When the state was captured (the CDC tables show what operates and what expired by then)."""
     view_builds: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
     """The fills of views and indexes this node runs now (`views.build_progress`)."""
+    view_build_status: ViewBuilds = ()
+    """Build statuses recorded in group0 (`group0.view_builds`)."""
     local: LocalNode | None = None
     """This process's settings, listeners and files (`systables.local_tables`); None in tools
     and tests that build a processor without a node."""
@@ -355,12 +358,18 @@ RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
         TOKEN_RING_TABLE,
         lambda state: token_ring_rows(state.catalog, state.tablets, state.node.topology),
     ),
-    "built_views": (BUILT_VIEWS_TABLE, lambda state: built_views_rows(state.catalog, state.view_builds)),
+    "built_views": (
+        BUILT_VIEWS_TABLE,
+        lambda state: built_views_rows(state.catalog, state.view_build_status, state.view_builds),
+    ),
     "views_builds_in_progress": (
         VIEWS_BUILDS_IN_PROGRESS_TABLE,
-        lambda state: builds_in_progress_rows(state.catalog, state.view_builds),
+        lambda state: builds_in_progress_rows(state.catalog, state.view_build_status, state.view_builds),
     ),
-    "IndexInfo": (INDEX_INFO_TABLE, lambda state: index_info_rows(state.catalog, state.view_builds)),
+    "IndexInfo": (
+        INDEX_INFO_TABLE,
+        lambda state: index_info_rows(state.catalog, state.view_build_status, state.view_builds),
+    ),
 }
 
 

@@ -73,6 +73,19 @@ def token_ring_rows(
     return rows
 
 
+def range_ownership(ks: KeyspaceSchema, cluster: ClusterTopology | None) -> list[tuple[str, tuple[str, ...]]]:
+    """A vnode keyspace's ranges as DESC CLUSTER shows them: (end token as text, replica
+    addresses in replica order), sorted by the token's text; empty for a tablets keyspace."""
+    if cluster is None or ks.definition.uses_tablets:
+        return []
+    members = dict(cluster.members)
+    owned = [
+        (str(token_range.end), tuple(members[h].address for h in hosts if h in members))
+        for _, token_range, hosts in _vnode_pieces(ks, cluster)
+    ]
+    return sorted(owned)
+
+
 Piece = tuple[str, TokenRange, tuple[Any, ...]]
 """(table name, range, replica host ids)."""
 

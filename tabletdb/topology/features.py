@@ -12,8 +12,12 @@ import os
 BATCH_FEATURE = "TABLETDB_GROUP0_SCHEMA_BATCHES"
 """group0 entries may carry several schema commands (`group0.cluster_state.BatchEntry`)."""
 
+VIEW_BUILD_STATUS_FEATURE = "VIEW_BUILD_STATUS_ON_GROUP0"
+"""group0 has view build status entries (`group0.view_builds`); ScyllaDB's feature name."""
+
 SUPPORTED_FEATURES: tuple[str, ...] = (
     BATCH_FEATURE,
+    VIEW_BUILD_STATUS_FEATURE,
     "GROUP0_SCHEMA_VERSIONING",
     "SUPPORTS_RAFT_CLUSTER_MANAGEMENT",
     "TABLETS",

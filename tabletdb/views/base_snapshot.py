@@ -3,10 +3,16 @@
 Views and indexes are derived by comparing the partition's rows before and after a write; the
 rows carry values and, for TTL'd data, when each cell and the row itself expire, so derived
 rows can expire with what they were derived from.
+
+Only the rows a write touches are read (``touched_rows``), so keeping views and indexes costs
+what the changed rows cost, not what the partition holds: a row a write does not touch derives
+the same view and index rows before and after it. A write that can change every row at once —
+a partition or range tombstone, a static cell — reads the whole partition.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +21,8 @@ from tabletdb.cql import codec
 from tabletdb.replica.stores import DataStores, damaged_replica
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.keys import decode_clustering, split_key
-from tabletdb.storage.reconcile import LiveCell, LiveRow
+from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
+from tabletdb.storage.reconcile import LiveCell, LiveRow, PartitionData
 from tabletdb.storage.tablet_store import TabletCorrupt, TabletUnavailable
 
 
@@ -42,11 +49,51 @@ def liveness_ttl(row: LiveRow) -> int | None:
     return max(t for t in ttls if t is not None)
 
 
-def partition_snapshot(table: TableDef, stores: DataStores, key: bytes, token: int, now: int) -> Rows:
+def touched_rows(table: TableDef, mutations: Iterable[Mutation]) -> tuple[bytes, ...] | None:
+    """The clustering keys the mutations of one partition write, or None when they may change
+    any row of it (partition or range tombstones, static cells) or the table has one row per
+    partition."""
+    if not table.clustering_key:
+        return None
+    rows: set[bytes] = set()
+    for m in mutations:
+        if m.partition_tombstone is not None or m.range_tombstones:
+            return None
+        for row in m.rows:
+            if row.static:
+                return None
+            rows.add(row.clustering)
+    return tuple(sorted(rows))
+
+
+def partition_snapshot(
+    table: TableDef,
+    stores: DataStores,
+    key: bytes,
+    token: int,
+    now: int,
+    rows: tuple[bytes, ...] | None = None,
+) -> Rows:
+    """The partition's live rows as derivation takes them: all of them, or only ``rows``."""
+    if rows is None:
+        return _rows_of(table, key, _read(table, stores, key, token, now, FULL_SLICE))
+    out: Rows = {}
+    for clustering in rows:
+        one = ClusteringSlice(Bound(clustering), Bound(clustering))
+        out.update(_rows_of(table, key, _read(table, stores, key, token, now, one)))
+    return out
+
+
+def _read(
+    table: TableDef, stores: DataStores, key: bytes, token: int, now: int, slice_: ClusteringSlice
+) -> PartitionData | None:
     try:
-        data = stores.store(table, token).read_partition(key, now)
+        return stores.store(table, token).read_partition(key, now, slice_)
     except (TabletCorrupt, TabletUnavailable) as exc:
         raise damaged_replica(table, exc) from exc
+
+
+def _rows_of(table: TableDef, key: bytes, data: PartitionData | None) -> Rows:
     if data is None:
         return {}
     base: dict[str, Any] = {}

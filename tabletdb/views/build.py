@@ -17,11 +17,12 @@ import logging
 from tabletdb.coordinator.consistency import ONE, QUORUM
 from tabletdb.coordinator.reads import ConsistentReads
 from tabletdb.coordinator.rows import OutRow, scan_rows
+from tabletdb.group0.view_builds import STARTED, SUCCESS
 from tabletdb.schema.ddl_common import SchemaChangeEvent
 from tabletdb.schema.model import Catalog, TableDef, ViewDef
 from tabletdb.statements.restrictions import Restrictions
 from tabletdb.storage.mutation import Mutation
-from tabletdb.views.backfill import Backfill
+from tabletdb.views.backfill import Backfill, record_builds
 from tabletdb.views.base_snapshot import BaseRow
 from tabletdb.views.view_rows import view_mutations
 
@@ -71,6 +72,8 @@ async def build_new_view(backfill: Backfill, catalog: Catalog, event: SchemaChan
     view = catalog.view(event.keyspace, event.name)
     base = None if view is None else catalog.table(event.keyspace, view.base_table_name)
     if view is not None and base is not None:
+        await record_builds(backfill, [view.table.id], STARTED)
         with backfill.progress.tracking(view.keyspace, view.table.name):
             scanned = await build_view(backfill, base, view)
+        await record_builds(backfill, [view.table.id], SUCCESS)
         log.info("built view view=%s.%s rows=%d", view.keyspace, view.table.name, scanned)

@@ -22,6 +22,7 @@ from tabletdb.coordinator.rows import scan_rows
 from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import codec
 from tabletdb.cql.types import BIGINT, ListType, MapType, SetType, TupleType
+from tabletdb.group0.view_builds import STARTED, SUCCESS
 from tabletdb.schema.ddl_common import SchemaChangeEvent
 from tabletdb.schema.index_table import index_tables, indexed_value_type
 from tabletdb.schema.index_targets import parse_target
@@ -29,7 +30,7 @@ from tabletdb.schema.model import Catalog, IndexDef, TableDef
 from tabletdb.statements.keys import MAX_KEY_COMPONENT, encode_clustering, partition_key
 from tabletdb.statements.restrictions import Restrictions
 from tabletdb.storage.mutation import Mutation, RowMarker, RowWrite
-from tabletdb.views.backfill import Backfill
+from tabletdb.views.backfill import Backfill, record_builds
 from tabletdb.views.base_snapshot import BaseRow
 from tabletdb.views.build_progress import INDEX_VIEW_SUFFIX
 
@@ -200,8 +201,11 @@ async def build_new_index(
     table = catalog.table(event.keyspace, event.name)
     if table is not None and entries_tables(table):
         new = sorted({i.name for i in table.indexes if i.table_id is not None} - set(before))
+        ids = [i.table_id for i in table.indexes if i.name in new and i.table_id is not None]
+        await record_builds(backfill, ids, STARTED)
         with ExitStack() as stack:
             for name in new:
                 stack.enter_context(backfill.progress.tracking(table.keyspace, name + INDEX_VIEW_SUFFIX))
             indexed = await build_indexes(backfill, table)
+        await record_builds(backfill, ids, SUCCESS)
         log.info("built indexes table=%s.%s rows=%d", table.keyspace, table.name, indexed)

@@ -29,7 +29,7 @@ from tabletdb.replica.derived_locks import DerivedLocks
 from tabletdb.replica.wire import VERB_APPLY, apply_payload, mutations_to_plain
 from tabletdb.schema.model import TableDef, ViewDef
 from tabletdb.storage.mutation import Mutation
-from tabletdb.views.base_snapshot import partition_snapshot
+from tabletdb.views.base_snapshot import partition_snapshot, touched_rows
 from tabletdb.views.view_rows import Derived, derive, has_derived, write_timestamp
 
 log = logging.getLogger(__name__)
@@ -84,13 +84,16 @@ class ViewUpdates:
         locks = self._locks
         async with locks.writing(table.id, [key for key, _ in keys]):
             now = self._now()
-            before = {k: partition_snapshot(table, stores, k[0], k[1], now) for k in keys}
+            touched = {
+                k: touched_rows(table, (m for m in mutations if m.partition_key == k[0])) for k in keys
+            }
+            before = {k: partition_snapshot(table, stores, k[0], k[1], now, touched[k]) for k in keys}
             await ctx.local.apply_direct(table, mutations)
             timestamp = locks.stamp(write_timestamp(mutations))
             sends: dict[Target, tuple[TableDef, list[Mutation]]] = {}
             for key, token in keys:
                 derived: Derived = {}
-                after = partition_snapshot(table, stores, key, token, now)
+                after = partition_snapshot(table, stores, key, token, now, touched[(key, token)])
                 derive(table, views, key, token, before[(key, token)], after, timestamp, now, derived)
                 base_replicas = ctx.placement.replicas(table, token)
                 for target_table, changes in derived.values():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ssl
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tests.harness.addresses import AddressAllocator, NodeEndpoints
@@ -27,8 +27,10 @@ def server_argv(
     smp: int | None = None,
     options: Mapping[str, object] | None = None,
     log_level: str = "INFO",
+    config_file: Path | None = None,
 ) -> list[str]:
-    """The command line of one node; `options` become `-o key=value` for any config key."""
+    """The command line of one node; `options` become `-o key=value` for any config key;
+    `config_file`: a scylla.yaml read first (the flags above override it)."""
     argv = [
         sys.executable,
         "-m",
@@ -53,6 +55,8 @@ def server_argv(
         argv += ["--smp", str(smp)]
     for key, value in (options or {}).items():
         argv += ["-o", f"{key}={value}"]
+    if config_file is not None:
+        argv += ["--config", str(config_file)]
     return argv
 
 
@@ -74,13 +78,14 @@ class TestNode:
         options: Mapping[str, object] | None = None,
         cql_ssl: ssl.SSLContext | None = None,
         log_level: str = "INFO",
+        config_file: Path | None = None,
     ) -> None:
         """`cql_ssl`: the client context readiness is probed with (the node serves CQL over TLS)."""
         self.endpoints = endpoints
         self.cql_ssl = cql_ssl
         self.workdir = workdir
         self.seeds = list(seeds)
-        argv = server_argv(endpoints, workdir, seeds, smp, options, log_level)
+        argv = server_argv(endpoints, workdir, seeds, smp, options, log_level, config_file)
         log = workdir.parent / f"{workdir.name}.log"
         repo_root = Path(__file__).resolve().parents[2]
         self.process = ManagedProcess(
@@ -170,10 +175,13 @@ class NodeFactory:
         options: Mapping[str, object] | None = None,
         cql_ssl: ssl.SSLContext | None = None,
         log_level: str = "INFO",
+        config_file: Callable[[NodeEndpoints], Path] | None = None,
     ) -> TestNode:
+        """`config_file`: writes the node's scylla.yaml once its addresses are known."""
         endpoints = self.allocator.allocate()
         workdir = self.base_dir / f"node-{endpoints.address}"
-        node = TestNode(endpoints, workdir, seeds, smp, options, cql_ssl, log_level)
+        path = None if config_file is None else config_file(endpoints)
+        node = TestNode(endpoints, workdir, seeds, smp, options, cql_ssl, log_level, path)
         self.nodes.append(node)
         return node
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,32 +118,37 @@ def expected_auth(with_hashes: bool, with_grants: bool, default_hash: str) -> li
             None,
             "role",
             '"Role One"',
-            f'CREATE ROLE "Role One" WITH {one_hash}LOGIN = true AND SUPERUSER = false;\n',
+            f'CREATE ROLE "Role One" WITH {one_hash}LOGIN = true AND SUPERUSER = false;',
         ),
         (
             None,
             "role",
             "cassandra",
-            f"CREATE ROLE IF NOT EXISTS cassandra WITH {cassandra_hash}LOGIN = true AND SUPERUSER = true;\n",
+            f"CREATE ROLE IF NOT EXISTS cassandra WITH {cassandra_hash}LOGIN = true AND SUPERUSER = true;",
         ),
-        (None, "role", "two", "CREATE ROLE two WITH LOGIN = false AND SUPERUSER = false;\n"),
-        (None, "grant_role", "two", 'GRANT two TO "Role One";\n'),
+        (None, "role", "two", "CREATE ROLE two WITH LOGIN = false AND SUPERUSER = false;"),
+        (None, "grant_role", "two", 'GRANT two TO "Role One";'),
     ]
     if with_grants:
         out += [
-            (None, "grant_permission", "two", "GRANT SELECT ON gold.t TO two;\n"),
-            (None, "grant_permission", "two", "GRANT EXECUTE ON FUNCTION gold.plus(int, int) TO two;\n"),
+            (None, "grant_permission", "two", "GRANT SELECT ON gold.t TO two;"),
+            (None, "grant_permission", "two", "GRANT EXECUTE ON FUNCTION gold.plus(int, int) TO two;"),
         ]
     out += [
         (
             None,
             "service_level",
             "driver",
-            "CREATE SERVICE LEVEL IF NOT EXISTS driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;\n"
-            "ALTER SERVICE LEVEL driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;\n",
+            "CREATE SERVICE LEVEL IF NOT EXISTS driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;",
         ),
-        (None, "service_level", "sl", "CREATE SERVICE LEVEL sl WITH TIMEOUT = 1000ms AND SHARES = 10;\n"),
-        (None, "service_level_attachment", "sl", "ATTACH SERVICE LEVEL sl TO two;\n"),
+        (
+            None,
+            "service_level",
+            "driver",
+            "ALTER SERVICE LEVEL driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;",
+        ),
+        (None, "service_level", "sl", "CREATE SERVICE LEVEL sl WITH TIMEOUT = 1000ms AND SHARES = 10;"),
+        (None, "service_level_attachment", "sl", "ATTACH SERVICE LEVEL sl TO two;"),
     ]
     return out
 
@@ -175,5 +181,74 @@ def test_configuration_decides_what_is_printed(
             s.execute("GRANT SELECT ON gold.t TO r")
         texts = [r[3] for r in auth_rows(s, "DESC SCHEMA WITH INTERNALS AND PASSWORDS")]
     assert ("HASHED PASSWORD" in "".join(texts)) == ("authenticator" in options)
-    assert ("GRANT SELECT ON gold.t TO r;\n" in texts) == with_grants
-    assert "CREATE ROLE r WITH LOGIN = false AND SUPERUSER = false;\n" in texts
+    assert ("GRANT SELECT ON gold.t TO r;" in texts) == with_grants
+    assert "CREATE ROLE r WITH LOGIN = false AND SUPERUSER = false;" in texts
+
+
+def test_internals_layout_as_scylladb_prints_it(session: Any) -> None:
+    """WITH ID = x then the next option at column 0; a blank line before the dropped-column
+    history, each DROP followed by its ADD (STATIC kept), no newline after the last; speculative
+    retry in ScyllaDB's '200.00ms' form; views get the same ID layout."""
+    session.execute(
+        "CREATE TABLE gold.d (k int, c int, s int STATIC, v int, PRIMARY KEY (k, c)) "
+        "WITH speculative_retry = '200ms'"
+    )
+    for statement in ("DROP v", "ADD v int", "DROP s", "ADD s int STATIC"):
+        session.execute(f"ALTER TABLE gold.d {statement}")
+    session.execute(
+        "CREATE MATERIALIZED VIEW gold.d_by_c AS SELECT k, c FROM gold.d WHERE k IS NOT NULL AND "
+        "c IS NOT NULL PRIMARY KEY (c, k)"
+    )
+    ids = {
+        r.table_name: r.id
+        for r in session.execute(
+            "SELECT table_name, id FROM system_schema.tables WHERE keyspace_name = 'gold'"
+        )
+    }
+    view_id = session.execute(
+        "SELECT id FROM system_schema.views WHERE keyspace_name = 'gold' AND view_name = 'd_by_c'"
+    ).one()[0]
+    plain = session.execute("DESC TABLE gold.d").one().create_statement
+    assert "    AND speculative_retry = '200.00ms'\n" in plain and "ALTER TABLE" not in plain
+    rows = {
+        r.name: r.create_statement for r in session.execute("DESC SCHEMA WITH INTERNALS") if r.keyspace_name
+    }
+    table = rows["d"]
+    assert table.startswith(
+        "CREATE TABLE gold.d (\n    k int,\n    c int,\n    s int,\n    v int,\n    PRIMARY KEY (k, c)\n"
+        f") WITH ID = {ids['d']}\nAND CLUSTERING ORDER BY (c ASC)\n    AND bloom_filter_fp_chance = 0.01\n"
+    ), table
+    assert re.search(
+        r"propagation_delay_in_seconds': '3600'\};\n"
+        r"\nALTER TABLE gold\.d DROP s USING TIMESTAMP \d+;\nALTER TABLE gold\.d ADD s int STATIC;"
+        r"\nALTER TABLE gold\.d DROP v USING TIMESTAMP \d+;\nALTER TABLE gold\.d ADD v int;\Z",
+        table,
+    ), table
+    assert (
+        f"    PRIMARY KEY (c, k)\n    WITH ID = {view_id}\nAND CLUSTERING ORDER BY (k ASC)\n"
+        in rows["d_by_c"]
+    )
+
+
+def test_simple_strategy_keyspace_says_tablets_are_off(session: Any) -> None:
+    session.execute(
+        "CREATE KEYSPACE simple WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
+    assert session.execute("DESC KEYSPACE simple").one().create_statement == (
+        "CREATE KEYSPACE simple WITH replication = {'class': 'org.apache.cassandra.locator.SimpleStrategy', "
+        "'replication_factor': '1'} AND durable_writes = true AND tablets = {'enabled': false};\n"
+    )
+
+
+def test_desc_cluster_shows_range_ownership_of_the_vnode_keyspace_in_use(session: Any) -> None:
+    assert list(session.execute("DESC CLUSTER").one()._fields) == ["cluster", "partitioner", "snitch"]
+    in_gold = session.cluster.connect("gold")
+    try:
+        row = in_gold.execute("DESC CLUSTER").one()
+        local = in_gold.execute("SELECT tokens, broadcast_address FROM system.local").one()
+    finally:
+        in_gold.shutdown()
+    assert (row.cluster, row.partitioner) == ("Test Cluster", "org.apache.cassandra.dht.Murmur3Partitioner")
+    ownership = row.range_ownership
+    assert set(ownership) == set(local.tokens)
+    assert all(list(v) == [str(local.broadcast_address)] for v in ownership.values())

@@ -40,3 +40,18 @@ def test_keyspace_and_table_names_up_to_192_characters(node: TestNode) -> None:
         assert session.execute(f"SELECT v FROM {keyspace}.{table} WHERE k = 1").one().v == 2
         with pytest.raises(InvalidRequest, match="shouldn't be more than 192 characters"):
             session.execute(f"CREATE TABLE {keyspace}.{table}x (k int PRIMARY KEY)")
+
+
+@pytest.mark.parametrize("class_name", ["org.apache.cassandra.index.sasi.SASIIndex", "SASIIndex"])
+def test_sasi_indexes_are_refused_as_scylladb_refuses_them(node: TestNode, class_name: str) -> None:
+    with scylla_cluster(node) as cluster:
+        session: Any = cluster.connect()
+        replication = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+        session.execute(f"CREATE KEYSPACE IF NOT EXISTS sasi WITH replication = {replication}")
+        session.execute("CREATE TABLE IF NOT EXISTS sasi.t (k int PRIMARY KEY, v text)")
+        with pytest.raises(InvalidRequest, match=f"Non-supported custom class '{class_name}' provided"):
+            session.execute(f"CREATE CUSTOM INDEX ON sasi.t (v) USING '{class_name}'")
+        assert (
+            session.execute("SELECT index_name FROM system_schema.indexes WHERE keyspace_name = 'sasi'").one()
+            is None
+        )

@@ -4,6 +4,8 @@ The request path only bumps plain ints (the CQL server's per-message-type counts
 layer's `RouteCounters`); this collector turns them into Prometheus counters when scraped, so
 measuring costs the hot path one dict or list increment and no locks. Each node has its own
 registry (not prometheus_client's global one), so several nodes in one process never collide.
+The same counters are also rendered under ScyllaDB's names (``scylla_metrics``), which is what
+the Prometheus port (``prometheus_port``) serves with ours.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from tabletdb.node.admin.scylla_metrics import TransportCounters, render, transport_families
 from tabletdb.protocol.requests import (
     AuthResponse,
     Batch,
@@ -136,7 +139,8 @@ class NodeCollector(Collector):
 
 
 class NodeMetrics:
-    """A registry holding the node's collector; ``render`` is the scrape body."""
+    """A registry holding the node's collector; ``render`` is the scrape body: our families,
+    then ScyllaDB's transport families when ``transport`` is given."""
 
     content_type = CONTENT_TYPE_LATEST
 
@@ -146,9 +150,17 @@ class NodeMetrics:
         routes: RouteCounters | None,
         commits: Commits | None = None,
         auth: AuthService | None = None,
+        transport: Callable[[], TransportCounters] | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(NodeCollector(requests, routes, commits, auth))
+        self._requests = requests
+        self._transport = transport
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        ours = generate_latest(self.registry)
+        if self._transport is None:
+            return ours
+        counts = self._requests()
+        by_opcode = {name: counts.get(kind, 0) for kind, name in OPCODE_NAMES.items()}
+        return ours + render(transport_families(self._transport(), by_opcode))

@@ -51,6 +51,7 @@ from tabletdb.group0.topology import (
     record_from_plain,
     record_to_plain,
 )
+from tabletdb.group0.view_builds import ViewBuildCommand
 from tabletdb.net.handshake import ClusterAuthority, InternodeEncryption, Location, Me
 from tabletdb.net.rpc import InternodeTls, RemoteError, Retry, RpcError, RpcNode
 from tabletdb.node.group0_shell.admission import encode_checked
@@ -78,7 +79,7 @@ from tabletdb.schema.ddl_keyspace import RfChangeOutcome
 from tabletdb.schema.model import Catalog
 from tabletdb.systables.node_info import RaftInfo, RaftMember
 from tabletdb.topology.commands import TopologyCommand
-from tabletdb.topology.features import BATCH_FEATURE
+from tabletdb.topology.features import BATCH_FEATURE, VIEW_BUILD_STATUS_FEATURE
 from tabletdb.topology.requests import enqueue
 from tabletdb.topology.state import Request, RequestResult
 from tabletdb.topology.states import NodeState
@@ -242,6 +243,14 @@ class Group0Service:
         """Set group0's tablet-balancing flag; returns once this node applied it."""
         async with asyncio.timeout(COMMAND_TIMEOUT):
             await self._submit(BalancingCommand(uuid.uuid4(), enabled))
+
+    async def record_view_build(self, view_id: uuid.UUID, status: str) -> None:
+        """Record a view's build status in group0 (``group0.view_builds``); returns once this
+        node applied it. Skipped while a member cannot read such entries (an older build)."""
+        if VIEW_BUILD_STATUS_FEATURE not in self._state.topology.enabled_features:
+            return
+        async with asyncio.timeout(COMMAND_TIMEOUT):
+            await self._submit(ViewBuildCommand(uuid.uuid1(), view_id, status))
 
     # --- topology ---------------------------------------------------------------------------------
 

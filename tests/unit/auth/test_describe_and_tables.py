@@ -49,46 +49,51 @@ def test_describe_auth_golden() -> None:
         for r in describe_auth(state, qos, True, ENFORCING)
     ]
     assert rows == [
-        (None, "role", '"Readers"', 'CREATE ROLE "Readers" WITH LOGIN = false AND SUPERUSER = false;\n'),
+        (None, "role", '"Readers"', 'CREATE ROLE "Readers" WITH LOGIN = false AND SUPERUSER = false;'),
         (
             None,
             "role",
             "app",
-            f"CREATE ROLE app WITH HASHED PASSWORD = '{app_hash}' AND LOGIN = true AND SUPERUSER = false;\n",
+            f"CREATE ROLE app WITH HASHED PASSWORD = '{app_hash}' AND LOGIN = true AND SUPERUSER = false;",
         ),
         (
             None,
             "role",
             "cassandra",
             f"CREATE ROLE IF NOT EXISTS cassandra WITH HASHED PASSWORD = '{cassandra_hash}'"
-            " AND LOGIN = true AND SUPERUSER = true;\n",
+            " AND LOGIN = true AND SUPERUSER = true;",
         ),
-        (None, "role", "ops", "CREATE ROLE ops WITH LOGIN = false AND SUPERUSER = true;\n"),
-        (None, "grant_role", '"Readers"', 'GRANT "Readers" TO app;\n'),
-        (None, "grant_permission", '"Readers"', 'GRANT SELECT ON KEYSPACE ks TO "Readers";\n'),
-        (None, "grant_permission", "app", "GRANT ALTER ON ks.t TO app;\n"),
-        (None, "grant_permission", "app", "GRANT DROP ON ks.t TO app;\n"),
-        (None, "grant_permission", "app", "GRANT SELECT ON ks.t TO app;\n"),
-        (None, "grant_permission", "app", "GRANT MODIFY ON ks.t TO app;\n"),
-        (None, "grant_permission", "app", "GRANT AUTHORIZE ON ks.t TO app;\n"),
-        (None, "grant_permission", "app", "GRANT DESCRIBE ON ALL ROLES TO app;\n"),
-        (None, "grant_permission", "app", "GRANT EXECUTE ON FUNCTION ks.f(int) TO app;\n"),
+        (None, "role", "ops", "CREATE ROLE ops WITH LOGIN = false AND SUPERUSER = true;"),
+        (None, "grant_role", '"Readers"', 'GRANT "Readers" TO app;'),
+        (None, "grant_permission", '"Readers"', 'GRANT SELECT ON KEYSPACE ks TO "Readers";'),
+        (None, "grant_permission", "app", "GRANT ALTER ON ks.t TO app;"),
+        (None, "grant_permission", "app", "GRANT DROP ON ks.t TO app;"),
+        (None, "grant_permission", "app", "GRANT SELECT ON ks.t TO app;"),
+        (None, "grant_permission", "app", "GRANT MODIFY ON ks.t TO app;"),
+        (None, "grant_permission", "app", "GRANT AUTHORIZE ON ks.t TO app;"),
+        (None, "grant_permission", "app", "GRANT DESCRIBE ON ALL ROLES TO app;"),
+        (None, "grant_permission", "app", "GRANT EXECUTE ON FUNCTION ks.f(int) TO app;"),
         (
             None,
             "service_level",
             "driver",
-            "CREATE SERVICE LEVEL IF NOT EXISTS driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;\n"
-            "ALTER SERVICE LEVEL driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;\n",
+            "CREATE SERVICE LEVEL IF NOT EXISTS driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;",
         ),
-        (None, "service_level", "gold", "CREATE SERVICE LEVEL gold WITH TIMEOUT = 20ms AND SHARES = 500;\n"),
-        (None, "service_level_attachment", "gold", "ATTACH SERVICE LEVEL gold TO app;\n"),
+        (
+            None,
+            "service_level",
+            "driver",
+            "ALTER SERVICE LEVEL driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;",
+        ),
+        (None, "service_level", "gold", "CREATE SERVICE LEVEL gold WITH TIMEOUT = 20ms AND SHARES = 500;"),
+        (None, "service_level_attachment", "gold", "ATTACH SERVICE LEVEL gold TO app;"),
     ]
 
 
 def test_describe_follows_the_configuration() -> None:
     state, qos = sample()
     no_passwords = describe_auth(state, qos, False, ENFORCING)
-    assert no_passwords[1].create_statement == "CREATE ROLE app WITH LOGIN = true AND SUPERUSER = false;\n"
+    assert no_passwords[1].create_statement == "CREATE ROLE app WITH LOGIN = true AND SUPERUSER = false;"
     open_config = describe_auth(state, qos, True, AuthConfig())
     assert not any("HASHED PASSWORD" in r.create_statement for r in open_config)
     assert not any(r.type == "grant_permission" for r in open_config)

@@ -42,3 +42,15 @@ def test_snapshot_from_before_the_flag_existed_means_enabled() -> None:
     body = msgpack.unpackb(encode_snapshot(ClusterState()), raw=False)
     del body["balancing"]
     assert decode_snapshot(msgpack.packb(body, use_bin_type=True)).balancing_enabled
+
+
+def test_view_build_entries_round_trip_and_snapshots_keep_statuses() -> None:
+    """A view build status (group0.view_builds) travels in entries and snapshots like the flag."""
+    from tabletdb.group0.view_builds import SUCCESS, ViewBuildCommand, ViewBuildRecord
+
+    entry = ViewBuildCommand(uuid.uuid1(), uuid.uuid4(), SUCCESS)
+    assert decode_entry(encode_entry(entry)) == entry
+    record = ViewBuildRecord(uuid.uuid4(), SUCCESS, (uuid.uuid4(),))
+    state = ClusterState()
+    state = ClusterState(metadata=type(state.metadata)(view_builds=(record,)))
+    assert decode_snapshot(encode_snapshot(state)).metadata.view_builds == (record,)

@@ -334,3 +334,62 @@ def test_a_relative_workdir_is_made_absolute_at_start(
     monkeypatch.chdir(tmp_path)
     c = load_config(None, {"workdir": "work/cluster/node1"})
     assert c.workdir.is_absolute() and c.workdir == tmp_path.resolve() / "work/cluster/node1"
+
+
+def test_prometheus_listens_on_9180_of_the_listen_address_unless_port_0(tmp_path: Path) -> None:
+    from tabletdb.node.port_check import listeners
+
+    config = NodeConfig(workdir=tmp_path, listen_address="127.0.0.5")
+    assert (config.prometheus_address, config.prometheus_port) == ("127.0.0.5", 9180)
+    assert ("127.0.0.5", 9180) in {(x.address, x.port) for x in listeners(config)}
+    off = NodeConfig(workdir=tmp_path, prometheus_port=0)
+    assert all("Prometheus" not in x.what for x in listeners(off))
+    with pytest.raises(ConfigError, match=r"prometheus_port.*different from api_port"):
+        NodeConfig(workdir=tmp_path, prometheus_port=10000)
+    NodeConfig(workdir=tmp_path, prometheus_port=10000, prometheus_address="127.0.0.9")  # other address
+
+
+def test_scylladb_keys_without_effect_are_dropped_and_listed(tmp_path: Path) -> None:
+    from tabletdb.node.config import ignored_keys
+
+    path = tmp_path / "scylla.yaml"
+    path.write_text(
+        "data_file_directories: [/var/lib/scylla/data]\ncommitlog_segment_size_in_mb: 32\n"
+        "partitioner: org.apache.cassandra.dht.Murmur3Partitioner\nlisten_address: localhost\n"
+    )
+    config = load_config(path, {"workdir": str(tmp_path / "w"), "rpc_port": 9160})
+    assert config.listen_address == "127.0.0.1"  # a host name is resolved, as ScyllaDB does
+    assert "data_file_directories" not in config.to_dict()
+    assert ignored_keys(path, {"rpc_port": 9160}) == [
+        "commitlog_segment_size_in_mb",
+        "data_file_directories",
+        "rpc_port",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("partitioner", "RandomPartitioner", "Murmur3 partitioner only"),
+        ("maintenance_socket", "workdir", "no maintenance socket"),
+        ("auto_snapshot", True, "no snapshot before TRUNCATE"),
+        ("strict_is_not_null_in_views", "warn", "IS NOT NULL"),
+    ],
+)
+def test_scylladb_keys_that_would_change_behaviour_are_refused(
+    tmp_path: Path, key: str, value: Any, fragment: str
+) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        load_config(None, {"workdir": str(tmp_path), key: value})
+
+
+def test_enable_tablets_sets_the_mode_for_new_keyspaces(tmp_path: Path) -> None:
+    off = load_config(None, {"workdir": str(tmp_path), "enable_tablets": "false"})
+    assert off.tablets_mode_for_new_keyspaces == "disabled"
+    on = load_config(None, {"workdir": str(tmp_path), "enable_tablets": True})
+    assert on.tablets_mode_for_new_keyspaces == "enabled"
+    with pytest.raises(ConfigError, match="enable_tablets"):
+        load_config(
+            None,
+            {"workdir": str(tmp_path), "enable_tablets": False, "tablets_mode_for_new_keyspaces": "enabled"},
+        )

@@ -36,6 +36,7 @@ def test_listeners_follow_the_configuration(tmp_path: Path) -> None:
         ("native_shard_aware_transport_port)", 19142),
         ("storage_port)", 7000),
         ("api_port)", 10000),
+        ("prometheus_port)", 9180),
     ]
     maintenance = load_config(None, {"workdir": str(tmp_path), "maintenance_mode": "true"})
     assert "internode (storage_port)" not in {x.what for x in listeners(maintenance)}

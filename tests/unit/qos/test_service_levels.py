@@ -171,21 +171,25 @@ def test_describe_rows() -> None:
         (
             "service_level",
             "driver",
-            "CREATE SERVICE LEVEL IF NOT EXISTS driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;\n"
-            "ALTER SERVICE LEVEL driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;\n",
+            "CREATE SERVICE LEVEL IF NOT EXISTS driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;",
+        ),
+        (
+            "service_level",
+            "driver",
+            "ALTER SERVICE LEVEL driver WITH WORKLOAD_TYPE = 'batch' AND SHARES = 200;",
         ),
         (
             "service_level",
             '"Gold"',
             "CREATE SERVICE LEVEL \"Gold\" WITH TIMEOUT = 1000ms AND WORKLOAD_TYPE = 'interactive'"
-            " AND SHARES = 900;\n",
+            " AND SHARES = 900;",
         ),
-        ("service_level", "bronze", "CREATE SERVICE LEVEL bronze WITH SHARES = 1000;\n"),
-        ("service_level_attachment", "bronze", "ATTACH SERVICE LEVEL bronze TO app;\n"),
+        ("service_level", "bronze", "CREATE SERVICE LEVEL bronze WITH SHARES = 1000;"),
+        ("service_level_attachment", "bronze", "ATTACH SERVICE LEVEL bronze TO app;"),
     ]
     without_driver = apply_qos_mutations(state, drop_level(state, stmt("DROP SERVICE LEVEL driver")))
     assert describe_levels(without_driver)[0] == (
         "service_level",
         "driver",
-        "DROP SERVICE LEVEL IF EXISTS driver;\n",
+        "DROP SERVICE LEVEL IF EXISTS driver;",
     )

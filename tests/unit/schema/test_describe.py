@@ -43,7 +43,7 @@ def test_keyspace_statements() -> None:
     )
     assert keyspace_statement(catalog.keyspaces["vn"].definition) == (
         "CREATE KEYSPACE vn WITH replication = {'class': 'org.apache.cassandra.locator.SimpleStrategy', "
-        "'replication_factor': '1'} AND durable_writes = true;\n"
+        "'replication_factor': '1'} AND durable_writes = true AND tablets = {'enabled': false};\n"
     )
     vnodes = with_keyspace(name="v2", tablets={"enabled": False})
     assert keyspace_statement(vnodes.keyspaces["v2"].definition).endswith(
@@ -78,13 +78,14 @@ def test_table_with_internals_replays_dropped_and_readded_columns() -> None:
     text = table_statement(table, with_internals=True)
     assert text.startswith(
         "CREATE TABLE ks.t (\n    pk int,\n    ck int,\n    v text,\n    w int,\n    PRIMARY KEY (pk, ck)\n"
-        f") WITH ID = {table.id}\n    AND CLUSTERING ORDER BY (ck ASC)\n"
+        f") WITH ID = {table.id}\nAND CLUSTERING ORDER BY (ck ASC)\n    AND bloom_filter_fp_chance"
     )
+    # a blank line after the CREATE, each DROP immediately followed by its ADD, no newline at the end
     assert text.endswith(
-        TOMBSTONE_GC.removesuffix("\n")
+        TOMBSTONE_GC
         + "\nALTER TABLE ks.t DROP v USING TIMESTAMP 1000;"
+        + "\nALTER TABLE ks.t ADD v text;"
         + "\nALTER TABLE ks.t DROP w USING TIMESTAMP 2000;"
-        + "\nALTER TABLE ks.t ADD v text;\n"
     )
     assert "ID =" not in table_statement(table) and "w int" not in table_statement(table)
 

@@ -38,7 +38,7 @@ def test_value_normalisation() -> None:
         ("chunk_length_in_kb", "64"),
         ("sstable_compression", "org.apache.cassandra.io.compress.ZstdCompressor"),
     )
-    assert o.speculative_retry == "50ms" and o.crc_check_chance == 0.5 and o.gc_grace_seconds == 10
+    assert o.speculative_retry == "50.00ms" and o.crc_check_chance == 0.5 and o.gc_grace_seconds == 10
     assert o.tombstone_gc == (("mode", "timeout"), ("propagation_delay_in_seconds", "3600"))
     assert o.caching == (("keys", "NONE"), ("rows_per_partition", "10"))
     assert o.per_partition_rate_limit == (("max_writes_per_second", "10"),)

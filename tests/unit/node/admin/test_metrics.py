@@ -56,3 +56,35 @@ def test_commit_counters_are_rendered_when_the_node_commits_node_wide() -> None:
     assert samples[("tabletdb_commitlog_writes_total", ())] == 40
     assert samples[("tabletdb_deferred_write_outs_total", ())] == 2
     assert "tabletdb_commitlog" not in NodeMetrics(lambda: {}, None, lambda: None).render().decode()
+
+
+def test_scylla_transport_families_keep_scylladbs_names_and_skip_empty_kinds() -> None:
+    from dataclasses import dataclass, field
+
+    from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest, ServerError
+
+    @dataclass
+    class Server:
+        connects: int = 3
+        current_connections: int = 2
+        requests_served: int = 9
+        requests_serving: int = 1
+        error_counts: dict[int, int] = field(default_factory=dict)
+
+    server = Server(error_counts={CqlSyntaxError.code: 2, InvalidRequest.code: 1, ServerError.code: 0})
+    requests: defaultdict[type[Request], int] = defaultdict(int)
+    requests[Execute] += 4
+    text = NodeMetrics(lambda: requests, None, transport=lambda: server).render().decode()
+    assert (
+        '# TYPE scylla_transport_requests_served counter\nscylla_transport_requests_served{shard="0"} 9.0\n'
+        in text
+    )
+    assert 'scylla_transport_current_connections{shard="0"} 2.0\n' in text
+    assert 'scylla_transport_cql_connections{shard="0"} 3.0\n' in text
+    assert 'scylla_transport_requests_serving{shard="0"} 1.0\n' in text
+    assert 'scylla_transport_cql_requests_count{shard="0",kind="EXECUTE"} 4.0\n' in text
+    assert 'kind="QUERY"' not in text  # kinds that never happened are left out, as seastar does
+    assert 'scylla_transport_cql_errors_total{shard="0",type="syntax_error"} 2.0\n' in text
+    assert 'scylla_transport_cql_errors_total{shard="0",type="invalid"} 1.0\n' in text
+    assert "server_error" not in text
+    assert "tabletdb_cql_requests_total" in text  # our own families stay
