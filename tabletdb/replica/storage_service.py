@@ -325,6 +325,28 @@ class StorageService:
         committer.store.sync_to_disk()
         return True
 
+    def open_store(self, path: Path) -> TabletStore | None:
+        """The store at ``path`` if it is open (nothing is opened): a flush acts on those only."""
+        committer = self._open.get(path)
+        return None if committer is None else committer.store
+
+    def settle_before_gc(self, path: Path) -> TabletStore | None:
+        """Ready the store at ``path`` to have tombstones dropped in place (compaction with
+        garbage collection, ``replica.compactions``): its deferred rows written, the file synced,
+        then its removal logged, so a commit-log replay never puts rows logged before onto what
+        compaction leaves (a row older than a dropped tombstone would come back; rows logged
+        after the removal are replayed as usual). None, with nothing logged, when there is no
+        file or while writes to it are queued or committing (the caller retries)."""
+        if path not in self._open and not path.exists():
+            return None
+        committer = self._committer_at(path)
+        committer.store.write_deferred()
+        if not committer.idle:
+            return None
+        committer.store.sync_to_disk()
+        self._removing(path)
+        return committer.store
+
     def create_file(self, path: Path) -> None:
         """Open (creating it empty if missing) the store at ``path``: a tablet's file that must
         exist before its first write (``replica.shard_moves``)."""
