@@ -17,7 +17,15 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from tabletdb.node.admin import rest_auth, rest_faults, rest_ring, rest_snapshots, rest_tablets, rest_topology
+from tabletdb.node.admin import (
+    rest_auth,
+    rest_compaction,
+    rest_faults,
+    rest_ring,
+    rest_snapshots,
+    rest_tablets,
+    rest_topology,
+)
 from tabletdb.node.admin.api_context import ApiContext
 from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.group0_shell.service import Group0Service
@@ -50,6 +58,7 @@ def build_app(ctx: ApiContext) -> web.Application:
     rest_topology.add_routes(app, ctx)
     rest_ring.add_routes(app, ctx)
     rest_tablets.add_routes(app, ctx)
+    rest_compaction.add_routes(app, ctx)
     return app
 
 
