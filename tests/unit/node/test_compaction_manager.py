@@ -86,5 +86,5 @@ def test_requests_name_keyspaces_and_tables(tmp_path: Path) -> None:
     assert service.tables(None) == [TABLE] == service.tables("ks") == service.tables("ks", ["t"])
     with pytest.raises(UnknownTable, match="keyspace nope does not exist"):
         service.tables("nope")
-    with pytest.raises(UnknownTable, match="table ks.nope does not exist"):
+    with pytest.raises(UnknownTable, match=r"table ks\.nope does not exist"):
         service.tables("ks", ["nope"])
