@@ -25,10 +25,13 @@ KEPT = range(100_000, 100_020)
 """Rows written after the delete."""
 
 
-def nodetool(node: TestNode, *args: str) -> None:
+def nodetool(node: TestNode, *args: str, fails_with: str | None = None) -> None:
     argv = ["nodetool", "-h", node.host, "-p", str(node.endpoints.api_port), *args]
     result = CliRunner().invoke(cli, argv, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    if fails_with is None:
+        assert result.exit_code == 0, result.output
+    else:
+        assert result.exit_code == 1 and fails_with in result.output, result.output
 
 
 def test_deleted_and_compacted_table_merges_back(node_factory: NodeFactory) -> None:
@@ -57,6 +60,11 @@ def test_deleted_and_compacted_table_merges_back(node_factory: NodeFactory) -> N
         assert all(ok for ok, _ in results)
         for k in KEPT:
             run(s, "INSERT INTO rz.t (k, v) VALUES (%s, 'kept')", "QUORUM", (k,))
+
+        nodetool(nodes[0], "flush", "rz", "t")
+        nodetool(nodes[0], "compact", "nope", fails_with="keyspace nope does not exist")
+        nodetool(nodes[0], "compact", "rz", "nope", fails_with="table rz.nope does not exist")
+        nodetool(nodes[0], "compact", "rz", "--flush-memtables", "false", fails_with="not supported")
 
         def compacted_and_merged() -> bool:
             for node in nodes:  # a tablet moving at the time is left alone: asked again next turn
