@@ -154,6 +154,8 @@ class CompactionManager:
     async def _measure(self, path: Path, table: TableDef, now: float) -> None:
         store = self.storage.open_store(path)
         if store is None:
+            if not path.exists():  # removed since (moved away, dropped): opening would recreate it
+                return
             self.storage.open_committer(path)
             store = self.storage.open_store(path)
         if store is None:
