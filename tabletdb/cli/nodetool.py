@@ -281,3 +281,50 @@ def movetablet(
         dst_host=dst_host,
         dst_shard=str(dst_shard),
     )
+
+
+def _keyspace_request(
+    client: RestClient,
+    paths: tuple[str, str],
+    keyspace: str | None,
+    tables: tuple[str, ...],
+    **query: str | None,
+) -> None:
+    """ScyllaDB nodetool's shape of compact and flush: everything in one call without a keyspace,
+    else a check that the keyspace exists, then one call naming it (and its tables, as ``cf``)."""
+    if keyspace is None:
+        client.post(paths[0], OPERATION_TIMEOUT, **query)
+        return
+    if keyspace not in client.get("/storage_service/keyspaces"):
+        raise click.ClickException(f"keyspace {keyspace} does not exist")
+    client.post(f"{paths[1]}/{keyspace}", OPERATION_TIMEOUT, cf=",".join(tables) or None, **query)
+
+
+@nodetool_group.command("compact")
+@click.argument("keyspace", required=False)
+@click.argument("tables", nargs=-1)
+@click.option(
+    "--flush-memtables",
+    type=click.Choice(["true", "false"]),
+    default=None,
+    help="Write deferred rows first (always done; 'false' is refused by the node).",
+)
+@click.pass_context
+def compact(
+    ctx: click.Context, keyspace: str | None, tables: tuple[str, ...], flush_memtables: str | None
+) -> None:
+    """Compact this node's files of every keyspace, of KEYSPACE, or of its TABLES: drop data
+    that tombstones shadow and the tombstones past each table's tombstone_gc horizon."""
+    paths = ("/storage_service/compact", "/storage_service/keyspace_compaction")
+    _keyspace_request(_client(ctx), paths, keyspace, tables, flush_memtables=flush_memtables)
+
+
+@nodetool_group.command("flush")
+@click.argument("keyspace", required=False)
+@click.argument("tables", nargs=-1)
+@click.pass_context
+def flush(ctx: click.Context, keyspace: str | None, tables: tuple[str, ...]) -> None:
+    """Write this node's deferred rows of every keyspace, of KEYSPACE or of its TABLES into
+    their files, sync them and fold their write-ahead logs in."""
+    paths = ("/storage_service/flush", "/storage_service/keyspace_flush")
+    _keyspace_request(_client(ctx), paths, keyspace, tables)

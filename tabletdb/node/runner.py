@@ -31,6 +31,7 @@ from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
 from tabletdb.net.faults import FaultInjector
 from tabletdb.net.tls import TlsSetupError
+from tabletdb.node.compaction_manager import CompactionManager
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import client_tls
 from tabletdb.node.gc_tuning import MetadataFreezer, tune_for_serving
@@ -208,6 +209,7 @@ class Node:
         if isinstance(self.membership, ClusterMember):
             self.membership.tablet_load = self.tablet_load  # the resize re-evaluation polls sizes
         self.metadata.add_listener(lambda _events: self.storage.follow_schema(self.metadata.catalog))
+        self.compaction = CompactionManager(self.storage, lambda: self.metadata.catalog)
 
     def _operator_view(self) -> NodeOps:
         """Liveness, load and uptime for nodetool's REST routes; peers ask this node's load."""
@@ -394,6 +396,7 @@ class Node:
             faults=self._test_faults(),
             auth=self.auth,
             ops=self.ops,
+            compaction=self.compaction,
             max_future_timestamp_us=FUTURE_TIMESTAMP_LIMIT_US
             if self.config.restrict_future_timestamp
             else None,
@@ -458,13 +461,15 @@ class Node:
         repairing.add_done_callback(lambda task: _stop_on_failure(task, stop, "replica repair failed"))
         events = asyncio.create_task(self._topology_events(stop))
         events.add_done_callback(lambda task: _stop_on_failure(task, stop, "topology events failed"))
+        compacting = asyncio.create_task(self.compaction.run(stop))
         try:
             await stop.wait()
         finally:
             rest.cancel()
             repairing.cancel()
             events.cancel()
-            await asyncio.gather(rest, repairing, events, return_exceptions=True)
+            compacting.cancel()
+            await asyncio.gather(rest, repairing, events, compacting, return_exceptions=True)
             await self.server.stop()
             if self.rest_api is not None:
                 await self.rest_api.stop()

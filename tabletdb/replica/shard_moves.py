@@ -18,6 +18,10 @@ await in between (so no write slips in):
 A tablet never written has no file; the new shard then gets an empty one, so the tablet's first
 write after the move cannot land in the old shard. A move asked again (the coordinator's answer
 was lost) finds the old file gone and the new one there, and answers the same.
+
+The coordinator may roll such a move back like any other (its node down too long): the map then
+names the old shard while the file may already sit in the new one. The node keeps using the file
+where it is (``StorageService.resident_shard``), and a later move takes it from there.
 """
 
 from __future__ import annotations
@@ -62,9 +66,10 @@ def move_between_shards(
     if moving is None or moving[:2] != (from_shard, to_shard):
         raise InvalidRequest(f"{where} is not moving from shard {from_shard} to shard {to_shard}")
     generation = tablet_map.resize_seq_number
-    old = tablet_file(storage.data_dir, table, from_shard, tablet_id, generation)
+    resident = storage.resident_shard(table, tablet_id, from_shard, generation)
+    old = tablet_file(storage.data_dir, table, resident, tablet_id, generation)
     new = tablet_file(storage.data_dir, table, to_shard, tablet_id, generation)
-    if moving[2] > _STREAMING or (not old.exists() and new.exists()):
+    if moving[2] > _STREAMING or resident == to_shard:
         return "done before"
     if moving[2] < _STREAMING:
         raise InvalidRequest(f"{where} has not reached the streaming stage yet; retry")

@@ -325,6 +325,28 @@ class StorageService:
         committer.store.sync_to_disk()
         return True
 
+    def open_store(self, path: Path) -> TabletStore | None:
+        """The store at ``path`` if it is open (nothing is opened): a flush acts on those only."""
+        committer = self._open.get(path)
+        return None if committer is None else committer.store
+
+    def settle_before_gc(self, path: Path) -> TabletStore | None:
+        """Ready the store at ``path`` to have tombstones dropped in place (compaction with
+        garbage collection, ``replica.compactions``): its deferred rows written, the file synced,
+        then its removal logged, so a commit-log replay never puts rows logged before onto what
+        compaction leaves (a row older than a dropped tombstone would come back; rows logged
+        after the removal are replayed as usual). None, with nothing logged, when there is no
+        file or while writes to it are queued or committing (the caller retries)."""
+        if path not in self._open and not path.exists():
+            return None
+        committer = self._committer_at(path)
+        committer.store.write_deferred()
+        if not committer.idle:
+            return None
+        committer.store.sync_to_disk()
+        self._removing(path)
+        return committer.store
+
     def create_file(self, path: Path) -> None:
         """Open (creating it empty if missing) the store at ``path``: a tablet's file that must
         exist before its first write (``replica.shard_moves``)."""
@@ -388,21 +410,37 @@ class StorageService:
         """The shard whose file holds this node's replica of the tablet. While the tablet moves
         between two shards of this node, the old one until its file moved (at the ``streaming``
         stage, ``replica.shard_moves``; a file, not a flag, so a restart sees the same), the new
-        one from then on."""
+        one from then on. Outside a move between nodes, where the file is (``resident_shard``):
+        an intranode move rolled back after its file moved leaves it in the other shard."""
         moving = intranode_shards(info, self.host_id)
         if moving is not None:
             old, new, stage = moving
             if stage > _STREAMING:
                 return new
-            if stage == _STREAMING:
-                moved = not tablet_file(self.data_dir, table, old, tablet_id, generation).exists()
-                if moved and tablet_file(self.data_dir, table, new, tablet_id, generation).exists():
-                    return new
-            return old
+            return self.resident_shard(table, tablet_id, old, generation)
         for host, shard in _every_replica(info):
             if host == self.host_id:
-                return shard
+                if info.new_replicas is not None:
+                    return shard  # a move between nodes: each side's file is where the map says
+                return self.resident_shard(table, tablet_id, shard, generation)
         return None
+
+    def resident_shard(self, table: TableDef, tablet_id: int, shard: int, generation: int = 0) -> int:
+        """Where this node keeps the tablet's file when its map names ``shard``: ``shard`` if the
+        file is there, else the one other shard holding it. An intranode move renames the file at
+        its ``streaming`` stage (``replica.shard_moves``); if the coordinator then rolls the move
+        back (its node was down too long), the map names the old shard again while the file sits
+        in the new one, and the node adopts it there rather than start an empty file (the same
+        rule at every start, so nothing is renamed back). Two or more candidates (leftovers)
+        are not guessed between: ``shard``."""
+        if tablet_file(self.data_dir, table, shard, tablet_id, generation).exists():
+            return shard
+        found = [
+            other
+            for other in range(self.smp)
+            if other != shard and tablet_file(self.data_dir, table, other, tablet_id, generation).exists()
+        ]
+        return found[0] if len(found) == 1 else shard
 
     def _committer_at(self, path: Path) -> GroupCommitter:
         committer = self._open.get(path)

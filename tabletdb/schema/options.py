@@ -141,7 +141,21 @@ def _compaction(value: OptionValue) -> Pairs:
     if short not in COMPACTION_CLASSES:
         raise ConfigurationError(f"Unable to find compaction strategy class '{cls}'")
     opts["class"] = short
+    _compaction_sub_options(opts)
     return pairs(opts)
+
+
+def _compaction_sub_options(opts: dict[str, str]) -> None:
+    """The sub-options tabletdb's background compaction reads (``replica.compaction_policy``):
+    refused when they could not be honoured. Others (the SSTable strategies' own) are kept."""
+    if "enabled" in opts:
+        opts["enabled"] = "true" if _bool("compaction.enabled", opts["enabled"]) else "false"
+    if "tombstone_threshold" in opts:
+        threshold = _float("tombstone_threshold", opts["tombstone_threshold"])
+        if not 0 <= threshold <= 1 or math.isnan(threshold):
+            raise ConfigurationError(f"tombstone_threshold must be between 0 and 1, got {threshold}")
+    if "tombstone_compaction_interval" in opts:
+        _bounded_int("tombstone_compaction_interval", opts["tombstone_compaction_interval"], 0)
 
 
 def _compression(value: OptionValue) -> Pairs:

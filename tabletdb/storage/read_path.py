@@ -206,12 +206,13 @@ class PartitionReader:
         return live
 
     def _static_row(self) -> LiveRow | None:
+        # tombstones before the cells they shadow: see ``stored_mutations.mutations_for_partition``
+        collection_tombs = self._collection_tombstones(STATIC_KIND, FULL_SLICE)
         cells = self.conn.execute(
             "SELECT ck, col, path, ts, dead, value, expiry, ttl FROM cells "
             "WHERE pk = ? AND kind = ? ORDER BY col, path",
             (self.pk, STATIC_KIND),
         ).fetchall()
-        collection_tombs = self._collection_tombstones(STATIC_KIND, FULL_SLICE)
         live = self._live_cells(cells, self.partition_tombstone, collection_tombs.get(b"", {}))
         return LiveRow(b"", True, None, live) if live else None
 

@@ -19,6 +19,31 @@ _RowKey = tuple[int, bytes]
 def mutations_for_partition(
     conn: sqlite3.Connection, pk: bytes, token: int, tombstone: int | None
 ) -> Mutation:
+    """Everything stored for partition ``pk`` (its tombstone read by the caller, earlier).
+
+    Each statement sees the file as of its own start, and a compaction may commit between two
+    of them (``TabletStore.compact_written`` runs beside reads): it drops shadowed data together
+    with the tombstones it then collects. So tombstones are read before the data they shadow —
+    data read later can only have lost what a tombstone already read covers — and never after,
+    which could pair shadowed data with its tombstone already gone."""
+    collection_tombs: dict[_RowKey, list[tuple[str, int]]] = {}
+    for kind, ck, col, ts in conn.execute(
+        "SELECT kind, ck, col, ts FROM collection_tombstones WHERE pk = ? ORDER BY kind, ck, col", (pk,)
+    ):
+        collection_tombs.setdefault((kind, ck), []).append((col, ts))
+    range_tombstones = tuple(
+        RangeTombstone(ClusteringSlice(bound_from_columns(sk, s), bound_from_columns(ek, e)), ts)
+        for sk, s, ek, e, ts in conn.execute(
+            "SELECT start_kind, start, end_kind, end, ts FROM range_tombstones WHERE pk = ? "
+            "ORDER BY start_kind, start, end_kind, end",
+            (pk,),
+        )
+    )
+    stored_rows = conn.execute(
+        "SELECT kind, ck, marker_ts, marker_ttl, marker_expiry, tombstone FROM rows "
+        "WHERE pk = ? ORDER BY kind, ck",
+        (pk,),
+    ).fetchall()
     cells: dict[_RowKey, list[Cell]] = {}
     for kind, ck, col, path, ts, dead, value, expiry, ttl in conn.execute(
         "SELECT kind, ck, col, path, ts, dead, value, expiry, ttl FROM cells "
@@ -26,17 +51,8 @@ def mutations_for_partition(
         (pk,),
     ):
         cells.setdefault((kind, ck), []).append(Cell(col, None if dead else value, ts, path, ttl, expiry))
-    collection_tombs: dict[_RowKey, list[tuple[str, int]]] = {}
-    for kind, ck, col, ts in conn.execute(
-        "SELECT kind, ck, col, ts FROM collection_tombstones WHERE pk = ? ORDER BY kind, ck, col", (pk,)
-    ):
-        collection_tombs.setdefault((kind, ck), []).append((col, ts))
     rows: list[RowWrite] = []
-    for kind, ck, marker_ts, marker_ttl, marker_expiry, row_tombstone in conn.execute(
-        "SELECT kind, ck, marker_ts, marker_ttl, marker_expiry, tombstone FROM rows "
-        "WHERE pk = ? ORDER BY kind, ck",
-        (pk,),
-    ):
+    for kind, ck, marker_ts, marker_ttl, marker_expiry, row_tombstone in stored_rows:
         key = (kind, ck)
         marker = None if marker_ts is None else RowMarker(marker_ts, marker_ttl, marker_expiry)
         rows.append(
@@ -49,12 +65,4 @@ def mutations_for_partition(
                 collection_tombstones=tuple(collection_tombs.get(key, ())),
             )
         )
-    range_tombstones = tuple(
-        RangeTombstone(ClusteringSlice(bound_from_columns(sk, s), bound_from_columns(ek, e)), ts)
-        for sk, s, ek, e, ts in conn.execute(
-            "SELECT start_kind, start, end_kind, end, ts FROM range_tombstones WHERE pk = ? "
-            "ORDER BY start_kind, start, end_kind, end",
-            (pk,),
-        )
-    )
     return Mutation(pk, token, tombstone, tuple(rows), range_tombstones)

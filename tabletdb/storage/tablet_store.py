@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from tabletdb.dht.token import TokenRange
 from tabletdb.storage.batch_rows import UPSERTS, BatchRows, batch_rows
-from tabletdb.storage.compaction import compact
+from tabletdb.storage.compaction import Garbage, KeyRange, compact, key_chunks, measure
 from tabletdb.storage.corruption import is_corruption, quick_check
 from tabletdb.storage.deferred_rows import DeferredRows
 from tabletdb.storage.fsync import fsync_path
@@ -84,6 +84,11 @@ loop, at its first use, and the check reads all of it: bench/bench_quick_check m
 11 ms per MB on this schema on a loaded box (7x a full read of the cells), so about 0.1 s here
 at most, against a second per 100 MB. Larger files are checked by use only: every read or write
 that trips over damage reports it (``TabletCorrupt``), and the node sets the file aside then."""
+
+
+COMPACTION_CHUNK = 512
+"""Partitions a compaction transaction covers (``compact_written``): a few milliseconds of
+holding the write lock for small partitions."""
 
 
 class StorageError(Exception):
@@ -160,6 +165,16 @@ class TabletStore:
     def _connect(self) -> sqlite3.Connection:
         try:
             return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
+
+    def _read_only(self) -> sqlite3.Connection:
+        """A connection of its own that reads the file and never creates it: one opened after the
+        file was removed (its tablet moved away meanwhile) fails rather than leave an empty file."""
+        try:
+            return sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+            )
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open tablet store {self.path}: {exc}") from exc
 
@@ -331,6 +346,46 @@ class TabletStore:
         """Drop shadowed versions; with ``gc_before_ts`` also older tombstones and expired data."""
         self.write_deferred()
         self._transaction(lambda: compact(self._writer, now, gc_before_ts))
+
+    def compact_written(
+        self, now: int, gc_before_ts: int | None, chunk_partitions: int = COMPACTION_CHUNK
+    ) -> None:
+        """``compact`` of what is written (the caller wrote the deferred rows first), a chunk of
+        partitions per transaction: the write lock is held for one chunk at a time, so writes
+        and reads that must write deferred rows wait for a chunk, never for the whole file. The
+        chunks commit unsynced and the file is synced at the end: a crash may bring back some
+        of what was dropped, never half a partition's (a chunk's transaction is atomic). Any
+        thread."""
+        reader = self._conn if self.in_memory else self._read_only()
+        try:
+            for keys in key_chunks(reader, chunk_partitions):
+
+                def chunk(keys: KeyRange = keys) -> None:
+                    compact(self._writer, now, gc_before_ts, keys)
+
+                self._transaction(chunk, synced=False)
+        finally:
+            if reader is not self._conn:
+                reader.close()
+        if not self.in_memory:
+            self.sync_to_disk()
+
+    def measure_garbage(self, now: int, gc_before_ts: int | None) -> Garbage:
+        """What a compaction would find to drop (``compaction.measure``), on a connection of its
+        own: full scans, for a worker thread. Rows still deferred are not counted."""
+        with self._damage_reported():
+            if self.in_memory:
+                return measure(self._conn, now, gc_before_ts)
+            with contextlib.closing(self._read_only()) as conn:
+                return measure(conn, now, gc_before_ts)
+
+    def checkpoint(self) -> tuple[int, int]:
+        """Fold the write-ahead log into the database file (``wal_checkpoint(TRUNCATE)``, under the
+        write lock): (frames in the log, frames folded); fewer folded means a reader still held
+        an older snapshot and the rest stays in the log until the next checkpoint. Any thread."""
+        with self._write_lock, self._damage_reported():
+            _busy, frames, done = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return max(int(frames), 0), max(int(done), 0)
 
     # --- reads ------------------------------------------------------------------------------
 

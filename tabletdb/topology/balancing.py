@@ -14,11 +14,10 @@ between racks could leave a listed one. Each node is in at most ``MAX_PER_NODE``
 
 Moves between the shards of one node (intranode) never share a round with moves between nodes:
 the node carries one out by moving the tablet's file between its shard directories at the
-streaming stage (``node.tablet_streaming``), after which only the new shard holds the data. Such
-a move can therefore not be undone by reverting the map, so the coordinator never rolls one back
-(``coordinator._needed_node_down`` skips them; its only node being down just makes it wait), and
-a round of moves between nodes, which may roll back, holds none of them. A plan that has both
-kinds starts the moves between nodes; the intranode ones are planned again on the next round.
+streaming stage (``node.tablet_streaming``). Such a move rolls back like any other when its node
+stays down (the node then uses the file in whichever shard holds it,
+``StorageService.resident_shard``). A plan that has both kinds starts the moves between nodes;
+the intranode ones are planned again on the next round.
 """
 
 from __future__ import annotations

@@ -457,8 +457,6 @@ def _needed_node_down(
 ) -> str:
     needed: dict[uuid.UUID, _Moving] = {}
     for m in moving:
-        if m.info.transition is TransitionKind.INTRANODE_MIGRATION:
-            continue  # its file may already sit in the new shard: it waits, never rolls back (balancing)
         for r in m.targets() + (m.sources(ignored) if m.targets() else ()):  # a drop needs nobody
             needed.setdefault(r.host, m)
     for host in sorted(needed):
@@ -481,7 +479,14 @@ def _begin_rollback(
         TabletUpdate(m.table_id, m.tablet_id, m.info, TabletInfo(m.info.last_token, m.info.replicas))
         for m in moving
     ]
-    targets = tuple((m.table_id, m.tablet_id, r) for m in moving for r in m.targets())
+    # An intranode move's target is its own node's other shard, whose file may be the only copy
+    # (moved at streaming; the node adopts it there, ``StorageService.resident_shard``): no cleanup.
+    targets = tuple(
+        (m.table_id, m.tablet_id, r)
+        for m in moving
+        for r in m.targets()
+        if m.info.transition is not TransitionKind.INTRANODE_MIGRATION
+    )
     after = replace(
         t,
         transition=Transition(tr.request, TransitionState.ROLLBACK_TO_NORMAL, error, targets),

@@ -14,6 +14,7 @@ from pathlib import Path
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.net.faults import FaultInjector
 from tabletdb.node.admin.metrics import NodeMetrics
+from tabletdb.node.compaction_manager import CompactionManager
 from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.operator_view import NodeOps
 from tabletdb.query.auth_check import AuthService
@@ -41,3 +42,5 @@ class ApiContext:
     None: not restricted."""
     ops: NodeOps | None = None
     """Liveness, load and uptime of the running node, for nodetool's routes (node.admin.rest_ring)."""
+    compaction: CompactionManager | None = None
+    """Compaction and flush of this node's files (node.admin.rest_compaction)."""

@@ -20,6 +20,7 @@ from aiohttp.typedefs import Middleware
 from tabletdb.node.admin import (
     rest_auth,
     rest_column_family,
+    rest_compaction,
     rest_faults,
     rest_ring,
     rest_snapshots,
@@ -59,6 +60,7 @@ def build_app(ctx: ApiContext) -> web.Application:
     rest_ring.add_routes(app, ctx)
     rest_tablets.add_routes(app, ctx)
     rest_column_family.add_routes(app, ctx)
+    rest_compaction.add_routes(app, ctx)
     return app
 
 

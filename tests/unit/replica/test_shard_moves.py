@@ -15,7 +15,7 @@ from tabletdb.replica.shard_moves import ShardMoveBusy, move_between_shards
 from tabletdb.replica.storage_service import StorageService, tablet_file
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
 from tabletdb.tablets.migration import Migration, advance_stage, begin_migration
-from tabletdb.tablets.tablet_map import TabletMap, TabletReplica, TransitionStage
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionStage
 from tests.unit.coordinator.replica_cluster import host, table_def
 
 NOW = 1_700_000_000
@@ -166,6 +166,43 @@ def test_a_reader_holding_the_write_ahead_log_defers_the_move_and_loses_nothing(
         node.restart()
         node.to_stage(0, None)
         assert [node.read(k) for k in keys] == [b"w"] * len(keys)
+        node.storage.close()
+
+    asyncio.run(run())
+
+
+def roll_back(node: Node, tablet_id: int) -> None:
+    """What the coordinator's rollback writes: the tablet's old replicas, no transition."""
+    info = node.map.tablets[tablet_id]
+    node.map = node.map.with_tablet(tablet_id, TabletInfo(info.last_token, info.replicas))
+
+
+@pytest.mark.parametrize("moved", [True, False], ids=["after-the-rename", "before-it"])
+def test_a_rolled_back_move_keeps_the_data_where_the_file_is_through_a_restart_and_a_new_move(
+    tmp_path: Path, moved: bool
+) -> None:
+    async def run() -> None:
+        node = Node(tmp_path)
+        keys = keys_of(node, 1, 20)
+        for k in keys[:10]:
+            await node.write(k, b"before", 1)
+        node.to_stage(1, TransitionStage.STREAMING)
+        if moved:
+            assert move_between_shards(node.storage, TABLE, 1, 0, 1) == "moved"
+        roll_back(node, 1)  # the map names shard 0 again
+        assert node.map.tablets[1].replicas == (TabletReplica(ME, 0),)
+        for k in keys[10:]:
+            await node.write(k, b"after", 2)
+        where = 1 if moved else 0
+        assert node.file(1, where).exists() and not node.file(1, 1 - where).exists()  # no empty twin
+        assert [f.path for f in node.storage.local_files(TABLE) if f.tablet_id == 1] == [node.file(1, where)]
+        node.restart()
+        assert [node.read(k) for k in keys] == [b"before"] * 10 + [b"after"] * 10
+        node.to_stage(1, TransitionStage.STREAMING)  # the balancer plans the same move again
+        assert move_between_shards(node.storage, TABLE, 1, 0, 1) == ("done before" if moved else "moved")
+        node.to_stage(1, None)
+        assert not node.file(1, 0).exists() and node.file(1, 1).exists()
+        assert [node.read(k) for k in keys] == [b"before"] * 10 + [b"after"] * 10
         node.storage.close()
 
     asyncio.run(run())

@@ -140,31 +140,37 @@ def test_a_round_never_mixes_moves_between_nodes_with_moves_inside_one() -> None
     assert {TransitionKind.MIGRATION} in kinds and {TransitionKind.INTRANODE_MIGRATION} in kinds
 
 
-def test_an_intranode_move_waits_for_its_node_and_never_rolls_back() -> None:
-    """Its file may already sit in the new shard; reverting the map would lose the data."""
+def test_an_intranode_move_rolls_back_when_its_node_stays_down_and_its_shard_is_not_cleaned() -> None:
+    """Like a move between nodes, so a dead node never holds the round (and its removenode);
+    the new shard's file may be the only copy (the node adopts it, ``resident_shard``), so the
+    rollback asks no cleanup of it."""
     c = all_on_shard_zero(cluster(nodes=3, tablets=12, rf=1))
     c.balancing = True
     c.config = replace(c.config, rollback_after_ms=10)
     first = c.step()
     assert isinstance(first, co.Propose)
     c.execute(first)
+    moved = {(u.table_id, u.tablet_id) for u in first.command.tablet_updates}
     mover = first.command.tablet_updates[0].after.replicas[0].host
     c.alive.discard(mover)
     c.obs = replace(c.obs, now_ms=1000, down_since={mover: 0})
-    streams = 0
-    for _ in range(20):
+    rolled_back = False
+    for _ in range(40):
         action = c.step()
-        assert not (isinstance(action, co.Propose) and "roll back" in action.command.reason)
-        if isinstance(action, co.Stream):
-            streams += 1  # asked of the dead node: fails, asked again on the next step
-        else:
+        if isinstance(action, co.Propose) and "roll back" in action.command.reason:
+            rolled_back = True
+            assert action.command.topology.transition is not None
+            assert not action.command.topology.transition.cleanup_targets
+        assert not isinstance(action, co.Cleanup)
+        if isinstance(action, co.Idle):
+            break
+        if not isinstance(action, co.Stream):  # asked of the dead node: fails, asked again
             c.execute(action)
-    assert streams > 10
-    c.alive.add(mover)
-    c.balancing = False
-    c.run(limit=500)
-    assert all(not t.in_transition for t in c.tablets[TABLE].tablets)
-    assert not any("rolled back" in r.error for r in c.topology.results)
+    assert rolled_back
+    assert any("rolled back" in r.error for r in c.topology.results)
+    for table_id, tablet_id in moved:  # back on the shard it started from
+        info = c.tablets[table_id].tablets[tablet_id]
+        assert not info.in_transition and all(r.shard == 0 for r in info.replicas if r.host == mover)
 
 
 def test_no_round_starts_while_a_node_is_down() -> None:
