@@ -3,11 +3,13 @@
 A node that dies in the middle of a migration keeps what it had then: the target of a move that
 was rolled back meanwhile keeps its partial copy (the coordinator cleans only live targets up, and
 nothing reads the copy), an old replica whose move finished keeps its file (cleanup skips a dead
-node), and an intranode move rolled back leaves the file in the shard it was going to. Once the
+node). Once the
 node has caught up with group0 it deletes every such file, one INFO line each.
 
 A file is kept when the current map places the tablet on this node and shard: as a replica, or as
-a new replica of a transition in flight (an intranode move has a file in both shards). Only the
+a new replica of a transition in flight (an intranode move has a file in both shards); and when it
+is the file the node serves the tablet from in another shard (``StorageService.resident_shard``:
+an intranode move rolled back after its rename leaves the only copy where it was going). Only the
 map's current generation is judged here: while a resize is being prepared its next generation's
 files are the resize's, and files of any other generation are removed by the resize's own sweep
 (``replica.resize_files.StaleFiles``, which names them), so neither is touched.
@@ -58,18 +60,31 @@ def leftovers(files: Iterable[Path], tablet_map: TabletMap, host: uuid.UUID) -> 
     """The files among ``files`` (tablet files of one table, ``shard-N/tablet-*.db``) of the map's
     current generation that it does not place on ``host``; other files are left alone."""
     here = placed(tablet_map, host)
-    out: list[Leftover] = []
+    current: list[Leftover] = []
     for path in sorted(files):
         named = generation_of(path)
         shard = _SHARD.match(path.parent.name)
         if named is None or shard is None:
             continue
         tablet_id, generation = named
-        if generation != tablet_map.resize_seq_number:
-            continue
-        if (int(shard.group(1)), tablet_id) not in here:
-            out.append(Leftover(path, tablet_id, int(shard.group(1))))
-    return out
+        if generation == tablet_map.resize_seq_number:
+            current.append(Leftover(path, tablet_id, int(shard.group(1))))
+    present = {(f.shard, f.tablet_id) for f in current}
+    unplaced = [f for f in current if (f.shard, f.tablet_id) not in here]
+    return [f for f in unplaced if not _resident(f, unplaced, here, present)]
+
+
+def _resident(
+    file: Leftover, unplaced: list[Leftover], here: frozenset[tuple[int, int]], present: set[tuple[int, int]]
+) -> bool:
+    """The file the node serves the tablet from although the map names another shard: the
+    rule of ``StorageService.resident_shard`` (an intranode move rolled back after its rename
+    leaves the only copy in the shard it was going to; the map's shard has no file and this is
+    the one other file of the tablet). Deleting it would lose the replica."""
+    map_shards = [shard for shard, tablet_id in here if tablet_id == file.tablet_id]
+    if not map_shards or any((shard, file.tablet_id) in present for shard in map_shards):
+        return False
+    return sum(1 for other in unplaced if other.tablet_id == file.tablet_id) == 1
 
 
 def sweep_leftovers(storage: StorageService, tables: Iterable[TableDef]) -> list[Path]:

@@ -85,3 +85,15 @@ def test_the_sweep_removes_leftovers_and_keeps_what_the_map_places(tmp_path: Pat
         assert not leftover.exists()  # the removal was logged after the write: no resurrection
 
     asyncio.run(main())
+
+
+def test_the_only_copy_in_another_shard_is_kept_as_the_storage_service_serves_from_it() -> None:
+    """An intranode move rolled back after its rename: the map names shard 0 again, the file sits
+    in shard 1 alone, and ``resident_shard`` serves the tablet from there, so the sweep keeps it;
+    once the map's shard has a file (or two other copies exist) the others are leftovers."""
+    root = Path("/data")
+    tm = TabletMap.even(TABLE.id, [[TabletReplica(ME, 0)], [TabletReplica(OTHER, 0)]] * 2)
+    assert leftovers([_path(root, 1, 0)], tm, ME) == []
+    assert [f.path for f in leftovers([_path(root, 0, 0), _path(root, 1, 0)], tm, ME)] == [_path(root, 1, 0)]
+    two_copies = [_path(root, 1, 2), _path(root, 2, 2)]
+    assert sorted(f.path for f in leftovers(two_copies, tm, ME)) == sorted(two_copies)
