@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -83,12 +82,12 @@ def _connection_options(command: Any) -> Any:
     return command
 
 
-def _local(location: str, option: str) -> Path:
-    """A path or file: URI as an absolute path, resolved here; other schemes are usage errors."""
-    from tabletdb.cli.locations import LocationError, local_path
+def _store(location: str, option: str) -> str:
+    """A path or file: URI made absolute here, or an s3:// URI; other schemes are usage errors."""
+    from tabletdb.cli.locations import LocationError, store_location
 
     try:
-        return local_path(location, option)
+        return store_location(location, option)
     except LocationError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -121,7 +120,7 @@ def _run_with_spark(
     "--to",
     "to_dir",
     required=True,
-    help="Backup directory: a path or a file: URI (on a cluster: one every worker mounts).",
+    help="Backup directory: a path or a file: URI (on a cluster: one every worker mounts), or s3://bucket/prefix.",
 )
 @click.option(
     "--keyspace", "keyspaces", multiple=True, help="Keyspace to back up (default: all); repeatable."
@@ -156,9 +155,12 @@ def backup_command(
         options = dataclasses.replace(_cluster_options(**connection), all_replicas=all_replicas)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    target = _local(to_dir, "--to")  # executors must not depend on our cwd
-    if target.exists() and not target.is_dir():
-        raise click.UsageError(f"--to {to_dir}: {target} is a file, not a directory")
+    from tabletdb.spark.backup_store import BackupStore, StoreError
+
+    target = BackupStore(_store(to_dir, "--to"))  # executors must not depend on our cwd
+    local = target.local
+    if local is not None and local.exists() and not local.is_dir():
+        raise click.UsageError(f"--to {to_dir}: {local} is a file, not a directory")
     try:
         check_target(target)  # before Spark starts
         summary = _run_with_spark(
@@ -167,7 +169,7 @@ def backup_command(
             "tabletdb backup",
             lambda spark, shown: run_backup(spark, options, target, keyspaces, shown),
         )
-    except (BackupError, RestError) as exc:
+    except (BackupError, RestError, StoreError) as exc:
         click.echo(f"tabletdb backup: failed: {exc}", err=True)
         raise SystemExit(1) from None
     except click.UsageError:
@@ -184,10 +186,12 @@ def backup_command(
 
 @click.command("restore")
 @_connection_options
-@click.option("--from", "from_dir", required=True, help="Backup directory: a path or a file: URI.")
+@click.option(
+    "--from", "from_dir", required=True, help="Backup directory: a path, a file: URI or s3://bucket/prefix."
+)
 @click.option(
     "--progress-file",
-    help="Where restore records finished steps, a path or a file: URI (default: in the backup directory).",
+    help="Where restore records finished steps: a path, a file: URI or s3:// (default: in the backup).",
 )
 def restore_command(
     from_dir: str, progress_file: str | None, master: str, confs: tuple[str, ...], **connection: Any
@@ -210,10 +214,13 @@ def restore_command(
         options = _cluster_options(**connection)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    progress = _local(progress_file, "--progress-file") if progress_file else None
-    source = _local(from_dir, "--from")  # executors must not depend on our cwd
-    if not source.is_dir():
-        raise click.UsageError(f"--from {from_dir}: {source} is not a directory")
+    from tabletdb.spark.backup_store import BackupStore, StoreError
+
+    progress = BackupStore(_store(progress_file, "--progress-file")) if progress_file else None
+    source = BackupStore(_store(from_dir, "--from"))  # executors must not depend on our cwd
+    local = source.local
+    if local is not None and not local.is_dir():
+        raise click.UsageError(f"--from {from_dir}: {local} is not a directory")
     try:
         read_manifest(source)  # before Spark starts
         summary = _run_with_spark(
@@ -225,7 +232,7 @@ def restore_command(
     except ManifestError as exc:
         click.echo(f"tabletdb restore: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
-    except (RestoreError, RestError) as exc:
+    except (RestoreError, RestError, StoreError) as exc:
         click.echo(f"tabletdb restore: failed: {exc}; run it again to resume", err=True)
         raise SystemExit(1) from None
     except click.UsageError:

@@ -4,14 +4,16 @@ Spark's executors do not run in the command's working directory (on a standalone
 runs in its worker's application directory), so every location they use is resolved here,
 before Spark starts, against the directory the command was run in.
 
-Backup, restore and CDC export read and write their directory with plain file I/O, on the
-driver and on the executors, and export commits a pass by renaming it: they take a path or a
-`file:` URI in any of Hadoop's spellings (`file:///abs`, `file:/abs`, `file://localhost/abs`,
-`file:relative`, percent-encoded). On a cluster that must be a filesystem every machine mounts
-at the same path. Other schemes (`hdfs://`, `s3a://`, ...) are refused with that advice, not
-half-supported. `tabletdb load` hands its input and its rejects location to Spark, which reads
-and writes any Hadoop filesystem it has a connector for: there only `file:` URIs and bare paths
-are made absolute, and other URIs go to Spark as given.
+Every command takes a path or a `file:` URI in any of Hadoop's spellings (`file:///abs`,
+`file:/abs`, `file://localhost/abs`, `file:relative`, percent-encoded). Backup and restore
+also take an `s3://` URI (Hadoop's `s3a://` and `s3n://` spellings name the same object):
+they reach their store through pyarrow.fs (`spark.backup_store`), which the tests run against an
+S3 server. CDC export commits a pass by renaming a directory and so takes paths only. On a
+cluster a path must be a filesystem every machine mounts at the same path. Other schemes
+(`hdfs://`, `gs://`, ...) are refused with that advice, not half-supported. `tabletdb load`
+hands its input and its rejects location to Spark, which reads and writes any Hadoop filesystem
+it has a connector for: there only `file:` URIs and bare paths are made absolute, and other URIs
+go to Spark as given.
 """
 
 from __future__ import annotations
@@ -67,4 +69,27 @@ def spark_location(location: str, option: str) -> str:
     URI unchanged (Spark resolves it through its Hadoop filesystems)."""
     if scheme(location) in (None, "file"):
         return str(local_path(location, option))
+    return location
+
+
+def store_location(location: str, option: str) -> str:
+    """For backup and restore: an absolute path for a path or `file:` URI, or a store URI
+    `spark.backup_store` opens (`s3a://`/`s3n://` as `s3://`); `LocationError` otherwise."""
+    from tabletdb.spark.backup_store import STORE_SCHEMES
+
+    kind = scheme(location)
+    if kind is None or kind == "file":
+        return str(local_path(location, option))
+    if kind in ("s3a", "s3n"):
+        location = "s3" + location[len(kind) :]
+        kind = "s3"
+    if kind not in STORE_SCHEMES:
+        accepted = ", ".join(f"{name}://" for name in STORE_SCHEMES)
+        raise LocationError(
+            f"{option} {location}: backup and restore take a path, a file: URI or {accepted} here"
+            f" ({kind}:// has not been tested with them); mount that store at the same path on every"
+            " machine (NFS, a FUSE mount) and give that path"
+        )
+    if not urlsplit(location).netloc:
+        raise LocationError(f"{option} {location}: an {kind}:// URI names a bucket ({kind}://bucket/prefix)")
     return location

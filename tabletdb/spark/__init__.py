@@ -7,5 +7,6 @@
 
 Backup and restore move whole tablet files (write times, TTLs and tombstones kept) between the
 nodes' REST APIs and a backup directory: `backup` / `restore` plan and verify on the driver,
-`backup_tasks` is the per-file Spark task, `backup_manifest` the directory's contract.
+`backup_tasks` is the per-file Spark task, `backup_manifest` the directory's contract,
+`backup_store` the directory itself (a local path or an s3:// prefix, through pyarrow.fs).
 """

@@ -8,8 +8,9 @@ file per tablet — files never span a tablet boundary — checking each sha256;
 last. The snapshots are removed and balancing is put back as it was whether or not this worked.
 
 The driver (this module) plans, snapshots and verifies; the file copies run as Spark tasks (a
-job's files spread over one task per core, `backup_tasks`), so ``out_dir`` must be a path every
-executor shares with the driver on a real Spark cluster.
+job's files spread over one task per core, `backup_tasks`), so on a real Spark cluster the backup
+goes to a store every executor reaches alike (`backup_store`): a path they all mount, or an
+s3:// URI.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from tabletdb.spark.backup_manifest import (
     write_manifest,
 )
 from tabletdb.spark.backup_rest import DEFAULT_API_PORT, Cluster, RestError
+from tabletdb.spark.backup_store import BackupStore, as_store
 from tabletdb.spark.backup_tasks import DownloadTask, TaskFailed, TaskResult, run_on_spark
 from tabletdb.storage.data_paths import table_directory_name
 
@@ -130,7 +132,7 @@ def tablet_layout(session: Any, table_id: str) -> TabletLayout | None:
 
 @dataclass(frozen=True)
 class BackupSummary:
-    directory: Path
+    directory: str
     tables: int
     files: int
     bytes: int
@@ -210,19 +212,25 @@ def _file_name(host: uuid.UUID, entry: dict[str, Any], all_replicas: bool) -> st
     return f"{directory}/{host}-shard-{entry['shard']}.db"
 
 
-def check_target(out_dir: Path) -> None:
+def check_target(out_dir: BackupStore | Path | str) -> None:
     """Refuse a directory that already holds a finished backup (before anything starts)."""
-    if (out_dir / MANIFEST).exists():
-        raise BackupError(f"{out_dir} already holds a backup ({MANIFEST}); choose another directory")
+    store = as_store(out_dir)
+    if store.exists(MANIFEST):
+        raise BackupError(f"{store} already holds a backup ({MANIFEST}); choose another directory")
 
 
 def run_backup(
-    spark: Any, options: ClusterOptions, out_dir: Path, keyspaces: Sequence[str], reporter: Reporter
+    spark: Any,
+    options: ClusterOptions,
+    out_dir: BackupStore | Path | str,
+    keyspaces: Sequence[str],
+    reporter: Reporter,
 ) -> BackupSummary:
+    """Back up into ``out_dir`` (a path, made absolute as executors get it as is, or a store URI)."""
     started = time.monotonic()
-    check_target(out_dir)
-    out_dir = out_dir.resolve()  # executors get it as is
-    out_dir.mkdir(parents=True, exist_ok=True)
+    store = as_store(out_dir)
+    check_target(store)
+    store.make_root()
     cluster = Cluster(options.hosts, options.api_port, options.api_endpoints, options.credentials)
     tag = f"backup-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     with cql_session(options) as session:
@@ -237,7 +245,7 @@ def run_backup(
         cluster.any_node.set_balancing(False)
         try:
             manifest = _copy(
-                spark, session, cluster, options, out_dir, tag, chosen_keyspaces, cluster_name, reporter
+                spark, session, cluster, options, store, tag, chosen_keyspaces, cluster_name, reporter
             )
         except TaskFailed as exc:
             _clean_up(cluster, tag, was_enabled, reporter, failing=True)
@@ -247,7 +255,7 @@ def run_backup(
             raise
         _clean_up(cluster, tag, was_enabled, reporter)
     return BackupSummary(
-        out_dir,
+        store.location,
         len(manifest.tables),
         sum(len(t.files) for t in manifest.tables),
         manifest.total_bytes,
@@ -278,7 +286,7 @@ def _copy(
     session: Any,
     cluster: Cluster,
     options: ClusterOptions,
-    out_dir: Path,
+    store: BackupStore,
     tag: str,
     keyspaces: list[str],
     cluster_name: str,
@@ -302,7 +310,7 @@ def _copy(
             cluster.node(host).port,
             tag,
             entry["path"],
-            str(out_dir),
+            store.location,
             entry["sha256"],
             cluster.credentials,
         )
@@ -331,7 +339,8 @@ def _copy(
                 is_view=table[3],
             )
         )
-    (out_dir / SCHEMA).write_text("\n".join(r.create_statement.rstrip("\n") for r in schema_rows) + "\n")
+    schema = "\n".join(r.create_statement.rstrip("\n") for r in schema_rows) + "\n"
+    store.write_atomic(SCHEMA, schema.encode())
     manifest = Manifest(
         cluster_name=cluster_name,
         time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -340,7 +349,7 @@ def _copy(
         tables=entries,
         replicas="all" if options.all_replicas else "one",
     )
-    write_manifest(out_dir, manifest)
+    write_manifest(store, manifest)
     return manifest
 
 

@@ -15,13 +15,12 @@ directory without one is an unfinished backup.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tabletdb.storage.fsync import fsync_path
+from tabletdb.spark.backup_store import BackupStore, as_store
 
 MANIFEST = "manifest.json"
 SCHEMA = "schema.cql"
@@ -85,33 +84,28 @@ class Manifest:
         return next((t for t in self.tables if t.id == table_id), None)
 
 
-def write_manifest(directory: Path, manifest: Manifest) -> None:
-    """Write via a temporary file and rename: a reader sees the whole manifest or none."""
-    staging = directory / (MANIFEST + ".partial")
-    with open(staging, "w") as out:
-        json.dump(asdict(manifest), out, indent=1)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(staging, directory / MANIFEST)
-    fsync_path(directory)  # the rename itself must survive a crash too
+def write_manifest(directory: BackupStore | Path | str, manifest: Manifest) -> None:
+    """Written under a temporary name and renamed (moved): a reader sees all of it or none."""
+    as_store(directory).write_atomic(MANIFEST, json.dumps(asdict(manifest), indent=1).encode())
 
 
-def read_manifest(directory: Path) -> Manifest:
-    path = directory / MANIFEST
-    if not path.exists():
-        raise ManifestError(f"{directory} has no {MANIFEST}: not a backup, or the backup did not finish")
+def read_manifest(directory: BackupStore | Path | str) -> Manifest:
+    store = as_store(directory)
+    where = store.child(MANIFEST)
+    if not store.is_file(MANIFEST):
+        raise ManifestError(f"{store} has no {MANIFEST}: not a backup, or the backup did not finish")
     try:
-        body: dict[str, Any] = json.loads(path.read_text())
+        body: dict[str, Any] = json.loads(store.read_text(MANIFEST))
         if body.get("format") != FORMAT:
             raise ManifestError(
-                f"{path}: manifest format {body.get('format')!r}, this version reads {FORMAT}"
+                f"{where}: manifest format {body.get('format')!r}, this version reads {FORMAT}"
             )
         tables = [
             TableEntry(**{**t, "files": [BackupFile(**f) for f in t["files"]]}) for t in body.pop("tables")
         ]
         return Manifest(**body, tables=tables)
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"{path} is not a valid manifest: {exc}") from None
+        raise ManifestError(f"{where} is not a valid manifest: {exc}") from None
 
 
 # --- schema.cql --------------------------------------------------------------------------------

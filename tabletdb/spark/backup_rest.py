@@ -23,14 +23,15 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from tabletdb.storage.fsync import fsync_path
 
 DEFAULT_API_PORT = 10000
 TIMEOUT = 600.0
 CONNECT_PATIENCE = 15.0
-_CHUNK = 1 << 20
+CHUNK = 1 << 20
+_CHUNK = CHUNK
 
 Advance = Callable[[int], None]
 Credentials = tuple[str, str]
@@ -103,22 +104,36 @@ class NodeApi:
         self._call("DELETE", "/storage_service/snapshots", {"tag": tag})
 
     def download(self, tag: str, path: str, target: Path, advance: Advance) -> str:
-        """Stream a snapshot file into ``target``; returns its sha256."""
+        """Stream a snapshot file into the local file ``target``, synced with its directory;
+        returns its sha256."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(target, "wb") as out:
+                digest = self.download_to(tag, path, out, advance)
+                out.flush()
+                os.fsync(out.fileno())  # a backup that reported success survives a crash
+            fsync_path(target.parent)  # its name too
+        except OSError as exc:
+            target.unlink(missing_ok=True)
+            raise self._failed("GET", f"snapshot file {path}", exc) from None
+        except RestError:
+            target.unlink(missing_ok=True)  # no partial file left to look like a copied one
+            raise
+        return digest
+
+    def download_to(self, tag: str, path: str, out: BinaryIO, advance: Advance) -> str:
+        """Stream a snapshot file into ``out`` (a file or a store's object); returns its sha256."""
         url = f"{self.base}/storage_service/snapshots/file?" + urllib.parse.urlencode(
             {"tag": tag, "path": path}
         )
         digest = hashlib.sha256()
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
             request = urllib.request.Request(url, headers=basic_auth_headers(self.credentials))
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response, open(target, "wb") as out:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
                 while chunk := response.read(_CHUNK):
                     digest.update(chunk)
                     out.write(chunk)
                     advance(len(chunk))
-                out.flush()
-                os.fsync(out.fileno())  # a backup that reported success survives a crash
-            fsync_path(target.parent)  # its name too
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
             raise self._failed("GET", f"snapshot file {path}", f"HTTP {exc.code}: {detail}") from None
@@ -127,9 +142,16 @@ class NodeApi:
         return digest.hexdigest()
 
     def load_tablet(
-        self, table_id: str, first_token: int, last_token: int, source: Path, sha256: str
+        self,
+        table_id: str,
+        first_token: int,
+        last_token: int,
+        source: Path,
+        sha256: str,
+        sent: Any | None = None,
     ) -> dict[str, Any]:
-        """Send a tablet image for the node to install whole or apply as rows."""
+        """Send a tablet image for the node to install whole or apply as rows; ``sent`` (a
+        hashlib object) is fed the bytes as they go, so a sender need not read the file twice."""
         query = {"table_id": table_id, "first_token": first_token, "last_token": last_token, "sha256": sha256}
         path = "/storage_service/tablets/load?" + urllib.parse.urlencode(
             {k: str(v) for k, v in query.items()}
@@ -143,7 +165,8 @@ class NodeApi:
         connection = http.client.HTTPConnection(self.address, self.port, timeout=TIMEOUT, blocksize=_CHUNK)
         try:
             with open(source, "rb") as body:
-                connection.request("POST", path, body=body, headers=headers)
+                reader: BinaryIO = body if sent is None else cast(BinaryIO, _Hashing(body, sent))
+                connection.request("POST", path, body=reader, headers=headers)
             response = connection.getresponse()
             text = response.read()
         except OSError as exc:
@@ -155,6 +178,19 @@ class NodeApi:
             raise self._failed("POST", f"tablet load of {source.name}", detail)
         result: dict[str, Any] = json.loads(text)
         return result
+
+
+class _Hashing:
+    """A file whose reads also feed a hash (http.client reads a file body in blocks)."""
+
+    def __init__(self, inner: BinaryIO, digest: Any) -> None:
+        self._inner = inner
+        self._digest = digest
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._inner.read(size)
+        self._digest.update(data)
+        return data
 
 
 def _one_line(text: str) -> str:

@@ -7,20 +7,23 @@ pickles it by reference) runs one on an executor and returns a `TaskResult`; err
 results rather than exceptions, so the driver can record what did finish (restore progress)
 before failing with the task's own message instead of a JVM stack trace.
 
-The backup directory is read and written by the executors: on a real Spark cluster it must be a
-path every executor and the driver see alike (a shared filesystem), and every executor must
-reach the nodes' REST APIs and have tabletdb installed.
+The backup's store is read and written by the executors (`backup_store`): on a real Spark
+cluster it must be a path every executor and the driver see alike (a shared filesystem) or an
+s3:// URI; every executor must reach the nodes' REST APIs and have tabletdb installed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tabletdb.spark.backup_rest import Credentials, NodeApi, RestError, file_sha256
+from tabletdb.spark.backup_rest import CHUNK, Credentials, NodeApi, RestError, file_sha256
+from tabletdb.spark.backup_store import BackupStore
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ class TaskResult:
 
 @dataclass(frozen=True)
 class DownloadTask:
-    """Copy one snapshot file from its node into the backup directory."""
+    """Copy one snapshot file from its node into the backup's store."""
 
     label: str
     """The file's path relative to the backup directory."""
@@ -53,23 +56,36 @@ class DownloadTask:
     tag: str
     snapshot_path: str
     backup_dir: str
+    """The store's location (`backup_store.BackupStore`): an absolute path or a store URI."""
     expected_sha256: str
     credentials: Credentials | None = field(default=None, repr=False)
     """For the node's REST API (basic auth); travels to the executor with the task."""
 
     def run(self) -> TaskResult:
-        target = Path(self.backup_dir) / self.label
-        digest = NodeApi(self.address, self.port, self.credentials).download(
-            self.tag, self.snapshot_path, target, _ignore
-        )
+        store = BackupStore(self.backup_dir)
+        api = NodeApi(self.address, self.port, self.credentials)
+        local = store.local
+        if local is not None:
+            target = local / self.label
+            digest = api.download(self.tag, self.snapshot_path, target, _ignore)
+            size = target.stat().st_size
+        else:  # an object is durable once its stream has closed
+            with store.writer(self.label) as out:
+                digest = api.download_to(self.tag, self.snapshot_path, out, _ignore)
+            size = store.size(self.label)
         if digest != self.expected_sha256:
             raise RestError(f"downloaded sha256 {digest} != the node's {self.expected_sha256}")
-        return TaskResult(self.label, size=target.stat().st_size, sha256=digest)
+        return TaskResult(self.label, size=size, sha256=digest)
 
 
 @dataclass(frozen=True)
 class UploadTask:
-    """Send one backed-up file to every node that holds a replica of a tablet it overlaps."""
+    """Send one backed-up file to every node that holds a replica of a tablet it overlaps.
+
+    A local file is sent from where it lies and hashed as it goes out to the first node, which
+    checks the same sha256 (the manifest's) on arrival: one read of the file, not a checking read
+    first. A file in an object store is fetched once into the executor's temporary directory,
+    hashed on the way and checked before anything is sent, then sent from there to each node."""
 
     label: str
     """The file's path relative to the backup directory (the restore progress key)."""
@@ -78,23 +94,53 @@ class UploadTask:
     first_token: int
     last_token: int
     backup_dir: str
+    """The store's location (`backup_store.BackupStore`): an absolute path or a store URI."""
     expected_sha256: str
     credentials: Credentials | None = field(default=None, repr=False)
 
     def run(self) -> TaskResult:
-        source = Path(self.backup_dir) / self.label
-        digest = file_sha256(source)
+        store = BackupStore(self.backup_dir)
+        local = store.local
+        if local is not None:
+            return self._send(local / self.label, None)
+        with tempfile.TemporaryDirectory(prefix="tabletdb-restore-") as scratch:
+            copy = Path(scratch) / "tablet.db"
+            digest = hashlib.sha256()
+            with store.reader(self.label) as source, open(copy, "wb") as out:
+                while chunk := source.read(CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+            self._check(digest.hexdigest())
+            return self._send(copy, digest.hexdigest())
+
+    def _check(self, digest: str) -> None:
         if digest != self.expected_sha256:
-            raise RestError(f"sha256 {digest} does not match the manifest's {self.expected_sha256}")
-        modes = tuple(
-            str(
-                NodeApi(address, port, self.credentials).load_tablet(
-                    self.table_id, self.first_token, self.last_token, source, digest
-                )["mode"]
+            raise RestError(
+                f"the backup's file is damaged: sha256 {digest} does not match the manifest's"
+                f" {self.expected_sha256}"
             )
-            for address, port in self.targets
-        )
-        return TaskResult(self.label, size=source.stat().st_size, sha256=digest, modes=modes)
+
+    def _send(self, source: Path, known: str | None) -> TaskResult:
+        modes: list[str] = []
+        digest = known
+        for address, port in self.targets:
+            sent = hashlib.sha256() if digest is None else None
+            api = NodeApi(address, port, self.credentials)
+            try:
+                answer = api.load_tablet(
+                    self.table_id, self.first_token, self.last_token, source, self.expected_sha256, sent
+                )
+            except RestError:
+                if digest is None:  # was it the backup's file that is damaged? say so, if it was
+                    self._check(file_sha256(source))
+                raise
+            if sent is not None:
+                digest = sent.hexdigest()
+            modes.append(str(answer["mode"]))
+        if digest is None:  # no target: still make sure the backup's file is whole
+            digest = file_sha256(source)
+        self._check(digest)
+        return TaskResult(self.label, size=source.stat().st_size, sha256=digest, modes=tuple(modes))
 
 
 SparkTask = DownloadTask | UploadTask

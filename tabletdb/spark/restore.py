@@ -6,28 +6,29 @@
    CREATE INDEX waits until after the data (step 4).
 2. Send each backed-up tablet file to every replica of the target tablets it overlaps. A node
    installs the file whole when its tablet has exactly the file's range and is still empty, and
-   otherwise applies the file's partitions as mutations (rows: write times, TTLs and tombstones
-   kept; last write wins, so a repeated load is harmless). Each file's sha256 is checked against
-   the manifest before it leaves and by the node on arrival.
+   otherwise merges the file's partitions into its tablet files inside SQLite (write times, TTLs
+   and tombstones kept; last write wins, so a repeated load is harmless). The node checks the
+   file's sha256 against the manifest's on arrival; the sender hashes what it sends as it sends
+   it (no separate read), so a file damaged in the backup is named with both checksums.
 3. Put every table's own `tablets` option back, so DESCRIBE shows the backed-up schema exactly.
 4. Create the secondary indexes, which the nodes build from the restored data.
 5. Verify: the rows of every backed-up tablet's token range counted against the manifest, a few
    ranges at a time (`restore_verify`); never one whole-table COUNT(*) under a client timeout.
 
-Progress is an append-only file (one JSON line per finished statement, file or verified range,
-synced), kept next to the backup by default; a rerun skips what it lists, so a restore killed at
-any point completes when run again, and its progress bars start from what was already done.
+Progress (one record per finished statement, file or verified range) is kept next to the backup
+by default: an append-only file synced per record on a local disk, one small object per record
+on an object store (`backup_store.progress_log`); a rerun skips what it lists, so a restore
+killed at any point completes when run again, and its progress bars start from what was already
+done.
 
 Step 2 runs on Spark: one `backup_tasks.UploadTask` per file, in jobs of a few files per core
 (one Spark task per core runs a job's share in turn); the driver records each job's finished
-files as the job ends. Executors read the files from ``backup_dir``, which must be a path they
-share with the driver on a real Spark cluster.
+files as the job ends. Executors read the files from the backup's store (`backup_store`): a
+path they share with the driver, or an s3:// URI, on a real Spark cluster.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -50,6 +51,7 @@ from tabletdb.spark.backup_manifest import (
     tablets_option,
 )
 from tabletdb.spark.backup_rest import Cluster
+from tabletdb.spark.backup_store import BackupStore, ProgressLog, as_store, progress_log
 from tabletdb.spark.backup_tasks import TaskFailed, TaskResult, UploadTask, run_on_spark
 from tabletdb.spark.restore_verify import RangeCheck, count_ranges, judge, plan_checks, range_ok
 
@@ -63,17 +65,16 @@ class RestoreError(RuntimeError):
 class RestoreProgress:
     """What earlier runs of this restore finished, for one target cluster."""
 
-    def __init__(self, path: Path, target: str) -> None:
-        self.path = path
+    def __init__(self, log: ProgressLog, target: str) -> None:
+        self.log = log
         self.statements: set[int] = set()
         self.files: set[str] = set()
         self.verified: dict[str, int] = {}
         """Token ranges whose row count matched: range key -> rows."""
         self.resumed = False
-        lines = self._read()
+        lines = log.read()
         if lines and lines[0].get("target") != target:
-            stale = path.with_name(f"{path.name}.{int(time.time())}.other-target")
-            os.replace(path, stale)  # progress of a restore into another cluster: keep, set aside
+            log.set_aside(f"{int(time.time())}.other-target")  # another cluster's: keep, set aside
             lines = []
         if not lines:
             self._append({"target": target})
@@ -86,22 +87,8 @@ class RestoreProgress:
             elif "verified" in line:
                 self.verified[str(line["verified"])] = int(line["rows"])
 
-    def _read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        out: list[dict[str, Any]] = []
-        for text in self.path.read_text().splitlines():
-            try:
-                out.append(json.loads(text))
-            except json.JSONDecodeError:  # a torn last line from a kill: that step is redone
-                break
-        return out
-
     def _append(self, record: dict[str, Any]) -> None:
-        with open(self.path, "a") as out:
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+        self.log.append(record)
 
     def statement_done(self, index: int) -> None:
         self._append({"statement": index})
@@ -133,29 +120,38 @@ class RestoreSummary:
 def run_restore(
     spark: Any,
     options: ClusterOptions,
-    backup_dir: Path,
+    backup_dir: BackupStore | Path | str,
     reporter: Reporter,
-    progress_path: Path | None = None,
+    progress_path: BackupStore | Path | str | None = None,
 ) -> RestoreSummary:
+    """Restore the backup in ``backup_dir`` (a path or a store URI; executors get it as is,
+    so a path is made absolute); progress goes to ``progress_path`` (default: in the backup)."""
     started = time.monotonic()
-    backup_dir = backup_dir.resolve()  # executors get it as is
-    manifest = read_manifest(backup_dir)
-    statements = split_statements((backup_dir / SCHEMA).read_text())
+    store = as_store(backup_dir)
+    manifest = read_manifest(store)
+    statements = split_statements(store.read_text(SCHEMA))
     cluster = Cluster(options.hosts, options.api_port, options.api_endpoints, options.credentials)
     target = ",".join(sorted(str(h) for h in cluster.nodes))
-    progress = RestoreProgress(progress_path or backup_dir / PROGRESS_FILE, target)
+    progress = RestoreProgress(_progress_log(store, progress_path, target), target)
     summary = RestoreSummary(tables=len(manifest.tables), resumed=progress.resumed)
     with cql_session(options) as session:
         if not progress.resumed:
             _check_empty(cluster, manifest)
         _replay_schema(session, statements, manifest, progress, reporter, indexes=False)
         layouts = {t.id: tablet_layout(session, t.id) for t in manifest.tables}
-        _load_files(spark, cluster, options, backup_dir, manifest, layouts, progress, reporter, summary)
+        _load_files(spark, cluster, options, store, manifest, layouts, progress, reporter, summary)
         _unpin(session, statements, manifest, reporter)
         _replay_schema(session, statements, manifest, progress, reporter, indexes=True)
         _verify(session, manifest, progress, reporter, summary)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _progress_log(store: BackupStore, given: BackupStore | Path | str | None, target: str) -> ProgressLog:
+    if given is None:
+        return progress_log(store, PROGRESS_FILE, target)
+    parent, name = as_store(given).split()
+    return progress_log(parent, name, target)
 
 
 def _check_empty(cluster: Cluster, manifest: Manifest) -> None:
@@ -233,7 +229,7 @@ def _load_files(
     spark: Any,
     cluster: Cluster,
     options: ClusterOptions,
-    backup_dir: Path,
+    store: BackupStore,
     manifest: Manifest,
     layouts: dict[str, TabletLayout | None],
     progress: RestoreProgress,
@@ -259,7 +255,7 @@ def _load_files(
             t.id,
             f.first_token,
             f.last_token,
-            str(backup_dir),
+            store.location,
             f.sha256,
             cluster.credentials,
         )

@@ -69,12 +69,23 @@ def test_backup_restore_and_export_refuse_a_store_they_cannot_write(tmp_path: Pa
     from tabletdb.cli.cdc import cdc_group
 
     runner = CliRunner()
-    result = runner.invoke(backup_command, [*HOSTS, "--to", "s3a://bucket/b1"])
-    assert result.exit_code == 2 and "only a path or a file: URI" in result.output
+    result = runner.invoke(backup_command, [*HOSTS, "--to", "gs://bucket/b1"])
+    assert result.exit_code == 2 and "a file: URI or s3:// here (gs:// has not been tested" in result.output
     result = runner.invoke(restore_command, [*HOSTS, "--from", "hdfs://nn/b1"])
     assert result.exit_code == 2 and "mount that store" in result.output
-    result = runner.invoke(cdc_group, ["export", *HOSTS, "--table", "ks.t", "--to", "gs://b/x"])
+    result = runner.invoke(restore_command, [*HOSTS, "--from", "s3://"])
+    assert result.exit_code == 2 and "names a bucket" in result.output
+    result = runner.invoke(cdc_group, ["export", *HOSTS, "--table", "ks.t", "--to", "s3://b/x"])
     assert result.exit_code == 2 and "only a path or a file: URI" in result.output
+
+
+def test_backup_and_restore_take_s3_uris_in_hadoops_spellings(tmp_path: Path) -> None:
+    from tabletdb.cli.locations import store_location
+
+    assert store_location("s3://bucket/backups/b1", "--to") == "s3://bucket/backups/b1"
+    assert store_location("s3a://bucket/b1", "--to") == "s3://bucket/b1"
+    assert store_location("s3n://bucket/b1", "--from") == "s3://bucket/b1"
+    assert store_location(f"file://{tmp_path}/b1", "--to") == str(tmp_path / "b1")
 
 
 def test_backup_to_a_file_is_a_usage_error(tmp_path: Path) -> None:

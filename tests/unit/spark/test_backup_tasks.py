@@ -24,13 +24,26 @@ def test_tasks_survive_pickling_unchanged(tmp_path: Path) -> None:
     assert pickle.loads(pickle.dumps(result)) == result
 
 
-def test_upload_of_a_corrupt_file_fails_before_sending_with_both_checksums(tmp_path: Path) -> None:
+def test_upload_of_a_damaged_file_that_reaches_no_node_names_both_checksums(tmp_path: Path) -> None:
+    """A local file is hashed as it is sent (the node checks the manifest's sha256 on arrival);
+    when a send fails, the task reads the file again to tell a damaged backup from a bad node."""
     (tmp_path / "f.db").write_bytes(b"not what the manifest says")
     actual = hashlib.sha256(b"not what the manifest says").hexdigest()
-    # the target port is closed: reaching it would fail differently
     task = UploadTask("f.db", (("127.0.0.1", _closed_port()),), "id", 0, 1, str(tmp_path), "0" * 64)
     result = run_task(task)
-    assert result.error is not None and actual in result.error and "0" * 64 in result.error
+    assert result.error is not None and "damaged" in result.error
+    assert actual in result.error and "0" * 64 in result.error
+
+
+def test_upload_of_a_sound_file_to_an_unreachable_node_names_the_node(tmp_path: Path) -> None:
+    body = b"what the manifest says"
+    (tmp_path / "f.db").write_bytes(body)
+    port = _closed_port()
+    task = UploadTask(
+        "f.db", (("127.0.0.1", port),), "id", 0, 1, str(tmp_path), hashlib.sha256(body).hexdigest()
+    )
+    result = run_task(task)
+    assert result.error is not None and f"127.0.0.1:{port}" in result.error and "damaged" not in result.error
 
 
 def test_missing_file_is_an_error_naming_the_os_error(tmp_path: Path) -> None:

@@ -152,3 +152,17 @@ def test_a_token_or_key_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
     tamper(other, "UPDATE partitions SET pk = 'a'", "DELETE FROM rows", "DELETE FROM cells")
     with pytest.raises(ImageRejected, match="not its key's token"):
         validate_image(other, TABLE, FULL_RING, LIMIT)
+
+
+def test_with_structure_a_damaged_page_is_refused_and_a_sound_file_accepted(tmp_path: Path) -> None:
+    path = image(tmp_path, *(row(n.to_bytes(4, "big")) for n in range(400)))
+    validate_image(path, TABLE, FULL_RING, LIMIT, structure=True)
+    data = bytearray(path.read_bytes())
+    page = 4096
+    assert len(data) >= 8 * page, "the image needs pages to damage"
+    middle = (len(data) // page // 2) * page
+    data[middle + 8 : middle + page] = b"\xa5" * (page - 8)  # keep the page header, wreck its cells
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(ImageRejected, match=r"integrity check|not a readable"):
+        validate_image(damaged, TABLE, FULL_RING, LIMIT, structure=True)
