@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.harness.addresses import AddressAllocator
 from tests.harness.clients import scylla_session
@@ -26,6 +27,11 @@ from tests.harness.process import processes_to_report
 from tests.harness.spark_cluster import SparkCluster, start_spark_cluster
 
 _TEST_START = pytest.StashKey[float]()
+
+# No timing thresholds in tests: hypothesis's default 200 ms deadline per example fails tests on a
+# loaded machine (it did on test_numbers at load 30); properties are about results, not speed.
+settings.register_profile("tabletdb", deadline=None)
+settings.load_profile("tabletdb")
 
 
 @pytest.fixture(scope="session")
