@@ -31,6 +31,7 @@ COUNT = 64
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # ~200 rows/s at a load average of 30; minutes on a quiet box
 def test_200k_rows_split_to_64_tablets_under_quorum_clients(node_factory: NodeFactory) -> None:
     nodes = node_factory.start_cluster(3, options=RESIZE_OPTIONS)
     with pinned(nodes[0]) as s, pinned(nodes[1]) as w, pinned(nodes[2]) as r:
@@ -52,7 +53,7 @@ def test_200k_rows_split_to_64_tablets_under_quorum_clients(node_factory: NodeFa
             with running(Clients(w, r)) as clients:
                 for start in range(0, ROWS, 10_000):
                     batch = [(k, VALUE) for k in range(start, start + 10_000)]
-                    results = execute_concurrent_with_args(session, insert, batch, concurrency=32)
+                    results = execute_concurrent_with_args(session, insert, batch, concurrency=64)
                     failed = [k for (k, _), (ok, _) in zip(batch, results) if not ok]
                     for k in failed:  # a timeout under a copy says nothing: write it again until acked
                         session.execute(insert, (k, VALUE))
