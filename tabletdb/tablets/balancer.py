@@ -15,6 +15,13 @@ nodes is the one whose size is nearest the parabola's peak: a bisection, not a s
 tried from their most loaded shard down, so moves between nodes also even out shards and few
 moves inside a node remain. A source that can give nothing to any target is not retried within
 the same plan (the next plan, on fresh loads, tries it again).
+
+Tables waiting to merge (``merging``) keep their sibling tablets together: where both siblings
+of a pair have a replica on the same (host, shard), those two replicas are one candidate, weighed
+as both, and move together to the same target (two migrations), or not at all; a replica its
+sibling does not share moves alone, as any other. So balancing never undoes the co-location a
+merge waits for (``merge_colocation``), as ScyllaDB's balancer keeps co-located siblings as one
+migration candidate; with no merge pending it moves each tablet on its own.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ class BalancerInput:
     keyspaces list racks: moves between racks could leave a listed rack)."""
     max_per_node: int | None = None
     """At most this many moves planned into or out of one node (its streams in flight)."""
+    merging: frozenset[uuid.UUID] = frozenset()
+    """Tables whose co-located sibling replicas move only together (a merge waits for them)."""
     no_crossing: bool = False
     """Only moves that leave the target no more loaded (per shard) than the source: a move that
     merely lowers the imbalance measure may swap two nearly equal nodes, and with sizes measured
@@ -58,8 +67,12 @@ class BalancerInput:
 Key = tuple[int, int]
 """A tablet inside the plan: (index of its table in ``_Plan.tables``, tablet id). Hosts are their
 UUID's ``int``: ``uuid.UUID`` hashes and compares in Python, and the plan does that millions of times."""
-Candidate = tuple[int, int, int]
-"""(bytes of one replica, table index, tablet id): the sort order of the candidate index."""
+Candidate = tuple[int, int, int, int]
+"""(bytes of one replica, table index, tablet id, sibling): the sort order of the candidate index.
+``sibling`` is -1 for a replica moving alone, else the id of the right sibling of tablet ``tablet
+id`` sharing this (host, shard): the pair moves as one, weighing both."""
+Unit = tuple[int, int, int]
+"""What one move carries: (table index, tablet id, sibling or -1), as in ``Candidate``."""
 
 
 class _Plan:
@@ -83,13 +96,15 @@ class _Plan:
             else {dc for dc, rf in inp.replication.get(t, {}).items() if isinstance(rf, tuple)}
             for t in self.tables
         ]
+        self.merging = {ti for ti, t in enumerate(self.tables) if t in inp.merging}
         self.replicas: dict[Key, list[TabletReplica]] = {}
         self.sizes: dict[Key, int] = {}
         self.busy: set[Key] = set()
         self.moves: list[Migration] = []
         self.stuck: set[int] = set()
         self.in_flight = {h: 0 for h in self.nodes}
-        limit = inp.max_per_node
+        self.limit = inp.max_per_node
+        limit = self.limit
         self.full: Callable[[int], bool] = (
             (lambda h: False) if limit is None else (lambda h: self.in_flight[h] >= limit)
         )
@@ -103,21 +118,41 @@ class _Plan:
                 if tablet.new_replicas is None:
                     for replica in tablet.replicas:
                         self._add_load(replica, size)
-                    if not tablet.in_transition:
+                    if not tablet.in_transition and ti not in self.merging:
                         self._index(key, size)
                 else:
                     for replica in dict.fromkeys(tablet.replicas + tablet.new_replicas):
                         self._add_load(replica, size)
                 if tablet.in_transition:
                     self.busy.add(key)
+        for ti in self.merging:
+            self._index_siblings(ti, inp.maps[self.tables[ti]])
         for entries in self.candidates.values():
             entries.sort()
 
+    def _targets(self, key: Key, replica: TabletReplica) -> list[str]:
+        """The racks of its DC a replica of ``key`` may move to without the tablet losing a rack
+        (none for a replica on a node outside the plan)."""
+        nodes = self.nodes
+        node = nodes.get(replica.host.int)
+        if node is None:
+            return []
+        if node.dc in self.rack_list_dcs[key[0]]:
+            return [node.rack]
+        others = [
+            nodes[r.host.int].rack
+            for r in self.replicas[key]
+            if r != replica and r.host.int in nodes and nodes[r.host.int].dc == node.dc
+        ]
+        keeps_own = node.rack in others  # another replica holds this rack: any rack will do
+        return [t for t in self.dc_racks[node.dc] if t == node.rack or keeps_own or t not in others]
+
     def _index(self, key: Key, size: int) -> None:
-        """File each replica under the racks of its DC it may move to without losing a rack."""
+        """File each replica under the racks of its DC it may move to without losing a rack
+        (``_targets``, inlined: this runs for every tablet of every plan)."""
         nodes = self.nodes
         placed = [(r, nodes[r.host.int]) for r in self.replicas[key] if r.host.int in nodes]
-        entry = (size, *key)
+        entry = (size, *key, -1)
         for replica, node in placed:
             if node.dc in self.rack_list_dcs[key[0]]:
                 targets = [node.rack]
@@ -131,8 +166,36 @@ class _Plan:
             for rack in targets:
                 self.candidates.setdefault((host, replica.shard, rack), []).append(entry)
 
+    def _index_siblings(self, ti: int, tm: TabletMap) -> None:
+        """A merging table's candidates: a (host, shard) both siblings of a pair use is one
+        candidate for the pair, any other replica one for its tablet alone."""
+        if tm.tablet_count % 2:
+            for tablet_id in range(tm.tablet_count):
+                if (ti, tablet_id) not in self.busy:
+                    self._index((ti, tablet_id), self.sizes[(ti, tablet_id)])
+            return
+        for left in range(0, tm.tablet_count, 2):
+            lk, rk = (ti, left), (ti, left + 1)
+            if lk in self.busy or rk in self.busy:
+                continue  # one sibling moving: the other's shared replicas wait, lone ones too
+            shared = set(self.replicas[lk]) & set(self.replicas[rk])
+            pair = (self.sizes[lk] + self.sizes[rk], ti, left, left + 1)
+            for replica in shared:
+                racks = self._targets(rk, replica)
+                self._file(pair, replica, [r for r in self._targets(lk, replica) if r in racks])
+            for key in (lk, rk):
+                alone = (self.sizes[key], *key, -1)
+                for replica in self.replicas[key]:
+                    if replica not in shared:
+                        self._file(alone, replica, self._targets(key, replica))
+
+    def _file(self, entry: Candidate, replica: TabletReplica, racks: list[str]) -> None:
+        for rack in racks:
+            self.candidates.setdefault((replica.host.int, replica.shard, rack), []).append(entry)
+
     def _unindex(self, key: Key) -> None:
-        entry = (self.sizes[key], *key)
+        """Drop the tablet's own entries (a pair's entry is skipped as busy when found)."""
+        entry = (self.sizes[key], *key, -1)
         for replica in self.replicas[key]:
             node = self.nodes.get(replica.host.int)
             if node is None:
@@ -163,16 +226,19 @@ class _Plan:
     def replica(self, host: int, shard: int) -> TabletReplica:
         return TabletReplica(self.nodes[host].host_id, shard)
 
-    def move(self, key: Key, source: TabletReplica, target: TabletReplica) -> None:
-        self._unindex(key)
-        self._add_load(source, -self.sizes[key])
-        self._add_load(target, self.sizes[key])
-        self.replicas[key] = [target if r == source else r for r in self.replicas[key]]
-        self.busy.add(key)
-        self.in_flight[source.host.int] += 1
-        if target.host != source.host:
-            self.in_flight[target.host.int] += 1
-        self.moves.append(Migration(self.tables[key[0]], key[1], source, target))
+    def move(self, unit: Unit, source: TabletReplica, target: TabletReplica) -> None:
+        table, tablet, sibling = unit
+        for tablet_id in (tablet,) if sibling < 0 else (tablet, sibling):
+            key = (table, tablet_id)
+            self._unindex(key)
+            self._add_load(source, -self.sizes[key])
+            self._add_load(target, self.sizes[key])
+            self.replicas[key] = [target if r == source else r for r in self.replicas[key]]
+            self.busy.add(key)
+            self.in_flight[source.host.int] += 1
+            if target.host != source.host:
+                self.in_flight[target.host.int] += 1
+            self.moves.append(Migration(self.tables[table], tablet_id, source, target))
 
     def racks_kept(self, key: Key, source: int, target: int) -> bool:
         src, dst = self.nodes[source], self.nodes[target]
@@ -195,10 +261,29 @@ class _Plan:
         cs, ct = self.nodes[source].shard_count, self.nodes[target].shard_count
         return size * ((2 * ls - size) / cs - (2 * lt + size) / ct)
 
-    def movable(self, key: Key, source: int, target: int) -> bool:
-        if key in self.busy or any(r.host.int == target for r in self.replicas[key]):
+    def free(self, unit: Unit, source: int, target: int) -> bool:
+        """No tablet of the unit moving yet, and room for its moves on both nodes."""
+        table, tablet, sibling = unit
+        if (table, tablet) in self.busy:
             return False
-        return self.racks_kept(key, source, target)
+        if sibling < 0:
+            return True
+        if (table, sibling) in self.busy:
+            return False
+        limit = self.limit
+        return limit is None or all(self.in_flight[h] + 2 <= limit for h in {source, target})
+
+    def movable(self, unit: Unit, source: int, target: int) -> bool:
+        table, tablet, sibling = unit
+        if not self.free(unit, source, target):
+            return False
+        for tablet_id in (tablet,) if sibling < 0 else (tablet, sibling):
+            key = (table, tablet_id)
+            if any(r.host.int == target for r in self.replicas[key]):
+                return False
+            if not self.racks_kept(key, source, target):
+                return False
+        return True
 
 
 def _nearest(entries: list[Candidate], peak: float) -> Iterator[Candidate]:
@@ -214,7 +299,7 @@ def _nearest(entries: list[Candidate], peak: float) -> Iterator[Candidate]:
             high += 1
 
 
-def _best_move(plan: _Plan, source: int, target: int) -> tuple[Key, TabletReplica] | None:
+def _best_move(plan: _Plan, source: int, target: int) -> tuple[Unit, TabletReplica] | None:
     """A replica on ``source`` worth moving to ``target``, from the source's most loaded shard that
     has one: the one lowering imbalance most (the largest when the source drains)."""
     draining = source in plan.draining
@@ -229,13 +314,13 @@ def _best_move(plan: _Plan, source: int, target: int) -> tuple[Key, TabletReplic
             continue
         order = reversed(entries) if draining else _nearest(entries, peak)
         no_crossing = plan.inp.no_crossing and not draining
-        for size, table, tablet in order:
+        for size, table, tablet, sibling in order:
             if not draining and plan.gain(size, source, target) <= 0:
                 break  # every later entry is further from the peak: no gain either
             if no_crossing and size > peak:
                 continue  # the target would end up above the source (peak: the size evening them)
-            if plan.movable((table, tablet), source, target):
-                return (table, tablet), plan.replica(source, shard)
+            if plan.movable((table, tablet, sibling), source, target):
+                return (table, tablet, sibling), plan.replica(source, shard)
     return None
 
 
@@ -257,8 +342,8 @@ def _inter_node_move(plan: _Plan, dc: str) -> bool:
                 break
             found = _best_move(plan, source, target)
             if found is not None:
-                key, replica = found
-                plan.move(key, replica, plan.replica(target, plan.least_loaded_shard(target)))
+                unit, replica = found
+                plan.move(unit, replica, plan.replica(target, plan.least_loaded_shard(target)))
                 return True
         plan.stuck.add(source)
     return False
@@ -272,19 +357,20 @@ def _intra_node_move(plan: _Plan, host: int) -> bool:
     low = plan.least_loaded_shard(host)
     gap = shards[high] - shards[low]
     entries = plan.candidates.get((host, high, plan.nodes[host].rack))
-    for size, table, tablet in _nearest(entries or [], gap / 2):
+    for size, table, tablet, sibling in _nearest(entries or [], gap / 2):
         if size >= gap:
             break  # nearest to gap/2 first: the rest are no smaller than gap either
         if plan.inp.no_crossing and 2 * size > gap:
             continue  # the low shard would end up above the high one
-        if (table, tablet) not in plan.busy:
-            plan.move((table, tablet), plan.replica(host, high), plan.replica(host, low))
+        if plan.free((table, tablet, sibling), host, host):
+            plan.move((table, tablet, sibling), plan.replica(host, high), plan.replica(host, low))
             return True
     return False
 
 
 def plan_migrations(inp: BalancerInput, max_migrations: int = 16) -> list[Migration]:
-    """Up to ``max_migrations`` moves, each tablet at most once; empty when balanced."""
+    """Up to ``max_migrations`` moves, each tablet at most once; empty when balanced (a pair of
+    co-located siblings counts as two moves, so a plan may end one above the bound)."""
     plan = _Plan(inp)
     dcs = sorted({n.dc for n in inp.nodes})
     progress = True

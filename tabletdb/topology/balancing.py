@@ -18,6 +18,12 @@ streaming stage (``node.tablet_streaming``). Such a move rolls back like any oth
 stays down (the node then uses the file in whichever shard holds it,
 ``StorageService.resident_shard``). A plan that has both kinds starts the moves between nodes;
 the intranode ones are planned again on the next round.
+
+Merges (``topology.resize``): while the re-evaluation wants a table merged whose sibling tablets
+are apart (``merging``), rounds co-locate them first (``tablets.merge_colocation``: moves between
+nodes, then between shards, under the same per-node bound); the coordinator begins the merge
+once every pair is co-located. Rounds of ordinary balancing meanwhile move co-located siblings
+of those tables only together (``BalancerInput.merging``).
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from tabletdb.tablets.allocation import NodeCapacity
 from tabletdb.tablets.balancer import BalancerInput, TabletKey, plan_migrations
 from tabletdb.tablets.colocation import group_sizes, planning_maps
-from tabletdb.tablets.migration import begin_migration
+from tabletdb.tablets.count import DcReplication
+from tabletdb.tablets.merge_colocation import ColocationInput, plan_colocation
+from tabletdb.tablets.migration import Migration, begin_migration
 from tabletdb.tablets.tablet_map import TabletMap, TransitionKind
 from tabletdb.topology.commands import TabletUpdate
 from tabletdb.topology.state import Request, TopologyState, Transition
@@ -40,6 +49,13 @@ MAX_PER_NODE = 2
 MAX_PER_ROUND = 64
 
 
+class Round(NamedTuple):
+    topology: TopologyState
+    """With the round's transition started (version + 1)."""
+    updates: list[TabletUpdate]
+    reason: str
+
+
 def plan_round(
     topology: TopologyState,
     tablets: Mapping[uuid.UUID, TabletMap],
@@ -48,10 +64,15 @@ def plan_round(
     sizes: Mapping[TabletKey, int],
     request_id: uuid.UUID,
     alive: frozenset[uuid.UUID] | None = None,
-) -> tuple[TopologyState, list[TabletUpdate]] | None:
-    """The topology with a balance round started and its tablet updates; None when balanced, or
-    while a node that takes part is down (``alive``, None: all up): its load is unknown and a
-    move it is in could only wait or roll back."""
+    merging: frozenset[uuid.UUID] = frozenset(),
+    replication: Mapping[uuid.UUID, Mapping[str, DcReplication]] | None = None,
+) -> Round | None:
+    """The topology with a round started, its tablet updates and why; None when balanced (and
+    every pair of the ``merging`` tables that can move is co-located), or while a node that takes
+    part is down (``alive``, None: all up): its load is unknown and a move it is in could only
+    wait or roll back. ``replication`` (per table) lets co-location move a replica to another
+    rack where the keyspace's RF is a number (never where it lists racks, nor for a table not in
+    it)."""
     sizes = group_sizes(tablets, sizes)
     tablets = planning_maps(tablets)  # co-located tables move with their base (coordinator._command)
     hosts = [h for h in topology.normal_nodes() if h not in topology.ignored]
@@ -60,22 +81,12 @@ def plan_round(
     nodes = [NodeCapacity(h, *locations.get(h, ("", "")), max(1, shards.get(h, 1))) for h in hosts]
     if len(nodes) < 1 or not tablets:
         return None
-    known = [s for s in sizes.values() if s > 0]
-    default = max(1, sum(known) // len(known)) if known else 1  # a tablet not measured yet weighs the mean
-    moves = plan_migrations(
-        BalancerInput(
-            nodes,
-            tablets,
-            tablet_sizes=sizes,
-            default_tablet_size=default,
-            keep_racks=True,
-            max_per_node=MAX_PER_NODE,
-            no_crossing=True,
-        ),
-        max_migrations=MAX_PER_ROUND,
-    )
-    across = [m for m in moves if m.kind is not TransitionKind.INTRANODE_MIGRATION]
-    moves = across or moves
+    merging = frozenset(t for t in merging if t in tablets)
+    moves = _colocation_moves(nodes, tablets, merging, replication or {})
+    what = "co-locating sibling tablets for a merge"
+    if not moves:
+        moves = _balance_moves(nodes, tablets, sizes, merging)
+        what = ""
     if not moves:
         return None
     maps = dict(tablets)
@@ -90,4 +101,48 @@ def plan_round(
         transition=Transition(request, TransitionState.TABLET_MIGRATION),
         version=topology.version + 1,
     )
-    return after, updates
+    return Round(after, updates, f"balance: {len(updates)} tablet move(s)" + (f" {what}" if what else ""))
+
+
+def _colocation_moves(
+    nodes: list[NodeCapacity],
+    tablets: Mapping[uuid.UUID, TabletMap],
+    merging: frozenset[uuid.UUID],
+    replication: Mapping[uuid.UUID, Mapping[str, DcReplication]],
+) -> list[Migration]:
+    """Moves between nodes first; moves between the shards of a node once none is left."""
+    if not merging:
+        return []
+    for across in (True, False):
+        found = plan_colocation(
+            ColocationInput(nodes, tablets, merging, replication, MAX_PER_NODE, across_nodes=across),
+            max_migrations=MAX_PER_ROUND,
+        )
+        if found:
+            return found
+    return []
+
+
+def _balance_moves(
+    nodes: list[NodeCapacity],
+    tablets: Mapping[uuid.UUID, TabletMap],
+    sizes: Mapping[TabletKey, int],
+    merging: frozenset[uuid.UUID],
+) -> list[Migration]:
+    known = [s for s in sizes.values() if s > 0]
+    default = max(1, sum(known) // len(known)) if known else 1  # a tablet not measured yet weighs the mean
+    moves = plan_migrations(
+        BalancerInput(
+            nodes,
+            tablets,
+            tablet_sizes=sizes,
+            default_tablet_size=default,
+            keep_racks=True,
+            max_per_node=MAX_PER_NODE,
+            merging=merging,
+            no_crossing=True,
+        ),
+        max_migrations=MAX_PER_ROUND,
+    )
+    across = [m for m in moves if m.kind is not TransitionKind.INTRANODE_MIGRATION]
+    return across or moves

@@ -199,11 +199,20 @@ def step(
             return resizing
         if not t.queue:
             if view.balancing:
+                merging, replication = rs.merge_inputs(view.tablets, view.resize, view.tablet_sizes)
                 started = plan_round(
-                    t, view.tablets, view.shards, view.locations, view.tablet_sizes, new_id, obs.alive
+                    t,
+                    view.tablets,
+                    view.shards,
+                    view.locations,
+                    view.tablet_sizes,
+                    new_id,
+                    obs.alive,
+                    merging,
+                    replication,
                 )
                 if started is not None:
-                    return _command(view, new_id, *started, f"balance: {len(started[1])} tablet move(s)")
+                    return _command(view, new_id, *started)
             return Idle("no topology requests")
         blocked = vp.blocking_cleanup(t, t.queue[0])
         if blocked:

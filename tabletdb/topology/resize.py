@@ -23,8 +23,13 @@ of a dead replica) or a replica host down for ``rollback_after_ms`` reverts the 
 ``resize = none`` (version + 1); the half-written new files are garbage then. A coordinator that
 crashes resumes from the maps (the copies are redone: they are idempotent).
 
-A merge needs each pair of sibling tablets on the same replicas (``TabletMap.merge``); a table
-whose siblings are not co-located is not merged (co-location moves are not planned yet).
+A merge needs each pair of sibling tablets on the same replicas (``TabletMap.merge``). A table
+the re-evaluation wants merged whose siblings are apart is *pending* (``pending_merges``): the
+balancer loop co-locates its siblings first (``tablets.merge_colocation``, rounds of moves with
+the balancer's per-node bound) and, while it is pending, never separates co-located siblings;
+once every pair is co-located the merge begins as above. Pending is re-derived on every step
+from the sizes, as ScyllaDB's balancer re-evaluates (and may revoke) a merge decision: a table
+that grows again stops being pending, and balancing may then move its siblings apart again.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from tabletdb.cdc.tablet_streams import StreamSet, StreamSets, next_stream_set
 from tabletdb.tablets.colocation import followers_of
 from tabletdb.tablets.count import (
     ClusterShape,
+    DcReplication,
     ResizeState,
     SizingConfig,
     TableSize,
@@ -44,6 +50,7 @@ from tabletdb.tablets.count import (
     plan_resizes,
 )
 from tabletdb.tablets.load_stats import TabletKey
+from tabletdb.tablets.merge_colocation import siblings_colocated
 from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.topology.commands import MapUpdate, TopologyCommand, map_update
 from tabletdb.topology.state import TopologyState
@@ -106,17 +113,8 @@ def decide(
     """The next resize to begin, or None. A table is sized only when every tablet of it and of
     its co-located tables was measured (a missing size would look like an empty tablet and
     merge it); one whose replicas are not all alive, or (merge) whose siblings do not share
-    replicas, waits."""
-    sizing: dict[uuid.UUID, TableSizing] = {}
-    followers = followers_of(tablets)
-    for table_id, table in inputs.tables.items():
-        tm = tablets.get(table_id)
-        if tm is None or (tm.base_table is not None and tm.base_table in tablets):
-            continue  # a co-located table resizes with its base
-        total = _group_bytes(tablets, group_ids(table_id, tablets, inputs, followers), sizes)
-        size = None if total is None else TableSize(tm.tablet_count, total, tm.resize)
-        sizing[table_id] = replace(table, size=size)
-    plans = plan_resizes(sizing, inputs.shape, inputs.config)
+    replicas, waits (the latter is pending: see ``pending_merges``)."""
+    sizing, plans, followers = _plans(tablets, inputs, sizes)
     for table_id in sorted(plans, key=lambda t: t.bytes):
         kind = plans[table_id]
         if kind is ResizeState.NONE:
@@ -124,7 +122,7 @@ def decide(
         group = [tablets[t] for t in group_ids(table_id, tablets, inputs, followers) if t in tablets]
         if any(h not in alive for tm in group for h in _hosts(tm)):
             continue
-        if kind is ResizeState.MERGE and not all(_siblings_colocated(tm) for tm in group):
+        if kind is ResizeState.MERGE and not all(siblings_colocated(tm) for tm in group):
             continue
         size = sizing[table_id].size
         assert size is not None
@@ -135,6 +133,62 @@ def decide(
         )
         return Decision(table_id, kind, why)
     return None
+
+
+def pending_merges(
+    tablets: Mapping[uuid.UUID, TabletMap], inputs: ResizeInputs | None, sizes: Mapping[TabletKey, int]
+) -> frozenset[uuid.UUID]:
+    """Tables the re-evaluation wants merged and not being resized yet, with the tables that
+    resize with them: the balancer co-locates their siblings and keeps co-located ones together.
+    Empty while a backup pauses tablet moves (no merge may begin then)."""
+    return frozenset(_pending(tablets, inputs, sizes))
+
+
+def merge_inputs(
+    tablets: Mapping[uuid.UUID, TabletMap], inputs: ResizeInputs | None, sizes: Mapping[TabletKey, int]
+) -> tuple[frozenset[uuid.UUID], dict[uuid.UUID, Mapping[str, DcReplication]]]:
+    """What a balancer round needs for merges (``topology.balancing.plan_round``): the pending
+    merges and each one's replication, a co-located table's its base's (co-location may cross
+    racks only where the replication is a number)."""
+    pending = _pending(tablets, inputs, sizes)
+    if not pending or inputs is None:
+        return frozenset(), {}
+    return frozenset(pending), {t: inputs.tables[base].replication for t, base in pending.items()}
+
+
+def _pending(
+    tablets: Mapping[uuid.UUID, TabletMap], inputs: ResizeInputs | None, sizes: Mapping[TabletKey, int]
+) -> dict[uuid.UUID, uuid.UUID]:
+    """Every table of a pending merge -> the table that decided it."""
+    if inputs is None or inputs.paused:
+        return {}
+    _, plans, followers = _plans(tablets, inputs, sizes)
+    return {
+        member: t
+        for t, kind in plans.items()
+        if kind is ResizeState.MERGE and tablets[t].resize is ResizeState.NONE
+        for member in group_ids(t, tablets, inputs, followers)
+        if member in tablets
+    }
+
+
+def _plans(
+    tablets: Mapping[uuid.UUID, TabletMap], inputs: ResizeInputs, sizes: Mapping[TabletKey, int]
+) -> tuple[
+    dict[uuid.UUID, TableSizing], dict[uuid.UUID, ResizeState], Mapping[uuid.UUID, tuple[uuid.UUID, ...]]
+]:
+    """Every base table's sizing (with its measured size, None if not fully measured) and the
+    count algorithm's decision for each table that was measured."""
+    sizing: dict[uuid.UUID, TableSizing] = {}
+    followers = followers_of(tablets)
+    for table_id, table in inputs.tables.items():
+        tm = tablets.get(table_id)
+        if tm is None or (tm.base_table is not None and tm.base_table in tablets):
+            continue  # a co-located table resizes with its base
+        total = _group_bytes(tablets, group_ids(table_id, tablets, inputs, followers), sizes)
+        size = None if total is None else TableSize(tm.tablet_count, total, tm.resize)
+        sizing[table_id] = replace(table, size=size)
+    return sizing, plan_resizes(sizing, inputs.shape, inputs.config), followers
 
 
 def group_ids(
@@ -168,13 +222,6 @@ def _group_bytes(
 
 def _hosts(tm: TabletMap) -> set[uuid.UUID]:
     return {r.host for t in tm.tablets for r in (*t.replicas, *(t.new_replicas or ()))}
-
-
-def _siblings_colocated(tm: TabletMap) -> bool:
-    if tm.tablet_count % 2:
-        return False
-    pairs = zip(tm.tablets[0::2], tm.tablets[1::2])
-    return all(set(a.replicas) == set(b.replicas) for a, b in pairs)
 
 
 def resizing(tablets: Mapping[uuid.UUID, TabletMap]) -> list[TabletMap]:

@@ -23,8 +23,12 @@ from tests.harness.clients import PATIENT_DRIVER, scylla_cluster
 from tests.harness.node import NodeFactory, TestNode
 
 KEYSPACE = (
-    "CREATE KEYSPACE g0 WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
+    "CREATE KEYSPACE g0 WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3} "
+    "AND tablets = {'initial': 1}"
 )
+"""One tablet a table: hundreds of tables of 32 tablets would exceed the per-shard tablet goal, and
+the coordinator would co-locate and merge them (as ScyllaDB does) while the DDL storms run; this
+module is about group0 DDL, not tablet traffic beside it."""
 SETTLE_SECONDS = 60.0
 """Upper bound for followers to apply what the leader committed (a liveness bound, not a speed check)."""
 

@@ -1,13 +1,21 @@
-"""Split and merge by size on real node processes (issue #15 item 3).
+"""Split and merge by size on real node processes (issue #15 item 3), balancing on (the default).
 
-Three nodes, an RF=3 tablets keyspace with ``initial: 8``, a table with ``max_tablet_count: 16``
-and a 64 KiB ``target_tablet_size_in_bytes``. Loading ~1.5 MB makes the coordinator split the
-table (the average tablet above 2x the target) while a QUORUM writer and a QUORUM reader run: no
-acknowledged write is lost and the reader finds every acknowledged key it asks for. After the
-split a token-aware driver that learned the old tablets still reads every row (the
-tablets-routing-v1 hint), and each replica holds only files of the current generation. Emptying
-the table (TRUNCATE: nothing compacts deleted rows away on a running node yet) merges it back
-down to its floor of 8.
+Three nodes of two shards, an RF=2 tablets keyspace with ``initial: 8``, a table with
+``max_tablet_count: 16`` and a 64 KiB ``target_tablet_size_in_bytes``. Loading ~1.5 MB makes the
+coordinator split the table (the average tablet above 2x the target) while a QUORUM writer and a
+QUORUM reader run: no acknowledged write is lost and the reader finds every acknowledged key it
+asks for. After the split a token-aware driver that learned the old tablets still reads every
+row, and once it has read across the ring no tablet it learned routes anywhere wrong (the
+tablets-routing-v1 hints named the right tablets); each replica holds only files of the current
+generation.
+
+Then two sibling pairs are pulled apart (one replica to its node's other shard through REST, one
+to the third node through ``nodetool movetablet``), as the balancer may do to a table that is not
+merging, and the table is emptied (TRUNCATE): the coordinator co-locates the siblings again (its
+log says so) and merges the table back to its floor of 8, under new QUORUM clients, whose every
+acknowledged write reads back at ALL and through the driver, whose tablets again route right.
+Deleting rows and compacting them away is the other way to empty a table (s9compact's test); the
+real-size split is ``test_tablet_split_size.py``.
 """
 
 from __future__ import annotations
@@ -23,16 +31,20 @@ import pytest
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from click.testing import CliRunner
 
+from tabletdb.cli.main import cli
 from tests.harness.clients import scylla_cluster
 from tests.harness.node import NodeFactory, TestNode
 from tests.harness.topology_workload import wait_for
 from tests.integration.test_replicated_data import OPTIONS, pinned, run
+from tests.integration.test_tablet_move import post
 
 TARGET = 64 * 1024
 ROWS = 350
 VALUE = "x" * 1000
 """~1.5 MB as the store keeps them: above 2x the target on average over 8 tablets."""
+RF = 2
 RESIZE_OPTIONS = {**OPTIONS, "target_tablet_size_in_bytes": TARGET}
 
 
@@ -52,9 +64,12 @@ def generations(node: TestNode) -> set[str]:
 class Clients:
     """A QUORUM writer (through one node) and a QUORUM reader (through another) of new keys."""
 
-    def __init__(self, writer: Any, reader: Any) -> None:
+    def __init__(self, writer: Any, reader: Any, first_key: int = 1_000_000) -> None:
         self.writer, self.reader = writer, reader
+        self.first_key = first_key
         self.acked: list[int] = []
+        self.written = 0
+        """Writes attempted: acknowledged or not, each may be there."""
         self.missing: list[int] = []
         self.reads = 0
         self.stop = threading.Event()
@@ -67,9 +82,10 @@ class Clients:
         insert = SimpleStatement(
             "INSERT INTO rz.t (k, v) VALUES (%s, %s)", consistency_level=ConsistencyLevel.QUORUM
         )
-        k = 1_000_000
+        k = self.first_key
         while not self.stop.is_set():
             k += 1
+            self.written += 1
             try:
                 self.writer.execute(insert, (k, "w"))
             except Exception:  # unacknowledged: it may or may not be there, nothing is claimed
@@ -110,22 +126,92 @@ def running(clients: Clients) -> Iterator[Clients]:
             t.join(120)
 
 
-@pytest.mark.parametrize(
-    "then_merge",
-    # The merge half is slow-only while merges need siblings on the same (host, shard) replicas and
-    # nothing plans that: the balancer, on by default, may move a sibling to the node's other shard,
-    # and the emptied table then stays at 16 tablets (seen in CI). Known gap of issue 15.
-    [False, pytest.param(True, marks=pytest.mark.slow)],
-    ids=["split", "split-then-merge"],
-)
-def test_split_under_quorum_clients_then_merge_when_emptied(
-    node_factory: NodeFactory, then_merge: bool
-) -> None:
+def tablets_of(session: Any) -> list[tuple[int, list[tuple[Any, int]]]]:
+    """(last token, replicas) of ``rz.t``'s tablets in token order, none in transition."""
+    rows = run(
+        session,
+        "SELECT table_name, last_token, replicas, stage FROM system.tablets WHERE keyspace_name = 'rz'",
+        "ONE",
+    )
+    rows = [r for r in rows if r.table_name == "t"]
+    assert all(r.stage is None for r in rows), "a tablet is in transition"
+    return sorted((r.last_token, [(h, s) for h, s in r.replicas]) for r in rows)
+
+
+def pairs_apart(session: Any) -> int:
+    found = tablets_of(session)
+    return sum(1 for a, b in zip(found[0::2], found[1::2]) if set(a[1]) != set(b[1]))
+
+
+def balancing(node: TestNode, enabled: bool) -> None:
+    status, body = post(
+        node.api_url + "/storage_service/tablets/balancing", {"enabled": str(enabled).lower()}
+    )
+    assert status == 200, body
+
+
+def pull_siblings_apart(nodes: list[TestNode], session: Any) -> None:
+    """Tablet 1's first replica to its node's other shard (REST), tablet 3's to the node without
+    it (``nodetool movetablet``): two sibling pairs apart, as balancing may leave them."""
+    hosts = []
+    for node in nodes:
+        with pinned(node) as p:
+            hosts.append(run(p, "SELECT host_id FROM system.local", "ONE")[0].host_id)
+    found = tablets_of(session)
+    last_token, replicas = found[1]
+    (host, shard) = replicas[0]
+    params = {"ks": "rz", "table": "t", "token": last_token, "src_host": host, "src_shard": shard}
+    status, body = post(
+        nodes[0].api_url + "/storage_service/tablets/move",
+        {**params, "dst_host": host, "dst_shard": 1 - shard},
+    )
+    assert status == 200, body
+    last_token, replicas = found[3]
+    (host, shard) = replicas[0]
+    target = next(h for h in hosts if h not in {r[0] for r in replicas})
+    argv = [
+        "-h",
+        nodes[1].host,
+        "-p",
+        str(nodes[1].endpoints.api_port),
+        "movetablet",
+        "--",
+        "rz",
+        "t",
+    ]  # "--": a token may be negative
+    result = CliRunner().invoke(
+        cli, ["nodetool", *argv, str(last_token), str(host), str(shard), str(target), "0"]
+    )
+    assert result.exit_code == 0, result.output
+    assert tablets_of(session)[3][1] == [(target, 0), replicas[1]]
+
+
+def misrouting(cluster: Any, session: Any, select: Any, pinned_session: Any) -> list[str]:
+    """After 2,000 reads through the token-aware driver (every tablet many times over: a request
+    its stale tablets send astray brings the tablets-routing-v1 hint), the tablets the driver
+    learned that would still route somewhere wrong: one overlapping a current tablet with other
+    replicas. Empty when every hint named the right tablet and replicas."""
+    results = execute_concurrent_with_args(session, select, [(k,) for k in range(2000)], concurrency=32)
+    assert all(ok for ok, _ in results)
+    current, first = [], -(2**63)
+    for last, replicas in tablets_of(pinned_session):
+        current.append((first, last, {(h, s) for h, s in replicas}))
+        first = last
+    wrong = []
+    for t in cluster.metadata._tablets._tablets[("rz", "t")]:
+        learned = {(h, s) for h, s in t.replicas}
+        for a, b, replicas in current:
+            if t.first_token < b and a < t.last_token and replicas != learned:
+                wrong.append(f"({t.first_token}, {t.last_token}] on {learned}, now ({a}, {b}] on {replicas}")
+    return wrong
+
+
+def test_split_under_quorum_clients_then_merge_when_emptied(node_factory: NodeFactory) -> None:
     nodes = node_factory.start_cluster(3, options=RESIZE_OPTIONS)
     with pinned(nodes[0]) as s, pinned(nodes[1]) as w, pinned(nodes[2]) as r:
         dc = run(s, "SELECT data_center FROM system.local", "ONE")[0].data_center
         s.execute(
-            f"CREATE KEYSPACE rz WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 3}} "
+            f"CREATE KEYSPACE rz WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': {RF}}} "
             "AND tablets = {'initial': 8}"
         )
         s.execute("CREATE TABLE rz.t (k int PRIMARY KEY, v text) WITH tablets = {'max_tablet_count': 16}")
@@ -159,18 +245,36 @@ def test_split_under_quorum_clients_then_merge_when_emptied(
             # the driver's tablets are the old ones: the hint brings the new ones, every row reads back
             for k in range(ROWS):
                 assert session.execute(select, (k,)).one() is not None, f"row {k} lost"
-        assert tablet_count(s) == 16  # max_tablet_count stops further splits
-        for node in nodes:  # every replica dropped the old generation's files
-            wait_for(
-                lambda node=node: "" not in generations(node), f"old tablet files removed on {node.host}"
-            )
+            assert tablet_count(s) == 16  # max_tablet_count stops further splits
+            assert misrouting(cluster, session, select, s) == []
+            for node in nodes:  # every replica dropped the old generation's files
+                wait_for(
+                    lambda node=node: "" not in generations(node), f"old tablet files removed on {node.host}"
+                )
 
-        if not then_merge:
-            return
-        s.execute("TRUNCATE rz.t")
-        wait_for(lambda: tablet_count(s) == 8, "the emptied table to merge back to 8 tablets", seconds=300)
-        run(s, "INSERT INTO rz.t (k, v) VALUES (1, 'a')", "ALL")
-        assert run(s, "SELECT v FROM rz.t WHERE k = 1", "ALL")[0].v == "a"
+            # no merge begins while balancing is off: the stage is set first
+            balancing(nodes[0], False)
+            wait_for(
+                lambda: all(r.stage is None for r in run(s, "SELECT stage FROM system.tablets", "ONE")),
+                "no move",
+            )
+            pull_siblings_apart(nodes, s)
+            assert pairs_apart(s) >= 2
+            s.execute("TRUNCATE rz.t")
+            with running(Clients(w, r, first_key=2_000_000)) as clients:
+                balancing(nodes[0], True)
+                wait_for(
+                    lambda: tablet_count(s) == 8, "the emptied table to merge back to 8 tablets", seconds=300
+                )
+                acked_at_merge = len(clients.acked)
+                wait_for(lambda: len(clients.acked) > acked_at_merge + 20, "writes after the merge")
+            assert clients.missing == [], f"reader missed acknowledged keys {clients.missing[:10]}"
+            for k in clients.acked:  # through the driver that knew 16 tablets: the hint brings the 8
+                assert session.execute(select, (k,)).one() is not None, f"acknowledged key {k} lost"
+                assert run(s, "SELECT k FROM rz.t WHERE k = %s", "ALL", (k,)), f"acknowledged key {k} lost"
+            assert misrouting(cluster, session, select, s) == []
+    logs = b"".join(node.process.log_path.read_bytes() for node in nodes)
+    assert b"co-locating sibling tablets for a merge" in logs
 
 
 def begun_on(nodes: list[TestNode]) -> TestNode | None:

@@ -79,7 +79,12 @@ def test_rf_1_2_3_then_each_node_alone_has_every_row_and_3_to_2_drops_files(
             "AND tablets = {'enabled': true}"
         )
         s.execute("CREATE TABLE rfk.t (k int PRIMARY KEY, v text) WITH tablets = {'min_tablet_count': 4}")
-        s.execute("CREATE TABLE rfk.c (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+        # a floor of its own: without it the per-shard floor (tablets_initial_scale_factor) drops
+        # as the RF rises and the table would merge while this test reads its tablets
+        s.execute(
+            "CREATE TABLE rfk.c (k int PRIMARY KEY, v int) "
+            "WITH cdc = {'enabled': true} AND tablets = {'min_tablet_count': 8}"
+        )
         _load(s)
         for k in range(50):
             run(s, "INSERT INTO rfk.c (k, v) VALUES (%s, %s)", "ONE", (k, k))
