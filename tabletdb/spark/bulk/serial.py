@@ -58,5 +58,5 @@ def utf8(values: pa.Array) -> list[bytes | None]:
 
 def days(values: pa.Array) -> list[bytes | None]:
     """date32 days since the epoch as CQL's date: unsigned, the epoch at 2**31."""
-    shifted = pc.add(values.cast(pa.int64()), 1 << 31).cast(pa.uint32())
+    shifted = pc.add(values.cast(pa.int32()).cast(pa.int64()), 1 << 31).cast(pa.uint32())
     return big_endian(shifted)

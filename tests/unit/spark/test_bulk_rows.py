@@ -236,3 +236,36 @@ def test_a_row_loaded_twice_is_stored_once_lists_included(tmp_path: Path) -> Non
     once = _contents([tmp_path / "once-0.db"], set())
     assert once == _contents([tmp_path / "twice-0.db"], set())
     assert any(cell[3] == "tags" for cell in once["cells"])
+
+
+def test_typed_columns_as_spark_hands_parquet_over(tmp_path: Path) -> None:
+    """Arrow-typed input (what Spark gives for Parquet): longs, doubles, booleans, bytes,
+    timestamps in microseconds, dates, strings read as text, arrays and structs."""
+    import datetime as dt
+
+    schema, table = _schema(WIDE)
+    at = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+    count = 200
+    columns: dict[str, pa.Array] = {
+        "id": pa.array([n // 3 for n in range(count)], pa.int64()),
+        "seq": pa.array([n if n % 50 else 2**40 for n in range(count)], pa.int64()),
+        "name": pa.array([None if n % 7 == 0 else f"n{n}" for n in range(count)]),
+        "score": pa.array([n / 3 for n in range(count)], pa.float64()),
+        "at": pa.array(
+            [at - dt.timedelta(microseconds=n * 777) for n in range(count)], pa.timestamp("us", "UTC")
+        ),
+        "day": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=n) for n in range(count)], pa.date32()),
+        "flag": pa.array([n % 2 == 0 for n in range(count)], pa.bool_()),
+        "u": pa.array([str(uuid.UUID(int=n)) if n % 9 else "bad" for n in range(count)]),
+        "raw": pa.array([bytes([n % 256]) for n in range(count)], pa.binary()),
+        "small": pa.array([n * 400 for n in range(count)], pa.int32()),
+        "tags": pa.array([[f"t{n}", "u"] if n % 4 else None for n in range(count)], pa.list_(pa.string())),
+        "pair": pa.array([{"_1": n, "_2": f"p{n}"} for n in range(count)]),
+    }
+    batch = pa.record_batch(list(columns.values()), names=list(columns))
+    plan = _plan(schema, table, batch.schema.names, (0, 2**63 - 1))
+    expected = _reference(plan, [batch], tmp_path / "reference.db")
+    assert _columnwise(plan, [batch], tmp_path / "bulk") == expected
+    assert 0 < len(expected) < count
+    got = _contents(sorted(tmp_path.glob("bulk-*.db")), {"tags"})
+    assert got == _contents([tmp_path / "reference.db"], {"tags"})
