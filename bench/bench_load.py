@@ -8,27 +8,57 @@ its own Spark (as a user's command does), so Spark's start-up is in every figure
 * `files`: `tabletdb load --via files` (per-tablet SQLite files merged on the replica);
 * `cql`: `tabletdb load --via cql` (INSERTs through the driver).
 
-Each load goes into its own empty table on one fresh node, and the rows stored are counted
-afterwards (`errors` = rows missing). Run it on a quiet machine: on a loaded one the figures
-measure the load of the others. Reproduce:
-`.venv/bin/python -m bench.bench_load [--rows N] [--master local[2]] [--skip-cql]`.
+Each load goes into its own empty table on one fresh node (`--nodes 3`: a fresh 3-node cluster
+from `tabletdb cluster up`, keyspace RF=3, so every file goes to three replicas), and the rows
+stored are counted afterwards (`errors` = rows missing). Run it on a quiet machine: on a loaded
+one the figures measure the load of the others. Reproduce:
+`.venv/bin/python -m bench.bench_load [--rows N] [--master local[2]] [--skip-cql] [--nodes 3]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import RESULT_PREFIX, tabletdb_server
+from bench.common import REPO_ROOT, RESULT_PREFIX, tabletdb_server
 
 COLUMNS = "id,seq,name,score,at,tags"
 TABLE = "(id bigint, seq int, name text, score double, at timestamp, tags list<text>, PRIMARY KEY (id, seq))"
 API_PORT = 20999  # bench.common.tabletdb_server's
+CLUSTER_PREFIX = "127.0.97"
+CLUSTER_API_PORT = 10000  # tabletdb cluster up's
+
+
+@contextlib.contextmanager
+def _cluster(nodes: int) -> Iterator[tuple[str, int, int]]:
+    """(host, CQL port, REST port) of one fresh node, or of the first of a fresh cluster."""
+    if nodes == 1:
+        with tabletdb_server() as server:
+            yield server.host, server.port, API_PORT
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-load-cluster-") as work:
+        argv = [sys.executable, "-m", "tabletdb.cli.main", "cluster", "up", "--nodes", str(nodes)]
+        argv += ["--workdir", work, "--address-prefix", CLUSTER_PREFIX]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                if re.search(r"serving CQL after", line):
+                    break
+            else:
+                raise SystemExit(f"cluster up exited with {proc.wait()} before serving CQL")
+            yield f"{CLUSTER_PREFIX}.1", 9042, CLUSTER_API_PORT
+        finally:
+            proc.terminate()
+            proc.wait(60)
 
 
 def write_csv(path: Path, rows: int) -> None:
@@ -64,6 +94,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-cql", action="store_true", help="Leave out the (slow) CQL load.")
+    parser.add_argument("--nodes", type=int, default=1, choices=(1, 3), help="1 node, or 3 at RF=3.")
     parser.add_argument("--parquet-baseline", nargs=2, metavar=("CSV", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.parquet_baseline:
@@ -72,7 +103,7 @@ def main() -> None:
 
     figures: dict[str, object] = {
         "benchmark": "load",
-        "workload": f"{args.rows} CSV rows, 1 node, {args.master}",
+        "workload": f"{args.rows} CSV rows, {args.nodes} node(s) RF={args.nodes}, {args.master}",
     }
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
         source = Path(tmp) / "rows.csv"
@@ -81,16 +112,16 @@ def main() -> None:
         baseline = [sys.executable, "-m", "bench.bench_load", "--master", args.master]
         parquet_s = _timed([*baseline, "--parquet-baseline", str(source), f"{tmp}/rows.parquet"])
         figures["parquet_rows_per_s"] = args.rows / parquet_s
-        with tabletdb_server() as server:
+        with _cluster(args.nodes) as (host, port, api_port):
             from cassandra.cluster import Cluster
 
-            cluster = Cluster([server.host], port=server.port, protocol_version=4)
+            cluster = Cluster([host], port=port, protocol_version=4)
             session = cluster.connect()
-            replication = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+            replication = f"{{'class': 'NetworkTopologyStrategy', 'replication_factor': {args.nodes}}}"
             session.execute(f"CREATE KEYSPACE bench WITH replication = {replication}")
-            load = [sys.executable, "-m", "tabletdb.cli.main", "load", "--hosts", server.host]
-            load += ["--port", str(server.port), "--from", str(source), "--master", args.master]
-            load += ["--api-port", str(API_PORT)]
+            load = [sys.executable, "-m", "tabletdb.cli.main", "load", "--hosts", host]
+            load += ["--port", str(port), "--from", str(source), "--master", args.master]
+            load += ["--api-port", str(api_port)]
             stored = 0
             ways = ["files"] if args.skip_cql else ["files", "cql"]
             for via in ways:

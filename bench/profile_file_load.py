@@ -1,12 +1,13 @@
 """Profile the per-row work of one `tabletdb load --via files` task, in-process, without Spark.
 
-A file load's Spark task fits each input row to the table, builds its mutation, groups rows by
-tablet, writes per-tablet SQLite files and sends them to the replicas (`spark.file_load.load_rows`).
-Under Spark that runs in a Python worker no profiler sees; here the same function runs in this
-process over the rows of `bench_load`'s CSV (read with `csv`, every field a string, as Spark's CSV
-reader hands them over) against one fresh node, under cProfile. Prints the task's CPU seconds
-per row without the profiler, then the profile's top functions (by own time). The node's merge
-is not in the profile (it runs in the node).
+A file load's Spark task fits Arrow batches of input to the table column by column, keys and
+routes the rows, writes per-tablet SQLite files and sends them to the replicas
+(`spark.bulk.task.load_batches`). Under Spark that runs in a Python worker no profiler sees;
+here the same function runs in this process over `bench_load`'s CSV (read by pyarrow into
+batches of 10,000 rows, every field a string plus the null corrupt-record column, as Spark's
+CSV reader hands them over) against one fresh node, under cProfile. Prints the task's CPU
+seconds per row without the profiler, then the profile's top functions (by own time). The
+node's merge is not in the profile (it runs in the node).
 Reproduce: `PYTHONPATH=. .venv/bin/python -m bench.profile_file_load [--rows 200000] [--out FILE]`.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import csv
 import pstats
 import sys
 import tempfile
@@ -32,19 +32,27 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
 
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
     from tabletdb.spark.backup_rest import Cluster
+    from tabletdb.spark.bulk.plan import FilePlan
+    from tabletdb.spark.bulk.task import load_batches
     from tabletdb.spark.coerce import map_columns
     from tabletdb.spark.connection import fetch_table_schema, parse_options, session_for
-    from tabletdb.spark.file_load import FilePlan, _clustering_orders, _groups, load_rows
+    from tabletdb.spark.file_load import _clustering_orders, _groups
+    from tabletdb.spark.load import CORRUPT
     from tabletdb.spark.tablet_rows import table_def
 
     with tempfile.TemporaryDirectory(prefix="bench-profile-load-") as tmp:
         source = Path(tmp) / "rows.csv"
         write_csv(source, args.rows)
-        with open(source, newline="") as f:
-            reader = csv.reader(f)
-            names = next(reader)
-            rows = [tuple(r) for r in reader]
+        names = source.read_text().split("\n", 1)[0].split(",")
+        strings = pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()))
+        table = pa_csv.read_csv(source, convert_options=strings)
+        table = table.append_column(CORRUPT, pa.nulls(len(table), pa.string()))
+        batches = table.to_batches(max_chunksize=10_000)
+        count = len(table)
         with tabletdb_server(host_octet=5) as server:
             options = parse_options({"hosts": server.host, "port": str(server.port), "table": "bench.files"})
             session = session_for(options.connect)
@@ -55,25 +63,26 @@ def main() -> None:
             plans = []
             for name in ("files", "profiled"):
                 schema = fetch_table_schema(session, "bench", name)
-                table = table_def(schema, _clustering_orders(session, schema))
+                table_def_ = table_def(schema, _clustering_orders(session, schema))
                 cluster = Cluster(options.connect.hosts, API_PORT, {})
                 last_tokens, ranges, replicas = _groups(session, cluster, schema)
                 mapping = map_columns(schema, names)
                 stamp = time.time_ns() // 1000
                 plan = FilePlan(
-                    table, schema, mapping, tuple(names), False, last_tokens, ranges, replicas, stamp,
-                    writetime_at=None, ttl_at=None,
+                    table_def_, schema, mapping, (*names, CORRUPT), False, last_tokens, ranges, replicas,
+                    stamp, writetime_at=None, ttl_at=None,
                 )  # fmt: skip
                 plans.append(plan)
             cpu = time.process_time()
-            outputs = list(load_rows(plans[0], iter(rows)))
+            outputs = list(load_batches(plans[0], iter(batches)))
             cpu = time.process_time() - cpu
-            if outputs[-1][2] != len(rows):
-                raise SystemExit(f"loaded {outputs[-1][2]} of {len(rows)} rows")
-            print(f"task CPU without the profiler: {cpu / len(rows) * 1e6:.1f} us per row ({len(rows)} rows)")
+            loaded = outputs[-1].column(2)[0].as_py()
+            if loaded != count:
+                raise SystemExit(f"loaded {loaded} of {count} rows")
+            print(f"task CPU without the profiler: {cpu / count * 1e6:.1f} us per row ({count} rows)")
             profiler = cProfile.Profile(time.process_time)
             profiler.enable()
-            list(load_rows(plans[1], iter(rows)))
+            list(load_batches(plans[1], iter(batches)))
             profiler.disable()
     stats = pstats.Stats(profiler, stream=sys.stdout)
     if args.out:

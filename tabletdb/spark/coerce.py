@@ -101,28 +101,35 @@ def fit_row(mapping: ColumnMapping, row: Sequence[Any], *, spark_form: bool = Tr
     """The row's values in Spark form (or, without `spark_form`, in the codec's form, as
     `from_json` gives them: what the file load encodes), in `mapping.columns` order;
     RowRejected says what is wrong."""
-    out = []
-    for column, position in zip(mapping.columns, mapping.positions):
-        raw = row[position] if position < len(row) else None
-        if raw is None and column.kind in (PARTITION_KEY, CLUSTERING):
-            raise RowRejected(f"missing value for primary key column {column.name}")
-        try:
-            out.append(fit_value(column.cql_type, raw, column.name, spark_form=spark_form))
-        except (CqlError, ValueConversionError) as exc:
-            raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {_message(exc)}") from None
-        except json.JSONDecodeError as exc:  # a collection, tuple or UDT cell's literal text
-            raise RowRejected(
-                f"column {column.name} ({column.cql_type.cql()}): {raw!r} is not a "
-                f"{column.cql_type.cql()} literal ({exc.msg} at character {exc.pos})"
-            ) from None
-        except ValueError as exc:
-            raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {exc}") from None
+    out = [
+        fit_cell(column, row[position] if position < len(row) else None, spark_form=spark_form)
+        for column, position in zip(mapping.columns, mapping.positions)
+    ]
     for name, position in zip(mapping.extras, mapping.extra_positions):
-        out.append(_whole_number(name, row[position] if position < len(row) else None))
+        out.append(whole_number(name, row[position] if position < len(row) else None))
     return tuple(out)
 
 
-def _whole_number(name: str, raw: Any) -> int | None:
+def fit_cell(column: Column, raw: Any, *, spark_form: bool = True) -> Any:
+    """One input value fitted to `column` (see `fit_row`); RowRejected says why it does not fit,
+    naming the column. The bulk load's columnwise path (`spark.bulk`) decides the values its
+    fast paths are unsure of here, so both paths reject with the same words."""
+    if raw is None and column.kind in (PARTITION_KEY, CLUSTERING):
+        raise RowRejected(f"missing value for primary key column {column.name}")
+    try:
+        return fit_value(column.cql_type, raw, column.name, spark_form=spark_form)
+    except (CqlError, ValueConversionError) as exc:
+        raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {_message(exc)}") from None
+    except json.JSONDecodeError as exc:  # a collection, tuple or UDT cell's literal text
+        raise RowRejected(
+            f"column {column.name} ({column.cql_type.cql()}): {raw!r} is not a "
+            f"{column.cql_type.cql()} literal ({exc.msg} at character {exc.pos})"
+        ) from None
+    except ValueError as exc:
+        raise RowRejected(f"column {column.name} ({column.cql_type.cql()}): {exc}") from None
+
+
+def whole_number(name: str, raw: Any) -> int | None:
     """A writetime (microseconds) or TTL (seconds) field; null means none for that row."""
     if raw is None or (isinstance(raw, int) and not isinstance(raw, bool)):
         return raw

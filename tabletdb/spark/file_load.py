@@ -1,13 +1,13 @@
 """`tabletdb load` at file speed: Spark tasks write per-tablet SQLite files and send them to replicas.
 
-Each task reads its share of the input (``RDD.mapPartitions`` over the input rows), fits every
-row to the table as the CQL load does (``load.checker``: same rejects, same reasons), turns it
-into the mutation an INSERT would write (``tablet_rows``), and keeps it with the other rows of
-its tablet. A tablet's rows become one SQLite file in the store's own format, sorted, once the
-task's input ends (or every ``FLUSH_ROWS`` rows), and the file goes to every replica of the
-tablet through the REST upload restore uses (``POST /storage_service/tablets/load``: checked,
-then merged inside SQLite in one synced transaction, last write wins). A vnode table's rows go
-as one whole-ring file to every node, which merges the ranges it replicates.
+Spark reads the input; each task gets its share as Arrow record batches (`bulk.arrow_map`) and
+fits them to the table column by column with the CQL load's rules (`spark.bulk`: same rejects,
+same reasons), keys and routes the rows, and keeps them per tablet. A tablet's rows become one
+SQLite file in the store's own format, sorted, once the task's input ends (or every
+``flush_rows`` rows), and the file goes to every replica of the tablet through the REST upload
+restore uses (``POST /storage_service/tablets/load``: checked, then merged inside SQLite in one
+synced transaction, last write wins). A vnode table's rows go as one whole-ring file to every
+node, which merges the ranges it replicates.
 
 Every row of one load gets the load's write timestamp (or its own from the writetime field), so
 running a killed load again writes the same cells again: every row ends up once. Balancing is
@@ -23,55 +23,38 @@ counter tables, tables with materialized views, secondary indexes or CDC. Those 
 
 from __future__ import annotations
 
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, functions
 
 from tabletdb.dht.token import FULL_RING, MAX_TOKEN
-from tabletdb.schema.tables import ColumnDef, TableDef
 from tabletdb.spark.backup import tablet_layout
-from tabletdb.spark.backup_rest import Cluster, Credentials, NodeApi, file_sha256
-from tabletdb.spark.coerce import ColumnMapping, map_columns
+from tabletdb.spark.backup_rest import Cluster, Credentials
+from tabletdb.spark.bulk.arrow_map import map_in_arrow
+from tabletdb.spark.bulk.plan import FLUSH_ROWS, FilePlan
+from tabletdb.spark.bulk.task import OUTPUT_DDL, FileLoadFailed, load_batches
+from tabletdb.spark.coerce import map_columns
 from tabletdb.spark.connection import SourceOptions, fetch_table_schema, session_for
 from tabletdb.spark.input_options import CsvOptions
 from tabletdb.spark.load import (
     CORRUPT,
-    REJECT_SCHEMA,
-    Checked,
     LoadError,
     LoadSummary,
     StepReporter,
     check_load_paths,
-    checker,
     csv_source,
     input_bytes,
-    json_checker,
-    record_json,
     step,
 )
-from tabletdb.spark.ranges import range_index, tablet_ranges
+from tabletdb.spark.ranges import tablet_ranges
 from tabletdb.spark.schema_map import SchemaError, TableSchema
-from tabletdb.spark.tablet_rows import RowNotEncodable, row_mutation, table_def, write_tablet_file
-from tabletdb.statements.cells import WriteTime
-from tabletdb.storage.image_validation import FUTURE_TIMESTAMP_LIMIT_US
-from tabletdb.storage.mutation import Mutation
+from tabletdb.spark.tablet_rows import table_def
 
-FLUSH_ROWS = 100_000
-"""Rows of one tablet a task holds before it sends them as a file (memory bound per task)."""
-MAX_TTL = 630_720_000
-"""CQL's largest TTL (20 years), as the node refuses larger ones."""
-
-
-class FileLoadFailed(RuntimeError):
-    """A file could not be sent or was not taken whole; the message names the node and tablet."""
+__all__ = ["FLUSH_ROWS", "FileLoadFailed", "FileTarget", "choose_via", "run_file_load"]
 
 
 @dataclass(frozen=True)
@@ -83,117 +66,6 @@ class FileTarget:
     credentials: Credentials | None = field(default=None, repr=False)
     flush_rows: int = FLUSH_ROWS
     """Rows of one tablet a task sends as one file."""
-
-
-@dataclass(frozen=True)
-class FilePlan:
-    """What every task needs; built on the driver, pickled to the tasks (plain values)."""
-
-    table: TableDef
-    schema: TableSchema
-    mapping: ColumnMapping
-    input_names: tuple[str, ...]
-    json_lines: bool
-    last_tokens: tuple[int, ...]
-    """Tablet ends (rows are grouped by tablet); empty for a vnode table (one group)."""
-    ranges: tuple[tuple[int, int], ...]
-    replicas: tuple[tuple[tuple[str, int], ...], ...]
-    """Per group: the REST endpoints of its replicas (a vnode table: every node)."""
-    timestamp: int
-    writetime_at: int | None
-    ttl_at: int | None
-    credentials: Credentials | None = field(default=None, repr=False)
-    flush_rows: int = FLUSH_ROWS
-
-    def columns(self) -> tuple[ColumnDef, ...]:
-        found = tuple(self.table.column(c.name) for c in self.mapping.columns)
-        assert all(c is not None for c in found)
-        return found  # type: ignore[return-value]
-
-
-def _check(plan: FilePlan) -> Callable[[Any], Checked]:
-    if plan.json_lines:
-        return json_checker(plan.schema, plan.mapping, spark_form=False)
-    return checker(plan.mapping, list(plan.input_names), spark_form=False)
-
-
-def _write_time(plan: FilePlan, extras: Sequence[Any], now: int) -> WriteTime:
-    timestamp = extras[plan.writetime_at] if plan.writetime_at is not None else None
-    ttl = extras[plan.ttl_at] if plan.ttl_at is not None else None
-    if timestamp is not None and timestamp > time.time_ns() // 1000 + FUTURE_TIMESTAMP_LIMIT_US:
-        raise RowNotEncodable(
-            f"write timestamp {timestamp} is beyond now + 3 days (restrict_future_timestamp refuses it)"
-        )
-    if ttl is not None and not 0 <= ttl <= MAX_TTL:
-        raise RowNotEncodable(f"TTL {ttl} must be between 0 and {MAX_TTL} seconds")
-    return WriteTime(plan.timestamp if timestamp is None else timestamp, ttl or 0, now)
-
-
-Output = tuple[str | None, str | None, int | None]
-"""What a task yields: (reason, record, None) per reject, then (None, None, rows loaded)."""
-
-
-def load_rows(plan: FilePlan, rows: Iterator[Sequence[Any]]) -> Iterator[Output]:
-    """A task: its input rows in; its rejects and how many rows it loaded out."""
-    check = _check(plan)
-    columns = plan.columns()
-    width = len(columns)
-    names = list(plan.input_names)
-    groups: dict[int, list[Mutation]] = {}
-    loaded = 0
-    now = int(time.time())
-    with tempfile.TemporaryDirectory(prefix="tabletdb-load-") as tmp:
-        for count, row in enumerate(rows):
-            if count % 10_000 == 0:
-                now = int(time.time())  # TTL expiry counts from (about) the write
-            if plan.json_lines and not (row[0] or "").strip():
-                continue
-            ok, fitted = check(row)
-            if not ok:
-                yield fitted[0], fitted[1], None
-                continue
-            try:
-                when = _write_time(plan, fitted[width:], now)
-                mutation = row_mutation(plan.table, columns, fitted[:width], when)
-            except RowNotEncodable as exc:
-                yield str(exc), row[0] if plan.json_lines else record_json(names, row), None
-                continue
-            group = range_index(mutation.token, plan.last_tokens) if plan.last_tokens else 0
-            pending = groups.setdefault(group, [])
-            pending.append(mutation)
-            if len(pending) >= plan.flush_rows:
-                loaded += send_file(plan, group, groups.pop(group), Path(tmp))
-        for group in sorted(groups):
-            loaded += send_file(plan, group, groups[group], Path(tmp))
-    yield None, None, loaded
-
-
-def send_file(plan: FilePlan, group: int, mutations: list[Mutation], tmp: Path) -> int:
-    """Write one group's rows as a tablet file and send it to each of its replicas; the rows."""
-    path = tmp / f"group-{group}-{uuid.uuid4().hex}.db"
-    try:
-        write_tablet_file(path, mutations)
-        digest = file_sha256(path)
-        first, last = plan.ranges[group]
-        for address, port in plan.replicas[group]:
-            api = NodeApi(address, port, plan.credentials)
-            answer = api.load_tablet(str(plan.table.id), first, last, path, digest)
-            if not answer.get("covered", True):
-                raise FileLoadFailed(
-                    f"node {address}:{port} no longer holds every tablet of token range ({first}, {last}] "
-                    f"of {plan.table.keyspace}.{plan.table.name} (the tablet map changed during the "
-                    "load); run the load again"
-                )
-            if answer.get("moved", False):
-                raise FileLoadFailed(
-                    f"the replicas of token range ({first}, {last}] of "
-                    f"{plan.table.keyspace}.{plan.table.name} changed while node {address}:{port} merged "
-                    "the file (a topology change moved a tablet), so a new replica may lack it; run the "
-                    "load again once the change ended (a rerun writes the same cells)"
-                )
-    finally:
-        path.unlink(missing_ok=True)
-    return len(mutations)
 
 
 def refuse_unsupported(session: Any, schema: TableSchema) -> None:
@@ -326,15 +198,16 @@ def run_file_load(
             flush_rows=target.flush_rows,
         )
         size = input_bytes(path)
-        out = _spread(spark, source, size).rdd.mapPartitions(partial(load_rows, plan))
+        out = map_in_arrow(_spread(spark, source, size), partial(load_batches, plan), OUTPUT_DDL)
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             step(progress, "loading rows", size, "bytes")
-            loaded, rejected = out.map(_tally).fold((0, 0), _add)
+            totals = out.agg(functions.count("reason"), functions.sum("loaded")).first()
+            assert totals is not None
+            rejected, loaded = int(totals[0]), int(totals[1] or 0)
             if rejected:
                 step(progress, "writing rejects", rejected, "rows")
-                bad = out.filter(lambda r: r[0] is not None).map(lambda r: (r[0], r[1]))
-                spark.createDataFrame(bad, REJECT_SCHEMA).write.json(rejects_dir)
+                out.where(out.reason.isNotNull()).select("reason", "record").write.json(rejects_dir)
             step(progress, "", None, "")
         finally:
             out.unpersist()
@@ -348,15 +221,6 @@ def run_file_load(
         rejects_dir if rejected else None,
         time.monotonic() - started,
     )
-
-
-def _tally(output: Output) -> tuple[int, int]:
-    """(rows loaded, rows rejected) of one output record."""
-    return (0, 1) if output[0] is not None else (output[2] or 0, 0)
-
-
-def _add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return a[0] + b[0], a[1] + b[1]
 
 
 def _spread(spark: SparkSession, frame: DataFrame, size: int | None) -> DataFrame:

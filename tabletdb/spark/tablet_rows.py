@@ -7,6 +7,10 @@ tombstone), so a row loaded from a file reads back exactly as one loaded through
 written with the store's DDL and upserts (``storage.sqlite_schema``, ``storage.batch_rows``) in
 partition-key order, so each is a tablet file the node validates and merges as it would any other
 (``storage.image_validation``, ``storage.image_merge``): there is no second format.
+
+The file load itself now works columnwise (``spark.bulk``); this row-at-a-time form is the
+reference its tests hold it to (``tests/unit/spark/test_bulk_rows.py``), and ``table_def`` is
+what both use.
 """
 
 from __future__ import annotations
