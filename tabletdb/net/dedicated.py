@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import os
 import socket
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from tabletdb.net.framing import LENGTH, MAX_FRAME, FrameError, decode_payload, encode_frame
 from tabletdb.net.handshake import HandshakeRefused
@@ -144,9 +144,8 @@ async def send_file(
     socket (``sendfile``) on a worker thread, through a duplicate of the socket: the transport
     keeps it, paused, meanwhile."""
     await writer.drain()
-    transport = writer.transport
-    assert isinstance(transport, asyncio.Transport)  # a socket's: it reads too
-    transport.pause_reading()
+    transport = cast(asyncio.Transport, writer.transport)  # a socket's, so it reads too (uvloop's
+    transport.pause_reading()  # are not asyncio.Transport subclasses)
     raw = writer.get_extra_info("socket")
     out = socket.socket(fileno=os.dup(raw.fileno()))
     try:

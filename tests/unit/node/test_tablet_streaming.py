@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.net.dedicated import dial
@@ -131,7 +132,9 @@ def same_tablet_keys(cluster: Nodes, count: int) -> list[bytes]:
 
 
 def run(body: Any) -> None:
-    asyncio.run(body)
+    """On uvloop, as a node runs (its transports and sockets differ from asyncio's own)."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(body)
 
 
 def test_an_empty_target_gets_the_source_file_whole(tmp_path: Path) -> None:
