@@ -23,7 +23,6 @@ installed.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -48,10 +47,12 @@ class PinnedImage:
         return os.pread(self.file.fileno(), length, offset)
 
     def close(self) -> None:
-        """End the read transaction (checkpoints may write the file again) and close the file."""
-        with contextlib.suppress(sqlite3.Error):
+        """End the read transaction (checkpoints may write the file again) and close the file;
+        any thread."""
+        try:
             self._reader.close()
-        self.file.close()
+        finally:
+            self.file.close()
 
 
 def pin_store(store: TabletStore) -> PinnedImage | None:
@@ -70,7 +71,9 @@ def pin_file(path: Path, writer: sqlite3.Connection) -> PinnedImage | None:
         if busy or log_frames != folded or log_frames < 0:
             file.close()
             return None
-        reader = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        reader = sqlite3.connect(  # pinned on a worker thread, released on the event loop's
+            f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
     except (OSError, sqlite3.Error) as exc:
         file.close()
         raise StorageError(f"cannot pin tablet file {path} for streaming: {exc}") from exc

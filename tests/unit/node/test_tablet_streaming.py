@@ -389,3 +389,43 @@ def test_writes_during_the_transfer_do_not_reach_the_image_sent(
             assert [c.values(source, k) for k in keys] == [[b"new" * 1000]] * 40
 
     run(main())
+
+
+def test_a_target_that_goes_away_mid_transfer_releases_the_pinned_file(tmp_path: Path) -> None:
+    """The target closes its dedicated connection after part of the image (it was killed): the
+    source ends the transfer and its pin, so checkpoints fold the log into the file again."""
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            keys = same_tablet_keys(c, 40)
+            tablet_id, (source, _), target = c.tablet_of(keys[0])
+            for key in keys:
+                await c.write(source, key, b"x" * 60000, 10)
+            ask = [TABLE.id.bytes, tablet_id, 0]
+            opened = await c.rpcs[target].call(source + 1, tablet_streaming.VERB_TABLET_COPY_OPEN, ask)
+            transfer, size, kind = opened
+            assert kind == "pinned" and size > 1 << 20
+            path = c.storages[source].local_files(TABLE)[0].path.parent / f"tablet-{tablet_id}.db"
+            await c.write(source, keys[0], b"after the pin", 20)
+            c.storages[source].write_deferred()
+
+            def checkpoint_folds_everything() -> bool:
+                with contextlib.closing(sqlite3.connect(path, timeout=0.05)) as conn:
+                    busy, log_frames, folded = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                return not busy and log_frames == folded
+
+            assert not checkpoint_folds_everything()  # pinned: nothing may be written into the file
+            sock, _ = await dial(
+                c.rpcs[target], source + 1, tablet_streaming.VERB_TABLET_COPY_SEND, [transfer], 5
+            )
+            assert len(await asyncio.get_running_loop().sock_recv(sock, 1 << 16)) > 0
+            sock.close()
+            for _ in range(50):
+                if checkpoint_folds_everything():
+                    break
+                await asyncio.sleep(0.02)
+            assert checkpoint_folds_everything()
+            assert not c.streaming[source]._outgoing
+            assert c.values(source, keys[0]) == [b"after the pin"]
+
+    run(main())
