@@ -429,3 +429,28 @@ def test_a_target_that_goes_away_mid_transfer_releases_the_pinned_file(tmp_path:
             assert c.values(source, keys[0]) == [b"after the pin"]
 
     run(main())
+
+
+def test_while_an_older_reader_holds_the_log_the_source_sends_an_online_backup_copy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=tablet_streaming.__name__)
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            first, second = same_tablet_keys(c, 2)
+            tablet_id, (source, _), target = c.tablet_of(first)
+            await c.write(source, first, b"1", 10)
+            c.storages[source].write_deferred()
+            path = c.storages[source].local_files(TABLE)[0].path.parent / f"tablet-{tablet_id}.db"
+            with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as old_reader:
+                old_reader.execute("BEGIN")
+                old_reader.execute("SELECT count(*) FROM partitions").fetchone()
+                await c.write(source, second, b"2", 10)  # log frames the old reader's state lacks
+                c.move(tablet_id, source, target, TransitionStage.STREAMING)
+                modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert modes == ["file"] and streamed_via(caplog) == ["copy-sendfile"]
+            assert (c.values(target, first), c.values(target, second)) == ([b"1"], [b"2"])
+            assert not list((c.storages[source].data_dir / ".outgoing").iterdir())
+
+    run(main())
