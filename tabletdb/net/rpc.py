@@ -381,14 +381,18 @@ class RpcNode:
         log.warning("%s", message)
 
     async def _read_loop(self, conn: _Connection, outbound_peer: int | None) -> None:
+        first = True
         try:
             while True:
                 frame = await read_frame(conn.reader)
                 if not isinstance(frame, list) or len(frame) != 5:
                     raise FrameError(f"malformed RPC frame {frame!r:.100}")
-                if frame[0] == Kind.STREAM and outbound_peer is None:
+                if frame[0] == Kind.STREAM:
+                    if not first or outbound_peer is not None:  # replies may be on their way
+                        raise FrameError("a STREAM frame may only open a connection")
                     await self._hand_over(conn, frame)
                     return
+                first = False
                 self._dispatch(conn, frame)
         except (asyncio.IncompleteReadError, ConnectionError, FrameError, OSError) as exc:
             if not isinstance(exc, asyncio.IncompleteReadError):
