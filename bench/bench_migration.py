@@ -8,7 +8,10 @@ deleted) to the first node.
 
 Figures, all from the same run:
 * `stream_MBps`: the streaming step alone, from the target's `tablet streamed ... bytes= ms=`
-  log line (copy on the source, one frame over loopback, write and install on the target);
+  log line (the image offered by the source, sent over a dedicated connection with sendfile,
+  written, synced, checked and installed on the target); `via` says which image (`pinned`: the
+  live file, `copy`: an online-backup copy) and path (`sendfile`, or `rpc` chunks under
+  internode TLS), `transfer_ms` / `install_ms` split the time;
 * `cp_MBps` / `cp_fsync_MBps`: `cp` of the file the migration installed on the staying node
   (its `.db` and any `-wal`) to another file on the same filesystem, without and with an fsync;
 * `stream_vs_cp`: stream_MBps / cp_MBps (goal in issue 14: >= 0.5);
@@ -17,7 +20,10 @@ Figures, all from the same run:
   per streamed MB.
 Run on a quiet machine; figures measured under load are noise.
 
-Reproduce: `PYTHONPATH=. .venv/bin/python -m bench.bench_migration [--mb 64]`.
+`--profile DIR` runs both nodes under cProfile (`bench.profiled`: the event-loop thread's CPU),
+writing `DIR/stays.prof` and `DIR/leaves.prof` when each node exits.
+
+Reproduce: `PYTHONPATH=. .venv/bin/python -m bench.bench_migration [--mb 64] [--profile DIR]`.
 """
 
 from __future__ import annotations
@@ -39,7 +45,10 @@ from tests.harness.node import NodeFactory, TestNode
 
 BLOB = 64 * 1024
 OPTIONS = {"write_request_timeout_in_ms": 60000, "read_request_timeout_in_ms": 60000}
-STREAMED = re.compile(r"tablet streamed .*?tablet=(\d+) .*?bytes=(\d+) mode=(\w+) ms=(\d+)")
+STREAMED = re.compile(
+    r"tablet streamed .*?tablet=(\d+) .*?bytes=(\d+) mode=(\w+) ms=(\d+) via=(\S+) "
+    r"transfer_ms=(\d+) install_ms=(\d+)"
+)
 MB = 1024 * 1024
 
 
@@ -88,12 +97,23 @@ def _cpu_until_exit(pid: int, out: list[float], stop: threading.Event) -> None:
         time.sleep(0.05)
 
 
-def run(megabytes: int, base: Path) -> dict[str, Any]:
+def _profiled(node: TestNode, out: Path) -> None:
+    """Run ``node`` under ``bench.profiled`` (same arguments after the module name)."""
+    argv = node.process.argv
+    at = argv.index("tabletdb.cli.main")
+    node.process.argv = [*argv[:at], "bench.profiled", str(out), "--", *argv[at + 1 :]]
+
+
+def run(megabytes: int, base: Path, profiles: Path | None = None) -> dict[str, Any]:
     factory = NodeFactory(AddressAllocator.for_this_process(), base)
     try:
         stays = factory.create(smp=1, options=OPTIONS)
-        stays.start()
         leaves = factory.create(seeds=[stays.host], smp=1, options=OPTIONS)
+        if profiles is not None:
+            profiles.mkdir(parents=True, exist_ok=True)
+            _profiled(stays, profiles / "stays.prof")
+            _profiled(leaves, profiles / "leaves.prof")
+        stays.start()
         leaves.start()
         table_id = _load(stays, megabytes)
         if not _tablet_files(leaves, table_id):
@@ -120,7 +140,7 @@ def run(megabytes: int, base: Path) -> dict[str, Any]:
         streams = STREAMED.findall(log)
         if len(streams) != 1:
             raise RuntimeError(f"expected one tablet streamed to the staying node, found {streams}")
-        tablet, raw_bytes, mode, raw_ms = streams[0]
+        tablet, raw_bytes, mode, raw_ms, via, transfer_ms, install_ms = streams[0]
         stream_bytes, stream_ms = int(raw_bytes), int(raw_ms)
         # the baseline: cp of the very file the migration installed (the same bytes)
         cp_bytes, cp_s, cp_fsync_s = cp_baseline(_tablet_files(stays, table_id, tablet), base / "cp-baseline")
@@ -132,6 +152,9 @@ def run(megabytes: int, base: Path) -> dict[str, Any]:
         "loaded_MB": megabytes,
         "stream_bytes": stream_bytes,
         "install_mode": mode,
+        "via": via,
+        "transfer_ms": int(transfer_ms),
+        "install_ms": int(install_ms),
         "stream_s": round(stream_ms / 1000, 3),
         "stream_MBps": round(stream_mbps, 1),
         "cp_bytes": cp_bytes,
@@ -148,9 +171,10 @@ def run(megabytes: int, base: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=64, help="MB written (about half migrates)")
+    parser.add_argument("--profile", metavar="DIR", help="run both nodes under cProfile, profiles in DIR")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-migration-") as tmp:
-        result = run(args.mb, Path(tmp))
+        result = run(args.mb, Path(tmp), Path(args.profile).resolve() if args.profile else None)
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 

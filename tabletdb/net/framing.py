@@ -29,7 +29,7 @@ def encode_frame(obj: Any) -> bytes:
     return LENGTH.pack(len(payload)) + payload
 
 
-def _decode_payload(payload: bytes) -> Any:
+def decode_payload(payload: bytes) -> Any:
     try:
         return msgpack.unpackb(payload, raw=False, strict_map_key=False)
     except (ValueError, msgpack.UnpackException) as exc:
@@ -52,7 +52,7 @@ class FrameDecoder:
             end = LENGTH.size + length
             if len(self._buffer) < end:
                 break
-            out.append(_decode_payload(bytes(self._buffer[LENGTH.size : end])))
+            out.append(decode_payload(bytes(self._buffer[LENGTH.size : end])))
             del self._buffer[:end]
         return out
 
@@ -68,4 +68,4 @@ async def read_frame(reader: asyncio.StreamReader) -> Any:
     (length,) = LENGTH.unpack(header)
     if length > MAX_FRAME:
         raise FrameError(f"frame length {length} exceeds the {MAX_FRAME}-byte limit")
-    return _decode_payload(await reader.readexactly(length))
+    return decode_payload(await reader.readexactly(length))

@@ -15,6 +15,11 @@ A handler is ``async def handler(src: int, payload) -> reply``; for one-way mess
 is ignored. A handler that raises sends an ERROR frame, surfaced to the caller as `RemoteError`
 with the remote message, so a bug on one node is reported on the other rather than timing out.
 Fault injection (`FaultInjector`) is applied to every outgoing frame.
+
+A *dedicated* connection (`net.dedicated`) carries one bulk transfer instead of messages: after
+the same HELLO exchange its first frame is a STREAM frame naming a verb registered with
+`register_stream`, checked against the authority like a request, and the connection is handed to
+that handler, which owns it from then on (plaintext only: its bytes go out with `os.sendfile`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from tabletdb.net.handshake import Authority, HandshakeRefused, Peer, TrustAll
 log = logging.getLogger(__name__)
 
 Handler = Callable[[int, Any], Awaitable[Any]]
+StreamHandler = Callable[[int, Any, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+"""``async def handler(src, payload, reader, writer)``: owns a dedicated connection until it returns."""
 
 
 HANDSHAKE_TIMEOUT = 10.0
@@ -55,6 +62,8 @@ class Kind(IntEnum):
     RESPONSE = 2
     ERROR = 3
     ONE_WAY = 4
+    STREAM = 5
+    """First frame after the HELLOs of a dedicated connection: hand it to a stream handler."""
 
 
 class RpcError(Exception):
@@ -93,11 +102,14 @@ class InternodeTls:
 class _Connection:
     """One TCP connection: a writer with a lock (frames must not interleave) and a reader task."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Peer) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Peer, encrypted: bool = False
+    ) -> None:
         self.reader = reader
         self.writer = writer
         self.peer = peer
         """Who is on the other end, as the handshake established."""
+        self.encrypted = encrypted
         self.lock = asyncio.Lock()
         self.task: asyncio.Task[None] | None = None
 
@@ -138,6 +150,7 @@ class RpcNode:
         self.faults = FaultInjector(seed=node_id)
         self._peers: dict[int, tuple[str, int]] = {}
         self._handlers: dict[str, Handler] = {}
+        self._stream_handlers: dict[str, StreamHandler] = {}
         self._outbound: dict[int, _Connection] = {}
         self._connecting: dict[int, asyncio.Lock] = {}
         self._inbound: set[_Connection] = set()
@@ -153,6 +166,16 @@ class RpcNode:
         if verb in self._handlers:
             raise ValueError(f"verb {verb!r} already has a handler on node {self.node_id}")
         self._handlers[verb] = handler
+
+    def register_stream(self, verb: str, handler: StreamHandler) -> None:
+        """Serve dedicated connections whose STREAM frame names ``verb`` (module docstring)."""
+        if verb in self._stream_handlers:
+            raise ValueError(f"stream verb {verb!r} already has a handler on node {self.node_id}")
+        self._stream_handlers[verb] = handler
+
+    def address_of(self, peer: int) -> tuple[str, int] | None:
+        """Where ``peer`` listens for plaintext connections (None: unknown)."""
+        return self._peers.get(peer)
 
     def add_peer(self, peer: int, host: str, port: int) -> None:
         """Where `peer` listens; a new address (a member restarted elsewhere) closes the
@@ -256,7 +279,7 @@ class RpcNode:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 reader, writer = await asyncio.open_connection(
-                    host, port, ssl=context, local_addr=self._source_address()
+                    host, port, ssl=context, local_addr=self.source_address()
                 )
         except (OSError, TimeoutError, ssl.SSLError) as exc:
             raise PeerUnreachable(f"node {peer} at {host}:{port}: connect failed: {exc!r}") from exc
@@ -265,13 +288,8 @@ class RpcNode:
                 writer.write(encode_frame([Kind.HELLO, 0, "", self.node_id, self.authority.hello(peer)]))
                 await writer.drain()
                 reply = await read_frame(reader)
-            if not isinstance(reply, list) or len(reply) != 5 or reply[0] not in (Kind.HELLO, Kind.ERROR):
-                raise HandshakeRefused(f"answered the handshake with {reply!r:.100}")
-            if reply[0] == Kind.ERROR:
-                raise HandshakeRefused(f"refused this node: {reply[4]}")
-            return _Connection(
-                reader, writer, self.authority.admit(reply[4], context is not None, peer, None)
-            )
+            admitted = admit_hello_reply(self.authority, reply, context is not None, peer)
+            return _Connection(reader, writer, admitted, context is not None)
         except (HandshakeRefused, FrameError) as exc:
             writer.close()
             self._warn_once(f"node {self.node_id}: handshake with node {peer} at {host}:{port} failed: {exc}")
@@ -280,7 +298,7 @@ class RpcNode:
             writer.close()
             raise PeerUnreachable(f"node {peer} at {host}:{port}: handshake failed: {exc!r}") from exc
 
-    def _source_address(self) -> tuple[str, int] | None:
+    def source_address(self) -> tuple[str, int] | None:
         """Connect from the address this node listens on (the one group0 records for it): peers
         check that a member's connection comes from the member's address."""
         with contextlib.suppress(ValueError):
@@ -338,7 +356,7 @@ class RpcNode:
             peer = self.authority.admit(hello[4], encrypted, None, address)
             writer.write(encode_frame([Kind.HELLO, 0, "", self.node_id, self.authority.hello(None)]))
             await writer.drain()
-            return _Connection(reader, writer, peer)
+            return _Connection(reader, writer, peer, encrypted)
         except (HandshakeRefused, FrameError) as exc:
             self._warn_once(f"node {self.node_id}: refused internode connection from {address}: {exc}")
             with contextlib.suppress(ConnectionError, OSError, FrameError):
@@ -363,11 +381,18 @@ class RpcNode:
         log.warning("%s", message)
 
     async def _read_loop(self, conn: _Connection, outbound_peer: int | None) -> None:
+        first = True
         try:
             while True:
                 frame = await read_frame(conn.reader)
                 if not isinstance(frame, list) or len(frame) != 5:
                     raise FrameError(f"malformed RPC frame {frame!r:.100}")
+                if frame[0] == Kind.STREAM:
+                    if not first or outbound_peer is not None:  # replies may be on their way
+                        raise FrameError("a STREAM frame may only open a connection")
+                    await self._hand_over(conn, frame)
+                    return
+                first = False
                 self._dispatch(conn, frame)
         except (asyncio.IncompleteReadError, ConnectionError, FrameError, OSError) as exc:
             if not isinstance(exc, asyncio.IncompleteReadError):
@@ -377,6 +402,32 @@ class RpcNode:
                 self._drop_outbound(outbound_peer, conn)
             else:
                 conn.close()
+
+    async def _hand_over(self, conn: _Connection, frame: list[Any]) -> None:
+        """Give a dedicated connection to its stream handler, or answer why not. The handler
+        answers everything after this; if it fails, the connection is reset (never closed
+        cleanly: the other end must not take a cut-short transfer for a whole one)."""
+        _, _, verb, _, payload = frame
+        handler = self._stream_handlers.get(verb) if isinstance(verb, str) else None
+        refusal = self.authority.refusal(conn.peer, verb) if isinstance(verb, str) else "malformed verb"
+        if refusal is None and handler is None:
+            refusal = f"unknown stream verb {verb!r}"
+        if refusal is None and conn.encrypted:
+            refusal = (
+                f"{verb!r} needs a plaintext connection (its bytes are sent with sendfile); over TLS use RPC"
+            )
+        if refusal is not None or handler is None:
+            self._warn_once(f"node {self.node_id}: {refusal}")
+            await self._reply(conn, [Kind.ERROR, 0, verb, self.node_id, f"Refused: {refusal}"])
+            return
+        try:
+            await handler(conn.peer.node_id, payload, conn.reader, conn.writer)
+        except Exception as exc:
+            conn.writer.transport.abort()
+            if isinstance(exc, (ConnectionError, OSError, RpcError, TimeoutError)):
+                log.info("node %s: %s to node %s failed: %s", self.node_id, verb, conn.peer.node_id, exc)
+            else:
+                log.exception("node %s: %s to node %s failed", self.node_id, verb, conn.peer.node_id)
 
     def _dispatch(self, conn: _Connection, frame: list[Any]) -> None:
         kind, msg_id, verb, _claimed_src, payload = frame
@@ -434,3 +485,12 @@ class RpcNode:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def admit_hello_reply(authority: Authority, reply: Any, encrypted: bool, peer: int) -> Peer:
+    """The peer this node dialled, from its answer to our HELLO; raises HandshakeRefused."""
+    if not isinstance(reply, list) or len(reply) != 5 or reply[0] not in (Kind.HELLO, Kind.ERROR):
+        raise HandshakeRefused(f"answered the handshake with {reply!r:.100}")
+    if reply[0] == Kind.ERROR:
+        raise HandshakeRefused(f"refused this node: {reply[4]}")
+    return authority.admit(reply[4], encrypted, peer, None)

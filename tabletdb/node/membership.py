@@ -173,7 +173,13 @@ class ClusterMember:
             lambda table_id: self.group0.catalog.by_id(table_id),
             lambda: self.group0.state.topology_state.fence_version,
         )
-        self.streaming = TabletStreaming(rpc, storage, lambda table_id: self.group0.catalog.by_id(table_id))
+        self.streaming = TabletStreaming(
+            rpc,
+            storage,
+            lambda table_id: self.group0.catalog.by_id(table_id),
+            lambda: self.group0.state.topology_state.version,
+            lambda: self.group0.state.topology_state.fence_version,
+        )
         """Tablet copy/stream/cleanup verbs, what the topology coordinator moves replicas with."""
         self.streaming.register()
         self.resizing = TabletResize(

@@ -1,42 +1,55 @@
 """The internode verbs that move tablet replicas for the topology coordinator: copy, stream, cleanup.
 
-* ``tablet.copy_open`` / ``tablet.copy_read`` / ``tablet.copy_close`` (asked of a source): a
-  consistent copy of its replica's SQLite file (``replica.tablet_images.copy_tablet``) is staged
-  under ``.outgoing`` and read by the target in chunks of ``CHUNK`` bytes, two in flight. Chunks
-  keep every frame small: a tablet file of any size streams, and Raft heartbeats and reads that
-  share the connection never wait behind one huge frame (a whole 200 MB file used to be one frame,
-  and every message behind it waited for it).
-* ``tablet.stream`` (asked of a target): pull the copy from each source in turn and install it
-  (``install_tablet``: whole into an empty file, else merged as rows, last write wins); answers
-  how each went in. The coordinator asks this at a migration's ``streaming`` stage.
+* ``tablet.copy_open`` (asked of a source): offer a consistent image of its replica's SQLite
+  file to the asking node (``node.tablet_outgoing``: the live file pinned, or a copy staged under
+  ``.outgoing``) under a transfer id issued to that node alone. The asker's topology version must
+  not be below the source's fence (a stream of a move that was rolled back and fenced is refused).
+* ``tablet.copy_send`` (a dedicated connection, ``net.dedicated``): the whole image, sent with
+  ``sendfile`` and received with large ``recv_into`` calls straight into the staged file. Used
+  whenever the connection to the source may be plaintext.
+* ``tablet.copy_read`` / ``tablet.copy_close``: with internode TLS, the image read over RPC in
+  chunks of ``CHUNK`` bytes, two in flight. Chunks keep every frame small: Raft heartbeats and
+  reads that share the connection never wait behind one huge frame.
+* ``tablet.stream`` (asked of a target): pull the image from each source in turn, make it a
+  rollback-journal file (a pinned image arrives in WAL mode), and install it (``install_tablet``:
+  synced and checked, then whole into an empty file, else merged as rows, last write wins);
+  answers how each went in. The coordinator asks this at a migration's ``streaming`` stage.
 * ``tablet.cleanup`` (asked of an old replica): close and delete its file of the tablet
   (``drop_tablet``), refused while the node's map still serves the tablet there.
 * ``tablet.shard_move`` (asked of a node whose replica moves between two of its shards, at the
   ``streaming`` stage): rename the file into the new shard (``replica.shard_moves``); writes in
   flight to it are waited out for up to ``SHARD_MOVE_WAIT`` seconds, then the coordinator retries.
 
-A node asking itself runs the handler directly (no RPC to self). A staged copy whose target went
-away is deleted once it has been idle for ``STREAM_TIMEOUT``, and leftovers of a previous run of
-the process when the verbs are registered.
+A node asking itself runs the handler directly (no RPC to self). An image whose target went away
+is released once idle (``tablet_outgoing.IDLE``), and copies left by a previous run of the process
+are deleted when the verbs are registered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import shutil
+import socket
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tabletdb.net.rpc import RpcNode
+from tabletdb.net.dedicated import dial, receive_file, send_file
+from tabletdb.net.framing import encode_frame
+from tabletdb.net.rpc import Kind, RpcNode
+from tabletdb.node.tablet_outgoing import OutgoingImages, open_image
+from tabletdb.replica.fencing import check_fence
 from tabletdb.replica.shard_moves import ShardMoveBusy, move_between_shards
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.tablet_images import copy_tablet, drop_tablet, install_tablet
 from tabletdb.replica.verbs import TableOf, wait_for_table
+from tabletdb.storage.pinned_image import as_rollback_file
 from tabletdb.storage.tablet_store import StorageError
 
 log = logging.getLogger(__name__)
@@ -44,6 +57,7 @@ log = logging.getLogger(__name__)
 VERB_TABLET_COPY_OPEN = "tablet.copy_open"
 VERB_TABLET_COPY_READ = "tablet.copy_read"
 VERB_TABLET_COPY_CLOSE = "tablet.copy_close"
+VERB_TABLET_COPY_SEND = "tablet.copy_send"
 VERB_TABLET_STREAM = "tablet.stream"
 VERB_TABLET_CLEANUP = "tablet.cleanup"
 VERB_TABLET_SHARD_MOVE = "tablet.shard_move"
@@ -51,36 +65,43 @@ SHARD_MOVE_WAIT = 5.0
 """Seconds a shard move waits for a moment with no write in flight to the tablet's file."""
 
 STREAM_TIMEOUT = 600.0
-"""Seconds a whole stream from one source may take; also how long an idle staged copy is kept."""
+"""Seconds a whole stream from one source may take."""
 CHUNK = 8 << 20
 """Bytes per read of a staged copy: large enough that per-frame costs vanish, small enough that
 other messages on the connection are never held up for long."""
 IN_FLIGHT = 2
 """Chunk reads outstanding at once, so the source's disk and the network overlap the target's write."""
 CHUNK_TIMEOUT = 120.0
-
-
-@dataclass
-class _Outgoing:
-    path: Path
-    size: int
-    last_used: float
+"""Seconds one chunk read, or one wait for data on a dedicated transfer, may take."""
+MAX_CHUNK = 64 << 20
 
 
 class TabletStreaming:
-    """Serves the verbs on ``rpc`` and asks them of other nodes."""
+    """Serves the verbs on ``rpc`` and asks them of other nodes. ``version`` and ``fence``: this
+    node's topology version and fence version in group0 (both 0 where nothing fences)."""
 
-    def __init__(self, rpc: RpcNode, storage: StorageService, table_of: TableOf) -> None:
+    def __init__(
+        self,
+        rpc: RpcNode,
+        storage: StorageService,
+        table_of: TableOf,
+        version: Callable[[], int] = lambda: 0,
+        fence: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.rpc = rpc
         self.storage = storage
         self.table_of = table_of
-        self._outgoing: dict[str, _Outgoing] = {}
+        self._version = version
+        self._fence = fence
+        self._outgoing = OutgoingImages()
 
     def register(self) -> None:
+        self._outgoing.clear()
         shutil.rmtree(self._outgoing_dir(), ignore_errors=True)
         self.rpc.register(VERB_TABLET_COPY_OPEN, self._copy_open)
         self.rpc.register(VERB_TABLET_COPY_READ, self._copy_read)
         self.rpc.register(VERB_TABLET_COPY_CLOSE, self._copy_close)
+        self.rpc.register_stream(VERB_TABLET_COPY_SEND, self._copy_send)
         self.rpc.register(VERB_TABLET_STREAM, self._stream)
         self.rpc.register(VERB_TABLET_CLEANUP, self._cleanup)
         self.rpc.register(VERB_TABLET_SHARD_MOVE, self._shard_move)
@@ -124,39 +145,45 @@ class TabletStreaming:
         return folder / f"{uuid.uuid4().hex}.db"
 
     async def _copy_open(self, src: int, payload: list[Any]) -> list[Any] | None:
-        """Stage a consistent copy of the replica; [transfer id, size], or None if never written."""
-        raw_id, tablet_id = payload
+        """Offer an image of the replica to ``src``: [transfer id, size, kind], or None if the
+        replica was never written."""
+        raw_id, tablet_id, version = payload
+        check_fence(version, self._fence(), src)
         table = await wait_for_table(self.table_of, raw_id)
-        self._forget_idle()
-        staging = self._staging(".outgoing")
-        if not await copy_tablet(self.storage, table, tablet_id, staging):
+        image = await open_image(self.storage, table, tablet_id, self._staging(".outgoing"))
+        if image is None:
             return None
-        transfer = staging.stem
-        size = staging.stat().st_size
-        self._outgoing[transfer] = _Outgoing(staging, size, time.monotonic())
-        return [transfer, size]
+        return [self._outgoing.offer(image, src), image.size, image.kind]
 
     async def _copy_read(self, src: int, payload: list[Any]) -> bytes:
         transfer, offset, length = payload
-        outgoing = self._outgoing.get(transfer)
-        if outgoing is None:
-            raise StorageError(f"no staged tablet copy {transfer} on this node (closed, or idle too long)")
-        outgoing.last_used = time.monotonic()
-        return await asyncio.to_thread(_read_at, outgoing.path, offset, length)
+        if not 0 <= length <= MAX_CHUNK:
+            raise StorageError(f"tablet image {transfer}: a read of {length} bytes (at most {MAX_CHUNK})")
+        image = self._outgoing.get(transfer, src)
+        return await asyncio.to_thread(_read_at, image.file, offset, min(length, image.size - offset))
 
     async def _copy_close(self, src: int, payload: list[Any]) -> bool:
         (transfer,) = payload
-        outgoing = self._outgoing.pop(transfer, None)
-        if outgoing is not None:
-            outgoing.path.unlink(missing_ok=True)
-        return outgoing is not None
+        return self._outgoing.close(transfer, src)
 
-    def _forget_idle(self) -> None:
-        cutoff = time.monotonic() - STREAM_TIMEOUT
-        for transfer, outgoing in list(self._outgoing.items()):
-            if outgoing.last_used < cutoff:
-                del self._outgoing[transfer]
-                outgoing.path.unlink(missing_ok=True)
+    async def _copy_send(
+        self, src: int, payload: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """The whole image on a dedicated connection: its size in one frame, then the bytes."""
+        try:
+            (transfer,) = payload
+            image = self._outgoing.take(transfer, src)
+        except (StorageError, TypeError, ValueError) as exc:
+            writer.write(encode_frame([Kind.ERROR, 0, VERB_TABLET_COPY_SEND, self.rpc.node_id, str(exc)]))
+            await writer.drain()
+            return
+        try:
+            writer.write(
+                encode_frame([Kind.RESPONSE, 0, VERB_TABLET_COPY_SEND, self.rpc.node_id, image.size])
+            )
+            await send_file(reader, writer, image.file, image.size, CHUNK_TIMEOUT)
+        finally:
+            image.release()
 
     # --- serving: the target's side --------------------------------------------------------------
 
@@ -168,44 +195,71 @@ class TabletStreaming:
             started = time.monotonic()
             staging = self._staging()
             try:
-                size = await self._pull(source, [raw_id, tablet_id], staging)
-                if size is None:
+                pulled = await self._pull(source, [raw_id, tablet_id, self._version()], staging)
+                if pulled is None:
                     modes.append("empty")
                     continue
+                size, how = pulled
+                transferred = time.monotonic()
+                await asyncio.to_thread(as_rollback_file, staging)
                 modes.append(await install_tablet(self.storage, table, tablet_id, staging))
             finally:
                 staging.unlink(missing_ok=True)
+            done = time.monotonic()
             log.info(
-                "tablet streamed table=%s tablet=%d source=%d bytes=%d mode=%s ms=%.0f",
+                "tablet streamed table=%s tablet=%d source=%d bytes=%d mode=%s ms=%.0f via=%s "
+                "transfer_ms=%.0f install_ms=%.0f",
                 table.id,
                 tablet_id,
                 source,
                 size,
                 modes[-1],
-                (time.monotonic() - started) * 1000,
+                (done - started) * 1000,
+                how,
+                (transferred - started) * 1000,
+                (done - transferred) * 1000,
             )
         return modes
 
-    async def _pull(self, source: int, request: list[Any], staging: Path) -> int | None:
-        """Copy the source's replica to ``staging``; its size, or None if it was never written."""
+    async def _pull(self, source: int, request: list[Any], staging: Path) -> tuple[int, str] | None:
+        """Copy the source's replica to ``staging``: (its size, how it came: ``local``, or the
+        image's kind and the path it took), or None if it was never written."""
         if source == self.rpc.node_id:
             table = await wait_for_table(self.table_of, request[0])
             if not await copy_tablet(self.storage, table, request[1], staging):
                 return None
-            return staging.stat().st_size
+            return staging.stat().st_size, "local"
         opened = await self.rpc.call(source, VERB_TABLET_COPY_OPEN, request, STREAM_TIMEOUT)
         if opened is None:
             return None
-        transfer, size = opened
+        transfer, size, kind = opened
         try:
             with staging.open("wb") as out:
-                await self._read_chunks(source, transfer, size, out)
+                if self.rpc.authority.must_encrypt(source):
+                    await self._read_chunks(source, transfer, size, out)
+                    return size, f"{kind}-rpc"
+                await self._receive(source, transfer, size, out)
+                return size, f"{kind}-sendfile"
         finally:
-            try:
+            try:  # releases the image at once if the transfer failed before it began
                 await self.rpc.call(source, VERB_TABLET_COPY_CLOSE, [transfer], CHUNK_TIMEOUT)
-            except Exception as exc:  # the source forgets idle copies on its own
+            except Exception as exc:  # the source forgets idle images on its own
                 log.debug("tablet copy close failed source=%d transfer=%s: %s", source, transfer, exc)
-        return int(size)
+
+    async def _receive(self, source: int, transfer: str, size: int, out: BinaryIO) -> None:
+        """The image over a dedicated connection, straight into ``out``."""
+        sock, announced = await dial(self.rpc, source, VERB_TABLET_COPY_SEND, [transfer], CHUNK_TIMEOUT)
+        if announced != size:
+            sock.close()
+            raise StorageError(
+                f"tablet image {transfer} from node {source}: {announced} bytes, offered {size}"
+            )
+        try:
+            await asyncio.to_thread(receive_file, sock, out, size, CHUNK_TIMEOUT)
+        except asyncio.CancelledError:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # the receiving thread sees the end and stops
+            raise
 
     async def _read_chunks(self, source: int, transfer: str, size: int, out: BinaryIO) -> None:
         """Read the staged copy in order, ``IN_FLIGHT`` chunks requested ahead of the write."""
@@ -249,7 +303,5 @@ class TabletStreaming:
                 await asyncio.sleep(0.01)
 
 
-def _read_at(path: Path, offset: int, length: int) -> bytes:
-    with path.open("rb") as f:
-        f.seek(offset)
-        return f.read(length)
+def _read_at(file: BinaryIO, offset: int, length: int) -> bytes:
+    return os.pread(file.fileno(), max(length, 0), offset)

@@ -646,6 +646,14 @@ class TabletStore:
                 conn.execute(f"DETACH DATABASE {SOURCE}")
         return merged
 
+    def holding_writes(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` with the writing connection while no write to this file can start or be
+        under way (the write lock); any thread. ``storage.pinned_image`` pins the file so."""
+        if self.in_memory:
+            raise StorageError("an in-memory store has no file to hold")
+        with self._write_lock, self._damage_reported():
+            return work(self._writer)
+
     def size_bytes(self) -> int:
         """Bytes used by the database pages (the balancer's load measure)."""
         self.write_deferred()

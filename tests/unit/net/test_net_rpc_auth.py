@@ -215,3 +215,41 @@ def test_internode_tls_dc_refuses_plaintext_across_dcs(tmp_path: Path) -> None:
         await b.stop()
 
     asyncio.run(main())
+
+
+def test_a_stream_frame_only_opens_a_dedicated_connection_and_is_checked_like_a_request() -> None:
+    async def main() -> None:
+        a_host, b_host, stranger = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+        view = View({a_host: HERE, b_host: HERE})
+        b = _node(view, b_host)
+        handed: list[Any] = []
+
+        async def take(src: int, payload: Any, reader: Any, writer: Any) -> None:
+            handed.append((src, payload))
+            writer.write(b"raw bytes")
+            await writer.drain()
+
+        b.register_stream("bulk", take)
+        await b.start()
+        member = Hello(raft_id_of(a_host), a_host, "c", None, HERE, b_host).to_plain()
+        hello = [Kind.HELLO, 0, "", 0, member]
+        reader, writer = await asyncio.open_connection("127.0.0.1", b.port)
+        writer.write(encode_frame(hello) + encode_frame([Kind.STREAM, 0, "bulk", 0, "p"]))
+        assert (await read_frame(reader))[0] == Kind.HELLO
+        assert await reader.read() == b"raw bytes"  # the handler owned the connection
+        assert handed == [(raft_id_of(a_host), "p")]
+        writer.close()
+        # a STREAM frame after a request is a protocol error: the connection is closed
+        ask = [Kind.REQUEST, 1, "nothing", 0, None]
+        answers = await _raw_request(b.port, [hello, ask, [Kind.STREAM, 0, "bulk", 0, "q"]])
+        assert answers[0][0] == Kind.HELLO and Kind.RESPONSE not in [f[0] for f in answers]
+        assert len(handed) == 1
+        # a non-member is refused before the handler runs, as for a request
+        intruder = Hello(raft_id_of(stranger), stranger, "c", None, HERE, b_host).to_plain()
+        answers = await _raw_request(
+            b.port, [[Kind.HELLO, 0, "", 0, intruder], [Kind.STREAM, 0, "bulk", 0, "r"]]
+        )
+        assert answers[1][0] == Kind.ERROR and "not a member" in answers[1][4] and len(handed) == 1
+        await b.stop()
+
+    asyncio.run(main())

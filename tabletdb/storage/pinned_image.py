@@ -1,0 +1,112 @@
+"""A live tablet file read as a consistent image, without copying it first.
+
+Streaming a replica used to copy the file through SQLite's online-backup API before sending the
+copy: about as much work as the send itself. This module instead holds the live file still.
+
+Why the raw bytes of a WAL-mode file can be a consistent image (SQLite's ``wal.c`` locking
+rules): a reader that begins when every frame of the write-ahead log has been copied back into
+the database file (a complete checkpoint) takes read-lock 0, and a reader holding read-lock 0
+reads the database file only, ignoring the log. A checkpoint must hold read-lock 0 exclusively
+before it copies any frame into the database file, so while that reader's transaction is open no
+checkpoint (passive, automatic or explicit) writes into the file; writers append to the log only.
+So, with the store's writes held off (its write lock), ``pin_file`` checkpoints, checks the
+checkpoint got every frame, and begins a read transaction on a connection of its own before
+letting writes go on: from then until ``PinnedImage.close`` the first ``size`` bytes of the file
+are one committed state, however much is written meanwhile. If the checkpoint could not take
+every frame (a reader of an older state holds part of the log), there is no pin: the caller
+copies instead. While pinned the log grows (nothing can fold it in), so pins are short-lived.
+
+The bytes are a WAL-mode file (header bytes 18-19); ``as_rollback_file`` turns a received image
+into a self-contained rollback-journal file, as the backup copies were, before it is checked and
+installed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from tabletdb.storage.tablet_store import StorageError, TabletStore
+
+
+@dataclass
+class PinnedImage:
+    """The first ``size`` bytes of ``file`` stay one committed state until ``close``."""
+
+    path: Path
+    size: int
+    file: BinaryIO
+    _reader: sqlite3.Connection = field(repr=False)
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        """Bytes of the image (never past ``size``); any thread."""
+        length = max(0, min(length, self.size - offset))
+        return os.pread(self.file.fileno(), length, offset)
+
+    def close(self) -> None:
+        """End the read transaction (checkpoints may write the file again) and close the file;
+        any thread."""
+        try:
+            self._reader.close()
+        finally:
+            self.file.close()
+
+
+def pin_store(store: TabletStore) -> PinnedImage | None:
+    """Pin the file of ``store`` (its deferred rows written first by the caller, on the store's
+    owner thread); blocks writes to it for one checkpoint. Any thread."""
+    return store.holding_writes(lambda writer: pin_file(store.path, writer))
+
+
+def pin_file(path: Path, writer: sqlite3.Connection) -> PinnedImage | None:
+    """Pin the live file at ``path`` (module docstring). The caller holds the lock every write
+    to the file takes, and ``writer`` is the connection those writes use. None when the
+    checkpoint could not fold the whole log in (copy the file instead)."""
+    file = open(path, "rb")  # noqa: SIM115 - handed to the PinnedImage, closed by it
+    try:
+        busy, log_frames, folded = writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        if busy or log_frames != folded or log_frames < 0:
+            file.close()
+            return None
+        reader = sqlite3.connect(  # pinned on a worker thread, released on the event loop's
+            f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
+    except (OSError, sqlite3.Error) as exc:
+        file.close()
+        raise StorageError(f"cannot pin tablet file {path} for streaming: {exc}") from exc
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the read lock is taken here
+        (page_size,) = reader.execute("PRAGMA page_size").fetchone()
+        (page_count,) = reader.execute("PRAGMA page_count").fetchone()
+        size = int(page_size) * int(page_count)
+        on_disk = os.fstat(file.fileno()).st_size
+        if on_disk < size:
+            raise StorageError(f"tablet file {path} holds {on_disk} bytes, its pages need {size}")
+    except (OSError, sqlite3.Error, StorageError) as exc:
+        reader.close()
+        file.close()
+        if isinstance(exc, StorageError):
+            raise
+        raise StorageError(f"cannot pin tablet file {path} for streaming: {exc}") from exc
+    return PinnedImage(path, size, file, reader)
+
+
+def as_rollback_file(path: Path) -> None:
+    """Make a received image a self-contained rollback-journal file (a pinned image arrives in
+    WAL mode; an online-backup copy is one already, and is left as it is)."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    if len(header) < 20 or header[18:20] == b"\x01\x01":
+        return  # too short to be a database (the integrity check says so), or already one
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StorageError(f"tablet image {path} is not a readable tablet file: {exc}") from exc
