@@ -374,6 +374,7 @@ class _ClientProtocol(asyncio.Protocol):
             client.ready = isinstance(response, Ready)
             self.write(conn.send(stream, response, request))
         elif isinstance(request, Register):
+            client.registered = frozenset(conn.registered)
             self.write(conn.send(stream, Ready(), request))
         elif isinstance(request, AuthResponse):
             self._spawn(stream, request, self._authenticate(request))
