@@ -14,12 +14,13 @@ from typing import Any, Protocol
 
 from tabletdb.coordinator.placement import ReplicatedRange
 from tabletdb.cql import codec
-from tabletdb.cql.types import ListType, MapType, SetType
+from tabletdb.cql.types import ListType, MapType, SetType, UserType
 from tabletdb.dht.token import MIN_TOKEN, TokenRange
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.cells import is_multi_cell
 from tabletdb.statements.keys import decode_clustering, element_of_path, partition_key, split_key
 from tabletdb.statements.restrictions import Restrictions
+from tabletdb.statements.udt_cells import field_index, join_fields, live_fields
 from tabletdb.storage.mutation import Bound, ClusteringSlice
 from tabletdb.storage.reconcile import LiveCell, LiveRow, PartitionData
 from tabletdb.storage.tablet_store import ScanPage, ScanPosition
@@ -44,7 +45,14 @@ class OutRow:
     clustering: bytes | None
     values: dict[str, Any]
     cells: dict[str, LiveCell]
-    """The (single-cell) columns' cells, for writetime() and ttl()."""
+    """The (single-cell) columns' cells, for writetime() and ttl(); a non-frozen UDT field's cell
+    under ``column.field`` (``udt_cell_key``)."""
+
+
+def udt_cell_key(column: str, field: str) -> str:
+    """Where ``OutRow.cells`` keeps a non-frozen UDT field's cell (``.`` never ends a column name
+    here: every such name is ``column.field`` of a user type)."""
+    return f"{column}.{field}"
 
 
 def column_values(
@@ -77,6 +85,14 @@ def column_values(
             )
         elif isinstance(t, ListType):
             values[name] = tuple(codec.deserialize(t.element, c.value) for c in live)
+        elif isinstance(t, UserType):
+            fields = live_fields(t, ((c.path, c.value, c.timestamp) for c in live))
+            values[name] = None if fields is None else codec.deserialize(t, join_fields(fields))
+            for c in sorted(live, key=lambda c: c.timestamp):  # a newer field cell wins
+                indexes = [field_index(c.path)] if c.path else range(len(t.field_names))
+                for i in indexes:
+                    if 0 <= i < len(t.field_names) and fields is not None and fields[i] is not None:
+                        cells[udt_cell_key(name, t.field_names[i])] = c
 
 
 def partition_rows(

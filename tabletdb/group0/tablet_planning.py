@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from tabletdb.cdc.generation import Generation, VnodeOwner, next_generation, refines
 from tabletdb.cdc.tablet_streams import StreamSets, next_stream_set
+from tabletdb.group0.cdc_log_maps import named_log_changes
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.group0.state import Group0State, SchemaCommand, apply
 from tabletdb.group0.tablets_state import (
@@ -94,6 +95,8 @@ def with_tablet_changes(
     if planner is None:
         return command, after
     changes = planner.changes(cluster, after.catalog)  # tablet maps move with the schema, atomically
+    planned_maps = apply_tablet_changes(after.tablets, changes)
+    changes += named_log_changes(command.mutations, after.catalog, planned_maps)  # old log maps
     now = planner.now_micros()
     generation = cdc_generation_for(cluster, command, after.catalog, now)
     tablets = apply_tablet_changes(after.tablets, changes)

@@ -26,6 +26,7 @@ from tabletdb.net.failure_detector import FailureDetector, Members, Transition
 from tabletdb.node.config import NodeConfig
 from tabletdb.node.encryption import internode_tls
 from tabletdb.node.group0_shell.cdc_generations import keep_cdc_generation
+from tabletdb.node.group0_shell.cdc_log_maps import LogMapAdoption
 from tabletdb.node.group0_shell.maintenance_store import MaintenanceStore
 from tabletdb.node.group0_shell.raft import ApplyFailed, Halter
 from tabletdb.node.group0_shell.service import Group0Service, SchemaListener
@@ -285,6 +286,7 @@ class ClusterMember:
 
     def _topology_io(self) -> TopologyIo:
         group0, streaming = self.group0, self.streaming
+        log_maps = LogMapAdoption(group0.record.host_id)
 
         async def stream(t: co.StreamTask) -> object:
             _, table_id, tablet_id = t.key
@@ -301,6 +303,7 @@ class ClusterMember:
         async def tidy() -> None:
             await group0.reconcile_voters()  # normal learners vote, nodes that left are dropped
             await keep_cdc_generation(group0)  # a ring that changed gets its CDC generation
+            await log_maps.step(group0)  # CDC log maps made before they named their base
 
         return TopologyIo(
             is_leader=lambda: group0.driver.is_leader,

@@ -34,6 +34,8 @@ class ClientState:
     keyspace: str | None = None
     user: str | None = None
     ready: bool = False
+    registered: frozenset[str] = frozenset()
+    """The event types this connection REGISTERed for (a driver's control connection)."""
     # Free for the handler (e.g. its session object, per-connection prepared cache).
     slot: Any = None
     # The query layer's schema-version read awaiting its pair (query.version_reads).

@@ -389,6 +389,7 @@ class _ClientProtocol(asyncio.Protocol):
             client.ready = isinstance(response, Ready)
             self.write(self._send(stream, response, request))
         elif isinstance(request, Register):
+            client.registered = frozenset(conn.registered)
             self.write(self._send(stream, Ready(), request))
         elif isinstance(request, AuthResponse):
             self._spawn(stream, request, self._authenticate(request))

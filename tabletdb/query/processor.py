@@ -43,10 +43,11 @@ from tabletdb.query.data_path import DataPath, batch_receivers
 from tabletdb.query.describe import describe
 from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
+from tabletdb.query.schema_fetches import SchemaFetches
 from tabletdb.query.select import result_columns
 from tabletdb.query.statement_timeouts import SessionLimit, statement_timeout_ms
 from tabletdb.schema import system_schema
-from tabletdb.schema.ddl_common import SchemaConfig
+from tabletdb.schema.ddl_common import Change, SchemaConfig, Target
 from tabletdb.schema.model import Catalog, TableDef
 from tabletdb.schema.rack_rules import ClusterShape
 from tabletdb.statements.bound_modification import BoundModification, bind_batch
@@ -131,6 +132,7 @@ class QueryProcessor:
         self._shard_aware_port = shard_aware_port
         self._routes = routes
         self._version_reads = VersionReads(settle_versions)
+        self._schema_fetches = SchemaFetches()
         self._prepared: dict[bytes, Prepared] = {}
         self._system_catalog: tuple[uuid.UUID, Catalog] | None = None
 
@@ -445,9 +447,7 @@ class QueryProcessor:
             return SetKeyspaceResult(stmt.keyspace)
         if isinstance(stmt, ddl.DDL_STATEMENTS):
             try:
-                return await self._schema_change(
-                    ddl.bind_schema_statement(stmt, values), keyspace, client.user
-                )
+                return await self._schema_change(ddl.bind_schema_statement(stmt, values), keyspace, client)
             finally:
                 VersionReads.forget(client)
         if isinstance(stmt, ast.Describe):
@@ -455,13 +455,21 @@ class QueryProcessor:
             return describe(stmt, self._catalog_with_system(), keyspace, self._node(), auth_rows)
         raise InvalidRequest(f"{type(stmt).__name__} statements are not supported by this node yet")
 
-    async def _schema_change(self, stmt: ast.Statement, keyspace: str | None, user: str | None) -> Result:
+    async def _schema_change(self, stmt: ast.Statement, keyspace: str | None, client: ClientState) -> Result:
         indexes_before = self._indexes_of(stmt, keyspace)
         decide = ddl.decision_for(stmt, keyspace, self._ddl_config(), uuid.uuid1, _now_micros)
-        decide = self._auth_exec.with_creator_grants(decide, user)
+        decide = self._auth_exec.with_creator_grants(decide, client.user)
+        since = self._schema_fetches.now()
         outcome = await self._metadata.change_schema(decide)
         if not outcome.events:
             return VoidResult()
+        others = [
+            (e.keyspace, e.name)
+            for e in outcome.events[1:]
+            if e.change is Change.CREATED and e.target is Target.TABLE
+        ]
+        if others:  # a CDC log made with its base: answer once the client's metadata has it
+            await self._schema_fetches.wait(client, self._clients(), others, since)
         if isinstance(stmt, ast.CreateIndex) and self._backfill is not None:
             await build_new_index(self._backfill, self._metadata.catalog, outcome.events[0], indexes_before)
         if isinstance(stmt, ast.CreateMaterializedView) and self._backfill is not None:
@@ -511,6 +519,8 @@ class QueryProcessor:
             def source(narrowing: dict[str, object]) -> list[dict[str, object]]:
                 ks_filter = narrowing.get("keyspace_name")
                 obj = narrowing.get(first_ck) if first_ck and ks_filter is not None else None
+                if table.name == "columns" and obj is not None:
+                    self._schema_fetches.fetched(client, str(ks_filter), str(obj))
                 return system_schema.rows(
                     catalog,
                     table.name,

@@ -15,13 +15,13 @@ from typing import Any
 
 import msgpack
 
-from tabletdb.coordinator.rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows
+from tabletdb.coordinator.rows import OutRow, PartitionSource, Position, lookup_rows, scan_rows, udt_cell_key
 from tabletdb.cql import ast, codec
 from tabletdb.cql.compare import exact_decimal
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
-from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType
+from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType, UserType
 from tabletdb.cql.unparse import cql_text
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
 from tabletdb.statements.bound_select import BoundSelect
@@ -93,16 +93,36 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
 
 
 def _cell_meta(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:
+    out_type = BIGINT if fn == "writetime" else INT
+    if isinstance(arg, ast.FieldRef):
+        return _field_cell_meta(sel, fn, arg, table)
     if not isinstance(arg, ast.ColumnRef):
         raise InvalidRequest(
-            f"{fn}() of {cql_text(arg)} is not supported: only of a whole column (not an element or a field)"
+            f"{fn}() of {cql_text(arg)} is not supported: only of a whole column or a field of a "
+            "non-frozen user type"
         )
     col = _col(table, arg.name)
     if col.is_primary_key:
         raise InvalidRequest(f"Cannot use selection function {fn} on PRIMARY KEY part {col.name}")
     if is_multi_cell(col.type):
-        raise InvalidRequest(f"Cannot use selection function {fn} on non-frozen collection {col.name}")
-    return Output(sel.alias or f"{fn}({col.name})", BIGINT if fn == "writetime" else INT, col.name, fn)
+        kind = "UDT" if isinstance(col.type, UserType) else "collection"
+        raise InvalidRequest(f"Cannot use selection function {fn} on non-frozen {kind} {col.name}")
+    return Output(sel.alias or f"{fn}({col.name})", out_type, col.name, fn)
+
+
+def _field_cell_meta(sel: ast.Selector, fn: str, arg: ast.FieldRef, table: TableDef) -> Output:
+    """``writetime(u.f)``/``ttl(u.f)``: a field of a non-frozen UDT is a cell of its own."""
+    col = _col(table, arg.column)
+    t = col.type
+    if not isinstance(t, UserType) or arg.field not in t.field_names:
+        raise InvalidRequest(f"Invalid field selection: {col.name} has no field {arg.field}")
+    if not t.is_multi_cell:
+        raise InvalidRequest(
+            f"Cannot use selection function {fn} on a field of frozen UDT {col.name}: the value is one "
+            f"cell, use {fn}({col.name})"
+        )
+    name = sel.alias or f"{fn}({col.name}.{arg.field})"
+    return Output(name, BIGINT if fn == "writetime" else INT, udt_cell_key(col.name, arg.field), fn)
 
 
 def _aggregate_output(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:

@@ -21,10 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tabletdb.cdc.list_keys import key_of_position
-from tabletdb.cql.types import ListType, MapType, SetType
+from tabletdb.cql.types import ListType, MapType, SetType, UserType
 from tabletdb.schema.cdc_log import DELETED
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
 from tabletdb.statements.keys import element_of_path
+from tabletdb.statements.udt_cells import join_fields, live_fields
 from tabletdb.storage.mutation import RowWrite
 from tabletdb.storage.reconcile import LiveRow
 
@@ -116,6 +117,9 @@ def image_values(base: TableDef, image: Image, columns: Iterable[str], flag_null
 def _frozen(base: TableDef, name: str, cells: dict[bytes, bytes]) -> bytes:
     t = base.column(name).type  # type: ignore[union-attr]  # images hold the base's own columns
     ordered = sorted(cells.items())
+    if isinstance(t, UserType):  # an old whole-value cell (empty path) sorts first, fields win
+        fields = live_fields(t, ((path, value, 1 if path else 0) for path, value in ordered))
+        return join_fields(fields or [None] * len(t.field_types))
     if isinstance(t, SetType):
         items = [element_of_path(t.element, path) for path, _ in ordered]
     elif isinstance(t, MapType):

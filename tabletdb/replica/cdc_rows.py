@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from tabletdb.cdc.list_keys import key_of_position
 from tabletdb.cdc.stream_id import stream_id_token
 from tabletdb.cql import bytecomparable
-from tabletdb.cql.types import ListType, MapType, SetType
+from tabletdb.cql.types import ListType, MapType, SetType, UserType
 from tabletdb.replica.cdc_images import (
     ImageOptions,
     after_write,
@@ -39,6 +39,7 @@ from tabletdb.schema.cdc_log import (
 )
 from tabletdb.schema.model import TableDef
 from tabletdb.statements.keys import element_of_path, encode_clustering, split_key
+from tabletdb.statements.udt_cells import field_index, join_fields
 from tabletdb.storage.mutation import Bound, Cell, Mutation, RowMarker, RowWrite
 from tabletdb.storage.reconcile import PartitionData
 
@@ -147,12 +148,33 @@ def _cells_row(base: TableDef, row: RowWrite, keys: dict[str, bytes]) -> _LogRow
             values[cell.column] = cell.value
     for column, _ in row.collection_tombstones:
         values[DELETED + column] = _TRUE
+    for name in _touched_udts(base, row):  # as ScyllaDB: a UDT with no field added shows all nulls
+        values.setdefault(name, _udt_value(base.column(name).type, []))  # type: ignore[union-attr,arg-type]
     for name, cells in added.items():
         values[name] = _collection_value(base, name, cells)
     for name, paths in removed.items():
         values[DELETED_ELEMENTS + name] = _deleted_elements(base, name, paths)
     op = INSERT if row.marker is not None else UPDATE
     return _LogRow(op, _write_time(row), values, ttl)
+
+
+def _touched_udts(base: TableDef, row: RowWrite) -> set[str]:
+    names = {c.column for c in row.cells} | {name for name, _ in row.collection_tombstones}
+    out = set()
+    for name in names:
+        col = base.column(name)
+        if col is not None and isinstance(col.type, UserType) and col.type.is_multi_cell:
+            out.add(name)
+    return out
+
+
+def _udt_value(t: UserType, cells: list[Cell]) -> bytes:
+    """The added fields as the frozen UDT the log column holds (fields not added are null)."""
+    fields: list[bytes | None] = [None] * len(t.field_types)
+    for c in cells:
+        if 0 <= field_index(c.path) < len(fields):
+            fields[field_index(c.path)] = c.value
+    return join_fields(fields)
 
 
 def _write_time(row: RowWrite) -> int:
@@ -197,6 +219,8 @@ def _collection_value(base: TableDef, name: str, cells: list[Cell]) -> bytes:
     the frozen collection the log column holds."""
     t = base.column(name).type  # type: ignore[union-attr]  # cells name the base's own columns
     ordered = sorted(cells, key=lambda c: c.path)
+    if isinstance(t, UserType):
+        return _udt_value(t, ordered)
     if isinstance(t, SetType):
         return _serialize_items([element_of_path(t.element, c.path) for c in ordered])
     if isinstance(t, MapType | ListType):
@@ -214,6 +238,8 @@ def _deleted_elements(base: TableDef, name: str, paths: list[bytes]) -> bytes:
     t = base.column(name).type  # type: ignore[union-attr]
     if isinstance(t, ListType):
         return _serialize_items([key_of_position(p) for p in sorted(set(paths))])
+    if isinstance(t, UserType):  # field indexes as smallints, which is what the paths are
+        return _serialize_items(sorted(set(paths)))
     element = t.element if isinstance(t, SetType) else t.key if isinstance(t, MapType) else None
     if element is None:
         raise ValueError(f"CDC cannot log removed elements of column {name} ({t.cql()})")

@@ -12,18 +12,19 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 
-from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import (
     BIGINT,
     BLOB,
     BOOLEAN,
     INT,
+    SMALLINT,
     TIMEUUID,
     TINYINT,
     CqlType,
     ListType,
     MapType,
     SetType,
+    UserType,
 )
 from tabletdb.schema.model import CDC_LOG_SUFFIX, ColumnDef, ColumnKind, TableDef, order_columns
 from tabletdb.schema.options import TableOptions
@@ -79,19 +80,6 @@ def log_table_id(base_id: uuid.UUID) -> uuid.UUID:
     return uuid.uuid5(base_id, "cdc log")
 
 
-def check_supported(base: TableDef) -> None:
-    """Refuse what this log cannot record yet rather than accept CDC and log less than asked."""
-    where = f"{base.keyspace}.{base.name}"
-    for column in base.columns:
-        t = column.type
-        if t.is_multi_cell and not isinstance(t, SetType | MapType | ListType):
-            raise InvalidRequest(
-                f"Cannot enable CDC on {where}: column {column.name} is a non-frozen user type, which "
-                "the CDC log does not record yet (its fields are stored as one value, so a field "
-                "update cannot be told from an overwrite); use a frozen one"
-            )
-
-
 def deleted_elements_type(t: CqlType) -> CqlType | None:
     if isinstance(t, SetType) and not t.frozen:
         return SetType(t.element, frozen=True)
@@ -99,6 +87,8 @@ def deleted_elements_type(t: CqlType) -> CqlType | None:
         return SetType(t.key, frozen=True)
     if isinstance(t, ListType) and not t.frozen:  # elements by their timeuuid keys (cdc.list_keys)
         return SetType(TIMEUUID, frozen=True)
+    if isinstance(t, UserType) and not t.frozen:  # fields by index (statements.udt_cells)
+        return SetType(SMALLINT, frozen=True)
     return None
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from tabletdb.cql.errors import AlreadyExists, ConfigurationError, InvalidRequest
 from tabletdb.cql.types import CqlType, UserType
-from tabletdb.schema.cdc_log import check_supported, log_for
+from tabletdb.schema.cdc_log import log_for
 from tabletdb.schema.ddl_common import (
     NOOP,
     Change,
@@ -172,7 +172,6 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
                 f"Cannot create CDC log for table {table.keyspace}.{table.name} because keyspace "
                 f"{table.keyspace} already has a table named {log_name}"
             )
-        check_supported(table)
     if table.options.tablets is not None and not ks.definition.uses_tablets:
         raise ConfigurationError(
             f"Tablet options cannot be used on table {table.keyspace}.{table.name}: "

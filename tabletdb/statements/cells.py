@@ -3,12 +3,13 @@
 Non-frozen lists, sets and maps are stored element by element (one cell per element, its key in
 the cell path) so appends, removals and element updates need no read; a whole-value assignment
 is a collection tombstone just below the write timestamp plus the new elements, as in
-Cassandra. Every other type (frozen collections, tuples, UDTs, scalars) is one cell.
+Cassandra. A non-frozen user type is stored the same way, one cell per field (``udt_cells``).
+Every other type (frozen collections and UDTs, tuples, scalars) is one cell.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, CqlType, ListType, MapType, SetType, UserType
 from tabletdb.schema.model import ColumnDef
 from tabletdb.statements.keys import element_path, list_paths
+from tabletdb.statements.udt_cells import field_path, split_value
 from tabletdb.storage.mutation import Cell, RowMarker, RowWrite
 from tabletdb.storage.reconcile import LiveCell
 
@@ -57,25 +59,25 @@ class CellChanges:
 
 
 def is_multi_cell(t: CqlType) -> bool:
-    return isinstance(t, ListType | SetType | MapType) and t.is_multi_cell
+    """Stored as one cell per element or field: non-frozen collections and user types."""
+    return isinstance(t, ListType | SetType | MapType | UserType) and t.is_multi_cell
 
 
 def whole_value(col: ColumnDef, value: Any, when: WriteTime, out: CellChanges) -> None:
     """``col = value`` (value a Python value; None deletes)."""
     t = col.type
     if not is_multi_cell(t):
-        if isinstance(t, UserType) and t.is_multi_cell and value is not None and _no_fields(value):
-            value = None  # a non-frozen UDT is its fields: with none set it is null, as in Cassandra
         out.cells.append(when.cell(col.name, None if value is None else codec.serialize(t, value)))
         return
     out.collection_tombstones.append((col.name, when.timestamp - 1))
-    if value is not None:
-        add_elements(col, value, when, out)
-
-
-def _no_fields(value: Any) -> bool:
-    fields = value.values() if isinstance(value, Mapping) else value
-    return all(f is None for f in fields)
+    if value is None:
+        return
+    if isinstance(t, UserType):  # its non-null fields; with none set the value is null
+        for i, raw in enumerate(split_value(t, codec.serialize(t, value))):
+            if raw is not None:
+                out.cells.append(when.cell(col.name, raw, field_path(i)))
+        return
+    add_elements(col, value, when, out)
 
 
 def add_elements(

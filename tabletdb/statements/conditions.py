@@ -14,7 +14,7 @@ from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import INT, CqlType, ListType, MapType
 from tabletdb.schema.model import ColumnDef, TableDef
-from tabletdb.statements.relations import Predicate, Row, relation_predicate
+from tabletdb.statements.relations import Predicate, Row, field_predicate, relation_predicate
 from tabletdb.statements.terms import Bindings, term_value
 
 
@@ -55,6 +55,9 @@ def bind_conditions(stmt: ast.ModificationStatement, table: TableDef, bindings: 
             if col.is_primary_key:
                 raise InvalidRequest(f"PRIMARY KEY column '{col.name}' cannot have IF conditions")
             name, check = col.name, relation_predicate(col.name, col.type, rel, bindings, condition=True)
+        elif isinstance(rel.lhs, ast.FieldRef):  # IF u.f <op> v
+            name = rel.lhs.column
+            check = field_predicate(rel, table, bindings, condition=True)
         else:
             raise InvalidRequest("Unsupported IF condition")
         checks.append(check)

@@ -123,7 +123,7 @@ def select_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Pre
     if isinstance(rel.lhs, ast.ElementRef):
         return _element_filter(rel, table, bindings)
     if isinstance(rel.lhs, ast.FieldRef):
-        return _field_filter(rel, table, bindings)
+        return field_predicate(rel, table, bindings)
     if not isinstance(rel.lhs, ast.ColumnRef):
         raise InvalidRequest("Only restrictions on plain columns can be filtered")
     col = table.column(rel.lhs.name)
@@ -154,8 +154,11 @@ def _element_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> P
     return element_of
 
 
-def _field_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Predicate:
-    """``u.f = v`` (and other comparisons) on a field of a UDT column, as a row predicate."""
+def field_predicate(
+    rel: ast.Relation, table: TableDef, bindings: Bindings, *, condition: bool = False
+) -> Predicate:
+    """``u.f = v`` (and other comparisons) on a field of a UDT column, as a row predicate (an
+    ``IF`` condition's null rules with ``condition``)."""
     assert isinstance(rel.lhs, ast.FieldRef)
     column = table.column(rel.lhs.column)
     if column is None:
@@ -167,7 +170,7 @@ def _field_filter(rel: ast.Relation, table: TableDef, bindings: Bindings) -> Pre
         raise InvalidRequest(f"{t.name} has no field {rel.lhs.field}")
     i = t.field_names.index(rel.lhs.field)
     name = f"{column.name}.{rel.lhs.field}"
-    compare = relation_predicate(name, t.field_types[i], rel, bindings)
+    compare = relation_predicate(name, t.field_types[i], rel, bindings, condition=condition)
     column_name = column.name
 
     def field_of(row: Row) -> bool:

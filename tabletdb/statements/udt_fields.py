@@ -1,11 +1,10 @@
 """Setting and deleting single fields of non-frozen user-type columns (``SET u.f = ?``, ``DELETE u.f``).
 
-A UDT value is stored as one cell here (Cassandra stores one cell per field), so a field update
-reads the column's current value and writes the whole value back with the field replaced; the
-data path runs such statements under the table's lock, so concurrent field updates on one node
-are not lost. Observable results follow Cassandra's per-field cells: setting a field of a row
-that has no value creates a value with only that field, null deletes the field, an unset value
-changes nothing, and a value whose fields are all null reads as null.
+A non-frozen UDT is one cell per field (``statements.udt_cells``), so a field update writes that
+field's cell (a tombstone for null) and nothing else; an unset value changes nothing. The data
+path still reads the column first (under the partition's lock, or in a Paxos round): a value
+stored whole by an earlier version is rewritten field by field with the update, because its one
+cell would otherwise outlive a field deletion that has no cell to show it.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import CqlType, UserType
 from tabletdb.schema.model import ColumnDef
 from tabletdb.statements.cells import CellChanges, WriteTime
+from tabletdb.statements.udt_cells import WHOLE_VALUE_PATH, field_path, split_value
 from tabletdb.storage.reconcile import LiveCell
 
 CurrentCells = Callable[[], Sequence[LiveCell]]
@@ -49,17 +49,18 @@ def check_deletable(col: ColumnDef, field: str) -> None:
 def set_field(
     col: ColumnDef, field: str, value: Any, when: WriteTime, out: CellChanges, current: CurrentCells
 ) -> None:
-    """``col.field = value`` (None deletes the field) as a rewrite of the whole value."""
+    """``col.field = value`` (None deletes the field): one field cell."""
     t = col.type
     assert isinstance(t, UserType)
-    cells = current()
-    old: tuple[Any, ...] = ()
-    if cells:
-        decoded = codec.deserialize(t, cells[0].value)
-        old = tuple(decoded) if decoded is not None else ()
-    fields = list(old) + [None] * (len(t.field_names) - len(old))
-    fields[t.field_names.index(field)] = value
-    if all(f is None for f in fields):
-        out.cells.append(when.cell(col.name, None))
-    else:
-        out.cells.append(when.cell(col.name, codec.serialize(t, tuple(fields))))
+    index = t.field_names.index(field)
+    raw = None if value is None else codec.serialize(t.field_types[index], value)
+    old = [c for c in current() if c.path == WHOLE_VALUE_PATH]
+    if old:  # stored whole by an earlier version: rewrite it as fields, with this one changed
+        fields = split_value(t, old[0].value)
+        fields[index] = raw
+        out.collection_tombstones.append((col.name, when.timestamp - 1))
+        for i, f in enumerate(fields):
+            if f is not None:
+                out.cells.append(when.cell(col.name, f, field_path(i)))
+        return
+    out.cells.append(when.cell(col.name, raw, field_path(index)))

@@ -16,18 +16,20 @@ therefore never planned on its own; it is derived from the base's:
 - a whole-map change of a base (split, merge) replaces its co-located maps too
   (``with_followers``).
 
-A map is co-located when it names its base (``TabletMap.base_table``). CDC log maps created
-before maps could name a base keep planning on their own, as they always did.
+A map is co-located when it names its base (``TabletMap.base_table``). A CDC log map created
+before maps could name a base is adopted by the group0 leader (``group0.cdc_log_maps``): once its
+tablets equal the base's it is named (``adoptable``); until then its replicas are moved onto the
+base tablets' replicas one at a time (``adoption_move``).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from tabletdb.tablets.tablet_map import TabletInfo, TabletMap
+from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica
 
 TabletKey = tuple[uuid.UUID, int]
 
@@ -145,3 +147,52 @@ def separated(maps: Mapping[uuid.UUID, TabletMap]) -> list[str]:
                 f"({tm.tablet_count} vs {base.tablet_count} tablets; differing tablets {diff[:10]})"
             )
     return problems
+
+
+def adoptable(base: TabletMap, log: TabletMap) -> bool:
+    """Whether ``log`` (not naming a base yet) already sits exactly where ``base`` does, so
+    naming the base changes nothing but who plans it."""
+    return (
+        log.base_table is None
+        and base.base_table is None
+        and log.resize == base.resize
+        and log.resize_seq_number == base.resize_seq_number
+        and log.tablet_count == base.tablet_count
+        and all(_same_place(b, lg) for b, lg in zip(base.tablets, log.tablets))
+    )
+
+
+def _same_place(base: TabletInfo, log: TabletInfo) -> bool:
+    """The same replicas (in any order), or the very same entry while migrating."""
+    if base.in_transition or log.in_transition:
+        return base == log
+    return base.last_token == log.last_token and set(base.replicas) == set(log.replicas)
+
+
+@dataclass(frozen=True)
+class AdoptionMove:
+    """One replica of a log tablet to move onto the base tablet's replica it lacks."""
+
+    tablet_id: int
+    last_token: int
+    source: TabletReplica
+    target: TabletReplica
+
+
+def adoption_move(base: TabletMap, log: TabletMap) -> AdoptionMove | None:
+    """The next replica move that brings ``log``'s tablets onto ``base``'s, or None when there is
+    none to make now: the maps already match, a tablet of either is migrating, a resize is under
+    way, or the tablet counts differ (the log's own resize has to catch up first)."""
+    if log.base_table is not None or log.tablet_count != base.tablet_count:
+        return None
+    if log.resize != base.resize or any(t.in_transition for t in (*log.tablets, *base.tablets)):
+        return None
+    for i, (b, lg) in enumerate(zip(base.tablets, log.tablets)):
+        missing = [r for r in b.replicas if r not in lg.replicas]
+        extra = [r for r in lg.replicas if r not in b.replicas]
+        if missing and extra:
+            # the same host first: an intranode move copies nothing over the network
+            same_host = [(e, m) for e in extra for m in missing if e.host == m.host]
+            source, target = same_host[0] if same_host else (extra[0], missing[0])
+            return AdoptionMove(i, lg.last_token, source, target)
+    return None

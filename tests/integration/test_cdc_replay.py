@@ -3,11 +3,12 @@ rebuilds the base table exactly.
 
 Hypothesis draws sequences of writes of every kind the log records (inserts, updates, nulls,
 set, map and list element changes and overwrites (list elements replayed at the timeuuid keys
-the log shows, with ``SCYLLA_TIMEUUID_LIST_INDEX``), static cells, row, range and partition deletes,
-batches) against a real node; the test then reads the log as a client would (every row, in
-``cdc$time`` / ``cdc$batch_seq_no`` order), turns each delta row back into the CQL write it
-describes, stamped with the time in its ``cdc$time``, runs those on an empty twin table and
-compares both tables row by row.
+the log shows, with ``SCYLLA_TIMEUUID_LIST_INDEX``), non-frozen UDT field sets and deletes and
+whole-value overwrites (deleted fields named by the indexes the log shows), static cells, row,
+range and partition deletes, batches) against a real node; the test then reads the log as a
+client would (every row, in ``cdc$time`` / ``cdc$batch_seq_no`` order), turns each delta row
+back into the CQL write it describes, stamped with the time in its ``cdc$time``, runs those on
+an empty twin table and compares both tables row by row.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from hypothesis import strategies as st
 NTS_1 = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
 COLUMNS = (
     "pk int, ck int, v int, t text, s set<int>, m map<int, text>, l list<int>, st int static, "
-    "PRIMARY KEY (pk, ck)"
+    "u ut, PRIMARY KEY (pk, ck)"
 )
+UDT_FIELDS = ("a", "b")
+"""The fields of ``ut`` in index order, as the log's ``cdc$deleted_elements_u`` numbers them."""
 _UUID_EPOCH_OFFSET = 0x01B21DD213814000
 _names = itertools.count()
 
@@ -43,6 +46,10 @@ def _literal(value: Any) -> str:
     if hasattr(value, "__iter__"):  # a set or the driver's SortedSet
         return "{" + ", ".join(_literal(v) for v in sorted(value)) + "}"
     return "null" if value is None else str(value)
+
+
+def _udt(fields: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {_literal(v)}" for k, v in fields.items()) + "}"
 
 
 def _list(values: list[int]) -> str:
@@ -125,6 +132,30 @@ statements = st.one_of(
     ),
     st.builds(lambda p, c: f"DELETE l FROM {{T}} WHERE {_where(p, c)}", pks, cks),
     st.builds(lambda p, v: f"UPDATE {{T}} SET st = {_literal(v)} WHERE {_where(p)}", pks, st.none() | small),
+    st.builds(
+        lambda p, c, f, v: f"UPDATE {{T}} SET u.{f} = {_literal(v)} WHERE {_where(p, c)}",
+        pks,
+        cks,
+        st.sampled_from(UDT_FIELDS),
+        st.none() | small,
+    ),
+    st.builds(
+        lambda p, c, a, b: f"UPDATE {{T}} SET u.a = {_literal(a)}, u.b = {_literal(b)} WHERE {_where(p, c)}",
+        pks,
+        cks,
+        st.none() | small,
+        st.none() | small,
+    ),
+    st.builds(
+        lambda p, c, fields: f"UPDATE {{T}} SET u = {_udt(fields)} WHERE {_where(p, c)}",
+        pks,
+        cks,
+        st.dictionaries(st.sampled_from(UDT_FIELDS), st.none() | small),
+    ),
+    st.builds(
+        lambda p, c, f: f"DELETE u.{f} FROM {{T}} WHERE {_where(p, c)}", pks, cks, st.sampled_from(UDT_FIELDS)
+    ),
+    st.builds(lambda p, c: f"DELETE u FROM {{T}} WHERE {_where(p, c)}", pks, cks),
     st.builds(lambda p, c: f"DELETE t, s FROM {{T}} WHERE {_where(p, c)}", pks, cks),
     st.builds(lambda p, c: f"DELETE FROM {{T}} WHERE {_where(p, c)}", pks, cks),
     st.builds(lambda p: f"DELETE FROM {{T}} WHERE {_where(p)}", pks),
@@ -198,10 +229,22 @@ def _cells(row: Any, table: str, using: str, insert: bool) -> Iterator[str]:
         removed = getattr(row, f"cdc_deleted_elements_{name}")
         if removed:
             sets.append(f"{name} = {name} - {_literal(set(removed))}")
+    sets += _udt_sets(row)
     target = _where(row.pk) if row.ck is None else where
     if sets:
         yield f"UPDATE {table} {using} SET {', '.join(sets)} WHERE {target}"
     yield from _list_cells(row, table, using, target)
+
+
+def _udt_sets(row: Any) -> list[str]:
+    """A UDT's changes: an overwrite (or delete) as the whole value, else each added field, and
+    each deleted field by the name its index stands for."""
+    added = {} if row.u is None else {f: getattr(row.u, f) for f in UDT_FIELDS}
+    if row.cdc_deleted_u:
+        return [f"u = {_udt(added)}"]
+    sets = [f"u.{f} = {_literal(v)}" for f, v in added.items() if v is not None]
+    sets += [f"u.{UDT_FIELDS[i]} = null" for i in sorted(row.cdc_deleted_elements_u or ())]
+    return sets
 
 
 def _list_cells(row: Any, table: str, using: str, target: str) -> Iterator[str]:
@@ -224,6 +267,7 @@ def _tables(session: Any) -> tuple[str, str]:
     key = id(session.cluster)
     if key not in _TABLES:
         session.execute(f"CREATE KEYSPACE IF NOT EXISTS cdcr WITH replication = {NTS_1}")
+        session.execute("CREATE TYPE IF NOT EXISTS cdcr.ut (a int, b int)")
         n = next(_names)
         base, twin = f"cdcr.base{n}", f"cdcr.twin{n}"
         session.execute(f"CREATE TABLE {base} ({COLUMNS}) WITH cdc = {{'enabled': true}}")
@@ -248,7 +292,7 @@ def _check_replay(session: Any, ops: list[str]) -> None:
     for statement in replay:
         session.execute(statement)
     note("\n".join(replay))
-    columns = "pk, ck, v, t, s, m, l, st"
+    columns = "pk, ck, v, t, s, m, l, st, u"
     rows = [
         sorted(tuple(r) for r in session.execute(f"SELECT {columns} FROM {t} WHERE pk IN ({keys})"))
         for t in (twin, base)
