@@ -81,19 +81,27 @@ def row_mutation(
     return Mutation(key, token, rows=tuple(rows))
 
 
+def new_image(path: Path) -> sqlite3.Connection:
+    """A connection to a new, empty tablet file at ``path`` in the store's format, inside an open
+    transaction: no journal and no syncs, because the file is a transfer copy that only counts
+    once the node has checked and synced what it merges or installs."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("BEGIN")
+    for statement in DDL:
+        conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+    return conn
+
+
 def write_tablet_file(path: Path, mutations: Iterable[Mutation]) -> int:
     """A new tablet file at ``path`` holding ``mutations`` (duplicates reconciled as the store
     reconciles them: last write wins), written in partition-key order; returns its partitions.
     Not synced: the file is a transfer copy, the node syncs what it merges."""
     ordered = sorted(mutations, key=lambda m: m.partition_key)
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = new_image(path)
     try:
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("BEGIN")
-        for statement in DDL:
-            conn.execute(statement)
-        conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         for sql, params in zip(UPSERTS, batch_rows(ordered)):
             if params:
                 conn.executemany(sql, params)

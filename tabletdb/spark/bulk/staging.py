@@ -22,10 +22,11 @@ from tabletdb.spark.bulk.cells import RowCells
 from tabletdb.storage.sqlite_schema import DATA_TABLES, REGULAR_KIND, STATIC_KIND
 
 MAX_ELEMENTS = 16
-_TABLES = {table: (columns, conflict) for table, columns, conflict in DATA_TABLES}
+DATA_TABLE_COLUMNS = {table: (columns, conflict) for table, columns, conflict in DATA_TABLES}
 
 
-def _literal(value: object) -> str:
+def sql_literal(value: object) -> str:
+    """`value` (bytes, text, an integer or None) as an SQL literal, for statements built once per file."""
     if isinstance(value, bytes):
         return f"x'{value.hex()}'"
     if isinstance(value, str):
@@ -36,7 +37,7 @@ def _literal(value: object) -> str:
 def _insert_select(table: str, values: dict[str, str], where: str = "true") -> str:
     """`INSERT INTO table SELECT ... FROM temp.stage` with `values` (SQL expressions over the
     stage's columns) per column of `table`, and the table's last-write-wins conflict clause."""
-    columns, conflict = _TABLES[table]
+    columns, conflict = DATA_TABLE_COLUMNS[table]
     selected = ", ".join(values[c] for c in columns)
     return (
         f"INSERT INTO {table} ({', '.join(columns)}) SELECT {selected} FROM temp.stage "
@@ -77,9 +78,9 @@ class Stage:
     def fill(self, conn: sqlite3.Connection) -> None:
         """The data tables' rows, cells and collection tombstones from the stage (the caller
         writes the partitions and static rows)."""
-        ts = _literal(self.ts)
+        ts = sql_literal(self.ts)
         keys = {"pk": "pk", "ck": "ck"}
-        row = {"kind": _literal(REGULAR_KIND), "marker_ts": ts, "marker_ttl": "0", "marker_expiry": "0"}
+        row = {"kind": sql_literal(REGULAR_KIND), "marker_ts": ts, "marker_ttl": "0", "marker_expiry": "0"}
         conn.execute(_insert_select("rows", {**keys, **row, "tombstone": "NULL"}))
         for j, column in enumerate(self.native):
             cell = {**self._cell_keys(column), "ts": ts}
@@ -95,12 +96,13 @@ class Stage:
                 element.update(expiry="0", ttl="0")
                 conn.execute(_insert_select("cells", element, f"e{c}_{i} IS NOT NULL"))
             tombstone = {k: cell[k] for k in ("pk", "kind", "ck", "col")}
-            conn.execute(_insert_select("collection_tombstones", {**tombstone, "ts": _literal(self.ts - 1)}))
+            below = sql_literal(self.ts - 1)
+            conn.execute(_insert_select("collection_tombstones", {**tombstone, "ts": below}))
 
     def _cell_keys(self, column: ColumnDef) -> dict[str, str]:
         static = column.kind is ColumnKind.STATIC
-        kind = _literal(STATIC_KIND if static else REGULAR_KIND)
-        return {"pk": "pk", "kind": kind, "ck": "x''" if static else "ck", "col": _literal(column.name)}
+        kind = sql_literal(STATIC_KIND if static else REGULAR_KIND)
+        return {"pk": "pk", "kind": kind, "ck": "x''" if static else "ck", "col": sql_literal(column.name)}
 
 
 def widths(cells: list[RowCells]) -> int:

@@ -24,33 +24,21 @@ from tabletdb.schema.model import ColumnDef, ColumnKind
 from tabletdb.spark.bulk.cells import RowCells
 from tabletdb.spark.bulk.plan import Layout
 from tabletdb.spark.bulk.rows import Chunk
-from tabletdb.spark.bulk.staging import MAX_ELEMENTS, Stage, widths
+from tabletdb.spark.bulk.staging import DATA_TABLE_COLUMNS, MAX_ELEMENTS, Stage, sql_literal, widths
+from tabletdb.spark.tablet_rows import new_image
 from tabletdb.statements.cells import is_multi_cell
 from tabletdb.storage.sqlite_schema import (
-    DATA_TABLES,
-    DDL,
     HAS_COLLECTION_TOMBSTONES,
     HAS_STATIC,
     REGULAR_KIND,
-    SCHEMA_VERSION,
     STATIC_KIND,
 )
-
-_TABLES = {table: (columns, conflict) for table, columns, conflict in DATA_TABLES}
-
-
-def _sql_text(value: object) -> str:
-    if isinstance(value, bytes):
-        return f"x'{value.hex()}'"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return "NULL" if value is None else str(int(value))  # type: ignore[call-overload]
 
 
 def upsert(table: str, constants: dict[str, object]) -> str:
     """The store's upsert into `table`, with `constants` written into the statement."""
-    columns, conflict = _TABLES[table]
-    values = ", ".join(_sql_text(constants[c]) if c in constants else "?" for c in columns)
+    columns, conflict = DATA_TABLE_COLUMNS[table]
+    values = ", ".join(sql_literal(constants[c]) if c in constants else "?" for c in columns)
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}){conflict}"
 
 
@@ -209,14 +197,8 @@ def write_rows(path: Path, layout: Layout, defs: Sequence[ColumnDef], rows: Chun
     `defs` are the plan's mapped column definitions (`FilePlan.columns()`)."""
     flags = _flags(layout, rows)
     tokens = dict(zip(rows.pk, rows.token))
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = new_image(path)
     try:
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("BEGIN")
-        for statement in DDL:
-            conn.execute(statement)
-        conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         conn.executemany(
             upsert("partitions", {"tombstone": None}),
             ((pk, token, flags[pk]) for pk, token in tokens.items()),
