@@ -23,8 +23,22 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
-from tabletdb.protocol.handler import ClientState
+
+class ClientState(Protocol):
+    """What this module reads of a client connection (``protocol.handler.ClientState``), named
+    here so the query layer needs nothing of the wire protocol for it."""
+
+    @property
+    def connection_id(self) -> int: ...
+
+    @property
+    def peer(self) -> tuple[str, int]: ...
+
+    @property
+    def registered(self) -> frozenset[str]: ...
+
 
 log = logging.getLogger(__name__)
 
