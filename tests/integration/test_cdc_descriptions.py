@@ -64,6 +64,7 @@ def test_vnode_generation_is_found_through_system_distributed(session: Any) -> N
         "cdc_generation_timestamps",
         "cdc_streams_descriptions_v2",
         "cdc_streams_descriptions",
+        "view_build_status",
     }
 
     from cassandra import InvalidRequest
