@@ -1,7 +1,7 @@
 """One input batch fitted, keyed and routed: its rejects, and its rows per tablet.
 
 The rules and their order are the row-at-a-time load's (`spark.load.checker`, then the write
-time, then `tablet_rows.row_mutation`): a malformed CSV record or bad JSON line first, then the
+time, then the row-at-a-time model of the tests): a malformed CSV record or bad JSON line first, then the
 first column (in input order) that does not fit, then the writetime/TTL fields, the write time's
 bounds, a value the codec cannot write, the partition key's rules, the clustering key's. So a
 row rejected here is rejected with the same reason it always was; only the work is columnwise.

@@ -26,9 +26,10 @@ from tabletdb.spark.bulk.tablet_file import TabletRows, write_rows
 from tabletdb.spark.coerce import map_columns
 from tabletdb.spark.load import checker
 from tabletdb.spark.schema_map import TableSchema, table_schema_from_rows
-from tabletdb.spark.tablet_rows import RowNotEncodable, row_mutation, table_def, write_tablet_file
+from tabletdb.spark.tablet_rows import table_def
 from tabletdb.statements.cells import WriteTime
 from tabletdb.storage.sqlite_schema import DATA_TABLES
+from tests.unit.spark.row_oracle import RowNotEncodable, row_mutation, write_tablet_file
 
 NOW = 1_700_000_000
 STAMP = 1_700_000_000_000_000

@@ -19,7 +19,7 @@ from tabletdb.cql.jsonvalues import from_json
 from tabletdb.cql.parser import parse_statement
 from tabletdb.dht.token import FULL_RING
 from tabletdb.spark.schema_map import table_schema_from_rows
-from tabletdb.spark.tablet_rows import RowNotEncodable, row_mutation, table_def, write_tablet_file
+from tabletdb.spark.tablet_rows import table_def
 from tabletdb.statements.cells import WriteTime
 from tabletdb.statements.modifications import build_insert
 from tabletdb.statements.terms import Bindings
@@ -27,6 +27,7 @@ from tabletdb.storage.image_validation import validate_image
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.sqlite_schema import DATA_TABLES
 from tabletdb.storage.tablet_store import TabletStore
+from tests.unit.spark.row_oracle import RowNotEncodable, row_mutation, write_tablet_file
 
 COLUMNS = [
     ("id", "partition_key", 0, "int", "none"),
