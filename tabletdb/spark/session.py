@@ -5,6 +5,11 @@ interpreter that has tabletdb and the driver installed (the venv's), so PYSPARK_
 to this interpreter before the JVM starts, unless PYSPARK_PYTHON or `spark.pyspark.python` says
 otherwise.
 
+The driver JVM logs through tabletdb's `log4j2.properties` (Spark's warnings and errors, none of
+its start-up notices) unless `spark.driver.extraJavaOptions` names a configuration already; a
+local master binds to 127.0.0.1 (SPARK_LOCAL_IP, unless set), as everything it talks to is on
+this machine, rather than warning that the host name resolves to a loopback address.
+
 On a cluster (any master but `local...`) the session first runs one small job: executors that
 cannot start, or whose Python cannot import tabletdb and its dependencies, fail it at once with
 one line saying what every worker needs, rather than the first real task failing four times
@@ -21,6 +26,7 @@ import re
 import sys
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -36,6 +42,8 @@ PySpark reads when the driver starts, so a session built from Python honours it 
 module does the same."""
 _WRAPPERS = ("Py4JJavaError", "SparkException", "PythonException")
 _PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", re.MULTILINE)
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _QUIET_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -61,6 +69,9 @@ def spark_session(
     master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None, app_name: str = "tabletdb"
 ) -> SparkSession:
     settings = {**_QUIET_DEFAULTS, **(conf or {})}
+    settings[DRIVER_JAVA_OPTIONS] = with_log_config(settings.get(DRIVER_JAVA_OPTIONS, ""))
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if settings.get(EXECUTOR_PYTHON):  # PySpark reads only the environment once the driver runs
         os.environ["PYSPARK_PYTHON"] = settings[EXECUTOR_PYTHON]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -78,6 +89,13 @@ def spark_session(
             spark.stop()
             raise
     return spark
+
+
+def with_log_config(java_options: str) -> str:
+    """The driver's Java options with tabletdb's log configuration added, unless they name one."""
+    if "log4j2.configurationFile" in java_options or "log4j.configuration" in java_options:
+        return java_options
+    return f"{java_options} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}".strip()
 
 
 def executor_error(text: str, exc: BaseException) -> str:
