@@ -14,7 +14,14 @@ at ``D`` = the later of the partition's and the row's tombstones (NULL: never), 
   ``reconcile.is_live`` exactly;
 * the row is live if its marker or any of its cells is (``read_path.PartitionReader._live_row``).
 
-A partition with any flag set comes back as one result row without a clustering key and the
+Counts also decide partitions whose only flag is ``HAS_COLLECTION_TOMBSTONES`` — every row an
+INSERT writes into a table with a non-frozen collection has one — in SQL: such a tombstone only
+shadows the cells of its own column written at or before it, so a cell counts when it is live as
+above and no tombstone of its (row, column) has ``ts >= c.ts`` (``read_path._live_cells``). A row
+with a live marker is live whatever its collections hold, so an INSERT-written row never reaches
+that look-up.
+
+A partition with any other flag set comes back as one result row without a clustering key and the
 caller reads it with ``PartitionReader`` (the same code the general read uses), so the answers
 equal the general path's by construction there and by the rules above elsewhere
 (``tests/unit/storage/test_storage_range_reads.py`` compares both on random data).
@@ -29,7 +36,7 @@ from typing import Any
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice
 from tabletdb.storage.read_path import PartitionReader
 from tabletdb.storage.reconcile import LiveRow
-from tabletdb.storage.sqlite_schema import REGULAR_KIND
+from tabletdb.storage.sqlite_schema import HAS_COLLECTION_TOMBSTONES, REGULAR_KIND
 
 _DELETED_AT = "coalesce(max(p.tombstone, r.tombstone), p.tombstone, r.tombstone)"
 """``D``: SQLite's two-argument max is NULL when either is, so the coalesce keeps the other."""
@@ -45,13 +52,27 @@ _ROW_LIVE = (
     f" AND {_CELL_LIVE}))"
 )
 
+_COUNTED_FLAGS = f"(0, {HAS_COLLECTION_TOMBSTONES})"
+"""Partitions a count decides in SQL (module docstring)."""
+_CELL_COUNTED = (
+    f"{_CELL_LIVE} AND NOT EXISTS (SELECT 1 FROM collection_tombstones t WHERE t.pk = c.pk"
+    " AND t.kind = c.kind AND t.ck = c.ck AND t.col = c.col AND t.ts >= c.ts)"
+)
+_ROW_COUNTED = (
+    f"((r.marker_ts IS NOT NULL AND ({_DELETED_AT} IS NULL OR r.marker_ts > {_DELETED_AT})"
+    " AND (r.marker_expiry = 0 OR r.marker_expiry > :now))"
+    " OR EXISTS (SELECT 1 FROM cells c WHERE c.pk = r.pk AND c.kind = r.kind AND c.ck = r.ck"
+    f" AND {_CELL_COUNTED}))"
+)
+
 _COUNT_SIMPLE = (
     "SELECT count(*) FROM partitions p JOIN rows r ON r.pk = p.pk AND r.kind = :kind"
-    f" WHERE p.token > :start AND p.token <= :end AND p.flags = 0 AND {_ROW_LIVE}"
+    f" WHERE p.token > :start AND p.token <= :end AND p.flags IN {_COUNTED_FLAGS} AND {_ROW_COUNTED}"
 )
 _COUNT_SCAN = (
     "SELECT count(*) FROM rows r CROSS JOIN partitions p ON p.pk = r.pk"
-    f" WHERE r.kind = :kind AND +p.token > :start AND +p.token <= :end AND p.flags = 0 AND {_ROW_LIVE}"
+    f" WHERE r.kind = :kind AND +p.token > :start AND +p.token <= :end AND p.flags IN {_COUNTED_FLAGS}"
+    f" AND {_ROW_COUNTED}"
 )
 """The same count as one pass over the rows in key order (``CROSS JOIN`` keeps ``rows`` outside,
 ``+p.token`` keeps SQLite off the token index). Walking the token index visits partitions, rows
@@ -59,11 +80,11 @@ and cells in hash order, page by page at random: about 5 times slower when the r
 whole file, as a tablet's count (restore's verification) or a snapshot's does."""
 _FLAGGED_SCAN = (
     "SELECT token, pk, tombstone, flags FROM partitions"
-    " WHERE flags != 0 AND +token > :start AND +token <= :end"
+    f" WHERE flags NOT IN {_COUNTED_FLAGS} AND +token > :start AND +token <= :end"
 )
 _FLAGGED = (
     "SELECT token, pk, tombstone, flags FROM partitions"
-    " WHERE token > :start AND token <= :end AND flags != 0 ORDER BY token, pk"
+    f" WHERE token > :start AND token <= :end AND flags NOT IN {_COUNTED_FLAGS} ORDER BY token, pk"
 )
 
 _TOKEN_SPAN = "SELECT min(token), max(token) FROM partitions"
