@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest
+from tabletdb.cql.format import format_value
 from tabletdb.cql.types import BIGINT, CqlType
 from tabletdb.cql.unparse import cql_text
 from tabletdb.cql.values import Value
@@ -360,13 +361,13 @@ def _function_decision(
         return lambda c: ddl_functions.drop_function(c, ks, name, stmt.argument_types, stmt.if_exists)
     if isinstance(stmt, ast.DropAggregate):
         return lambda c: ddl_functions.drop_aggregate(c, ks, name, stmt.argument_types, stmt.if_exists)
-    initcond = None
     if stmt.initial_condition is not None:
-        initcond = _initcond_text(stmt.initial_condition)
+        _initcond_text(stmt.initial_condition)  # a constant, or refused before any lookup
 
     def create(c: Catalog) -> DdlOutcome:
+        initcond = None
         if stmt.initial_condition is not None:
-            _check_initcond(c, ks, stmt.state_type, stmt.initial_condition)
+            initcond = _initcond(c, ks, stmt.state_type, stmt.initial_condition)
         return ddl_functions.create_aggregate(
             c,
             ks,
@@ -403,9 +404,11 @@ def _initcond_text(term: ast.Term) -> str:
     raise InvalidRequest("INITCOND must be a constant")
 
 
-def _check_initcond(catalog: Catalog, keyspace: str, state_type: CqlType, term: ast.Term) -> None:
-    """INITCOND must be a value of STYPE (ScyllaDB checks it when the aggregate is created)."""
+def _initcond(catalog: Catalog, keyspace: str, state_type: CqlType, term: ast.Term) -> str | None:
+    """INITCOND as stored and described: the STYPE value it stands for, printed as ScyllaDB prints
+    it (`(0, 0)`, `'abc'`); a value that is not of STYPE is refused here, as ScyllaDB refuses it."""
     if catalog.keyspace(keyspace) is None:
-        return  # the decision refuses the missing keyspace with its own message
+        return _initcond_text(term)  # the decision refuses the missing keyspace with its own message
     stype = resolve_type(state_type, keyspace, catalog.user_type)
-    term_value(term, stype, "INITCOND", Bindings(()))
+    value = term_value(term, stype, "INITCOND", Bindings(()))
+    return None if value is None else format_value(stype, value)

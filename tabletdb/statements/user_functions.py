@@ -14,12 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tabletdb.auth import resources
+from tabletdb.auth.resources import Permission
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.parser import parse_statement
 from tabletdb.cql.types import CqlType
-from tabletdb.schema.model import AggregateDef, FunctionDef, KeyspaceSchema, TableDef
+from tabletdb.schema.model import AggregateDef, Catalog, FunctionDef, KeyspaceSchema, TableDef
 from tabletdb.schema.typeutil import freeze_deep
+from tabletdb.statements import functions
 from tabletdb.statements.terms import Bindings, term_value
 from tabletdb.udf.calls import Aggregation, scalar_function
 
@@ -123,6 +126,7 @@ def initial_state(initcond: str | None, state_type: CqlType) -> Any:
 
 __all__ = [
     "UserAggregate",
+    "execute_permissions",
     "initial_state",
     "is_user_aggregate",
     "is_user_function",
@@ -130,3 +134,42 @@ __all__ = [
     "user_aggregate",
     "user_function",
 ]
+
+
+def execute_permissions(
+    stmt: ast.Statement, catalog: Catalog, current_keyspace: str | None
+) -> list[tuple[Permission, str]]:
+    """EXECUTE on each user-defined function and aggregate a SELECT's select list may call, as
+    ScyllaDB asks before running it. Overloads are told apart by argument types only once the
+    select list is compiled, so every overload of a called name with that many arguments is
+    asked for (a superset of what runs)."""
+    if not isinstance(stmt, ast.SelectStatement) or not stmt.selectors:
+        return []
+    ks_name = stmt.table.keyspace or current_keyspace
+    ks = None if ks_name is None else catalog.keyspace(ks_name)
+    if ks is None or (not ks.functions and not ks.aggregates):
+        return []
+    needs: list[tuple[Permission, str]] = []
+    calls = [c for sel in stmt.selectors for c in _calls(sel.expr)]
+    for call in calls:
+        if call.keyspace not in (None, ks.name):
+            continue
+        if call.keyspace is None and functions.is_native(call.name.lower()):
+            continue
+        for routines in (ks.functions, ks.aggregates):
+            for key in routines:
+                if key[0] == call.name and len(key[1]) == len(call.args):
+                    need = (Permission.EXECUTE, resources.function(ks.name, key[0], key[1]))
+                    if need not in needs:
+                        needs.append(need)
+    return needs
+
+
+def _calls(expr: object) -> list[ast.FunctionCall]:
+    if isinstance(expr, ast.FunctionCall):
+        return [expr, *(c for a in expr.args for c in _calls(a))]
+    if isinstance(expr, ast.Cast):
+        return _calls(expr.expr)
+    if isinstance(expr, ast.TypeCast):
+        return _calls(expr.term)
+    return []

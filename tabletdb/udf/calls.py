@@ -16,6 +16,7 @@ from typing import Any
 from tabletdb.cql import codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import CqlType
+from tabletdb.schema.ddl_functions import find_overload
 from tabletdb.schema.model import AggregateDef, FunctionDef, KeyspaceSchema
 from tabletdb.udf import lua
 from tabletdb.udf.values import from_lua, to_lua
@@ -61,16 +62,17 @@ def _returned(shown: str, t: CqlType, value: Any) -> Any:
         raise InvalidRequest(f"{shown} returned a value that is not a {t.cql()}: {exc}") from None
 
 
-def find_function(ks: KeyspaceSchema, name: str, types: Sequence[str]) -> FunctionDef | None:
-    return ks.functions.get((name, tuple(types)))
+def find_function(ks: KeyspaceSchema, name: str, types: Sequence[CqlType]) -> FunctionDef | None:
+    key = find_overload(ks.functions, name, types)
+    return None if key is None else ks.functions[key]
 
 
 class Aggregation:
     """A user-defined aggregate ready to fold rows of argument tuples."""
 
     def __init__(self, ks: KeyspaceSchema, aggregate: AggregateDef, initial_state: Any) -> None:
-        stype = aggregate.state_type.cql()
-        state = find_function(ks, aggregate.state_func, [stype, *(t.cql() for t in aggregate.argument_types)])
+        stype = aggregate.state_type
+        state = find_function(ks, aggregate.state_func, [stype, *aggregate.argument_types])
         if state is None:
             raise InvalidRequest(f"State function {aggregate.state_func} of {aggregate.name} does not exist")
         self._state = scalar_function(state)

@@ -213,3 +213,49 @@ def test_bad_definitions_are_refused_when_created(session: Session) -> None:
         session.execute("CREATE AGGREGATE lf.bad_init(int) SFUNC keep STYPE int INITCOND 'abc'")
     with pytest.raises(InvalidRequest, match="none of its type signatures match"):
         session.execute("SELECT keep(v, cast(c AS text)) FROM lf.t WHERE k = 0")
+
+
+def test_described_functions_and_aggregates_restore_and_compute_the_same(session: Session) -> None:
+    session.execute(
+        "CREATE FUNCTION lf.weigh(s tuple<int, bigint>, v int, w list<int>) CALLED ON NULL INPUT "
+        "RETURNS tuple<int, bigint> LANGUAGE lua "
+        "AS $$if v == nil then return s end\nreturn {s[1] + 1, s[2] + v * #w}$$"
+    )
+    session.execute(
+        "CREATE FUNCTION lf.mean2(s tuple<int, bigint>) RETURNS NULL ON NULL INPUT RETURNS double "
+        "LANGUAGE lua AS 'return s[2] / s[1]'"
+    )
+    session.execute(
+        "CREATE AGGREGATE lf.wmean(int, list<int>) SFUNC weigh STYPE tuple<int, bigint> FINALFUNC mean2 "
+        "INITCOND (0, 0)"
+    )
+    texts = [
+        session.execute(f"DESC {kind} lf.{name}").one().create_statement
+        for kind, name in (("FUNCTION", "weigh"), ("FUNCTION", "mean2"), ("AGGREGATE", "wmean"))
+    ]
+    assert texts[0] == (
+        "CREATE FUNCTION lf.weigh(s tuple<int, bigint>, v int, w list<int>)\nCALLED ON NULL INPUT\n"
+        "RETURNS tuple<int, bigint>\nLANGUAGE lua\nAS $$\nif v == nil then return s end\n"
+        "return {s[1] + 1, s[2] + v * #w}\n$$;\n"
+    )
+    assert texts[2] == (
+        "CREATE AGGREGATE lf.wmean(int, list<int>)\nSFUNC weigh\nSTYPE tuple<int, bigint>\nFINALFUNC mean2\n"
+        "INITCOND (0, 0);\n"
+    )
+    session.execute(
+        "CREATE KEYSPACE lf2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
+    session.execute("CREATE TABLE lf2.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    for c in range(4):
+        session.execute("INSERT INTO lf2.t (k, c, v) VALUES (1, %s, %s)", (c, 10 + c))
+    for text in texts:
+        session.execute(text.replace("lf.", "lf2."))
+    again = [
+        session.execute(f"DESC {kind} lf2.{name}").one().create_statement
+        for kind, name in (("FUNCTION", "weigh"), ("FUNCTION", "mean2"), ("AGGREGATE", "wmean"))
+    ]
+    assert again == [t.replace("lf.", "lf2.") for t in texts]
+    query = "SELECT wmean(v, [1, 2]) FROM {}.t WHERE k = 1"
+    assert (
+        session.execute(query.format("lf2")).one()[0] == session.execute(query.format("lf")).one()[0] == 23.0
+    )
