@@ -233,8 +233,8 @@ class NodeConfig:
     # -- user-defined functions (ScyllaDB's names) -------------------------------------------------
     enable_user_defined_functions: bool = False
     """With ``experimental_features: [udf]`` too: CREATE/DROP FUNCTION and AGGREGATE are taken
-    (stored, described; calling them is refused). Otherwise they are refused with ScyllaDB's
-    message, as ScyllaDB refuses them by default."""
+    (Lua functions and aggregates, stored, described and called in SELECT: ``tabletdb.udf``).
+    Otherwise they are refused with ScyllaDB's message, as ScyllaDB refuses them by default."""
     experimental_features: tuple[str, ...] = ()
     """ScyllaDB's experimental switches; only ``udf`` exists here."""
     # -- user-defined function budget (ScyllaDB's names) ----------------------------------------
