@@ -85,6 +85,10 @@ def test_an_aggregate_folds_rows_per_partition_and_group(session: Session) -> No
         "CREATE AGGREGATE lf.average(int) SFUNC acc STYPE tuple<int, bigint> FINALFUNC mean INITCOND (0, 0)"
     )
     assert session.execute("SELECT average(v) AS m FROM lf.t WHERE k = 2").one().m == 21.5
+    mixed = session.execute("SELECT count(*), average(v), max(v) FROM lf.t WHERE k = 2")
+    assert tuple(mixed.one()) == (4, 21.5, 23)
+    as_json = session.execute("SELECT JSON average(v) AS m FROM lf.t WHERE k = 1").one()[0]
+    assert as_json == '{"m": 11.5}'
     grouped = list(session.execute("SELECT k, lf.average(v) FROM lf.t GROUP BY k"))
     assert sorted((r[0], r[1]) for r in grouped) == [(0, 1.5), (1, 11.5), (2, 21.5), (9, None)]
     session.execute(
