@@ -56,6 +56,27 @@ def _view_base(catalog: Catalog, name: QualifiedName, current: str | None) -> st
     return resources.table(ks, view.base_table_name) if view is not None else resources.keyspace(ks)
 
 
+def _create_routine(stmt: s.CreateFunction | s.CreateAggregate, ks: str) -> list[Requirement]:
+    """As ScyllaDB: CREATE on the keyspace's functions; OR REPLACE also ALTER on the function;
+    an aggregate also EXECUTE on its state, final and reduce functions."""
+    needs = [(Permission.CREATE, resources.functions_in(ks))]
+    if isinstance(stmt, s.CreateFunction):
+        args = tuple(t.cql() for _, t in stmt.arguments)
+    else:
+        args = tuple(t.cql() for t in stmt.argument_types)
+    if stmt.or_replace:
+        needs.append((Permission.ALTER, resources.function(ks, stmt.name.name, args)))
+    if isinstance(stmt, s.CreateAggregate):
+        stype = stmt.state_type.cql()
+        used = [(stmt.state_function, (stype, *args))]
+        if stmt.final_function is not None:
+            used.append((stmt.final_function, (stype,)))
+        if stmt.reduce_function is not None:
+            used.append((stmt.reduce_function, (stype, stype)))
+        needs += [(Permission.EXECUTE, resources.function(ks, name, types)) for name, types in used]
+    return needs
+
+
 def required_permissions(
     stmt: s.Statement, catalog: Catalog, current_keyspace: str | None
 ) -> list[Requirement]:
@@ -100,7 +121,7 @@ def required_permissions(
     if isinstance(stmt, s.AlterMaterializedView | s.DropMaterializedView):
         return [(Permission.ALTER, _view_base(catalog, stmt.name, cur))]
     if isinstance(stmt, s.CreateFunction | s.CreateAggregate):
-        return [(Permission.CREATE, resources.functions_in(_keyspace(stmt.name.keyspace, cur)))]
+        return _create_routine(stmt, _keyspace(stmt.name.keyspace, cur))
     if isinstance(stmt, s.DropFunction | s.DropAggregate):
         ks = _keyspace(stmt.name.keyspace, cur)
         if stmt.argument_types is None:

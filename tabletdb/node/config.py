@@ -233,10 +233,17 @@ class NodeConfig:
     # -- user-defined functions (ScyllaDB's names) -------------------------------------------------
     enable_user_defined_functions: bool = False
     """With ``experimental_features: [udf]`` too: CREATE/DROP FUNCTION and AGGREGATE are taken
-    (stored, described; calling them is refused). Otherwise they are refused with ScyllaDB's
-    message, as ScyllaDB refuses them by default."""
+    (Lua functions and aggregates, stored, described and called in SELECT: ``tabletdb.udf``).
+    Otherwise they are refused with ScyllaDB's message, as ScyllaDB refuses them by default."""
     experimental_features: tuple[str, ...] = ()
     """ScyllaDB's experimental switches; only ``udf`` exists here."""
+    # -- user-defined function budget (ScyllaDB's names) ----------------------------------------
+    user_defined_function_time_limit_ms: int = 10
+    """CPU time one call of a Lua function may take; past it the call fails with ScyllaDB's
+    "lua execution timeout" (`udf.lua`)."""
+    user_defined_function_allocation_limit_bytes: int = 1024 * 1024
+    """Memory one call of a Lua function may allocate; past it the call fails ("not enough
+    memory")."""
     # -- deprecated table kinds (ScyllaDB's name) -----------------------------------------------------
     enable_create_table_with_compact_storage: bool = False
     """Let CREATE TABLE ... WITH COMPACT STORAGE through; refused with ScyllaDB's message otherwise."""
@@ -601,6 +608,8 @@ _PARSERS: dict[str, Parser] = {
     "enable_cql_config_updates": _parse_bool,
     "enable_user_defined_functions": _parse_bool,
     "experimental_features": _parse_experimental,
+    "user_defined_function_time_limit_ms": _int_parser(1),
+    "user_defined_function_allocation_limit_bytes": _int_parser(1),
 }
 
 KNOWN_KEYS: frozenset[str] = frozenset(_PARSERS)

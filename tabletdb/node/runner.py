@@ -63,6 +63,7 @@ from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.systables.topology import ClusterTopology
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.topology.features import supported_features
+from tabletdb.udf import lua as udf_lua
 
 if TYPE_CHECKING:
     from tabletdb.node.admin.metrics import NodeMetrics
@@ -149,6 +150,12 @@ class Node:
             AuthConfig(config.authenticator, config.authorizer),
             lambda: self.metadata.state.metadata,
             config.test_statement_delay_ms,
+        )
+        udf_lua.configure(
+            udf_lua.Limits(
+                config.user_defined_function_time_limit_ms,
+                config.user_defined_function_allocation_limit_bytes,
+            )
         )
         self.processor = QueryProcessor(
             lambda: self.info,

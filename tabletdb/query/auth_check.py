@@ -37,6 +37,7 @@ from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.schema.ddl_common import DdlOutcome
 from tabletdb.schema.describe import DescribeRow
 from tabletdb.schema.model import Catalog
+from tabletdb.statements.user_functions import execute_permissions
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,8 @@ class AuthService:
             return
         auth = self._state().auth
         for permission, resource in required_permissions(stmt, catalog, keyspace):
+            check_permission(auth, client.user, permission, resource)
+        for permission, resource in execute_permissions(stmt, catalog, keyspace):
             check_permission(auth, client.user, permission, resource)
 
     def describer(self, user: str | None) -> Callable[[bool], list[DescribeRow]]:

@@ -180,6 +180,9 @@ def grants_for_schema_change(
             out += keyspace_creator_grants(auth, config, user, m.keyspace.name)
         elif isinstance(m, sm.PutTable) and catalog.table_or_view(m.table.keyspace, m.table.name) is None:
             out += creator_grants(auth, config, user, resources.table(m.table.keyspace, m.table.name))
+        elif isinstance(m, sm.PutView) and catalog.table_or_view(m.view.keyspace, m.view.name) is None:
+            # the creator of a view gets it, as the creator of a table does (ScyllaDB)
+            out += creator_grants(auth, config, user, resources.table(m.view.keyspace, m.view.name))
         elif isinstance(m, sm.PutFunction | sm.PutAggregate):
             fn = m.function if isinstance(m, sm.PutFunction) else m.aggregate
             ks = catalog.keyspace(fn.keyspace)

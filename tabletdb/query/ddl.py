@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 
 from tabletdb.cql import ast
 from tabletdb.cql.errors import CqlSyntaxError, InvalidRequest
-from tabletdb.cql.types import BIGINT
+from tabletdb.cql.format import format_value
+from tabletdb.cql.types import BIGINT, CqlType
+from tabletdb.cql.unparse import cql_text
 from tabletdb.cql.values import Value
 from tabletdb.query.metadata_store import Decision
 from tabletdb.schema import (
@@ -25,9 +27,13 @@ from tabletdb.schema import (
     ddl_views,
     indexes,
 )
-from tabletdb.schema.ddl_common import SchemaConfig
+from tabletdb.schema.ddl_common import DdlOutcome, SchemaConfig
+from tabletdb.schema.model import Catalog
+from tabletdb.schema.typeutil import resolve_type
 from tabletdb.statements.properties import option_value, options_dict
-from tabletdb.statements.terms import Bindings
+from tabletdb.statements.terms import Bindings, term_value
+from tabletdb.udf import lua
+from tabletdb.udf.calls import unsupported_language
 
 UDF_DISABLED = (
     "User defined functions are disabled. Set enable_user_defined_functions and "
@@ -334,6 +340,10 @@ def _function_decision(
     if isinstance(stmt, ast.CreateFunction):
         arg_names = [a for a, _ in stmt.arguments]
         arg_types = [t for _, t in stmt.arguments]
+        refusal = unsupported_language(stmt.language)
+        if refusal is not None:
+            raise InvalidRequest(refusal)
+        lua.check_compiles(stmt.body, arg_names)
         return lambda c: ddl_functions.create_function(
             c,
             ks,
@@ -351,33 +361,54 @@ def _function_decision(
         return lambda c: ddl_functions.drop_function(c, ks, name, stmt.argument_types, stmt.if_exists)
     if isinstance(stmt, ast.DropAggregate):
         return lambda c: ddl_functions.drop_aggregate(c, ks, name, stmt.argument_types, stmt.if_exists)
-    initcond = None
     if stmt.initial_condition is not None:
-        initcond = _initcond_text(stmt.initial_condition)
-    return lambda c: ddl_functions.create_aggregate(
-        c,
-        ks,
-        name,
-        stmt.argument_types,
-        stmt.state_function,
-        stmt.state_type,
-        stmt.final_function,
-        initcond,
-        reduce_func=stmt.reduce_function,
-        or_replace=stmt.or_replace,
-        if_not_exists=stmt.if_not_exists,
-    )
+        _initcond_text(stmt.initial_condition)  # a constant, or refused before any lookup
+
+    def create(c: Catalog) -> DdlOutcome:
+        initcond = None
+        if stmt.initial_condition is not None:
+            initcond = _initcond(c, ks, stmt.state_type, stmt.initial_condition)
+        return ddl_functions.create_aggregate(
+            c,
+            ks,
+            name,
+            stmt.argument_types,
+            stmt.state_function,
+            stmt.state_type,
+            stmt.final_function,
+            initcond,
+            reduce_func=stmt.reduce_function,
+            or_replace=stmt.or_replace,
+            if_not_exists=stmt.if_not_exists,
+        )
+
+    return create
+
+
+_CONSTANT_TERMS = (ast.Literal, ast.Null, ast.ListLiteral, ast.SetLiteral, ast.MapLiteral, ast.TupleLiteral)
 
 
 def _initcond_text(term: ast.Term) -> str:
-    """INITCOND as CQL text (how system_schema.aggregates stores it)."""
-    value = option_value(term, "INITCOND")
+    """INITCOND as CQL text (how system_schema.aggregates stores it): a constant, collections and
+    tuples of constants included."""
     if isinstance(term, ast.Literal) and term.kind == "string":
         from tabletdb.cql.identifiers import quote_string
 
-        return quote_string(str(value))
+        return quote_string(str(option_value(term, "INITCOND")))
     if isinstance(term, ast.Null):
         return "null"
     if isinstance(term, ast.Literal):
         return term.text
+    if isinstance(term, _CONSTANT_TERMS):
+        return cql_text(term)
     raise InvalidRequest("INITCOND must be a constant")
+
+
+def _initcond(catalog: Catalog, keyspace: str, state_type: CqlType, term: ast.Term) -> str | None:
+    """INITCOND as stored and described: the STYPE value it stands for, printed as ScyllaDB prints
+    it (`(0, 0)`, `'abc'`); a value that is not of STYPE is refused here, as ScyllaDB refuses it."""
+    if catalog.keyspace(keyspace) is None:
+        return _initcond_text(term)  # the decision refuses the missing keyspace with its own message
+    stype = resolve_type(state_type, keyspace, catalog.user_type)
+    value = term_value(term, stype, "INITCOND", Bindings(()))
+    return None if value is None else format_value(stype, value)

@@ -28,7 +28,7 @@ from tabletdb.cql import ast
 from tabletdb.cql.results import RowsResult
 from tabletdb.cql.types import NativeType
 from tabletdb.query.select import SelectPlan, encode_rows, plan_of
-from tabletdb.schema.model import TableDef
+from tabletdb.schema.model import KeyspaceSchema, TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.keys import partition_key, split_key
@@ -49,9 +49,11 @@ _POINT_PLANS: dict[int, tuple[SelectPlan, PointPlan | None]] = {}
 _LIMIT = 1024
 
 
-def point_plan(stmt: ast.SelectStatement, table: TableDef) -> PointPlan | None:
+def point_plan(
+    stmt: ast.SelectStatement, table: TableDef, routines: KeyspaceSchema | None = None
+) -> PointPlan | None:
     """The cached direct-read plan of ``stmt`` on ``table``, None when it does not qualify."""
-    plan = plan_of(stmt, table)
+    plan = plan_of(stmt, table, routines)
     cached = _POINT_PLANS.get(id(plan))
     if cached is not None and cached[0] is plan:
         return cached[1]
@@ -96,7 +98,7 @@ def _build(stmt: ast.SelectStatement, table: TableDef, plan: SelectPlan) -> Poin
 def point_select(select: BoundSelect, reads: ReadCoordinator, cl: int, now: int) -> RowsResult | None:
     """The result of a qualifying point read answered locally; None: use the general path."""
     table = select.table
-    point = point_plan(select.statement, table)
+    point = point_plan(select.statement, table, select.routines)
     if point is None or cl == ANY:
         return None
     plan = point.plan

@@ -48,7 +48,7 @@ from tabletdb.query.select import result_columns
 from tabletdb.query.statement_timeouts import SessionLimit, statement_timeout_ms
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import Change, SchemaConfig, Target
-from tabletdb.schema.model import Catalog, TableDef
+from tabletdb.schema.model import Catalog, KeyspaceSchema, TableDef
 from tabletdb.schema.rack_rules import ClusterShape
 from tabletdb.statements.bound_modification import BoundModification, bind_batch
 from tabletdb.statements.bound_select import BoundSelect
@@ -282,7 +282,9 @@ class QueryProcessor:
             return None  # its own limit (and level) are checked on the usual path
         self._auth.check(client, stmt, prepared.keyspace, catalog)
         values = params.values
-        result = self._data_path().select_now(BoundSelect(stmt, table, values), params.consistency)
+        result = self._data_path().select_now(
+            BoundSelect(stmt, table, values, routines=catalog.keyspace(table.keyspace)), params.consistency
+        )
         if result is None:
             return None
         payload = self._routed(client, prepared, values)
@@ -319,7 +321,9 @@ class QueryProcessor:
             prepared.table = (catalog, table)
         # ``_dml`` inlined: one coroutine layer fewer on every EXECUTE
         if isinstance(stmt, ast.SelectStatement):
-            select = BoundSelect(stmt, table, values, params.page_size, params.paging_state)
+            select = BoundSelect(
+                stmt, table, values, params.page_size, params.paging_state, self._routines(table)
+            )
             return self._select_from(select, params, client)
         return self._data_path().modify(
             BoundModification(stmt, table, values),
@@ -338,7 +342,9 @@ class QueryProcessor:
     ) -> Result:
         """A SELECT or a modification on its resolved table: shared by QUERY and EXECUTE."""
         if isinstance(stmt, ast.SelectStatement):
-            select = BoundSelect(stmt, table, values, params.page_size, params.paging_state)
+            select = BoundSelect(
+                stmt, table, values, params.page_size, params.paging_state, self._routines(table)
+            )
             return await self._select_from(select, params, client)
         return await self._data_path().modify(
             BoundModification(stmt, table, values),
@@ -572,7 +578,11 @@ class QueryProcessor:
             return []
         if table.keyspace in VIRTUAL_KEYSPACES:
             return output_columns(stmt, table)
-        return result_columns(stmt, table)
+        return result_columns(stmt, table, self._routines(table))
+
+    def _routines(self, table: TableDef) -> KeyspaceSchema | None:
+        """The table's keyspace: the user-defined functions and aggregates its SELECTs may call."""
+        return self._metadata.catalog.keyspace(table.keyspace)
 
     # -- state for system tables -------------------------------------------------------------
 

@@ -65,7 +65,7 @@ async def scan_select(
         return None
     if select.per_partition_limit() is not None:
         return None
-    plan = plan_of(stmt, table)
+    plan = plan_of(stmt, table, select.routines)
     if plan.point_key is not None:
         return None
     r = select.restrictions()

@@ -23,12 +23,13 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType, UserType
 from tabletdb.cql.unparse import cql_text
-from tabletdb.schema.model import ClusteringOrder, ColumnDef, TableDef
+from tabletdb.schema.model import ClusteringOrder, ColumnDef, KeyspaceSchema, TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.cells import is_multi_cell
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.restrictions import Restrictions
 from tabletdb.statements.selectors import scalar
+from tabletdb.statements.user_functions import is_user_aggregate, user_aggregate
 from tabletdb.views.index_reads import IndexLookup, choose_index, index_rows, unindexed_filtering
 
 RowFn = Callable[[OutRow], Any]
@@ -43,20 +44,28 @@ class Output:
     name: str
     type: CqlType
     column: str | None
-    kind: str = "column"  # column | writetime | ttl | token | expr | count | min | max | sum | avg
+    kind: str = "column"  # column | writetime | ttl | token | expr | count | min | max | sum | avg | uda
     fn: RowFn | None = field(default=None, compare=False)
     """For `expr`, and for an aggregate of anything but a plain column: the compiled
-    expression (`query.selectors`) a row's value comes from."""
+    expression (`query.selectors`) a row's value comes from (a user-defined aggregate's: the
+    tuple of its arguments)."""
+    fold: Callable[[list[Any]], Any] | None = field(default=None, compare=False)
+    """For `uda`: the user-defined aggregate over the rows' argument tuples (`udf.calls`)."""
 
 
-def outputs_of(stmt: ast.SelectStatement, table: TableDef) -> list[Output]:
+def outputs_of(
+    stmt: ast.SelectStatement, table: TableDef, routines: KeyspaceSchema | None = None
+) -> list[Output]:
+    """The result columns; `routines` is the table's keyspace (its user-defined functions)."""
     if stmt.selectors is None:
         return [Output(c.name, c.type, c.name) for c in table.columns]
-    return [_output(sel, table) for sel in stmt.selectors]
+    return [_output(sel, table, routines) for sel in stmt.selectors]
 
 
-def result_columns(stmt: ast.SelectStatement, table: TableDef) -> list[ColumnSpec]:
-    outs = [Output("[json]", TEXT, None)] if stmt.json else outputs_of(stmt, table)
+def result_columns(
+    stmt: ast.SelectStatement, table: TableDef, routines: KeyspaceSchema | None = None
+) -> list[ColumnSpec]:
+    outs = [Output("[json]", TEXT, None)] if stmt.json else outputs_of(stmt, table, routines)
     return [ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outs]
 
 
@@ -67,7 +76,7 @@ def _col(table: TableDef, name: str) -> Any:
     return col
 
 
-def _output(sel: ast.Selector, table: TableDef) -> Output:
+def _output(sel: ast.Selector, table: TableDef, routines: KeyspaceSchema | None) -> Output:
     expr = sel.expr
     if isinstance(expr, ast.ColumnRef):
         col = _col(table, expr.name)
@@ -87,9 +96,26 @@ def _output(sel: ast.Selector, table: TableDef) -> Output:
         if fn in ("writetime", "ttl"):
             return _cell_meta(sel, fn, arg, table)
         if fn in AGGREGATES:
-            return _aggregate_output(sel, fn, arg, table)
-    s = scalar(expr, table)
+            return _aggregate_output(sel, fn, arg, table, routines)
+    if (
+        isinstance(expr, ast.FunctionCall)
+        and routines is not None
+        and is_user_aggregate(expr, table, routines)
+    ):
+        return _user_aggregate_output(sel, expr, table, routines)
+    s = scalar(expr, table, None, routines)
     return Output(sel.alias or s.name, s.type, None, "expr", _on_values(s.eval))
+
+
+def _user_aggregate_output(
+    sel: ast.Selector, call: ast.FunctionCall, table: TableDef, routines: KeyspaceSchema
+) -> Output:
+    def compile_arg(arg: ast.Expr, hint: CqlType | None) -> Any:
+        return scalar(arg, table, hint, routines)
+
+    uda = user_aggregate(call, table, routines, compile_arg)
+    fold = uda.aggregation.fold
+    return Output(sel.alias or uda.name, uda.type, None, "uda", _on_values(uda.arguments), fold)
 
 
 def _cell_meta(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:
@@ -125,7 +151,9 @@ def _field_cell_meta(sel: ast.Selector, fn: str, arg: ast.FieldRef, table: Table
     return Output(name, BIGINT if fn == "writetime" else INT, udt_cell_key(col.name, arg.field), fn)
 
 
-def _aggregate_output(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:
+def _aggregate_output(
+    sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef, routines: KeyspaceSchema | None
+) -> Output:
     if isinstance(arg, ast.ColumnRef):
         col = _col(table, arg.name)
         out_type = BIGINT if fn == "count" else col.type
@@ -134,7 +162,7 @@ def _aggregate_output(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef
         inner = _cell_meta(ast.Selector(arg), arg.name.lower(), arg.args[0], table)
         name, t, value = inner.name, inner.type, _cell_reader(inner)
     else:
-        s = scalar(arg, table)
+        s = scalar(arg, table, None, routines)
         name, t, value = s.name, s.type, _on_values(s.eval)
     out_type = BIGINT if fn == "count" else t
     return Output(sel.alias or f"system.{fn}({name})", out_type, None, fn, value)
@@ -204,23 +232,32 @@ class SelectPlan:
     """For each partition key column in key order, its index in ``point_key``."""
 
 
-_PLANS: dict[tuple[int, int], tuple[ast.SelectStatement, TableDef, SelectPlan]] = {}
+_PLANS: dict[tuple[int, int, int, int], tuple[ast.SelectStatement, TableDef, object, object, SelectPlan]] = {}
 _PLAN_LIMIT = 1024
 
 
-def plan_of(stmt: ast.SelectStatement, table: TableDef) -> SelectPlan:
+def plan_of(stmt: ast.SelectStatement, table: TableDef, routines: KeyspaceSchema | None = None) -> SelectPlan:
     """The cached plan of ``stmt`` on this table definition (a schema change makes a new TableDef,
-    so it gets a new plan); entries are checked by identity, so a reused id() cannot alias."""
-    key = (id(stmt), id(table))
+    so it gets a new plan; a function or aggregate change makes new ``routines`` maps); entries
+    are checked by identity, so a reused id() cannot alias."""
+    functions = None if routines is None else routines.functions
+    aggregates = None if routines is None else routines.aggregates
+    key = (id(stmt), id(table), id(functions), id(aggregates))
     cached = _PLANS.get(key)
-    if cached is not None and cached[0] is stmt and cached[1] is table:
-        return cached[2]
-    outputs = outputs_of(stmt, table)
+    if (
+        cached is not None
+        and cached[0] is stmt
+        and cached[1] is table
+        and cached[2] is functions
+        and cached[3] is aggregates
+    ):
+        return cached[4]
+    outputs = outputs_of(stmt, table, routines)
     point_key = _point_key(stmt, table)
     names = [col.name for col, _ in point_key or ()]
     plan = SelectPlan(
         outputs,
-        any(o.kind in AGGREGATES for o in outputs) or bool(stmt.group_by),
+        any(o.kind in AGGREGATES or o.kind == "uda" for o in outputs) or bool(stmt.group_by),
         _group_key(stmt, table),
         RowsMetadata([ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]),
         [_is_stored(o, table) for o in outputs],
@@ -229,7 +266,7 @@ def plan_of(stmt: ast.SelectStatement, table: TableDef) -> SelectPlan:
     )
     if len(_PLANS) >= _PLAN_LIMIT:
         _PLANS.clear()
-    _PLANS[key] = (stmt, table, plan)
+    _PLANS[key] = (stmt, table, functions, aggregates, plan)
     return plan
 
 
@@ -277,7 +314,7 @@ def _restrictions(select: BoundSelect, plan: SelectPlan) -> tuple[Restrictions, 
 
 async def execute_select(select: BoundSelect, source: PartitionSource, now: int) -> RowsResult:
     stmt, table, page_size = select.statement, select.table, select.page_size
-    plan = plan_of(stmt, table)
+    plan = plan_of(stmt, table, select.routines)
     r, lookup = _restrictions(select, plan)
     outputs = plan.outputs
     aggregate = plan.aggregate
@@ -426,6 +463,10 @@ def _aggregate(outputs: list[Output], rows: list[OutRow]) -> list[Any]:
     out: list[Any] = []
     for o in outputs:
         values = [o.fn(r) if o.fn is not None else r.values.get(o.column or "") for r in rows]
+        if o.kind == "uda":
+            assert o.fold is not None
+            out.append(o.fold(values))
+            continue
         if o.kind == "count":
             counted = o.column is not None or o.fn is not None
             out.append(sum(1 for v in values if v is not None) if counted else len(rows))

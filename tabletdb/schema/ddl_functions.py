@@ -1,7 +1,9 @@
 """CREATE / DROP FUNCTION and AGGREGATE decisions. Functions are stored, not executed here.
 
 Overloads are keyed by (name, argument type strings), the same signature the protocol's
-SCHEMA_CHANGE events and system_schema.functions use.
+SCHEMA_CHANGE events and system_schema.functions use. Types are kept as declared (`list<int>`,
+not `frozen<list<int>>`, as ScyllaDB prints them and GRANT ... ON FUNCTION names them); naming an
+overload matches frozen and non-frozen forms alike.
 """
 
 from __future__ import annotations
@@ -27,7 +29,25 @@ LANGUAGES = ("lua", "wasm")
 
 
 def _resolve_all(catalog: Catalog, keyspace: str, types: Sequence[CqlType]) -> tuple[CqlType, ...]:
-    return tuple(freeze_deep(resolve_type(t, keyspace, catalog.user_type)) for t in types)
+    return tuple(resolve_type(t, keyspace, catalog.user_type) for t in types)
+
+
+def _loose(types: Sequence[CqlType]) -> tuple[str, ...]:
+    """Argument types as overloads compare them: frozen or not names the same parameter."""
+    return tuple(freeze_deep(t).cql() for t in types)
+
+
+def find_overload(
+    routines: Mapping[FunctionKey, FunctionDef] | Mapping[FunctionKey, AggregateDef],
+    name: str,
+    types: Sequence[CqlType],
+) -> FunctionKey | None:
+    """The signature of the overload `name(types)` names (resolved types), frozen or not."""
+    wanted = _loose(types)
+    for key, routine in routines.items():
+        if key[0] == name and _loose(routine.argument_types) == wanted:
+            return key
+    return None
 
 
 def _signature_text(name: str, types: Sequence[CqlType]) -> str:
@@ -68,9 +88,10 @@ def create_function(
     args = _resolve_all(catalog, keyspace, argument_types)
     ret = _resolve_all(catalog, keyspace, [return_type])[0]
     function = FunctionDef(keyspace, name, tuple(argument_names), args, ret, lang, body, called_on_null_input)
-    if function.signature in ks.aggregates:
+    if find_overload(ks.aggregates, name, args) is not None:
         raise InvalidRequest(f"Aggregate {keyspace}.{_signature_text(name, args)} already exists")
-    existing = ks.functions.get(function.signature)
+    same = find_overload(ks.functions, name, args)
+    existing = None if same is None else ks.functions[same]
     change = Change.CREATED
     if existing is not None:
         if if_not_exists:
@@ -79,7 +100,7 @@ def create_function(
             raise AlreadyExists(
                 f"Function {keyspace}.{_signature_text(name, args)} already exists", keyspace, name
             )
-        if existing.return_type != ret:
+        if _loose([existing.return_type]) != _loose([ret]):
             raise InvalidRequest(
                 f"Cannot replace function {keyspace}.{name}, the new return type {ret.cql()} "
                 f"is not compatible with the return type {existing.return_type.cql()} of existing function"
@@ -91,14 +112,12 @@ def create_function(
 
 def _pick(
     kind: str,
-    keyspace: str,
     name: str,
-    candidates: dict[tuple[str, tuple[str, ...]], object],
-    argument_types: Sequence[str] | None,
-) -> tuple[str, tuple[str, ...]] | None:
+    candidates: Mapping[FunctionKey, FunctionDef] | Mapping[FunctionKey, AggregateDef],
+    argument_types: Sequence[CqlType] | None,
+) -> FunctionKey | None:
     if argument_types is not None:
-        key = (name, tuple(argument_types))
-        return key if key in candidates else None
+        return find_overload(candidates, name, argument_types)
     matches = [k for k in candidates if k[0] == name]
     if len(matches) > 1:
         keyword = kind.upper()
@@ -116,14 +135,12 @@ def _overload_to_drop(
     name: str,
     argument_types: Sequence[CqlType] | None,
     kind: str,
-    routines: Mapping[FunctionKey, object],
+    routines: Mapping[FunctionKey, FunctionDef] | Mapping[FunctionKey, AggregateDef],
 ) -> FunctionKey | None:
     """The signature DROP FUNCTION/AGGREGATE names (None if there is none); shared by both."""
     ensure_user_modifiable(keyspace)
-    wanted = (
-        None if argument_types is None else [t.cql() for t in _resolve_all(catalog, keyspace, argument_types)]
-    )
-    return _pick(kind, keyspace, name, dict(routines), wanted)
+    wanted = None if argument_types is None else _resolve_all(catalog, keyspace, argument_types)
+    return _pick(kind, name, routines, wanted)
 
 
 def drop_function(
@@ -175,30 +192,32 @@ def create_aggregate(
     ensure_user_modifiable(keyspace)
     args = _resolve_all(catalog, keyspace, argument_types)
     stype = _resolve_all(catalog, keyspace, [state_type])[0]
-    state_sig = (state_func, tuple(t.cql() for t in (stype, *args)))
-    state = ks.functions.get(state_sig)
+    state_sig = find_overload(ks.functions, state_func, (stype, *args))
+    state = None if state_sig is None else ks.functions[state_sig]
     if state is None:
         raise InvalidRequest(f"State function {_signature_text(state_func, (stype, *args))} does not exist")
-    if state.return_type != stype:
+    if _loose([state.return_type]) != _loose([stype]):
         raise InvalidRequest(
             f"State function {_signature_text(state_func, (stype, *args))} return type must be "
             "the same as the first argument type - check STYPE, argument and return types"
         )
     return_type = stype
     if final_func is not None:
-        final = ks.functions.get((final_func, (stype.cql(),)))
+        final_sig = find_overload(ks.functions, final_func, (stype,))
+        final = None if final_sig is None else ks.functions[final_sig]
         if final is None:
             raise InvalidRequest(f"Final function {_signature_text(final_func, (stype,))} does not exist")
         return_type = final.return_type
-    if reduce_func is not None and (reduce_func, (stype.cql(), stype.cql())) not in ks.functions:
+    if reduce_func is not None and find_overload(ks.functions, reduce_func, (stype, stype)) is None:
         raise InvalidRequest(f"Reduce function {_signature_text(reduce_func, (stype, stype))} does not exist")
     aggregate = AggregateDef(
         keyspace, name, args, state_func, stype, return_type, final_func, initcond, reduce_func
     )
-    if aggregate.signature in ks.functions:
+    if find_overload(ks.functions, name, args) is not None:
         raise InvalidRequest(f"Function {keyspace}.{_signature_text(name, args)} already exists")
     change = Change.CREATED
-    existing = ks.aggregates.get(aggregate.signature)
+    same = find_overload(ks.aggregates, name, args)
+    existing = None if same is None else ks.aggregates[same]
     if existing is not None:
         if if_not_exists:
             return NOOP

@@ -79,11 +79,15 @@ def type_statement(udt: UserTypeDef) -> str:
 
 
 def function_statement(f: FunctionDef) -> str:
+    """As ScyllaDB prints it: the body on lines of its own between `$$`. Executing the text stores
+    the body with those two line breaks, so they are not printed twice: the text a restored
+    function describes as is the text it was restored from."""
     args = ", ".join(f"{q(n)} {t.cql()}" for n, t in zip(f.argument_names, f.argument_types))
     on_null = "CALLED ON NULL INPUT" if f.called_on_null_input else "RETURNS NULL ON NULL INPUT"
+    body = f.body.removeprefix("\n").removesuffix("\n")
     return (
         f"CREATE FUNCTION {q(f.keyspace)}.{q(f.name)}({args})\n{on_null}\nRETURNS {f.return_type.cql()}\n"
-        f"LANGUAGE {f.language}\nAS $${f.body}$$;\n"
+        f"LANGUAGE {f.language}\nAS $$\n{body}\n$$;\n"
     )
 
 

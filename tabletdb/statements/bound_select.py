@@ -17,7 +17,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import INT, MapType, TupleType
 from tabletdb.cql.values import Unset, Value
 from tabletdb.schema.index_table import indexed_value_type
-from tabletdb.schema.model import ColumnDef, TableDef
+from tabletdb.schema.model import ColumnDef, KeyspaceSchema, TableDef
 from tabletdb.statements.relations import BoundRelation, bind_relation, select_filter
 from tabletdb.statements.restrictions import Restrictions, analyze, single_value
 from tabletdb.statements.terms import Bindings, term_bytes, term_value
@@ -27,7 +27,16 @@ class BoundSelect:
     """A SELECT on ``table`` bound to a request's values (by marker position), with the request's
     paging options."""
 
-    __slots__ = ("_bindings", "_key", "_restrictions", "page_size", "paging_state", "statement", "table")
+    __slots__ = (
+        "_bindings",
+        "_key",
+        "_restrictions",
+        "page_size",
+        "paging_state",
+        "routines",
+        "statement",
+        "table",
+    )
 
     def __init__(
         self,
@@ -36,9 +45,12 @@ class BoundSelect:
         values: Sequence[Value],
         page_size: int | None = None,
         paging_state: bytes | None = None,
+        routines: KeyspaceSchema | None = None,
     ) -> None:
         self.statement = statement
         self.table = table
+        self.routines = routines
+        """The table's keyspace, whose user-defined functions and aggregates the select list may call."""
         self.page_size = page_size
         """Rows per page the client asked for (None or <= 0: one page)."""
         self.paging_state = paging_state

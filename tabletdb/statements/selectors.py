@@ -5,8 +5,10 @@ tables (`systables.select`) share this. They keep what they read straight from a
 writetime/ttl of a column, token, the aggregates); everything else a select list may hold is here: native
 function calls (`statements.functions`), CAST, constants, collection elements (`m['k']`,
 `s[e]`, `l[i]`) and UDT fields (`u.f`), nested in each other as deep as the grammar allows.
-What is not supported (user-defined functions, bind markers in the select clause, writetime/ttl
-of an element) is refused at planning time with a message naming it, never run approximately.
+User-defined functions of the table's keyspace (`routines`) are called through
+`statements.user_functions`. What is not supported (bind markers in the select clause,
+writetime/ttl of an element) is refused at planning time with a message naming it, never run
+approximately.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from tabletdb.cql.types import (
     UserType,
 )
 from tabletdb.cql.unparse import cql_text
-from tabletdb.schema.model import TableDef
-from tabletdb.statements import functions
+from tabletdb.schema.model import KeyspaceSchema, TableDef
+from tabletdb.statements import functions, user_functions
 from tabletdb.statements.terms import Bindings, term_value
 
 RowFn = Callable[[Mapping[str, Any]], Any]
@@ -63,8 +65,11 @@ _LITERAL_TYPES: dict[str, CqlType] = {
 """The type a constant has in a select list, where nothing else types it (ScyllaDB's choice)."""
 
 
-def scalar(expr: ast.Expr, table: TableDef, wanted: CqlType | None = None) -> Scalar:
-    """Compile `expr`; `wanted` types a constant passed where one type is expected."""
+def scalar(
+    expr: ast.Expr, table: TableDef, wanted: CqlType | None = None, routines: KeyspaceSchema | None = None
+) -> Scalar:
+    """Compile `expr`; `wanted` types a constant passed where one type is expected; `routines`
+    is the table's keyspace, whose user-defined functions the expression may call."""
     if isinstance(expr, ast.ColumnRef):
         col = table.column(expr.name)
         if col is None:
@@ -76,7 +81,7 @@ def scalar(expr: ast.Expr, table: TableDef, wanted: CqlType | None = None) -> Sc
         value = literal_value(t, expr.kind, expr.text, cql_text(expr))
         return Scalar(cql_text(expr), t, lambda row: value)
     if isinstance(expr, ast.TypeCast):
-        inner = scalar(expr.term, table, expr.type)
+        inner = scalar(expr.term, table, expr.type, routines)
         return Scalar(cql_text(expr), expr.type, inner.eval)
     if isinstance(expr, _COLLECTION_LITERALS):
         t = wanted or literal_type(expr)
@@ -87,9 +92,9 @@ def scalar(expr: ast.Expr, table: TableDef, wanted: CqlType | None = None) -> Sc
     if isinstance(expr, ast.BindMarker):
         raise InvalidRequest("Bind markers are not supported in the select clause")
     if isinstance(expr, ast.FunctionCall):
-        return _call(expr, table)
+        return _call(expr, table, routines)
     if isinstance(expr, ast.Cast):
-        inner = scalar(expr.expr, table)
+        inner = scalar(expr.expr, table, None, routines)
         conv = functions.cast(inner.type, expr.type)
         fn = inner.eval
         return Scalar(f"cast({inner.name} as {expr.type.cql()})", expr.type, lambda row: conv(fn(row)))
@@ -144,12 +149,22 @@ def _frozen(t: CqlType) -> CqlType:
     return t
 
 
-def _call(call: ast.FunctionCall, table: TableDef) -> Scalar:
+def _call(call: ast.FunctionCall, table: TableDef, routines: KeyspaceSchema | None) -> Scalar:
     name = call.name.lower()
+    native = call.keyspace in (None, "system") and functions.is_native(name)
+    if not native and routines is not None and user_functions.is_user_function(call, table, routines):
+
+        def compile_arg(arg: ast.Expr, hint: CqlType | None) -> Scalar:
+            return scalar(arg, table, hint, routines)
+
+        shown, t, fn = user_functions.user_function(call, table, routines, compile_arg)
+        return Scalar(shown, t, fn)
+    if routines is not None and user_functions.is_user_aggregate(call, table, routines):
+        raise InvalidRequest(f"{cql_text(call)}: an aggregate cannot be nested in another selector")
     if call.keyspace not in (None, "system"):
         raise InvalidRequest(
-            f"User-defined function {call.keyspace}.{call.name} cannot be called in a select clause "
-            "by this server"
+            f"Unknown function {call.keyspace}.{call.name} called (functions of the table's keyspace "
+            f"{table.keyspace} can be called)"
         )
     if name in ("writetime", "ttl", "token") or name in ("count", "min", "max", "sum", "avg"):
         raise InvalidRequest(f"{cql_text(call)} cannot be nested in another selector here")
@@ -157,7 +172,7 @@ def _call(call: ast.FunctionCall, table: TableDef) -> Scalar:
         raise InvalidRequest(f"Unknown function {name} called: {cql_text(call)}")
     params = functions.parameter_types(name)
     args = [
-        scalar(a, table, params[i] if params is not None and i < len(params) else None)
+        scalar(a, table, params[i] if params is not None and i < len(params) else None, routines)
         for i, a in enumerate(call.args)
     ]
     fn = functions.resolve(name, [a.type for a in args])

@@ -42,6 +42,16 @@ def ks(n: str, *more: str) -> tuple[str, ...]:
 
 
 FN = "(x int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return x'"
+
+
+def acc(keyspace: str) -> str:
+    """A state function `acc(int, int)` in `keyspace` (sums)."""
+    return (
+        f"CREATE FUNCTION {keyspace}.acc(s int, v int) RETURNS NULL ON NULL INPUT RETURNS int "
+        "LANGUAGE lua AS 'return s + v'"
+    )
+
+
 CASES = [
     Case("select", "SELECT * FROM p1.t", "SELECT ON p1.t", ks("p1")),
     Case("insert", "INSERT INTO p2.t (k, v) VALUES (1, 1)", "MODIFY ON p2.t", ks("p2")),
@@ -103,6 +113,46 @@ CASES = [
         "DROP ON FUNCTION p22.f(int)",
         ks("p22", f"CREATE FUNCTION p22.f{FN}"),
         "<function p22.f(int)>",
+    ),
+    Case(
+        "call function",
+        "SELECT p33.f(v) FROM p33.t",
+        "EXECUTE ON FUNCTION p33.f(int)",
+        ks("p33", f"CREATE FUNCTION p33.f{FN}", f"GRANT SELECT ON p33.t TO {USER}"),
+    ),
+    Case(
+        "call aggregate",
+        "SELECT total(v) FROM p34.t",
+        "EXECUTE ON ALL FUNCTIONS IN KEYSPACE p34",
+        ks(
+            "p34",
+            acc("p34"),
+            "CREATE AGGREGATE p34.total(int) SFUNC acc STYPE int",
+            f"GRANT SELECT ON p34.t TO {USER}",
+        ),
+    ),
+    Case(
+        "replace function",
+        f"CREATE OR REPLACE FUNCTION p35.f{FN}",
+        "ALTER ON FUNCTION p35.f(int)",
+        ks("p35", f"CREATE FUNCTION p35.f{FN}", f"GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE p35 TO {USER}"),
+    ),
+    Case(
+        "create aggregate",
+        "CREATE AGGREGATE p36.total(int) SFUNC acc STYPE int INITCOND 0",
+        "EXECUTE ON FUNCTION p36.acc(int, int)",
+        ks("p36", acc("p36"), f"GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE p36 TO {USER}"),
+    ),
+    Case(
+        "drop function of a collection",
+        "DROP FUNCTION p37.fl(int, list<int>)",
+        "DROP ON FUNCTION p37.fl(int, list<int>)",
+        ks(
+            "p37",
+            "CREATE FUNCTION p37.fl(i int, l list<int>) CALLED ON NULL INPUT RETURNS int "
+            "LANGUAGE lua AS 'return i'",
+        ),
+        "<function p37.fl(int, list<int>)>",
     ),
     Case("create role", "CREATE ROLE p23", "CREATE ON ALL ROLES"),
     Case("alter role", "ALTER ROLE p24 WITH LOGIN = true", "ALTER ON ROLE p24", ("CREATE ROLE p24",)),
@@ -204,3 +254,31 @@ def test_allow_all_authorizer_checks_nothing(node_factory: NodeFactory) -> None:
         s.execute(f"CREATE KEYSPACE anything WITH replication = {NTS}")
         s.execute("CREATE TABLE anything.t (k int PRIMARY KEY)")
         s.execute("SELECT * FROM system.roles")
+
+
+def test_creators_get_their_functions_and_views_and_types_stay_as_declared(sessions: tuple[Any, Any]) -> None:
+    """ScyllaDB's UDF and permission rules together: the creator of a function (and of a view)
+    is granted it; a function declared on `list<int>` is named, listed and described so."""
+    admin, user = sessions
+    for statement in ks("p42"):
+        admin.execute(statement)
+    grant(admin, "CREATE ON ALL FUNCTIONS IN KEYSPACE p42", "GRANT", "TO")
+    grant(admin, "ALTER ON p42.t", "GRANT", "TO")
+    user.execute(
+        "CREATE FUNCTION p42.f1(i int, l list<int>) CALLED ON NULL INPUT RETURNS int LANGUAGE lua "
+        "AS 'return i + #l'"
+    )
+    user.execute(
+        "CREATE MATERIALIZED VIEW p42.mv AS SELECT k, v FROM p42.t WHERE k IS NOT NULL AND v IS NOT NULL "
+        "PRIMARY KEY (v, k)"
+    )
+    held = {(r.resource, r.permission) for r in admin.execute(f"LIST ALL PERMISSIONS OF {USER} NORECURSIVE")}
+    function = "<function p42.f1(int, list<int>)>"
+    assert {p for r, p in held if r == function} == {"ALTER", "AUTHORIZE", "DROP", "EXECUTE"}
+    assert {p for r, p in held if r == "<table p42.mv>"} >= {"SELECT", "ALTER", "DROP"}
+    admin.execute("REVOKE EXECUTE ON FUNCTION p42.f1(int, list<int>) FROM " + USER)
+    held = {(r.resource, r.permission) for r in admin.execute(f"LIST ALL PERMISSIONS OF {USER} NORECURSIVE")}
+    assert (function, "EXECUTE") not in held
+    described = "".join(r.create_statement for r in admin.execute("DESCRIBE FUNCTION p42.f1"))
+    assert "p42.f1(i int, l list<int>)" in described
+    assert "frozen" not in described

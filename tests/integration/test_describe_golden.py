@@ -87,7 +87,7 @@ def test_keyspace_type_function_aggregate(session: Any) -> None:
             "function",
             "plus",
             "CREATE FUNCTION gold.plus(a int, b int)\nCALLED ON NULL INPUT\nRETURNS int\nLANGUAGE lua\n"
-            "AS $$return a + b$$;\n",
+            "AS $$\nreturn a + b\n$$;\n",
         )
     ]
     assert rows(session, "DESC AGGREGATE gold.sum2") == [

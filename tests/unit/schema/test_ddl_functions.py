@@ -47,11 +47,15 @@ def test_function_create_replace_and_overloads() -> None:
     assert drop_function(catalog, "ks", "nope", if_exists=True).is_noop
 
 
-def test_function_arguments_are_frozen_and_block_type_drop() -> None:
+def test_function_arguments_keep_their_declared_types_and_block_type_drop() -> None:
+    """As ScyllaDB: `list<int>` stays `list<int>` (what DESC prints and GRANT ... ON FUNCTION
+    names); naming the overload with `frozen<...>` finds it too."""
     catalog = with_keyspace()
     catalog = apply(catalog, create_type(catalog, "ks", "u", [("a", INT)]))
     catalog = apply(catalog, _fn(catalog, types=(ListType(INT), UserTypeRef(None, "u"))))
-    assert ("f", ("frozen<list<int>>", "frozen<u>")) in catalog.keyspaces["ks"].functions
+    assert ("f", ("list<int>", "u")) in catalog.keyspaces["ks"].functions
+    frozen = (ListType(INT, True), UserTypeRef(None, "u", True))
+    assert not drop_function(catalog, "ks", "f", frozen).is_noop
     with pytest.raises(InvalidRequest, match=r"still used by function ks\.f"):
         drop_type(catalog, "ks", "u")
 

@@ -114,7 +114,7 @@ def test_indexes_views_types_functions_and_order() -> None:
     assert by_name["m_keys"] == 'CREATE INDEX m_keys ON ks."Events"(keys(m));\n'
     assert by_name["acc"] == (
         "CREATE FUNCTION ks.acc(s bigint, x int)\nRETURNS NULL ON NULL INPUT\nRETURNS bigint\nLANGUAGE lua\n"
-        "AS $$return s + x$$;\n"
+        "AS $$\nreturn s + x\n$$;\n"
     )
     assert by_name["total"] == "CREATE AGGREGATE ks.total(int)\nSFUNC acc\nSTYPE bigint\nINITCOND 0;\n"
     view = ks.views["by_v"]
