@@ -95,7 +95,8 @@ class ResizeCoordinator(Coordinator):
             return self._sizes
         return self._bal_sizes
 
-    def make_view(self, snap: Snapshot) -> co.View:
+    def make_view(self, snap: Snapshot, sizes: Mapping[TabletKey, int] | None = None) -> co.View:
+        """The step's view; ``sizes`` given: those instead of the polls (which then do not run)."""
         tables, colocated, cdc = catalog_sizing(snap.catalog)
         normal = sum(1 for n in snap.topology.nodes.values() if n.state is NodeState.NORMAL)
         inputs = rs.ResizeInputs(
@@ -108,7 +109,7 @@ class ResizeCoordinator(Coordinator):
             self.rworld.locations(),
             vp.VnodeView({}, (), {}),
             balancing=self.balancing and not self.paused,
-            tablet_sizes=self._sizes_for(snap),
+            tablet_sizes=self._sizes_for(snap) if sizes is None else sizes,
             resize=inputs,
             catalog=snap.catalog,
         )

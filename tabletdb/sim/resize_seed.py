@@ -6,13 +6,13 @@ through whichever node they reach, in phases that grow the tables and shrink the
 real re-evaluation (``topology.resize``, ``tablets.count``) splits them and merges them back, with
 the balancer co-locating siblings before each merge (``tablets.merge_colocation``) and spreading
 replicas otherwise. An operator now and then changes the keyspace's RF (by one, as ALTER allows),
-adds a node, or pauses balancing for a while (as a backup does). A nemesis crashes the coordinator
-(also right after one of its commands commits), crashes other nodes, partitions the network and
-loses messages (writes' replica messages, copy and load-report answers). Then every fault heals,
+adds a node, decommissions one, or pauses balancing for a while (as a backup does). A nemesis
+crashes the coordinator (also right after one of its commands commits), crashes other nodes,
+partitions the network and loses messages (writes' replica messages, copy and load-report answers). Then every fault heals,
 the clients only overwrite live rows, and the system must come to rest within a bound.
 
-Checked throughout: every acknowledged write is on a quorum of the replicas each serving view
-reads it from (``resize_world``), and every committed group0 value's maps keep the invariants of
+Checked throughout: every QUORUM read by each serving view finds every acknowledged write
+(``resize_world``), and every committed group0 value's maps keep the invariants of
 ``resize_checks``. Everything derives from the seed: a seed replays the same trace (its hash is
 in the result).
 """
@@ -48,8 +48,12 @@ TABLES = (("a", 2, 16), ("b", 1, 8))
 KEYS = 120
 """Keys per table: all live is 24,000 bytes (``ROW_BYTES``): above the target even at the maximum count."""
 SIZING = SizingConfig(target_tablet_size_in_bytes=600, tablets_initial_scale_factor=0.0)
+LAST_SHRINK_MS = 3_000
 MAX_NODES = 7
+MIN_NODES = 4
 SETTLE_BOUND_MS = 30_000
+SETTLE_BOUND_COMMITS = 400
+"""Coming to rest after faults heal: at most this much virtual time and this many group0 commands."""
 
 
 @dataclass
@@ -68,6 +72,11 @@ class ResizeSeedResult:
     coordinator_crashes: int = 0
     crashed_after: set[str] = field(default_factory=set)
     leftovers_swept: int = 0
+    leftovers_at_rest: int = 0
+    """Files of tablets a node no longer replicates, at rest (a leaving replica that was cut off at
+    cleanup keeps its file until it restarts and sweeps: disk only, nothing reads it)."""
+    settle_ms: int = 0
+    settle_commits: int = 0
     virtual_ms: int = 0
     wall_seconds: float = 0.0
 
@@ -88,7 +97,8 @@ class ResizeSeedResult:
             f"seed {self.seed}: {'ok' if self.ok else 'FAILED'}; {self.splits} splits, {self.merges} merges, "
             f"{self.resize_rollbacks} resize rollbacks, {self.colocation_rounds} co-location rounds, "
             f"{self.rf_changes} RF changes, {self.writes_acked} writes acked, {self.coordinator_crashes} "
-            f"coordinator crashes, {self.virtual_ms} virtual ms, trace {self.trace_hash}"
+            f"coordinator crashes; at rest {self.settle_ms} ms and {self.settle_commits} commands after "
+            f"healing, {self.leftovers_at_rest} leftover files; trace {self.trace_hash}"
         )
         lines = [head, *(f"  violation: {v}" for v in self.violations[:5])]
         if not self.ok:
@@ -112,6 +122,7 @@ class _Run:
         self.length_ms = length_ms
         self.faults = True
         self.growing = True
+        self.last_phase = False
         self.drop = 0.05
         self.coordinator_crashes = 0
         self.crashed_after: set[str] = set()
@@ -155,12 +166,19 @@ class _Run:
 
     def phase(self) -> None:
         """Grow for a while, then shrink for longer (a merge waits for co-location rounds first)."""
-        if not self.faults:
+        if not self.faults or self.last_phase:
             return
         self.growing = not self.growing
         self.world.log(f"clients now {'write' if self.growing else 'delete'} rows")
         lasts = self.rng.randint(1_800, 2_800) if self.growing else self.rng.randint(3_000, 4_500)
         self.loop.after(lasts, self.phase)
+
+    def _last_shrink(self) -> None:
+        """The faults end with the tables shrinking, so every seed's last merges run under them."""
+        self.last_phase = True
+        if self.growing:
+            self.growing = False
+            self.world.log("clients now delete rows (to the end of the faults)")
 
     # --- nemesis ----------------------------------------------------------------------------------
 
@@ -235,7 +253,7 @@ class _Run:
         topo = w.committed.topology
         if topo.queue:
             return
-        kind = self.rng.choice(["rf", "join", "pause", "none"])
+        kind = self.rng.choice(["rf", "join", "leave", "pause", "none"])
         normal = topo.normal_nodes()
         alive = frozenset(h for h, s in w.hosts.items() if s.up)
         if kind == "pause" and not self.coordinator.paused:
@@ -247,6 +265,9 @@ class _Run:
             host = w.new_host(f"j{self.joins}")
             w.catch_up(host, full=True)
             self._submit(Request(w.new_id(), RequestKind.JOIN, host), alive)
+        elif kind == "leave" and len(normal) > MIN_NODES and topo.transition is None:
+            victim = self.rng.choice(sorted(normal, key=lambda h: h.bytes))
+            self._submit(Request(w.new_id(), RequestKind.LEAVE, victim), alive)
         elif kind == "rf":
             self._alter_rf(alive)
 
@@ -290,19 +311,7 @@ class _Run:
         t = snap.topology
         if t.transition is not None or t.queue:
             return False
-        c = self.coordinator
-        view = c.make_view(snap)
-        view = co.View(
-            view.topology,
-            view.tablets,
-            view.shards,
-            view.locations,
-            view.vnode,
-            view.balancing,
-            true_sizes(w),
-            view.resize,
-            view.catalog,
-        )
+        view = self.coordinator.make_view(snap, true_sizes(w))
         alive = frozenset(h for h in w.hosts if w.hosts[h].up)
         action = co.step(view, co.Observations(alive=alive, barrier_version=t.version), uuid.UUID(int=0))
         return isinstance(action, co.Idle)
@@ -315,6 +324,7 @@ class _Run:
         self.every(900, self.operator)
         self.growing = False
         self.phase()
+        self.loop.after(max(0, self.length_ms - LAST_SHRINK_MS), self._last_shrink)
 
         def stop() -> bool:
             return bool(self.world.violations)
@@ -326,16 +336,37 @@ class _Run:
         self.heal_partition()
         for h in sorted(self.world.hosts):
             self._restart(h)
-        healed = self.loop.now
-        self.loop.run_until(healed + SETTLE_BOUND_MS, stop=lambda: stop() or self.idle())
+        healed, healed_at = self.loop.now, len(self.world.snapshots)
+        rest = self._at_rest_every(50)
+        self.loop.run_until(healed + SETTLE_BOUND_MS, stop=lambda: stop() or rest())
+        result.settle_commits = len(self.world.snapshots) - healed_at
+        result.settle_ms = self.loop.now - healed
         if not self.world.violations and not self.idle():
             snap = self.world.committed
             self.world.violation(
                 f"liveness: not at rest {SETTLE_BOUND_MS} ms after faults healed at {healed} ms "
                 f"(transition {snap.topology.transition}, queue {len(snap.topology.queue)})"
             )
+        elif result.settle_commits > SETTLE_BOUND_COMMITS:
+            self.world.violation(
+                f"liveness: {result.settle_commits} group0 commands to come to rest after faults healed "
+                f"(bound {SETTLE_BOUND_COMMITS})"
+            )
         if not self.world.violations:
             self.world.check_replicas("the end")
+            result.leftovers_at_rest = self.world.leftovers()
+
+    def _at_rest_every(self, period_ms: int) -> Callable[[], bool]:
+        """``idle`` asked at most once every ``period_ms`` of virtual time (it plans a whole step)."""
+        asked = [-period_ms]
+
+        def rest() -> bool:
+            if self.loop.now - asked[0] < period_ms:
+                return False
+            asked[0] = self.loop.now
+            return self.idle()
+
+        return rest
 
 
 def _count(trace: list[str], words: str) -> int:

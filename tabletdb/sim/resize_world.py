@@ -16,6 +16,7 @@ Sizes are the load statistics a node reports: live rows of each current file tim
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -110,6 +111,7 @@ class ResizeWorld(World):
         """table -> key -> the newest acknowledged write (or deletion) of the key."""
         self.clock = 0
         self.leftovers_swept = 0
+        self._buckets: dict[int, tuple[TabletMap, list[int], dict[int, list[int]]]] = {}
         self.no_write_both = False
         """Planted bug: a replica writes only its current file while a resize is prepared."""
         self.after_apply: Callable[[], None] = lambda: None
@@ -262,6 +264,18 @@ class ResizeWorld(World):
                     self.leftovers_swept += 1
                     self.log(f"{self.name(host)} sweeps its leftover file of tablet {tid}")
 
+    def leftovers(self) -> int:
+        """Current-generation files on hosts the committed maps do not place the tablet on."""
+        count = 0
+        for host, tables in self.files.items():
+            for table_id, files in tables.items():
+                tm = self.committed.tablets[table_id]
+                for seq, tid in files:
+                    if seq == tm.resize_seq_number and tid < tm.tablet_count:
+                        info = tm.tablets[tid]
+                        count += all(r.host != host for r in (*info.replicas, *(info.new_replicas or ())))
+        return count
+
     def report(self, host: uuid.UUID) -> TabletSizes:
         """The host's load statistics, by its own maps: live rows of the file of every tablet it
         holds a replica of (0 for one never written), as ``replica.load_stats`` reports."""
@@ -306,9 +320,7 @@ class ResizeWorld(World):
         self, table_id: uuid.UUID, tm: TabletMap, acked: dict[int, Cell]
     ) -> tuple[int, int, int, tuple[TabletReplica, ...]] | None:
         """An acknowledged key some QUORUM read by ``tm`` would miss: (key, ts, holders, readers)."""
-        by_tablet: dict[int, list[int]] = {}
-        for key in acked:
-            by_tablet.setdefault(tm.tablet_id_of(vnode_token(key)), []).append(key)
+        by_tablet = self._by_tablet(tm, acked)
         for tid, keys in by_tablet.items():
             readers = read_replicas(tm.tablets[tid])
             need = len(readers) - quorum(len(readers)) + 1  # fewer holders: a QUORUM read misses it
@@ -322,12 +334,28 @@ class ResizeWorld(World):
                 held = 0
                 for rm, own, rows in files:
                     if rm is not tm:  # the replica reads by a map of its own: the key's file there
-                        rows = own.get((rm.resize_seq_number, rm.tablet_id_of(vnode_token(key))))
+                        rows = own.get((rm.resize_seq_number, self._tablet_of(rm, key)))
                     cell = None if rows is None else rows.get(key)
                     held += cell is not None and cell[0] >= ts
                 if held < need:
                     return key, ts, held, readers
         return None
+
+    def _by_tablet(self, tm: TabletMap, acked: dict[int, Cell]) -> dict[int, list[int]]:
+        """The acknowledged keys of ``tm``'s table by tablet (cached per map: keys only come)."""
+        cached = self._buckets.get(id(tm))
+        if cached is None or cached[0] is not tm:
+            if len(self._buckets) > 64:
+                self._buckets.clear()
+            cached = self._buckets[id(tm)] = (tm, [0], {})
+        _, seen, buckets = cached
+        for key in itertools.islice(acked, seen[0], None):
+            buckets.setdefault(tm.tablet_id_of(vnode_token(key)), []).append(key)
+        seen[0] = len(acked)
+        return buckets
+
+    def _tablet_of(self, tm: TabletMap, key: int) -> int:
+        return tm.tablet_id_of(vnode_token(key))
 
 
 def _write_groups(info: TabletInfo) -> list[tuple[TabletReplica, ...]]:
