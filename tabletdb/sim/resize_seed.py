@@ -8,8 +8,9 @@ the balancer co-locating siblings before each merge (``tablets.merge_colocation`
 replicas otherwise. An operator now and then changes the keyspace's RF (by one, as ALTER allows),
 adds a node, decommissions one, or pauses balancing for a while (as a backup does). A nemesis
 crashes the coordinator (also right after one of its commands commits), crashes other nodes,
-partitions the network and loses messages (writes' replica messages, copy and load-report answers). Then every fault heals,
-the clients only overwrite live rows, and the system must come to rest within a bound.
+partitions the network and loses messages (writes' replica messages, copy and load-report
+answers). Then every fault heals, the clients only overwrite live rows, and the system must come
+to rest within a bound.
 
 Checked throughout: every QUORUM read by each serving view finds every acknowledged write
 (``resize_world``), and every committed group0 value's maps keep the invariants of
