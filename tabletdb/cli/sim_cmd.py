@@ -159,9 +159,9 @@ def topology_command(
         raise SystemExit(1)
 
 
-def _one_resize(args: tuple[int, int, str]) -> ResizeSeedResult:
-    seed, length_ms, planted_bug = args
-    return run_resize_seed(seed, length_ms=length_ms, planted_bug=planted_bug)
+def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
+    seed, length_ms, planted_bug, node_barrier = args
+    return run_resize_seed(seed, length_ms=length_ms, planted_bug=planted_bug, node_barrier=node_barrier)
 
 
 @sim_group.command(name="resize")
@@ -180,16 +180,29 @@ def _one_resize(args: tuple[int, int, str]) -> ResizeSeedResult:
     default=None,
     help="Run with a deliberate bug the checkers must catch.",
 )
+@click.option(
+    "--node-barrier",
+    is_flag=True,
+    help="Barriers skip nodes the coordinator cannot reach, as a node's do (finds stale reads after "
+    "a partition heals; off: a barrier waits for every node that is up).",
+)
 @JOBS
 @VERBOSE
 @click.option("--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines).")
 def resize_command(
-    seeds: int, start: int, length_ms: int, planted_bug: str | None, jobs: int, verbose: bool, trace: bool
+    seeds: int,
+    start: int,
+    length_ms: int,
+    planted_bug: str | None,
+    node_barrier: bool,
+    jobs: int,
+    verbose: bool,
+    trace: bool,
 ) -> None:
     """Run seeds START..START+SEEDS-1 of the tablet split/merge simulation."""
     started = time.perf_counter()
     failing = splits = merges = 0
-    work = [(seed, length_ms, planted_bug or "") for seed in range(start, start + seeds)]
+    work = [(seed, length_ms, planted_bug or "", node_barrier) for seed in range(start, start + seeds)]
     for result in _run_seeds(_one_resize, work, jobs, pool_from=8, chunksize=2):
         splits += result.splits
         merges += result.merges

@@ -9,7 +9,8 @@ Two polls, as on a node: the balancer's, taken whenever a round may start and th
 more often than ``POLL_MS`` and once the maps stood still for ``SETTLE_MS``; the resize's is used
 only under the maps it was taken under, and the balancer's otherwise. Each host reports sizes
 by its own view of the maps, so a host that lags reports tablets that no longer exist, as a real
-one would. A copy or a poll answer may be lost (``loss``): the shell then retries.
+one would. A copy or a poll answer may be lost (``loss``): the shell then retries. A copy begins
+with the host's read barrier, as on a node.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class ResizeCoordinator(Coordinator):
         """Chance that a copy's or a poll's answer is lost."""
         self.skip_copy = False
         """Planted bug: resize copies are reported done without copying anything."""
+        self.node_barrier = False
+        """Barriers skip the nodes the coordinator cannot reach, as the node's shell does."""
         self._reset_polls()
 
     def _reset_polls(self) -> None:
@@ -114,13 +117,32 @@ class ResizeCoordinator(Coordinator):
             catalog=snap.catalog,
         )
 
+    def _barrier(self, epoch: int, me: uuid.UUID, action: co.Barrier) -> None:
+        """With ``node_barrier``, as the node's shell does it: every node the coordinator sees
+        alive (reachable here) must have applied the version, and one it cannot reach is skipped,
+        even one that is up and serving on the other side of a partition. Without, the topology
+        simulation's barrier, which waits for every node that is up."""
+        if not self.node_barrier:
+            super()._barrier(epoch, me, action)
+            return
+        w = self.world
+        if not self._current(epoch):
+            return
+        self.busy = False
+        live = [h for h in action.nodes if h in w.hosts and w.reachable(me, h)]
+        for h in live:
+            w.catch_up(h, full=True)
+        if all(w.view_of(h).topology.version >= action.version for h in live):
+            self.obs = replace(self.obs, barrier_version=action.version)
+
     def other_action(self, action: co.Action, epoch: int, me: uuid.UUID, delay: int) -> None:
         assert isinstance(action, rs.ResizeFiles), type(action).__name__
         w = self.rworld
         copies: list[tuple[rs.ResizeTask, dict[FileKey, Rows]]] = []
         for task in action.tasks:
             host = task.key[0]
-            if w.reachable(me, host) and w.hosts[host].serving:
+            if w.reachable(me, host):
+                w.catch_up(host, full=True)  # the copy verb begins with a read barrier
                 copies.append((task, w.copy_snapshot(host, task.tables, task.seq)))
         w.loop.after(delay * 3, lambda: self._copied(epoch, me, copies))
 

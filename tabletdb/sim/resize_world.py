@@ -293,37 +293,46 @@ class ResizeWorld(World):
     # --- the invariant ---------------------------------------------------------------------------
 
     def check_replicas(self, when: str) -> None:
-        """Every QUORUM read finds each acknowledged write (or a newer one): in every serving
-        node's view (and group0's latest), each read quorum of the key's replicas meets a
-        replica holding it, each replica answering from the file its own view of the map reads.
-        (With an even replica count after an RF change that is fewer than a quorum: RF 3 -> 2
-        may leave a row on one of the two, which every QUORUM read of both still finds.)"""
-        views = {self.committed.index} | {self.hosts[h].view for h in self.coordinators()}
+        """Every QUORUM read finds each acknowledged write (or a newer one): for group0's latest
+        maps over all replicas, and for every serving node by its own view over the replicas it
+        can reach (fewer than a quorum: the read fails, which is no loss), each read quorum meets
+        a replica holding the write, each replica answering from the file its own view of the
+        map reads. (RF 3 -> 2 may leave a row on one of the two replicas: a QUORUM of both reads it.)"""
+        readers: dict[tuple[int, frozenset[uuid.UUID] | None], str] = {(self.committed.index, None): "group0"}
+        for h in self.coordinators():
+            reach = frozenset(r for r in self.hosts if self.reachable(h, r) and self.hosts[r].serving)
+            readers.setdefault((self.hosts[h].view, reach), self.name(h))
         for table_id, acked in self.rows_acked.items():
-            maps_seen: set[int] = set()
-            for index in sorted(views):
+            seen: set[tuple[int, frozenset[uuid.UUID] | None]] = set()
+            for (index, reach), who in sorted(readers.items(), key=lambda kv: (kv[0][0], kv[1])):
                 tm = self.snapshots[index].tablets[table_id]
-                if id(tm) not in maps_seen:
-                    maps_seen.add(id(tm))
-                    missed = self._missed(table_id, tm, acked)
-                    if missed is not None:
-                        key, ts, held, readers = missed
-                        names = [self.name(r.host) for r in readers]
-                        table = self.table_names[table_id]
-                        self.violation(
-                            f"acknowledged write of key {key} of table {table} (ts {ts}) is on {held} of "
-                            f"its {len(readers)} read replicas {names} (view {index}, after {when})"
-                        )
-                        return
+                if (id(tm), reach) in seen:
+                    continue
+                seen.add((id(tm), reach))
+                missed = self._missed(table_id, tm, acked, reach)
+                if missed is not None:
+                    key, ts, held, replicas = missed
+                    names = [self.name(r.host) for r in replicas]
+                    table = self.table_names[table_id]
+                    self.violation(
+                        f"acknowledged write of key {key} of table {table} (ts {ts}) is on {held} of the "
+                        f"read replicas {names} that {who} reaches by view {index} (after {when})"
+                    )
+                    return
 
     def _missed(
-        self, table_id: uuid.UUID, tm: TabletMap, acked: dict[int, Cell]
+        self, table_id: uuid.UUID, tm: TabletMap, acked: dict[int, Cell], reach: frozenset[uuid.UUID] | None
     ) -> tuple[int, int, int, tuple[TabletReplica, ...]] | None:
-        """An acknowledged key some QUORUM read by ``tm`` would miss: (key, ts, holders, readers)."""
+        """An acknowledged key some QUORUM read by ``tm`` over the replicas in ``reach`` (None:
+        all) would miss: (key, ts, holders, the replicas reached)."""
         by_tablet = self._by_tablet(tm, acked)
         for tid, keys in by_tablet.items():
-            readers = read_replicas(tm.tablets[tid])
-            need = len(readers) - quorum(len(readers)) + 1  # fewer holders: a QUORUM read misses it
+            every = read_replicas(tm.tablets[tid])
+            readers = every if reach is None else tuple(r for r in every if r.host in reach)
+            q = quorum(len(every))
+            if len(readers) < q:
+                continue  # the read fails: unavailable
+            need = len(readers) - q + 1  # fewer holders: some quorum of them misses the write
             files = []
             for r in readers:
                 rm = self.table_map(r.host, table_id)

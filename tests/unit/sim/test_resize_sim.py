@@ -38,11 +38,35 @@ def test_a_seed_replays_the_same_trace() -> None:
 
 @pytest.mark.parametrize("bug", PLANTED_BUGS)
 def test_a_planted_bug_loses_acknowledged_rows_and_is_caught(bug: str) -> None:
-    results = run_resize_seeds(0, 3, length_ms=3_000, planted_bug=bug)
+    results = run_resize_seeds(0, 3, planted_bug=bug)
     caught = [r for r in results if not r.ok]
     assert caught, f"{bug} went unnoticed in 3 seeds"
     assert all("acknowledged write" in r.violations[0] for r in caught), caught[0].violations
     assert all(f"--planted-bug {bug}" in r.replay_command() for r in caught)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug: the node's barrier skips nodes the coordinator cannot reach and replica reads "
+    "are not fenced, so a node cut off while a migration cleans its old replicas reads them by its "
+    "stale map once the partition heals, before it catches up (seed 300: n2 misses key 92)",
+)
+def test_with_the_nodes_barrier_a_healed_partition_reads_no_stale_map() -> None:
+    result = run_resize_seed(300, length_ms=8_000, node_barrier=True)
+    assert result.ok, result.describe()
+
+
+def test_the_stale_read_of_a_healed_partition_is_found_through_the_nodes_barrier() -> None:
+    """The finding above, pinned to its cause: the migration's cleanup runs while n2 is cut off,
+    and the stale read happens once the partition has healed (the default runs' barrier waits
+    for every node that is up, so they do not get there)."""
+    found = run_resize_seed(300, length_ms=8_000, node_barrier=True)
+    assert not found.ok and "that n2 reaches by view" in found.violations[0], found.describe()
+    assert "--node-barrier" in found.replay_command()
+    lines = found.trace[: next(i for i, line in enumerate(found.trace) if "VIOLATION" in line)]
+    cut = next(i for i, line in enumerate(lines) if "partition ['j1', 'n2'] away" in line)
+    assert any("to cleanup" in line for line in lines[cut:])
+    assert any("partition healed" in line for line in lines[cut:])
 
 
 def _world() -> tuple[ResizeWorld, uuid.UUID]:
@@ -106,12 +130,11 @@ def test_cli_reports_and_fails_on_a_finding() -> None:
     ok = CliRunner().invoke(sim_group, ["resize", "--seeds", "1", "--start", "2", "--length-ms", "2000"])
     assert ok.exit_code == 0, ok.output
     assert "seeds: 1, splits:" in ok.output and "failing: 0" in ok.output
-    bad = CliRunner().invoke(
-        sim_group, ["resize", "--seeds", "1", "--length-ms", "2000", "--planted-bug", "no-write-both"]
-    )
+    bad = CliRunner().invoke(sim_group, ["resize", "--seeds", "1", "--planted-bug", "no-write-both"])
+    assert bad.exit_code == 1, bad.output
     assert (
-        bad.exit_code == 1
-        and "replay: tabletdb sim resize --start 0 --seeds 1 --length-ms 2000" in bad.output
+        "replay: tabletdb sim resize --start 0 --seeds 1 --length-ms 6000 --planted-bug no-write-both"
+        in bad.output
     )
 
 
