@@ -300,8 +300,8 @@ class ResizeWorld(World):
         map reads. (RF 3 -> 2 may leave a row on one of the two replicas: a QUORUM of both reads it.)"""
         readers: dict[tuple[int, frozenset[uuid.UUID] | None], str] = {(self.committed.index, None): "group0"}
         for h in self.coordinators():
-            reach = frozenset(r for r in self.hosts if self.reachable(h, r) and self.hosts[r].serving)
-            readers.setdefault((self.hosts[h].view, reach), self.name(h))
+            reached = frozenset(r for r in self.hosts if self.reachable(h, r) and self.hosts[r].serving)
+            readers.setdefault((self.hosts[h].view, reached), self.name(h))
         for table_id, acked in self.rows_acked.items():
             seen: set[tuple[int, frozenset[uuid.UUID] | None]] = set()
             for (index, reach), who in sorted(readers.items(), key=lambda kv: (kv[0][0], kv[1])):
