@@ -110,7 +110,7 @@ class ResizeSeedResult:
         return "\n".join(lines)
 
 
-class _Run:
+class SeedRun:
     def __init__(self, seed: int, length_ms: int, planted_bug: str, node_barrier: bool = False) -> None:
         self.rng = random.Random(seed)
         self.loop = EventLoop()
@@ -322,6 +322,16 @@ class _Run:
         return isinstance(action, co.Idle)
 
     def run(self, result: ResizeSeedResult) -> None:
+        self.start()
+
+        def stop() -> bool:
+            return bool(self.world.violations)
+
+        self.loop.run_until(self.length_ms, stop=stop)
+        self.heal_and_settle(result)
+
+    def start(self) -> None:
+        """Schedule the coordinator, the clients, the nemesis and the operator."""
         self.every(TICK, self.coordinator.tick)
         self.every(TICK, self.deliver)
         self.every(2, self.write)
@@ -331,10 +341,12 @@ class _Run:
         self.phase()
         self.loop.after(max(0, self.length_ms - LAST_SHRINK_MS), self._last_shrink)
 
+    def heal_and_settle(self, result: ResizeSeedResult) -> None:
+        """Stop every fault and let the cluster come to rest (a violation if it does not)."""
+
         def stop() -> bool:
             return bool(self.world.violations)
 
-        self.loop.run_until(self.length_ms, stop=stop)
         self.faults = False
         self._no_loss()
         self._unpause()
@@ -389,7 +401,7 @@ def run_resize_seed(
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
     started = time.perf_counter()
     result = ResizeSeedResult(seed, length_ms, planted_bug, node_barrier)
-    run = _Run(seed, length_ms, planted_bug, node_barrier)
+    run = SeedRun(seed, length_ms, planted_bug, node_barrier)
     try:
         run.run(result)
     except Exception:

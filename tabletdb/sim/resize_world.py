@@ -167,6 +167,9 @@ class ResizeWorld(World):
                 continue
             if view.topology.version < self.view_of(r.host).topology.fence_version:
                 continue
+            own = self.table_map(r.host, table_id)
+            if not places(own.tablet_for(token), r.host):
+                continue  # its map places the tablet elsewhere: it refuses the write
             files = self.table_files(r.host, table_id)
             for fid in self._write_files(r.host, table_id, token):
                 lww(files.setdefault(fid, {}), {key: cell})
@@ -205,12 +208,13 @@ class ResizeWorld(World):
 
     def copy_snapshot(self, host: uuid.UUID, tables: Sequence[uuid.UUID], seq: int) -> dict[FileKey, Rows]:
         """A resize copy's consistent snapshot of ``host``'s current files (generation ``seq``)."""
-        return {
-            (t, gen, tid): dict(rows)
-            for t in tables
-            for (gen, tid), rows in self.table_files(host, t).items()
-            if gen == seq
-        }
+        out: dict[FileKey, Rows] = {}
+        for t in tables:
+            tm = self.table_map(host, t)
+            for (gen, tid), rows in self.table_files(host, t).items():
+                if gen == seq and tid < tm.tablet_count and places(tm.tablets[tid], host):
+                    out[(t, gen, tid)] = dict(rows)  # only the files of its replicas (``local_files``)
+        return out
 
     def copy_into_next(self, host: uuid.UUID, snapshot: Mapping[FileKey, Rows], kind: ResizeState) -> bool:
         """Merge the snapshot into the next generation's files, as the host's map cuts them;
@@ -293,11 +297,12 @@ class ResizeWorld(World):
     # --- the invariant ---------------------------------------------------------------------------
 
     def check_replicas(self, when: str) -> None:
-        """Every QUORUM read finds each acknowledged write (or a newer one): for group0's latest
+        """Every QUORUM read returns each acknowledged write (or a newer one): for group0's latest
         maps over all replicas, and for every serving node by its own view over the replicas it
         can reach (fewer than a quorum: the read fails, which is no loss), each read quorum meets
         a replica holding the write, each replica answering from the file its own view of the
-        map reads. (RF 3 -> 2 may leave a row on one of the two replicas: a QUORUM of both reads it.)"""
+        map reads; a replica whose own map places the tablet elsewhere refuses, as a real one does.
+        (RF 3 -> 2 may leave a row on one of the two replicas: a QUORUM of both reads it.)"""
         readers: dict[tuple[int, frozenset[uuid.UUID] | None], str] = {(self.committed.index, None): "group0"}
         for h in self.coordinators():
             reached = frozenset(r for r in self.hosts if self.reachable(h, r) and self.hosts[r].serving)
@@ -332,21 +337,32 @@ class ResizeWorld(World):
             q = quorum(len(every))
             if len(readers) < q:
                 continue  # the read fails: unavailable
-            need = len(readers) - q + 1  # fewer holders: some quorum of them misses the write
             files = []
             for r in readers:
                 rm = self.table_map(r.host, table_id)
                 own = self.table_files(r.host, table_id)
-                files.append((rm, own, own.get((rm.resize_seq_number, tid)) if rm is tm else None))
+                same = rm is tm  # else the replica reads by a map of its own: the key's file there
+                rows = (
+                    own.get((rm.resize_seq_number, tid)) if same and places(tm.tablets[tid], r.host) else None
+                )
+                files.append((r.host, rm, own, same, rows))
             for key in keys:
-                ts = acked[key][0]
-                held = 0
-                for rm, own, rows in files:
-                    if rm is not tm:  # the replica reads by a map of its own: the key's file there
-                        rows = own.get((rm.resize_seq_number, self._tablet_of(rm, key)))
+                ts, value = acked[key]
+                answered = held = 0
+                cells: list[Cell | None] = []
+                for host, rm, own, same, rows in files:
+                    if not same:
+                        rid = self._tablet_of(rm, key)
+                        if not places(rm.tablets[rid], host):
+                            continue
+                        rows = own.get((rm.resize_seq_number, rid))
+                    elif rows is None and not places(tm.tablets[tid], host):
+                        continue  # its map places the tablet elsewhere: it refuses the read
+                    answered += 1
                     cell = None if rows is None else rows.get(key)
+                    cells.append(cell)
                     held += cell is not None and cell[0] >= ts
-                if held < need:
+                if answered >= q and held < answered - q + 1 and _stale_quorum(cells, q, ts, value):
                     return key, ts, held, readers
         return None
 
@@ -365,6 +381,23 @@ class ResizeWorld(World):
 
     def _tablet_of(self, tm: TabletMap, key: int) -> int:
         return tm.tablet_id_of(vnode_token(key))
+
+
+def _stale_quorum(cells: list[Cell | None], q: int, ts: int, value: int | None) -> bool:
+    """Whether some ``q`` of the answers make a read return something older than the acknowledged
+    write that differs from it (the newest cell wins; an older deletion of a deleted row, or no
+    row at all, reads the same as the deletion)."""
+    for some in itertools.combinations(cells, q):
+        newest = max((c for c in some if c is not None), default=None)
+        if (newest is None or newest[0] < ts) and (None if newest is None else newest[1]) != value:
+            return True
+    return False
+
+
+def places(info: TabletInfo, host: uuid.UUID) -> bool:
+    """Whether a map's tablet has a replica (or a new one, in transition) on ``host``: a replica
+    serves reads and writes of a tablet only then (``StorageService`` refuses the others)."""
+    return any(r.host == host for r in info.replicas) or any(r.host == host for r in info.new_replicas or ())
 
 
 def _write_groups(info: TabletInfo) -> list[tuple[TabletReplica, ...]]:
