@@ -183,8 +183,9 @@ def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
 @click.option(
     "--node-barrier",
     is_flag=True,
-    help="Barriers skip nodes the coordinator cannot reach, as a node's do (finds stale reads after "
-    "a partition heals; off: a barrier waits for every node that is up).",
+    help="Barriers skip nodes the coordinator cannot reach, as a node's do (finds stale reads on "
+    "the side of a partition cut off mid-migration, a known bug; off: a barrier waits for every "
+    "node that is up).",
 )
 @JOBS
 @VERBOSE

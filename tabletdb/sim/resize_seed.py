@@ -395,8 +395,9 @@ def run_resize_seed(
 ) -> ResizeSeedResult:
     """Simulate one seed; a finding (or a crash of the simulation) lands in the result.
     ``node_barrier``: barriers skip the nodes the coordinator cannot reach, as the node's shell
-    does; it finds a stale read after a partition heals (reads are not fenced), so it is off by
-    default, where a barrier waits for every node that is up, as the topology simulation's does."""
+    does; it finds stale reads on the side of a partition cut off mid-migration (reads are not
+    fenced: a known bug), so it is off by default, where a barrier waits for every node that is
+    up, as the topology simulation's does."""
     if planted_bug and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
     started = time.perf_counter()
