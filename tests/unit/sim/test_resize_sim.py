@@ -64,9 +64,9 @@ def _cut_off_mid_migration() -> tuple[SeedRun, uuid.UUID, uuid.UUID, uuid.UUID]:
 
 def test_a_node_cut_off_mid_migration_reads_by_its_stale_map_under_the_nodes_barrier() -> None:
     """A real bug the simulation found (issue 15; see docs/architecture.md, resize under the
-    simulator): the node's shell skips unreachable nodes in its barriers and replica reads are not
-    fenced, so the minority side keeps reading the old replica set at QUORUM while the majority
-    writes to the new one: a value acknowledged on the majority side is not read back."""
+    simulator): the node's shell skips unreachable nodes in its barriers (and replica reads are
+    not fenced), so the minority side keeps reading the old replica set at QUORUM while the
+    majority writes to the new one: a value acknowledged on the majority side is not read back."""
     run, table, n0, n1 = _cut_off_mid_migration()
     w = run.world
     key = 64
@@ -78,7 +78,7 @@ def test_a_node_cut_off_mid_migration_reads_by_its_stale_map_under_the_nodes_bar
     assert w.violations and "that n1 reaches by view" in w.violations[0], w.violations
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: replica reads are not fenced (see the test above)")
+@pytest.mark.xfail(strict=True, reason="known bug: barriers skip unreachable nodes (see the test above)")
 def test_with_the_nodes_barrier_a_cut_off_node_reads_no_stale_map() -> None:
     run, table, n0, _ = _cut_off_mid_migration()
     assert run.world.write_row(n0, table, 64, 7, drop=0.0)
