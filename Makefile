@@ -52,6 +52,7 @@ test: install lint
 soak: install
 	$(BIN)/tabletdb sim raft --seeds 5000
 	$(BIN)/tabletdb sim topology --seeds 500
+	$(BIN)/tabletdb sim resize --seeds 200 --length-ms 15000
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
 
 bench: install

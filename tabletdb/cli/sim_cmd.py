@@ -1,5 +1,5 @@
-"""``tabletdb sim raft`` / ``sim topology``: run seeded Raft (or topology coordinator) simulations
-and report every failing seed with its replay.
+"""``tabletdb sim raft`` / ``sim topology`` / ``sim resize``: run seeded Raft (topology
+coordinator, or tablet split and merge) simulations and report every failing seed with its replay.
 
 The last line is always ``seeds: N, ops: X, violations: V`` so scripts (``make soak``) can parse
 it, and the exit status is 1 when any seed found a violation.
@@ -16,6 +16,8 @@ from typing import TypeVar
 import click
 
 from tabletdb.sim.nemesis import FAULT_KINDS
+from tabletdb.sim.resize_seed import PLANTED_BUGS as RESIZE_BUGS
+from tabletdb.sim.resize_seed import ResizeSeedResult, run_resize_seed
 from tabletdb.sim.runner import SeedResult, run_seed
 from tabletdb.sim.topo_seed import PLANTED_BUGS, TopologySeedResult, run_topology_seed
 
@@ -153,5 +155,66 @@ def topology_command(
     click.echo(
         f"seeds: {seeds}, requests finished: {finished}, rolled back: {rolled_back}, failing: {failing}"
     )
+    if failing:
+        raise SystemExit(1)
+
+
+def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
+    seed, length_ms, planted_bug, node_barrier = args
+    return run_resize_seed(seed, length_ms=length_ms, planted_bug=planted_bug, node_barrier=node_barrier)
+
+
+@sim_group.command(name="resize")
+@SEEDS
+@START
+@click.option(
+    "--length-ms",
+    type=click.IntRange(min=1_000),
+    default=6_000,
+    show_default=True,
+    help="Virtual milliseconds of faults and growing/shrinking tables per seed (then all faults heal).",
+)
+@click.option(
+    "--planted-bug",
+    type=click.Choice(RESIZE_BUGS),
+    default=None,
+    help="Run with a deliberate bug the checkers must catch.",
+)
+@click.option(
+    "--node-barrier",
+    is_flag=True,
+    help="Barriers skip nodes the coordinator cannot reach, as a node's do (finds stale reads on "
+    "the side of a partition cut off mid-migration, a known bug; off: a barrier waits for every "
+    "node that is up).",
+)
+@JOBS
+@VERBOSE
+@click.option("--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines).")
+def resize_command(
+    seeds: int,
+    start: int,
+    length_ms: int,
+    planted_bug: str | None,
+    node_barrier: bool,
+    jobs: int,
+    verbose: bool,
+    trace: bool,
+) -> None:
+    """Run seeds START..START+SEEDS-1 of the tablet split/merge simulation."""
+    started = time.perf_counter()
+    failing = splits = merges = 0
+    work = [(seed, length_ms, planted_bug or "", node_barrier) for seed in range(start, start + seeds)]
+    for result in _run_seeds(_one_resize, work, jobs, pool_from=8, chunksize=2):
+        splits += result.splits
+        merges += result.merges
+        if not result.ok:
+            failing += 1
+        if verbose or not result.ok:
+            click.echo(result.describe())
+        if trace and not result.ok:
+            click.echo("\n".join(result.trace[-60:]))
+    elapsed = time.perf_counter() - started
+    click.echo(f"{failing} failing seeds ({elapsed:.1f}s)")
+    click.echo(f"seeds: {seeds}, splits: {splits}, merges: {merges}, failing: {failing}")
     if failing:
         raise SystemExit(1)

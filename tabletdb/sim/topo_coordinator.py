@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
-from tabletdb.sim.topo_world import World
+from tabletdb.sim.topo_world import Snapshot, World
 from tabletdb.topology import coordinator as co
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.commands import TopologyCommand
@@ -64,16 +64,7 @@ class Coordinator:
         alive = frozenset(h for h in w.hosts if w.reachable(me, h))
         down = {h: s.down_since for h, s in w.hosts.items() if s.down_since is not None and h not in alive}
         self.obs = replace(self.obs, alive=alive, now_ms=w.loop.now, down_since=down)
-        snap = w.view_of(me)
-        view = co.View(
-            snap.topology,
-            snap.tablets,
-            {h: 1 for h in w.hosts},
-            vnode=w.vnode_view(),
-            balancing=self.balancing,
-            tablet_sizes=self.sizes,
-        )
-        action = co.step(view, self.obs, w.new_id(), self.config)
+        action = co.step(self.make_view(w.view_of(me)), self.obs, w.new_id(), self.config)
         if isinstance(action, co.Idle):
             return
         self.busy = True
@@ -87,7 +78,7 @@ class Coordinator:
         elif isinstance(action, co.Barrier):
             w.loop.after(delay, lambda: self._barrier(epoch, me, action))
         elif isinstance(action, co.Stream):
-            snapshots = [(t, w.snapshot_of(t.key[2], t.sources)) for t in action.tasks]
+            snapshots = [(t, w.snapshot_of(t.key[1], t.key[2], t.sources)) for t in action.tasks]
             ok = all(all(w.reachable(s.host, t.target.host) for s in t.sources) for t in action.tasks)
             w.loop.after(delay * 3, lambda: self._streamed(epoch, snapshots, ok))
         elif isinstance(action, vp.StreamRanges):
@@ -98,9 +89,26 @@ class Coordinator:
             w.loop.after(delay * 3, lambda: self._ranges_streamed(epoch, copies))
         elif isinstance(action, vp.CleanupRanges):
             w.loop.after(delay, lambda: self._ranges_cleaned(epoch, me, action))
-        else:
-            assert isinstance(action, co.Cleanup)
+        elif isinstance(action, co.Cleanup):
             w.loop.after(delay, lambda: self._cleaned(epoch, me, action))
+        else:
+            self.other_action(action, epoch, me, delay)
+
+    def make_view(self, snap: Snapshot) -> co.View:
+        """What the step decides on, from the leader's view of group0."""
+        w = self.world
+        return co.View(
+            snap.topology,
+            snap.tablets,
+            {h: 1 for h in w.hosts},
+            vnode=w.vnode_view(),
+            balancing=self.balancing,
+            tablet_sizes=self.sizes,
+        )
+
+    def other_action(self, action: co.Action, epoch: int, me: uuid.UUID, delay: int) -> None:
+        """An action this world has no part for (a resize's file copies: ``resize_sim``)."""
+        raise AssertionError(f"the simulated coordinator cannot carry out {type(action).__name__}")
 
     def _current(self, epoch: int) -> bool:
         return epoch == self.epoch and self.leader is not None and self.world.hosts[self.leader].up
@@ -129,13 +137,13 @@ class Coordinator:
         if all(w.view_of(h).topology.version >= action.version for h in live):
             self.obs = replace(self.obs, barrier_version=action.version)
 
-    def _streamed(self, epoch: int, snapshots: list[tuple[co.StreamTask, set[int]]], ok: bool) -> None:
+    def _streamed(self, epoch: int, snapshots: list[tuple[co.StreamTask, object]], ok: bool) -> None:
         w = self.world
         done = set()
         for task, keys in snapshots:
             still = all(w.reachable(s.host, task.target.host) for s in task.sources)
             if ok and still:
-                w.stream(task.key[2], task.sources, task.target, keys)
+                w.stream(task.key[1], task.key[2], task.sources, task.target, keys)
                 done.add(task.key)
         if self._current(epoch):
             self.busy = False
@@ -146,7 +154,7 @@ class Coordinator:
         done = set()
         for task in action.tasks:
             if w.reachable(me, task.replica.host):
-                w.cleanup(task.key[2], task.replica)
+                w.cleanup(task.key[1], task.key[2], task.replica)
                 done.add(task.key)
         if self._current(epoch):
             self.busy = False

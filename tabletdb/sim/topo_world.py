@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from tabletdb.dht.murmur3 import token_of
 from tabletdb.dht.ring import ReplicaTable, TokenRing
 from tabletdb.dht.token import MAX_TOKEN, MIN_TOKEN, TokenRange
-from tabletdb.schema.model import SIMPLE, Replication
+from tabletdb.schema.model import SIMPLE, Catalog, Replication
+from tabletdb.schema.mutations import PutKeyspace, apply_mutations
 from tabletdb.sim.events import EventLoop
 from tabletdb.tablets.migration import read_replicas, write_replicas
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica
@@ -46,11 +47,13 @@ def vnode_token(key: int) -> int:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One committed group0 value (topology state and the one table's tablet map)."""
+    """One committed group0 value (topology state, tablet maps, and the catalog an RF change's
+    last step writes)."""
 
     index: int
     topology: TopologyState
     tablets: Mapping[uuid.UUID, TabletMap]
+    catalog: Catalog = field(default_factory=Catalog)
 
 
 @dataclass
@@ -164,6 +167,10 @@ class World:
     def apply(self, command: TopologyCommand, origin: str) -> bool:
         """Group0 applies `command` (guarded by its state id); True if it took effect."""
         last = self.committed
+        schema = command.schema
+        if schema is not None and schema.catalog_version != last.catalog.version:
+            self.log(f"stale  {origin}: {command.reason} (the catalog moved on)")
+            return False
         topology, changed, ok = apply_command(last.topology, last.tablets, command)
         if not ok and self.unguarded:
             topology, changed, ok = command.topology, dict(command_updates(last.tablets, command)), True
@@ -177,7 +184,10 @@ class World:
                 f"and {origin}: {command.reason!r}"
             )
         self.accepted_prev[prev] = f"{origin}: {command.reason}"
-        self.snapshots.append(Snapshot(len(self.snapshots), topology, {**last.tablets, **changed}))
+        catalog = last.catalog
+        if ok and schema is not None:  # a finished RF change writes the keyspace's new replication
+            catalog = apply_mutations(catalog, (PutKeyspace(schema.keyspace),), command.new_state_id)
+        self.snapshots.append(Snapshot(len(self.snapshots), topology, {**last.tablets, **changed}, catalog))
         self.log(f"commit {origin}: {command.reason} (version {topology.version})")
         self.check_replicas("commit")
         return True
@@ -262,17 +272,25 @@ class World:
         self.check_replicas("vnode cleanup")
 
     def stream(
-        self, tid: int, sources: tuple[TabletReplica, ...], target: TabletReplica, keys: set[int]
+        self,
+        table_id: uuid.UUID,
+        tid: int,
+        sources: tuple[TabletReplica, ...],
+        target: TabletReplica,
+        copy: object,
     ) -> None:
-        self.hosts[target.host].data.setdefault(tid, set()).update(keys)
+        """The target takes `copy` (what ``snapshot_of`` read from the sources when it began)."""
+        assert isinstance(copy, set)
+        self.hosts[target.host].data.setdefault(tid, set()).update(copy)
 
-    def snapshot_of(self, tid: int, sources: tuple[TabletReplica, ...]) -> set[int]:
+    def snapshot_of(self, table_id: uuid.UUID, tid: int, sources: tuple[TabletReplica, ...]) -> object:
+        """What a stream of the tablet reads from its sources (world-specific; ``stream`` takes it)."""
         out: set[int] = set()
         for r in sources:
             out |= self.hosts[r.host].data.get(tid, set())
         return out
 
-    def cleanup(self, tid: int, replica: TabletReplica) -> None:
+    def cleanup(self, table_id: uuid.UUID, tid: int, replica: TabletReplica) -> None:
         self.hosts[replica.host].data.pop(tid, None)
         self.check_replicas("cleanup")
 
