@@ -4,7 +4,8 @@ Each pass writes the log rows of ``[from, to)`` to ``DIR/pass-<from>-<to>/`` (µ
 epoch; ``to`` lags the clock by 10 s so no late write is missed) and is committed by renaming
 its staging directory: rerun the command after a crash or kill -9 and it resumes after the last
 committed pass, with no row twice and none missed. ``--follow`` keeps exporting a pass every
-``--every`` seconds, across generation and stream-set changes, until interrupted.
+``--every`` seconds, across generation and stream-set changes, until interrupted. On a terminal
+each pass draws a progress line on stderr (`cli.export_progress`); piped, only the summaries show.
 
 Exit codes: 0 done (or interrupted between passes); 1 a pass failed (rerun to resume); 2 the
 export could not start (options, table without a CDC log, output directory).
@@ -18,6 +19,7 @@ import time
 import click
 
 from tabletdb.cli.credentials import read_credentials
+from tabletdb.cli.export_progress import pass_progress, spark_task_counter
 
 EXIT_USAGE = 2
 
@@ -123,16 +125,18 @@ def export_command(
         click.echo(f"tabletdb cdc export: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     try:
-        while True:
-            done = run_pass(spark, options)
-            if done is not None:
-                click.echo(
-                    f"exported {done.rows} log rows of {done.streams} streams, cdc$time in "
-                    f"[{done.lower}, {done.upper}) µs, to {done.path}"
-                )
-            if not follow:
-                break
-            time.sleep(every)
+        with pass_progress(spark_task_counter(spark)) as shown:
+            while True:
+                done = run_pass(spark, options, started=shown.started)
+                shown.finished()
+                if done is not None:
+                    click.echo(
+                        f"exported {done.rows} log rows of {done.streams} streams, cdc$time in "
+                        f"[{done.lower}, {done.upper}) µs, to {done.path}"
+                    )
+                if not follow:
+                    break
+                time.sleep(every)
     except KeyboardInterrupt:
         click.echo("interrupted: the next run resumes after the last committed pass", err=True)
     except ExportError as exc:

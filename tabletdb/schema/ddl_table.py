@@ -162,9 +162,10 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
     if table.options.cdc_enabled:
         if table.is_cdc_log:
             raise InvalidRequest(f"Cannot enable CDC on {table.keyspace}.{table.name}: it is a CDC log table")
-        if table.is_counter:
+        if table.is_counter:  # ScyllaDB's words (its CDC has no counter support)
             raise InvalidRequest(
-                f"Cannot create CDC log for table {table.keyspace}.{table.name}: counters are not supported"
+                f"Cannot create CDC log for table {table.keyspace}.{table.name}. "
+                "Counter support not implemented"
             )
         log_name = table.name + CDC_LOG_SUFFIX
         if log_name in ks.tables and not ks.tables[log_name].is_cdc_log:

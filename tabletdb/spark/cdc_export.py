@@ -18,7 +18,7 @@ import datetime
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,7 +130,14 @@ def prepare_out_dir(out_dir: Path) -> int | None:
     return committed_upto(names, -1) if any(n.startswith("pass-") for n in names) else None
 
 
-def run_pass(spark: Any, opts: ExportOptions, now: int | None = None) -> PassResult | None:
+PassStarted = Callable[[int, int, int, int], None]
+"""Told (lower µs, upper µs, streams, Spark tasks) once a pass is planned, before its job runs:
+what a progress display needs to draw the pass."""
+
+
+def run_pass(
+    spark: Any, opts: ExportOptions, now: int | None = None, started: PassStarted | None = None
+) -> PassResult | None:
     """Export the next pass; None if the watermark cannot move yet (less than the safety lag)."""
     resumed = prepare_out_dir(opts.out_dir)
     lower = opts.since if resumed is None else resumed
@@ -154,6 +161,8 @@ def run_pass(spark: Any, opts: ExportOptions, now: int | None = None) -> PassRes
         f"AND {quote_identifier(TIME)} >= ? AND {quote_identifier(TIME)} < ?"
     )
     plan = groups(spans(windows(stream_sets(session, opts.keyspace, opts.table)), lower, upper), opts.tasks)
+    if started is not None:
+        started(lower, upper, sum(len(g) for g in plan), max(1, len(plan)))
     staging = opts.out_dir / f"{STAGING_PREFIX}{lower}-{upper}-{os.getpid()}"
     rows = spark.sparkContext.accumulator(0)
     connect, consistency, page_size = opts.connect, opts.consistency, opts.page_size

@@ -26,10 +26,12 @@ from tabletdb.tablets.colocation import mirror_updates
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.migration import STAGE_ORDER, advance_stage
 from tabletdb.tablets.tablet_map import TabletInfo, TabletMap, TabletReplica, TransitionKind, TransitionStage
+from tabletdb.topology import cdc_switch
 from tabletdb.topology import resize as rs
 from tabletdb.topology import rf_change as rfc
 from tabletdb.topology import vnode_phase as vp
 from tabletdb.topology.balancing import plan_round
+from tabletdb.topology.cdc_switch import LatestGeneration
 from tabletdb.topology.commands import TabletUpdate, TopologyCommand
 from tabletdb.topology.placement import PlanError, plan_moves
 from tabletdb.topology.state import Request, RequestResult, TopologyState, Transition
@@ -69,6 +71,9 @@ class View:
     """What the resize re-evaluation needs (None: no resize is begun; one in progress goes on)."""
     catalog: Catalog = field(default_factory=Catalog)
     """group0's catalog: the keyspaces and tables a ``keyspace_rf_change`` request covers."""
+    cdc_generation: LatestGeneration | None = None
+    """The latest vnode CDC generation while a vnode CDC table exists: a ring change waits for
+    one that fits the new ring (``topology.cdc_switch``)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class Observations:
     ranges_cleaned: frozenset[vp.CleanKey] = frozenset()
     resized: frozenset[rs.ResizeKey] = frozenset()
     """Hosts that copied their files into the next generation, per resize attempt."""
+    wall_us: int = 0
+    """The wall clock (µs since the epoch), which CDC generation times are in."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,9 @@ def step(
         late = _late_moves(view, tr, new_id)
         if late is not None:
             return late
+        waiting = cdc_switch.waits(t, tr, view.vnode.tokens, view.cdc_generation, obs.wall_us)
+        if waiting:
+            return Idle(waiting)
         entered = vp.enter(t, tr, view.vnode)
         if entered is not None:
             return _command(view, new_id, entered.topology, [], entered.reason)

@@ -140,3 +140,40 @@ def test_export_killed_and_rerun_has_every_row_once(
     assert done.returncode == 0, done.stderr
     assert _exported(spark, out) == _log_keys(session, "cdce_k.t")
     session.execute("DROP KEYSPACE cdce_k")
+
+
+@pytest.mark.slow  # the command starts its own Spark: tens of seconds on a quiet machine
+@pytest.mark.timeout(900)
+def test_the_command_off_a_terminal_prints_only_its_summary(
+    node: TestNode, session: Any, tmp_path: Path
+) -> None:
+    """Piped (no terminal), `tabletdb cdc export` draws no progress: stdout is the pass's summary
+    line, stderr holds no progress line; and the Parquet it wrote replays into the base table."""
+    from tests.integration.test_cdc_replay import parquet_log_rows
+
+    session.execute(f"CREATE KEYSPACE cdce_p WITH replication = {NTS_1} AND tablets = {{'initial': 2}}")
+    session.execute("CREATE TABLE cdce_p.t (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    for k in range(5):
+        session.execute("INSERT INTO cdce_p.t (k, v) VALUES (%s, %s)", (k, k * 10))
+    session.execute("DELETE FROM cdce_p.t WHERE k = 1")
+    time.sleep(11)  # past the export's 10 s safety lag
+    out = tmp_path / "export"
+    command = [sys.executable, "-m", "tabletdb.cli.main", "cdc", "export", "--hosts", node.host]
+    command += ["--port", str(node.port), "--table", "cdce_p.t", "--to", str(out), "--master", "local[1]"]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (summary,) = done.stdout.splitlines()
+    assert summary.startswith("exported 6 log rows of 2 streams, cdc$time in [0, ")
+    assert "streams" not in done.stderr and "\x1b[" not in done.stderr, done.stderr
+
+    (path,) = out.glob("pass-*")
+    rows = sorted(parquet_log_rows(path), key=lambda r: (r.cdc_time.time, r.cdc_batch_seq_no))
+    twin: dict[int, int] = {}
+    for row in rows:  # replayed as a consumer would: inserts put the row, partition deletes drop it
+        if row.cdc_operation == 2:
+            twin[row.k] = row.v
+        elif row.cdc_operation == 4:
+            twin.pop(row.k, None)
+    assert twin == {r.k: r.v for r in session.execute("SELECT k, v FROM cdce_p.t")}
+    session.execute("DROP KEYSPACE cdce_p")

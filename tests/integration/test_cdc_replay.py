@@ -6,7 +6,8 @@ set, map and list element changes and overwrites (list elements replayed at the 
 the log shows, with ``SCYLLA_TIMEUUID_LIST_INDEX``), non-frozen UDT field sets and deletes and
 whole-value overwrites (deleted fields named by the indexes the log shows), static cells, row,
 range and partition deletes, batches) against a real node; the test then reads the log as a
-client would (every row, in ``cdc$time`` / ``cdc$batch_seq_no`` order), turns each delta row
+client would (every row, in ``cdc$time`` / ``cdc$batch_seq_no`` order) — or as ``cdc export``
+writes it to Parquet — turns each delta row
 back into the CQL write it describes, stamped with the time in its ``cdc$time``, runs those on
 an empty twin table and compares both tables row by row.
 """
@@ -15,7 +16,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -276,17 +283,69 @@ def _tables(session: Any) -> tuple[str, str]:
     return _TABLES[key]
 
 
-def _check_replay(session: Any, ops: list[str]) -> None:
+LogReader = Callable[[str, int], list[Any]]
+"""The log rows of a base table written since a µs time, as the driver shows rows."""
+
+
+def _cql_log(session: Any) -> LogReader:
+    return lambda base, since: list(session.execute(f"SELECT * FROM {base}_scylla_cdc_log"))
+
+
+def _exported_log(session: Any, spark: Any, node: Any) -> LogReader:
+    """The log as ``cdc export`` writes it: one pass from ``since`` to a watermark past every
+    write, through Spark into Parquet, read back and shaped as the driver's rows."""
+    from tabletdb.spark.cdc_export import ExportOptions, run_pass
+    from tabletdb.spark.cdc_plan import SAFETY_US
+    from tabletdb.spark.connection import ConnectOptions
+
+    def read(base: str, since: int) -> list[Any]:
+        keyspace, _, table = base.partition(".")
+        out = Path(tempfile.mkdtemp(prefix="cdc-replay-"))
+        try:
+            connect = ConnectOptions((node.host,), node.port)
+            opts = ExportOptions(connect, keyspace, table, out, since, tasks=2)
+            done = run_pass(spark, opts, now=time.time_ns() // 1000 + SAFETY_US + 1_000_000)
+            assert done is not None
+            return parquet_log_rows(done.path)
+        finally:
+            shutil.rmtree(out)
+
+    return read
+
+
+def parquet_log_rows(path: Path) -> list[Any]:
+    """Exported log rows as the driver shows log rows (``cdc$x`` as ``cdc_x``, sets, maps and
+    UDT values as the driver's types), from the Spark form Parquet holds (timeuuids as text,
+    maps as key/value pairs, UDTs as structs)."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for raw in pq.read_table(str(path)).to_pylist():
+        row = {name.replace("$", "_"): value for name, value in raw.items()}
+        row["cdc_time"] = uuid.UUID(row["cdc_time"])
+        if "l" in row:  # the replay table's collections and UDT (other tables: atomic columns)
+            for name in ("s", "cdc_deleted_elements_s", "cdc_deleted_elements_m", "cdc_deleted_elements_u"):
+                row[name] = None if row[name] is None else set(row[name])
+            row["m"] = None if row["m"] is None else dict(row["m"])
+            row["l"] = None if row["l"] is None else {uuid.UUID(k): v for k, v in row["l"]}
+            removed = row["cdc_deleted_elements_l"]
+            row["cdc_deleted_elements_l"] = None if removed is None else {uuid.UUID(k) for k in removed}
+            row["u"] = None if row["u"] is None else SimpleNamespace(**row["u"])
+        rows.append(SimpleNamespace(**row))
+    return rows
+
+
+def _check_replay(session: Any, ops: list[str], read_log: LogReader) -> None:
     base, twin = _tables(session)
     offset = next(_offsets)
     keys = ", ".join(str(offset + n) for n in range(3))
+    since = time.time_ns() // 1000 - 1_000_000
     for op in ops:
         session.execute(
             re.sub(r"PK\((\d)\)", lambda m: str(offset + int(m.group(1))), op.replace("{T}", base))
         )
     log = sorted(
-        session.execute(f"SELECT * FROM {base}_scylla_cdc_log"),
-        key=lambda r: (_micros(r.cdc_time), r.cdc_time.bytes, r.cdc_batch_seq_no),
+        read_log(base, since), key=lambda r: (_micros(r.cdc_time), r.cdc_time.bytes, r.cdc_batch_seq_no)
     )
     replay = list(_replayed([r for r in log if offset <= r.pk < offset + 3], twin))
     for statement in replay:
@@ -303,11 +362,38 @@ def _check_replay(session: Any, ops: list[str]) -> None:
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(writes, min_size=1, max_size=12))
 def test_replaying_the_log_rebuilds_the_table(session: Any, ops: list[str]) -> None:
-    _check_replay(session, ops)
+    _check_replay(session, ops, _cql_log(session))
 
 
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(writes, min_size=1, max_size=30))
 def test_replaying_the_log_rebuilds_the_table_many(session: Any, ops: list[str]) -> None:
-    _check_replay(session, ops)
+    _check_replay(session, ops, _cql_log(session))
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from tabletdb.spark.session import spark_session
+
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(writes, min_size=1, max_size=12))
+def test_replaying_the_exported_parquet_rebuilds_the_table(
+    session: Any, spark: Any, node: Any, ops: list[str]
+) -> None:
+    """The same property over what ``cdc export`` writes: Parquet read back, not CQL."""
+    _check_replay(session, ops, _exported_log(session, spark, node))
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(writes, min_size=1, max_size=30))
+def test_replaying_the_exported_parquet_rebuilds_the_table_many(
+    session: Any, spark: Any, node: Any, ops: list[str]
+) -> None:
+    _check_replay(session, ops, _exported_log(session, spark, node))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tabletdb.group0.cluster_state import ClusterState
+from tabletdb.node.group0_shell.cdc_generations import latest_cdc_generation
 from tabletdb.tablets.load_stats import TabletKey
 from tabletdb.tablets.tablet_map import TabletMap
 from tabletdb.topology import coordinator as co
@@ -90,6 +91,7 @@ def view_of(state: ClusterState, tablet_sizes: Mapping[TabletKey, int] | None = 
         catalog=state.metadata.catalog,
         balancing=state.balancing_enabled,
         tablet_sizes=tablet_sizes or {},
+        cdc_generation=latest_cdc_generation(state),
     )
 
 
@@ -158,7 +160,13 @@ class TopologyTask:
                 self._down_since.pop(h, None)
             else:
                 self._down_since.setdefault(h, now)
-        self.obs = replace(self.obs, alive=alive, now_ms=now, down_since=dict(self._down_since))
+        self.obs = replace(
+            self.obs,
+            alive=alive,
+            now_ms=now,
+            down_since=dict(self._down_since),
+            wall_us=time.time_ns() // 1000,
+        )
         view = view_of(state, await self._tablet_sizes(state, now))
         if self.io.resize_inputs is not None:
             sizes = await self._resize_sizes.poll(state, self.io.sizes)

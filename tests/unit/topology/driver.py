@@ -12,6 +12,7 @@ from tabletdb.tablets.tablet_map import TabletMap, TabletReplica
 from tabletdb.topology import coordinator as co
 from tabletdb.topology import resize as rs
 from tabletdb.topology import vnode_phase as vp
+from tabletdb.topology.cdc_switch import LatestGeneration
 from tabletdb.topology.commands import TopologyCommand, apply_command
 from tabletdb.topology.requests import enqueue
 from tabletdb.topology.state import Request, TopologyState, TopoNode
@@ -45,6 +46,7 @@ class Cluster:
     balancing: bool = False
     sizes: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
     resize: rs.ResizeInputs | None = None
+    cdc: LatestGeneration | None = None
 
     def view(self) -> co.View:
         shards = {h: 2 for h in self.topology.nodes}
@@ -57,6 +59,7 @@ class Cluster:
             balancing=self.balancing,
             tablet_sizes=self.sizes,
             resize=self.resize,
+            cdc_generation=self.cdc,
         )
 
     def apply(self, command: TopologyCommand) -> bool:
