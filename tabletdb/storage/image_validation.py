@@ -19,8 +19,10 @@ All checks are read-only queries on a staged copy; the caller runs this off the 
 They are most of what a restore costs a node (~7 ms of CPU per MB of tablet file before they
 were folded together), so they share one connection that maps the file into memory (the scans
 read pages from the page cache without a read() call and a copy each), with ``structure`` the
-``PRAGMA quick_check`` too; each table is scanned once for all its timestamp columns, and the
-orphan checks look up each distinct key once, not every row's.
+``PRAGMA quick_check`` too; each table is scanned once for all its timestamp columns (the cells'
+column test rides in the same scan), the orphan checks probe the partitions' keys once per
+distinct key, not per row, and the key tokens are computed by the driver's C murmur3 registered as
+a SQL function, so Python sees only the keys whose raw hash is not their token.
 """
 
 from __future__ import annotations
@@ -141,7 +143,9 @@ def _check_key_tokens(conn: sqlite3.Connection) -> None:
     conn.create_function(_KEY_HASH, 1, murmur3_h1, deterministic=True)
     for pk, token in conn.execute(_WRONG_KEY_TOKEN):
         if pk.__class__ is not bytes or token_of(pk) != token:
-            raise ImageRejected(f"the upload holds a partition stored under token {token}, not its key's token")
+            raise ImageRejected(
+                f"the upload holds a partition stored under token {token}, not its key's token"
+            )
 
 
 def _unknown_column_test(known: set[str]) -> str:

@@ -93,7 +93,9 @@ def test_data_of_a_partition_the_image_does_not_list_is_refused(tmp_path: Path) 
         ("range_tombstones", "INSERT INTO range_tombstones VALUES (x'ff', 0, x'', 0, x'', 1)"),
     ],
 )
-def test_data_of_an_unlisted_partition_is_refused_in_every_table(tmp_path: Path, child: str, sql: str) -> None:
+def test_data_of_an_unlisted_partition_is_refused_in_every_table(
+    tmp_path: Path, child: str, sql: str
+) -> None:
     path = image(tmp_path, row(b"a"))
     tamper(path, sql)
     with pytest.raises(ImageRejected, match=f"holds {child} of a partition it does not list"):
