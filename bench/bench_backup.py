@@ -6,17 +6,21 @@ restore's. The same Parquet fills a node through `tabletdb load --via files`
 (`spark.file_load`); the node is backed up (snapshot + per-tablet file copies as Spark tasks) and
 the backup restored into a second, empty node (per-file uploads as Spark tasks, then the
 per-tablet count verification). All in one run and one SparkSession, so the ratios (baseline
-seconds / ours: 1.0 = as fast as Parquet, the goal is >= 0.5) cancel out the machine's speed.
+seconds / ours: 1.0 = as fast as Parquet, the goal is >= 0.5; `*_times_parquet_*` is the same
+as a multiple, the goal <= 2) cancel out the machine's speed.
 The seconds each backup and restore step took go to stderr (where the time goes). Server CPU
-per row is the node's CPU during backup or restore. Figures taken while other work runs on the
-machine measure that work too: run it on a quiet box.
-Reproduce: `.venv/bin/python -m bench.bench_backup [--rows N] [--payload BYTES] [--profile DIR]`.
+per row is the node's CPU during backup or restore; client CPU per row that of the driver, Spark's
+JVM and its Python workers (on a 2-core box the two compete for the same cores). Figures taken
+while other work runs on the machine measure that work too: run it on a quiet box.
+Reproduce: `.venv/bin/python -m bench.bench_backup [--rows N] [--payload BYTES] [--profile DIR]
+[--host-octet N]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -39,6 +43,30 @@ def _rows(spark: Any, count: int, payload: int, partitions: int) -> Any:
         # distinct hashes per row: Parquet cannot shrink the payload to nothing by dictionary coding
         F.expr(f"concat_ws('', transform(sequence(1, {max(1, payload // 64)}), {_HASH}))").alias("body"),
     )
+
+
+def _client_cpu_seconds(servers: set[int]) -> float:
+    """CPU of this process and every descendant but the servers' trees (Spark's JVM and its Python
+    workers): user + system, with the children each has waited for (exited task processes)."""
+    stats: dict[int, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # exited meanwhile
+            continue
+        stats[int(stat.parent.name)] = text[text.rindex(")") + 2 :].split()
+    children: dict[int, list[int]] = {}
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    total, todo = 0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if fields is None or pid in servers:
+            continue
+        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        todo.extend(children.get(pid, ()))
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _dir_bytes(path: Path) -> int:
@@ -86,6 +114,13 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument(
+        "--host-octet",
+        type=int,
+        default=2,
+        help="Last octet of the source node's 127.0.99.x address (the target takes the next one): "
+        "another benchmark running at the same time must use other addresses.",
+    )
+    parser.add_argument(
         "--profile", metavar="DIR", help="Run both nodes under cProfile (bench.profiled), profiles in DIR."
     )
     args = parser.parse_args()
@@ -118,31 +153,34 @@ def main() -> None:
             source_profile = str(profiles / "source.prof") if profiles else None
             target_profile = str(profiles / "target.prof") if profiles else None
             with (
-                tabletdb_server(host_octet=2, profile=source_profile) as source,
-                tabletdb_server(host_octet=3, profile=target_profile) as target,
+                tabletdb_server(host_octet=args.host_octet, profile=source_profile) as source,
+                tabletdb_server(host_octet=args.host_octet + 1, profile=target_profile) as target,
             ):
                 _create(source.host)
                 _fill(spark, source.host, source.port, tmp / "rows.parquet")
                 _log(f"filled {rows} rows")
 
+                servers = {source.pid, target.pid}
                 src = ClusterOptions(hosts=(source.host,), api_port=API_PORT)
-                cpu = proc_cpu_seconds(source.pid)
+                cpu, client = proc_cpu_seconds(source.pid), _client_cpu_seconds(servers)
                 timer = StepTimer("backup")
                 started = time.monotonic()
                 backup = run_backup(spark, src, tmp / "backup", (), timer)
                 backup_s = time.monotonic() - started
                 timer.done()
                 backup_cpu = proc_cpu_seconds(source.pid) - cpu
+                backup_client = _client_cpu_seconds(servers) - client
                 _log(f"backup {backup_s:.2f}s")
 
                 dst = ClusterOptions(hosts=(target.host,), api_port=API_PORT)
-                cpu = proc_cpu_seconds(target.pid)
+                cpu, client = proc_cpu_seconds(target.pid), _client_cpu_seconds(servers)
                 timer = StepTimer("restore")
                 started = time.monotonic()
                 restore = run_restore(spark, dst, tmp / "backup", timer)
                 restore_s = time.monotonic() - started
                 timer.done()
                 restore_cpu = proc_cpu_seconds(target.pid) - cpu
+                restore_client = _client_cpu_seconds(servers) - client
                 _log(f"restore {restore_s:.2f}s")
     finally:
         spark.stop()
@@ -159,6 +197,8 @@ def main() -> None:
         "parquet_read_s": parquet_read_s,
         "backup_ratio_to_parquet_write": parquet_write_s / backup_s,
         "restore_ratio_to_parquet_read": parquet_read_s / restore_s,
+        "backup_times_parquet_write": backup_s / parquet_write_s,
+        "restore_times_parquet_read": restore_s / parquet_read_s,
         "backup_rows_per_s": rows / backup_s,
         "restore_rows_per_s": rows / restore_s,
         "backup_mb_per_s": mb / backup_s,
@@ -167,6 +207,8 @@ def main() -> None:
         "parquet_read_mb_per_s": parquet_bytes / 1e6 / parquet_read_s,
         "backup_server_cpu_us_per_row": backup_cpu / rows * 1e6,
         "restore_server_cpu_us_per_row": restore_cpu / rows * 1e6,
+        "backup_client_cpu_us_per_row": backup_client / rows * 1e6,
+        "restore_client_cpu_us_per_row": restore_client / rows * 1e6,
         "backup_mb": mb,
         "parquet_mb": parquet_bytes / 1e6,
         "whole_file_installs": restore.whole_file_installs,

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 from tabletdb.storage.fsync import fsync_path
 
@@ -142,16 +142,11 @@ class NodeApi:
         return digest.hexdigest()
 
     def load_tablet(
-        self,
-        table_id: str,
-        first_token: int,
-        last_token: int,
-        source: Path,
-        sha256: str,
-        sent: Any | None = None,
+        self, table_id: str, first_token: int, last_token: int, source: Path, sha256: str
     ) -> dict[str, Any]:
-        """Send a tablet image for the node to install whole or apply as rows; ``sent`` (a
-        hashlib object) is fed the bytes as they go, so a sender need not read the file twice."""
+        """Send a tablet image for the node to install whole or apply as rows. The node checks
+        ``sha256`` on arrival and answers with the one it computed (``sha256``), so the sender
+        need not read the file itself: the body goes out with sendfile, kernel to socket."""
         query = {"table_id": table_id, "first_token": first_token, "last_token": last_token, "sha256": sha256}
         path = "/storage_service/tablets/load?" + urllib.parse.urlencode(
             {k: str(v) for k, v in query.items()}
@@ -161,15 +156,21 @@ class NodeApi:
             "Content-Type": "application/octet-stream",
             **basic_auth_headers(self.credentials),
         }
-        # http.client sends a file body in `blocksize` pieces: 8 KiB by default, a syscall each
-        connection = http.client.HTTPConnection(self.address, self.port, timeout=TIMEOUT, blocksize=_CHUNK)
+        connection = http.client.HTTPConnection(self.address, self.port, timeout=TIMEOUT)
         try:
-            with open(source, "rb") as body:
-                reader: BinaryIO = body if sent is None else cast(BinaryIO, _Hashing(body, sent))
-                connection.request("POST", path, body=reader, headers=headers)
-            response = connection.getresponse()
+            try:
+                self._send_file(connection, path, headers, source)
+            except OSError as exc:  # a node refusing early closes the connection: get its reason
+                if connection.sock is None:  # never connected
+                    raise
+                try:
+                    response = connection.getresponse()
+                except (OSError, http.client.HTTPException):
+                    raise exc from None
+            else:
+                response = connection.getresponse()
             text = response.read()
-        except OSError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             raise self._failed("POST", f"tablet load of {source.name}", exc) from None
         finally:
             connection.close()
@@ -179,18 +180,19 @@ class NodeApi:
         result: dict[str, Any] = json.loads(text)
         return result
 
-
-class _Hashing:
-    """A file whose reads also feed a hash (http.client reads a file body in blocks)."""
-
-    def __init__(self, inner: BinaryIO, digest: Any) -> None:
-        self._inner = inner
-        self._digest = digest
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._inner.read(size)
-        self._digest.update(data)
-        return data
+    @staticmethod
+    def _send_file(
+        connection: http.client.HTTPConnection, path: str, headers: Mapping[str, str], source: Path
+    ) -> None:
+        """The request line and headers, then the file from the kernel (sendfile)."""
+        with open(source, "rb") as body:
+            connection.putrequest("POST", path, skip_accept_encoding=True)
+            for name, value in headers.items():
+                connection.putheader(name, value)
+            connection.endheaders()
+            if connection.sock is None:
+                raise OSError("the connection closed before the body was sent")
+            connection.sock.sendfile(body)
 
 
 def _one_line(text: str) -> str:

@@ -82,9 +82,9 @@ class DownloadTask:
 class UploadTask:
     """Send one backed-up file to every node that holds a replica of a tablet it overlaps.
 
-    A local file is sent from where it lies and hashed as it goes out to the first node, which
-    checks the same sha256 (the manifest's) on arrival: one read of the file, not a checking read
-    first. A file in an object store is fetched once into the executor's temporary directory,
+    A local file is sent from where it lies with sendfile and not read here at all: each node
+    hashes what arrives, refuses it unless it is the manifest's sha256, and answers with the hash
+    it computed. A file in an object store is fetched once into the executor's temporary directory,
     hashed on the way and checked before anything is sent, then sent from there to each node."""
 
     label: str
@@ -121,21 +121,24 @@ class UploadTask:
             )
 
     def _send(self, source: Path, known: str | None) -> TaskResult:
+        """Send ``source`` to every target. Each node hashes what arrives and refuses it unless
+        it is the manifest's sha256, then answers with the hash it computed; so when a send
+        fails, the file is hashed here (unless it was already) to tell a damaged backup, named
+        with both checksums, from a failed transfer."""
         modes: list[str] = []
         digest = known
         for address, port in self.targets:
-            sent = hashlib.sha256() if digest is None else None
             api = NodeApi(address, port, self.credentials)
             try:
                 answer = api.load_tablet(
-                    self.table_id, self.first_token, self.last_token, source, self.expected_sha256, sent
+                    self.table_id, self.first_token, self.last_token, source, self.expected_sha256
                 )
             except RestError:
-                if digest is None:  # was it the backup's file that is damaged? say so, if it was
+                if digest is None:
                     self._check(file_sha256(source))
                 raise
-            if sent is not None:
-                digest = sent.hexdigest()
+            digest = str(answer.get("sha256", ""))
+            self._check(digest)
             modes.append(str(answer["mode"]))
         if digest is None:  # no target: still make sure the backup's file is whole
             digest = file_sha256(source)

@@ -19,8 +19,10 @@ All checks are read-only queries on a staged copy; the caller runs this off the 
 They are most of what a restore costs a node (~7 ms of CPU per MB of tablet file before they
 were folded together), so they share one connection that maps the file into memory (the scans
 read pages from the page cache without a read() call and a copy each), with ``structure`` the
-``PRAGMA quick_check`` too; each table is scanned once for all its timestamp columns, and the
-orphan checks look up each distinct key once, not every row's.
+``PRAGMA quick_check`` too; each table is scanned once for all its timestamp columns (the cells'
+column test rides in the same scan), the orphan checks probe the partitions' keys once per
+distinct key, not per row, and the key tokens are computed by the driver's C murmur3 registered as
+a SQL function, so Python sees only the keys whose raw hash is not their token.
 """
 
 from __future__ import annotations
@@ -114,57 +116,82 @@ def _check_partitions(conn: sqlite3.Connection, table: TableDef, token_range: To
         _check_key_tokens(conn)
     for child in _PARTITION_CHILDREN:
         # Each table's key starts with pk, so DISTINCT walks it in order without a sort, and a
-        # partition's many rows or cells cost one lookup.
+        # partition's many rows or cells cost one lookup; NOT IN probes the partitions' key
+        # b-tree directly (cheaper than a correlated NOT EXISTS per key).
         orphan = conn.execute(
             f"SELECT 1 FROM (SELECT DISTINCT pk FROM {child}) AS c"
-            " WHERE NOT EXISTS (SELECT 1 FROM partitions AS p WHERE p.pk = c.pk) LIMIT 1"
+            " WHERE c.pk NOT IN (SELECT pk FROM partitions) LIMIT 1"
         ).fetchone()
         if orphan is not None:
             raise ImageRejected(f"the upload holds {child} of a partition it does not list")
+
+
+_KEY_HASH = "tabletdb_murmur3"
+_WRONG_KEY_TOKEN = (
+    f"SELECT pk, token FROM partitions WHERE typeof(pk) != 'blob'"
+    f" OR CASE WHEN typeof(pk) = 'blob' THEN {_KEY_HASH}(pk) END != token"
+)
+"""Partitions whose raw key hash is not their token (and keys that are not BLOBs, which the C
+hash would not take): usually none, and `token_of`'s two special cases otherwise."""
+
+
+def _check_key_tokens(conn: sqlite3.Connection) -> None:
+    """Every partition is stored under its key's token. The murmur3 runs as a SQL function (the
+    driver's C hash called by SQLite: no Python tuple per key), and only the keys whose raw hash
+    differs come back, to go through `token_of`, which knows the ring's two special cases (the
+    empty key, the reserved minimum token)."""
+    conn.create_function(_KEY_HASH, 1, murmur3_h1, deterministic=True)
+    for pk, token in conn.execute(_WRONG_KEY_TOKEN):
+        if pk.__class__ is not bytes or token_of(pk) != token:
+            raise ImageRejected(
+                f"the upload holds a partition stored under token {token}, not its key's token"
+            )
+
+
+def _unknown_column_test(known: set[str]) -> str:
+    """A SQL test true for a cell of a column outside ``known``: a chain of comparisons for a few
+    columns (cheaper per cell than the b-tree probe of NOT IN), NOT IN beyond that."""
+    literals = sorted("'" + name.replace("'", "''") + "'" for name in known)
+    if not literals:
+        return "1"
+    if len(literals) <= _CHAINED_COLUMNS:
+        return " AND ".join(f"col != {lit}" for lit in literals)
+    return f"col NOT IN ({', '.join(literals)})"
+
+
+_CHAINED_COLUMNS = 8
+
+
+def _check_cells_and_timestamps(conn: sqlite3.Connection, table: TableDef, limit_us: int | None) -> None:
+    """Every cell names a column the table has or had, and (``limit_us`` not None) no timestamp of
+    any table is beyond it: one pass per table, the cells' column test in the same pass as their
+    timestamps (the cells table is most of the file, and each pass over it decodes every cell)."""
     known = {c.name for c in table.columns if not c.is_primary_key} | {n for n, _ in table.dropped_columns}
+    for name, columns in _TIMESTAMP_COLUMNS.items():
+        if limit_us is None and name != "cells":
+            continue
+        aggregates = [f"max({c})" for c in columns] if limit_us is not None else []
+        if name == "cells":
+            aggregates.append(f"count(*) FILTER (WHERE {_unknown_column_test(known)})")
+        found = conn.execute(f"SELECT {', '.join(aggregates)} FROM {name}").fetchone()
+        if limit_us is not None:
+            for column, highest in zip(columns, found):
+                if highest is not None and highest > limit_us:
+                    raise ImageRejected(
+                        f"the upload holds a timestamp {highest} ({name}.{column}) beyond now + 3 days"
+                        f" ({limit_us}); restrict_future_timestamp refuses such writes"
+                    )
+        if name == "cells" and found[-1]:
+            _name_unknown_column(conn, table, known)
+
+
+def _name_unknown_column(conn: sqlite3.Connection, table: TableDef, known: set[str]) -> None:
     for (column,) in conn.execute("SELECT DISTINCT col FROM cells"):
         if column not in known:
             raise ImageRejected(
                 f"the upload holds cells of column {column!r}, which {table.keyspace}.{table.name} never had"
             )
-
-
-_KEY_BATCH = 65_536
-
-
-def _check_key_tokens(conn: sqlite3.Connection) -> None:
-    """Every partition is stored under its key's token: the one per-partition step in Python (a
-    murmur3 per key, in C with scylla-driver), over keys fetched in large batches and hashed with
-    `map` (no Python frame per key); only keys whose raw hash differs go through `token_of`, which
-    knows the ring's two special cases (the empty key, the reserved minimum token)."""
-    cursor = conn.execute("SELECT pk, token FROM partitions")
-    try:
-        while batch := cursor.fetchmany(_KEY_BATCH):
-            keys = [pk for pk, _ in batch]
-            if all(k.__class__ is bytes for k in keys):
-                hashes = map(murmur3_h1, keys)
-                wrong = next(
-                    (t for k, h, (_, t) in zip(keys, hashes, batch) if h != t and token_of(k) != t), None
-                )
-            else:  # a key that is not a BLOB (the C hash would take a str)
-                wrong = next(token for pk, token in batch if pk.__class__ is not bytes)
-            if wrong is not None:
-                raise ImageRejected(
-                    f"the upload holds a partition stored under token {wrong}, not its key's token"
-                )
-    finally:
-        cursor.close()
-
-
-def _check_timestamps(conn: sqlite3.Connection, limit_us: int) -> None:
-    for table, columns in _TIMESTAMP_COLUMNS.items():
-        found = conn.execute(f"SELECT {', '.join(f'max({c})' for c in columns)} FROM {table}").fetchone()
-        for column, highest in zip(columns, found):
-            if highest is not None and highest > limit_us:
-                raise ImageRejected(
-                    f"the upload holds a timestamp {highest} ({table}.{column}) beyond now + 3 days"
-                    f" ({limit_us}); restrict_future_timestamp refuses such writes"
-                )
+    raise ImageRejected(f"the upload holds cells of a column {table.keyspace}.{table.name} never had")
 
 
 def _check_structure(conn: sqlite3.Connection) -> None:
@@ -195,8 +222,7 @@ def validate_image(
             _check_structure(conn)
         _check_schema(conn)
         _check_partitions(conn, table, token_range)
-        if max_timestamp_us is not None:
-            _check_timestamps(conn, max_timestamp_us)
+        _check_cells_and_timestamps(conn, table, max_timestamp_us)
     except sqlite3.Error as exc:
         raise ImageRejected(f"the upload is not a readable tablet file: {exc}") from exc
     finally:

@@ -382,3 +382,16 @@ def test_a_damaged_file_in_the_backup_is_named_with_both_checksums(
     message = str(failed.value)
     assert victim["path"] in message and "damaged" in message
     assert hashlib.sha256(bytes(data)).hexdigest() in message and victim["sha256"] in message
+
+
+def test_a_node_refusing_an_upload_before_its_body_is_heard(source: TestNode, tmp_path: Path) -> None:
+    """The node answers an upload for a table it does not have before reading the body (sent with
+    sendfile); the sender still reports the node's own reason, not a broken pipe."""
+    from tabletdb.spark.backup_rest import NodeApi
+
+    body = tmp_path / "big.db"
+    body.write_bytes(b"x" * (16 << 20))
+    api = NodeApi(source.host, source.endpoints.api_port, ("cassandra", "cassandra"))
+    missing = uuid.uuid4()
+    with pytest.raises(RestError, match=rf"HTTP 404: no table with id {missing}"):
+        api.load_tablet(str(missing), 0, 1, body, "0" * 64)

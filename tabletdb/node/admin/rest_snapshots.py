@@ -7,8 +7,10 @@ one node or a cluster. Paths follow Scylla's where Scylla has one
 tablet load are tabletdb's own.
 
 * ``POST /storage_service/snapshots?tag=T[&kn=ks1,ks2]`` copies every local file of the user
-  tables (or of the named keyspaces) into ``<workdir>/snapshots/T/`` — one consistent SQLite copy
-  per tablet replica — and answers with each file's tablet, token range, size, sha256 and live
+  tables (or of the named keyspaces) into ``<workdir>/snapshots/T/`` — one consistent copy per
+  tablet replica: the pinned live file's bytes, hashed as they are copied
+  (``snapshot_files.snapshot_pinned``), or SQLite's online backup when the file cannot be pinned
+  at that moment — and answers with each file's tablet, token range, size, sha256 and live
   row count.
 * ``GET /storage_service/snapshots/file?tag=T&path=P`` downloads one of them;
   ``DELETE /storage_service/snapshots?tag=T`` removes the snapshot.
@@ -51,8 +53,14 @@ from tabletdb.schema.model import TableDef
 from tabletdb.storage.data_paths import table_directory_name
 from tabletdb.storage.fsync import fsync_path
 from tabletdb.storage.image_validation import ImageRejected, validate_image
-from tabletdb.storage.snapshot_files import file_sha256, live_row_count, place_image, snapshot_to
-from tabletdb.storage.tablet_store import StorageError
+from tabletdb.storage.snapshot_files import (
+    file_sha256,
+    live_row_count,
+    place_image,
+    snapshot_pinned,
+    snapshot_to,
+)
+from tabletdb.storage.tablet_store import StorageError, TabletStore
 from tabletdb.tablets.tablet_map import TabletMap
 
 log = logging.getLogger(__name__)
@@ -157,7 +165,9 @@ def _snapshot_name(table: TableDef, local: LocalFile) -> str:
     return f"{table_directory_name(table.keyspace, table.name, table.id)}/{leaf}"
 
 
-def _snapshot_one(table: TableDef, local: LocalFile, tag_dir: Path, now: int) -> dict[str, Any]:
+def _snapshot_one(
+    table: TableDef, local: LocalFile, store: TabletStore | None, tag_dir: Path, now: int
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "keyspace": table.keyspace,
         "table": table.name,
@@ -175,8 +185,11 @@ def _snapshot_one(table: TableDef, local: LocalFile, tag_dir: Path, now: int) ->
         return entry
     relative = _snapshot_name(table, local)
     target = tag_dir / relative
-    snapshot_to(local.path, target, sync=False)
-    entry.update(path=relative, size=target.stat().st_size, sha256=file_sha256(target))
+    sha256 = None if store is None else snapshot_pinned(store, target)
+    if sha256 is None:  # not pinnable at this moment: SQLite's online backup, then a hash
+        snapshot_to(local.path, target, sync=False)
+        sha256 = file_sha256(target)
+    entry.update(path=relative, size=target.stat().st_size, sha256=sha256)
     entry["rows"] = live_row_count(target, now)
     return entry
 
@@ -197,7 +210,9 @@ async def _take_snapshot(ctx: ApiContext, request: web.Request) -> dict[str, Any
 
     async def one(table: TableDef, local: LocalFile) -> dict[str, Any]:
         async with gate:
-            return await asyncio.to_thread(_snapshot_one, table, local, tag_dir, now)
+            # the store (opened on the loop, as stores are) is what a pinned copy holds still
+            store = storage.open_committer(local.path).store if local.path.exists() else None
+            return await asyncio.to_thread(_snapshot_one, table, local, store, tag_dir, now)
 
     files = list(await asyncio.gather(*(one(t, local) for t, local in work)))
     log.info("snapshot taken tag=%s files=%d", tag_dir.name, len(files))
@@ -291,6 +306,7 @@ async def _load_tablet(ctx: ApiContext, placement: ReplicaPlacement, request: we
             ) from None
         version_before = ctx.state().topology_state.version
         answer = await _install_or_apply(storage, placement, table, image_range, staging)
+        answer["sha256"] = received  # what arrived, so the sender need not hash what it sent
         answer["moved"] = moved_during(
             version_before,
             ctx.state().topology_state.version,

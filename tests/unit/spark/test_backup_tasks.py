@@ -25,8 +25,9 @@ def test_tasks_survive_pickling_unchanged(tmp_path: Path) -> None:
 
 
 def test_upload_of_a_damaged_file_that_reaches_no_node_names_both_checksums(tmp_path: Path) -> None:
-    """A local file is hashed as it is sent (the node checks the manifest's sha256 on arrival);
-    when a send fails, the task reads the file again to tell a damaged backup from a bad node."""
+    """A local file is not hashed as it is sent (the node checks the manifest's sha256 on arrival
+    and answers with its own); when a send fails, the task reads the file to tell a damaged
+    backup from a bad node."""
     (tmp_path / "f.db").write_bytes(b"not what the manifest says")
     actual = hashlib.sha256(b"not what the manifest says").hexdigest()
     task = UploadTask("f.db", (("127.0.0.1", _closed_port()),), "id", 0, 1, str(tmp_path), "0" * 64)

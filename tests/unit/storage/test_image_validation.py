@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 import uuid
@@ -83,6 +84,41 @@ def test_data_of_a_partition_the_image_does_not_list_is_refused(tmp_path: Path) 
         validate_image(path, TABLE, FULL_RING, LIMIT)
 
 
+@pytest.mark.parametrize(
+    ("child", "sql"),
+    [
+        ("rows", "INSERT INTO rows VALUES (x'ff', 1, x'', 1, 0, 0, NULL)"),
+        ("cells", "INSERT INTO cells VALUES (x'ff', 1, x'', 'v', x'', 1, 0, x'00', 0, 0)"),
+        ("collection_tombstones", "INSERT INTO collection_tombstones VALUES (x'ff', 1, x'', 'v', 1)"),
+        ("range_tombstones", "INSERT INTO range_tombstones VALUES (x'ff', 0, x'', 0, x'', 1)"),
+    ],
+)
+def test_data_of_an_unlisted_partition_is_refused_in_every_table(
+    tmp_path: Path, child: str, sql: str
+) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, sql)
+    with pytest.raises(ImageRejected, match=f"holds {child} of a partition it does not list"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+
+
+@pytest.mark.parametrize(
+    ("column", "sql"),
+    [
+        ("rows.marker_ts", "UPDATE rows SET marker_ts = {ts}"),
+        ("rows.tombstone", "UPDATE rows SET tombstone = {ts}"),
+        ("collection_tombstones.ts", "INSERT INTO collection_tombstones VALUES (x'61', 1, x'63', 'v', {ts})"),
+        ("range_tombstones.ts", "INSERT INTO range_tombstones VALUES (x'61', 0, x'', 0, x'', {ts})"),
+    ],
+)
+def test_a_far_future_timestamp_in_each_table_is_refused(tmp_path: Path, column: str, sql: str) -> None:
+    path = image(tmp_path, row(b"a"))
+    tamper(path, sql.format(ts=3_980_000_000 * 1_000_000))
+    with pytest.raises(ImageRejected, match=rf"{re.escape(column)}.*restrict_future_timestamp"):
+        validate_image(path, TABLE, FULL_RING, LIMIT)
+    validate_image(path, TABLE, FULL_RING, None)  # restrict_future_timestamp: false
+
+
 def test_a_far_future_timestamp_anywhere_is_refused(tmp_path: Path) -> None:
     in_2096 = 3_980_000_000 * 1_000_000
     with pytest.raises(ImageRejected, match=r"cells\.ts.*restrict_future_timestamp"):
@@ -101,6 +137,23 @@ def test_a_day_ahead_is_within_the_bound(tmp_path: Path) -> None:
 def test_cells_of_a_column_the_table_never_had_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ImageRejected, match="column 'other'"):
         validate_image(image(tmp_path, row(b"a", column="other")), TABLE, FULL_RING, LIMIT)
+
+
+def test_unknown_columns_are_refused_for_tables_of_many_columns_too(tmp_path: Path) -> None:
+    """Past a few columns the test is a NOT IN list rather than a chain of comparisons."""
+    wide = TableDef(
+        "ks",
+        "wide",
+        uuid.UUID(int=8),
+        (
+            ColumnDef("k", BLOB, ColumnKind.PARTITION_KEY, 0),
+            ColumnDef("c", BLOB, ColumnKind.CLUSTERING, 0),
+            *(ColumnDef(f"v{n}" if n else "v", INT, ColumnKind.REGULAR) for n in range(12)),
+        ),
+    )
+    validate_image(image(tmp_path / "a", row(b"a", column="v7")), wide, FULL_RING, LIMIT)
+    with pytest.raises(ImageRejected, match="column 'v12'"):
+        validate_image(image(tmp_path / "b", row(b"a", column="v12")), wide, FULL_RING, LIMIT)
 
 
 @pytest.mark.parametrize(

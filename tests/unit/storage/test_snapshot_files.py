@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tabletdb.storage.snapshot_files import (
     image_mutations,
     live_row_count,
     place_image,
+    snapshot_pinned,
     snapshot_to,
 )
 from tabletdb.storage.tablet_store import StorageError, TabletStore
@@ -39,6 +41,46 @@ def test_snapshot_is_a_self_contained_copy_unaffected_by_later_writes(tmp_path: 
     assert file_sha256(copy) == file_sha256(copy)
     with pytest.raises(StorageError, match="already exists"):
         snapshot_to(store.path, copy)
+    store.close()
+
+
+def test_a_pinned_snapshot_is_a_rollback_journal_copy_with_the_checksum_of_its_bytes(tmp_path: Path) -> None:
+    """The live file's bytes, copied while writes go on into the log: SQLite reads the copy as a
+    sound, self-contained rollback-journal file of the state at the pin, and the returned sha256
+    is the copy's."""
+    store = TabletStore(tmp_path / "tablet-0.db")
+    store.apply([row(bytes([n]), b"1") for n in range(200)])
+    copy = tmp_path / "snap" / "tablet-0.db"
+    digest = snapshot_pinned(store, copy)
+    store.apply([row(b"late", b"1")])  # after the pin: not in the copy, and the store goes on
+    assert digest == file_sha256(copy)
+    assert copy.read_bytes()[18:20] == b"\x01\x01" and store.path.read_bytes()[18:20] == b"\x02\x02"
+    conn = sqlite3.connect(f"{copy.as_uri()}?mode=ro", uri=True)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    assert live_row_count(copy, now=100) == 200 and live_row_count(store.path, now=100) == 201
+    assert (
+        not copy.with_name("tablet-0.db-wal").exists() and not copy.with_name("tablet-0.db.partial").exists()
+    )
+    with pytest.raises(StorageError, match="already exists"):
+        snapshot_pinned(store, copy)
+    store.close()
+
+
+def test_no_pinned_snapshot_while_a_reader_of_an_older_state_holds_the_log(tmp_path: Path) -> None:
+    store = TabletStore(tmp_path / "tablet-0.db")
+    store.apply([row(b"a", b"1")])
+    old_reader = sqlite3.connect(store.path, isolation_level=None)
+    old_reader.execute("BEGIN")
+    old_reader.execute("SELECT count(*) FROM partitions").fetchone()
+    store.apply([row(b"b", b"1")])  # frames the old reader's state lacks: no complete checkpoint
+    copy = tmp_path / "snap" / "tablet-0.db"
+    assert snapshot_pinned(store, copy) is None and not copy.exists()
+    old_reader.close()
+    assert snapshot_pinned(store, copy) is not None and live_row_count(copy, now=100) == 2
     store.close()
 
 
