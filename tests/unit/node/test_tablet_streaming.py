@@ -26,7 +26,7 @@ from tabletdb.dht.murmur3 import token_of
 from tabletdb.net.dedicated import TransferCorrupt, dial, send_trailer
 from tabletdb.net.file_bytes import digest_of
 from tabletdb.net.handshake import TrustAll
-from tabletdb.net.rpc import InternodeTls, PeerUnreachable, RemoteError, RpcNode
+from tabletdb.net.rpc import InternodeTls, PeerUnreachable, RemoteError, Retry, RpcNode
 from tabletdb.net.tls import TlsFiles, client_context, server_context
 from tabletdb.node import tablet_streaming
 from tabletdb.node.tablet_streaming import TabletStreaming
@@ -209,6 +209,29 @@ def test_without_tls_the_image_goes_over_a_dedicated_connection_and_leaves_nothi
             assert not list((c.storages[source].data_dir / ".outgoing").iterdir())
             assert not list((c.storages[target].data_dir / ".incoming").iterdir())
             assert not c.streaming[source]._outgoing
+
+    run(main())
+
+
+def test_a_target_told_to_refuse_streams_refuses_them_until_healed(tmp_path: Path) -> None:
+    """The test-only hold a chaos test keeps a migration at ``streaming`` with: asked over RPC or
+    of itself, the target refuses with a retryable error and installs nothing."""
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            (key,) = same_tablet_keys(c, 1)
+            tablet_id, (source, _), target = c.tablet_of(key)
+            await c.write(source, key, b"v", 10)
+            c.move(tablet_id, source, target, TransitionStage.STREAMING)
+            c.rpcs[target].faults.refuse_verb(tablet_streaming.VERB_TABLET_STREAM)
+            with pytest.raises(RemoteError, match=r"Retry: tablet\.stream refused by fault injection"):
+                await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            with pytest.raises(Retry, match="refused by fault injection"):
+                await c.streaming[target].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert c.values(target, key) == []
+            c.rpcs[target].faults.heal()
+            assert await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1]) == ["file"]
+            assert c.values(target, key) == [b"v"]
 
     run(main())
 
