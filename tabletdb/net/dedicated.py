@@ -15,7 +15,8 @@ connection carries one file and nothing else:
   bytes it sent (``net.file_bytes.digest_of``, computed on another worker thread meanwhile), and
   closes once the receiver has closed;
 * the receiver moves exactly that many bytes into the file (``receive_file``, a worker thread:
-  ``net.file_bytes.splice_into``), reads the trailer, checksums the file it wrote and compares:
+  ``net.file_bytes.splice_into``), checksums what it wrote as it goes (``TrailingDigest``),
+  reads the trailer and compares:
   a difference is ``TransferCorrupt``, a connection that ends early ``TransferCut``, each naming
   how much arrived. A receiver that returns normally holds exactly the sender's bytes.
 
@@ -31,7 +32,14 @@ import os
 import socket
 from typing import Any, BinaryIO, cast
 
-from tabletdb.net.file_bytes import DIGEST, TransferCut, digest_of, recv_exactly, splice_into
+from tabletdb.net.file_bytes import (
+    DIGEST,
+    TrailingDigest,
+    TransferCut,
+    digest_of,
+    recv_exactly,
+    splice_into,
+)
 from tabletdb.net.framing import LENGTH, MAX_FRAME, FrameError, decode_payload, encode_frame
 from tabletdb.net.handshake import HandshakeRefused
 from tabletdb.net.rpc import (
@@ -124,22 +132,24 @@ def receive_file(sock: socket.socket, out: BinaryIO, size: int, timeout: float) 
     """Move exactly ``size`` bytes from ``sock`` into ``out`` (open for reading and writing, at
     offset 0) and check them against the sender's trailer (blocking: run on a worker thread);
     ``timeout`` bounds each wait for data. Closes the socket, which tells the sender it is done."""
+    fd = out.fileno()
+    checksum = TrailingDigest(fd, size)
     try:
-        fd = out.fileno()
-        splice_into(sock, fd, size, timeout)
+        splice_into(sock, fd, size, timeout, checksum.written)
         (length,) = LENGTH.unpack(recv_exactly(sock, LENGTH.size, timeout))
         if length > MAX_FRAME:
             raise FrameError(f"trailer length {length} exceeds the {MAX_FRAME}-byte limit")
         trailer = decode_payload(recv_exactly(sock, length, timeout))
         if not (isinstance(trailer, list) and len(trailer) == 2 and trailer[0] == DIGEST):
             raise TransferCorrupt(f"the sender's trailer is {trailer!r:.100}, not [{DIGEST!r}, checksum]")
-        received = digest_of(fd, size)
+        received = checksum.result()
         if received != trailer[1]:
             raise TransferCorrupt(
                 f"the {size} bytes written do not match the sender's: {DIGEST} {received.hex()} "
                 f"here, {bytes(trailer[1]).hex()} sent"
             )
     finally:
+        checksum.stop()
         sock.close()
 
 

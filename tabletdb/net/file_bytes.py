@@ -16,7 +16,9 @@ Linux allows:
   ends checksum the same bytes, the sender from its file while ``sendfile`` sends it, the
   receiver from the file it wrote, so a byte changed anywhere between the two (the network, a
   bug in these loops, the write) is found before the file is used. It is not a cryptographic
-  hash: the peers are authenticated members, the checksum guards against accidents.
+  hash: the peers are authenticated members, the checksum guards against accidents. The
+  receiver checksums on a thread of its own that trails the writes (``TrailingDigest``), so its
+  checksum is ready moments after the last byte rather than one more pass over the file later.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import os
 import select
 import socket
 import sys
+import threading
 from collections.abc import Callable
 
 import xxhash
@@ -104,13 +107,71 @@ class _Writeback:
             self._started = total
 
 
-def splice_into(sock: socket.socket, fd: int, size: int, timeout: float) -> None:
+class TrailingDigest:
+    """XXH3-128 of the first ``size`` bytes of the file at ``fd``, computed on a thread of its own
+    as they are written (``written`` says how far they are). ``result`` waits for the last bytes;
+    ``stop`` ends the thread early (a transfer that failed)."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd = fd
+        self._size = size
+        self._written = 0
+        self._stopped = False
+        self._error: BaseException | None = None
+        self._digest = xxhash.xxh3_128()
+        self._progress = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="transfer-digest", daemon=True)
+        self._thread.start()
+
+    def written(self, total: int) -> None:
+        with self._progress:
+            self._written = total
+            self._progress.notify()
+
+    def result(self) -> bytes:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        if self._stopped:
+            raise TransferCut("the checksum was stopped before the last byte")
+        return self._digest.digest()
+
+    def stop(self) -> None:
+        with self._progress:
+            self._stopped = True
+            self._progress.notify()
+        self._thread.join()
+
+    def _run(self) -> None:
+        buffer = memoryview(bytearray(min(DIGEST_PIECE, max(self._size, 1))))
+        hashed = 0
+        try:
+            while hashed < self._size:
+                with self._progress:
+                    while self._written <= hashed and not self._stopped:
+                        self._progress.wait()
+                    if self._stopped:
+                        return
+                    upto = min(self._written, self._size)
+                while hashed < upto:
+                    n = os.preadv(self._fd, [buffer[: min(len(buffer), upto - hashed)]], hashed)
+                    if n == 0:
+                        raise TransferCut(f"the file holds {hashed} bytes, {upto} were written")
+                    self._digest.update(buffer[:n])
+                    hashed += n
+        except BaseException as exc:  # handed to result()
+            self._error = exc
+
+
+def splice_into(
+    sock: socket.socket, fd: int, size: int, timeout: float, progress: Callable[[int], None] | None = None
+) -> None:
     """Move exactly ``size`` bytes from ``sock`` into the file at ``fd`` (from its current
-    position) inside the kernel, starting their writeback as they arrive. ``timeout`` bounds
-    each wait for data. Raises ``TransferCut`` if the connection ends first, ``TimeoutError`` if
-    the sender goes quiet."""
+    position) inside the kernel, starting their writeback as they arrive; ``progress`` is told
+    how many are in the file after each step. ``timeout`` bounds each wait for data. Raises
+    ``TransferCut`` if the connection ends first, ``TimeoutError`` if the sender goes quiet."""
     if not hasattr(os, "splice"):
-        recv_into_file(sock, fd, size, timeout)
+        recv_into_file(sock, fd, size, timeout, progress)
         return
     writeback = _Writeback(fd, os.lseek(fd, 0, os.SEEK_CUR))
     sock.setblocking(False)
@@ -136,12 +197,16 @@ def splice_into(sock: socket.socket, fd: int, size: int, timeout: float) -> None
                 moved += os.splice(pipe_out, fd, n - moved, flags=os.SPLICE_F_MOVE)
             got += n
             writeback.written(got)
+            if progress is not None:
+                progress(got)
     finally:
         os.close(pipe_out)
         os.close(pipe_in)
 
 
-def recv_into_file(sock: socket.socket, fd: int, size: int, timeout: float) -> None:
+def recv_into_file(
+    sock: socket.socket, fd: int, size: int, timeout: float, progress: Callable[[int], None] | None = None
+) -> None:
     """``splice_into`` through one large buffer: for systems without ``os.splice``."""
     sock.settimeout(timeout)
     writeback = _Writeback(fd, os.lseek(fd, 0, os.SEEK_CUR))
@@ -156,6 +221,8 @@ def recv_into_file(sock: socket.socket, fd: int, size: int, timeout: float) -> N
             written += os.write(fd, buffer[written:n])
         got += n
         writeback.written(got)
+        if progress is not None:
+            progress(got)
 
 
 def recv_exactly(sock: socket.socket, n: int, timeout: float) -> bytes:

@@ -14,7 +14,7 @@ import pytest
 
 from tabletdb.net import file_bytes
 from tabletdb.net.dedicated import TransferCorrupt, TransferCut, receive_file
-from tabletdb.net.file_bytes import DIGEST, digest_of
+from tabletdb.net.file_bytes import DIGEST, TrailingDigest, digest_of
 from tabletdb.net.framing import encode_frame
 
 SIZE = 3 * file_bytes.PIPE_BYTES + 12345
@@ -94,6 +94,7 @@ def test_a_transfer_that_ends_early_says_how_much_arrived(tmp_path: Path, path_t
     data = os.urandom(SIZE)
     with pytest.raises(TransferCut, match=f"the transfer ended after {SIZE - 10} of {SIZE} bytes"):
         _receive(tmp_path, data[:-10], SIZE, None)
+    assert not [t for t in threading.enumerate() if t.name == "transfer-digest"]  # its checksum stopped
 
 
 def test_a_trailer_of_another_checksum_is_refused(tmp_path: Path) -> None:
@@ -110,6 +111,18 @@ def test_a_sender_gone_quiet_times_out(tmp_path: Path, path_taken: str) -> None:
             receive_file(receiver, out, 5000, 0.2)
     finally:
         sender.close()
+
+
+def test_the_trailing_checksum_is_the_checksum_of_the_file(tmp_path: Path) -> None:
+    data = os.urandom(SIZE)
+    path = tmp_path / "f"
+    with open(path, "w+b") as f:
+        trailing = TrailingDigest(f.fileno(), SIZE)
+        for at in range(0, SIZE, 100_000):  # written in pieces, as a transfer writes
+            f.write(data[at : at + 100_000])
+            f.flush()
+            trailing.written(min(at + 100_000, SIZE))
+        assert trailing.result() == _digest(data, tmp_path)
 
 
 def test_the_checksum_covers_exactly_the_bytes_asked_for(tmp_path: Path) -> None:
