@@ -2,22 +2,30 @@
 
 Two node processes (one shard each), a tablets keyspace at RF=1 with two tablets: the placement
 puts one on each node. After `--mb` MB of 64 KiB blobs are written, the second node is
-decommissioned through REST, so exactly one tablet replica migrates (write both, the SQLite file
-copied through the online-backup API and sent whole, installed, reads switched, the old file
+decommissioned through REST, so exactly one tablet replica migrates (write both, the live SQLite
+file pinned and sent whole, checksummed, synced and installed, reads switched, the old file
 deleted) to the first node.
 
 Figures, all from the same run:
 * `stream_MBps`: the streaming step alone, from the target's `tablet streamed ... bytes= ms=`
   log line (the image offered by the source, sent over a dedicated connection with sendfile,
-  written, synced, checked and installed on the target); `via` says which image (`pinned`: the
-  live file, `copy`: an online-backup copy) and path (`sendfile`, or `rpc` chunks under
-  internode TLS), `transfer_ms` / `install_ms` split the time;
+  spliced into the staged file, checksummed on both ends, synced, checked and installed on the
+  target); `via` says which image (`pinned`: the live file, `copy`: an online-backup copy) and
+  path (`sendfile`, or `rpc` chunks under internode TLS);
+* `phases_ms`: where that time went, from both nodes' log lines: on the target `open` (the
+  `tablet.copy_open` call, the source's pin inside it), `transfer` (dial, bytes, checksums),
+  `check` (header bytes, the one fsync, header and schema), `install` (rename and directory
+  fsync, or a merge); on the source `source_prepare` (deferred rows, the pin's checkpoint) and
+  `source_send` (sendfile with its checksum beside it, until the target closed);
 * `cp_MBps` / `cp_fsync_MBps`: `cp` of the file the migration installed on the staying node
   (its `.db` and any `-wal`) to another file on the same filesystem, without and with an fsync;
-* `stream_vs_cp`: stream_MBps / cp_MBps (goal in issue 14: >= 0.5);
-* `decommission_s` and `node_cpu_s_per_MB`: the whole request (barriers, stages, cleanup) and
-  both nodes' CPU seconds over it (/proc/<pid>/stat; the leaving node is sampled until it exits)
-  per streamed MB.
+* `stream_vs_cp` / `stream_vs_cp_fsync`: stream_MBps over each. Issue 14's goal is >= 0.5, and
+  it is judged against `cp` + fsync: a migration must make the target's file durable before the
+  tablet's transition commits, which `cp` alone does not do (docs/architecture.md, tablet
+  streaming);
+* `decommission_s`, `node_cpu_s_per_MB` (`target_` / `source_`): the whole request (barriers,
+  stages, cleanup) and each node's CPU seconds over it (/proc/<pid>/stat; the leaving node is
+  sampled until it exits) per streamed MB.
 Run on a quiet machine; figures measured under load are noise.
 
 `--profile DIR` runs both nodes under cProfile (`bench.profiled`: the event-loop thread's CPU),
@@ -200,6 +208,18 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-migration-") as tmp:
         result = run(args.mb, Path(tmp), Path(args.profile).resolve() if args.profile else None)
+    phases = " ".join(f"{k}={v}" for k, v in result["phases_ms"].items())
+    print(
+        f"migration {result['stream_MBps']} MB/s ({result['stream_bytes'] / MB:.1f} MB in "
+        f"{result['stream_s']} s, {result['via']}); cp {result['cp_MBps']} MB/s, cp + fsync "
+        f"{result['cp_fsync_MBps']} MB/s; ratios {result['stream_vs_cp']} of cp, "
+        f"{result['stream_vs_cp_fsync']} of cp + fsync (goal >= 0.5 of cp + fsync)\n"
+        f"phases ms: {phases}\n"
+        f"node CPU per MB: target {result['target_cpu_s_per_MB']} s, source "
+        f"{result['source_cpu_s_per_MB']} s; decommission {result['decommission_s']} s; "
+        f"load average {result['loadavg_1m']:.1f}",
+        flush=True,
+    )
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
