@@ -7,8 +7,10 @@ a node that is never killed). With balancing off, three replicas are moved onto 
 REST ``tablets/move``, so that once balancing is on the coordinator starts a round moving them
 away. The leader is killed -9 right after it proposed the round. A move's source or target is
 killed while the round is held at its ``streaming`` stage: every node refuses ``tablet.stream``
-(the test-only fault injector) until the victim is down, so the kill lands mid-round whatever
-the timing; the victim restarts a moment later and the other nodes are released. The round
+(the test-only fault injector) until the victim is down, so the first round that moves a replica
+between nodes stays at ``streaming`` and the kill lands mid-round whatever the timing (rounds
+that only move replicas between the shards of a node rename files and end); the victim restarts
+a moment later and the other nodes are released. The round
 resumes (a new leader takes over from group0) or rolls back (a node it needs stayed down),
 nothing stays in transition, and every acknowledged write reads back at QUORUM and ALL.
 """
@@ -139,10 +141,16 @@ def test_a_balancer_round_survives_kill_9(node_factory: NodeFactory, victim: str
         if victim == "leader":
             killed = leader
         else:
-            wait_for(lambda: streaming(client), "the round to reach streaming (held there)")
-            sources, targets = moving(client)
-            chosen = sorted((sources if victim == "source" else targets) - {host_id(client)})
-            assert chosen, f"no {victim} in transition: the round ended before the kill"
+            chosen: list[uuid.UUID] = []
+
+            def held() -> bool:
+                """A round at streaming with a move between nodes (rounds of moves between the
+                shards of a node stream nothing, so they end; the first that crosses nodes stays)."""
+                sources, targets = moving(client) if streaming(client) else (set(), set())
+                chosen[:] = sorted((sources if victim == "source" else targets) - {host_id(client)})
+                return bool(chosen)
+
+            wait_for(held, f"a round held at streaming with a {victim} other than the client", 600)
             killed = ids[chosen[0]]
         killed.kill()
         if killed is leader:
