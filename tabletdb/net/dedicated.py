@@ -1,5 +1,5 @@
 """Dedicated internode connections for bulk transfers: a file sent with ``os.sendfile``, received
-with large ``recv_into`` buffers straight into the destination file.
+with ``os.splice`` straight into the destination file, and checksummed end to end.
 
 Messages (``net.rpc``) go as msgpack frames over one shared connection per peer; a tablet file
 sent that way is cut into frames, packed, buffered and unpacked on both sides. A dedicated
@@ -11,9 +11,14 @@ connection carries one file and nothing else:
   request (``RpcNode.register_stream``), so a node that is not a member is refused the same way;
 * the sender answers with one frame, its size (or an ERROR saying why not), then the bytes
   (``send_file``: ``socket.sendfile`` on a worker thread, so neither a page-cache miss nor the
-  kernel's copy holds the event loop), and closes once the receiver has closed;
-* the receiver reads exactly that many bytes into the file (``receive_file``, a worker thread)
-  and closes. A connection that ends early is an error naming how much arrived.
+  kernel's copy holds the event loop), then one trailer frame, ``[DIGEST, checksum]`` of the
+  bytes it sent (``net.file_bytes.digest_of``, computed on another worker thread meanwhile), and
+  closes once the receiver has closed;
+* the receiver moves exactly that many bytes into the file (``receive_file``, a worker thread:
+  ``net.file_bytes.splice_into``), checksums what it wrote as it goes (``TrailingDigest``),
+  reads the trailer and compares:
+  a difference is ``TransferCorrupt``, a connection that ends early ``TransferCut``, each naming
+  how much arrived. A receiver that returns normally holds exactly the sender's bytes.
 
 Plaintext only: with internode TLS the bytes must go through the TLS layer, so callers use RPC
 (``RpcNode.authority.must_encrypt`` says which); a STREAM frame on a TLS connection is refused.
@@ -27,6 +32,14 @@ import os
 import socket
 from typing import Any, BinaryIO, cast
 
+from tabletdb.net.file_bytes import (
+    DIGEST,
+    TrailingDigest,
+    TransferCut,
+    digest_of,
+    recv_exactly,
+    splice_into,
+)
 from tabletdb.net.framing import LENGTH, MAX_FRAME, FrameError, decode_payload, encode_frame
 from tabletdb.net.handshake import HandshakeRefused
 from tabletdb.net.rpc import (
@@ -38,12 +51,11 @@ from tabletdb.net.rpc import (
     admit_hello_reply,
 )
 
-RECEIVE_BUFFER = 4 << 20
-"""Bytes per ``recv_into``: loopback and fast links deliver megabytes per call when asked for them."""
+__all__ = ["TransferCorrupt", "TransferCut", "dial", "receive_file", "send_file", "send_trailer"]
 
 
-class TransferCut(ConnectionError):
-    """A dedicated transfer ended before all its bytes arrived (the sender stopped or died)."""
+class TransferCorrupt(ConnectionError):
+    """The bytes a dedicated transfer wrote differ from the bytes the sender sent (checksums)."""
 
 
 async def dial(rpc: RpcNode, peer: int, verb: str, payload: Any, timeout: float) -> tuple[socket.socket, Any]:
@@ -117,22 +129,27 @@ async def _exactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, n: int)
 
 
 def receive_file(sock: socket.socket, out: BinaryIO, size: int, timeout: float) -> None:
-    """Read exactly ``size`` bytes from ``sock`` into ``out`` (blocking: run on a worker thread);
+    """Move exactly ``size`` bytes from ``sock`` into ``out`` (open for reading and writing, at
+    offset 0) and check them against the sender's trailer (blocking: run on a worker thread);
     ``timeout`` bounds each wait for data. Closes the socket, which tells the sender it is done."""
+    fd = out.fileno()
+    checksum = TrailingDigest(fd, size)
     try:
-        sock.settimeout(timeout)
-        buffer = memoryview(bytearray(min(RECEIVE_BUFFER, max(size, 1))))
-        fd = out.fileno()
-        got = 0
-        while got < size:
-            n = sock.recv_into(buffer, min(len(buffer), size - got))
-            if n == 0:
-                raise TransferCut(f"the transfer ended after {got} of {size} bytes")
-            written = 0
-            while written < n:
-                written += os.write(fd, buffer[written:n])
-            got += n
+        splice_into(sock, fd, size, timeout, checksum.written)
+        (length,) = LENGTH.unpack(recv_exactly(sock, LENGTH.size, timeout))
+        if length > MAX_FRAME:
+            raise FrameError(f"trailer length {length} exceeds the {MAX_FRAME}-byte limit")
+        trailer = decode_payload(recv_exactly(sock, length, timeout))
+        if not (isinstance(trailer, list) and len(trailer) == 2 and trailer[0] == DIGEST):
+            raise TransferCorrupt(f"the sender's trailer is {trailer!r:.100}, not [{DIGEST!r}, checksum]")
+        received = checksum.result()
+        if received != trailer[1]:
+            raise TransferCorrupt(
+                f"the {size} bytes written do not match the sender's: {DIGEST} {received.hex()} "
+                f"here, {bytes(trailer[1]).hex()} sent"
+            )
     finally:
+        checksum.stop()
         sock.close()
 
 
@@ -140,23 +157,36 @@ async def send_file(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, file: BinaryIO, size: int, timeout: float
 ) -> None:
     """Send ``size`` bytes of ``file`` from offset 0 on a dedicated connection (after its
-    answer frame), then wait for the receiver to close. The kernel copies the file into the
-    socket (``sendfile``) on a worker thread, through a duplicate of the socket: the transport
-    keeps it, paused, meanwhile."""
+    answer frame), then their checksum, then wait for the receiver to close. The kernel copies
+    the file into the socket (``sendfile``) on a worker thread, through a duplicate of the
+    socket: the transport keeps it, paused, meanwhile; another worker thread checksums the same
+    bytes from the page cache at the same time."""
     await writer.drain()
     transport = cast(asyncio.Transport, writer.transport)  # a socket's, so it reads too (uvloop's
     transport.pause_reading()  # are not asyncio.Transport subclasses)
     raw = writer.get_extra_info("socket")
     out = socket.socket(fileno=os.dup(raw.fileno()))
+    checksum = asyncio.ensure_future(asyncio.to_thread(digest_of, file.fileno(), size))
     try:
         out.settimeout(timeout)
         sent = await asyncio.to_thread(out.sendfile, file, 0, size)
     finally:
         out.close()
+        await asyncio.wait([checksum])  # the thread reads the file: it must finish before the file closes
+        checksum.exception()  # seen here, raised below by result() if the send itself went well
     if sent != size:
         raise TransferCut(f"sent {sent} of {size} bytes (the file is shorter than its image)")
     transport.resume_reading()
+    await send_trailer(reader, writer, checksum.result(), timeout)
+
+
+async def send_trailer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, checksum: bytes, timeout: float
+) -> None:
+    """The trailer after a file's bytes, then wait for the receiver to close."""
+    writer.write(encode_frame([DIGEST, checksum]))
     async with asyncio.timeout(timeout):
         with contextlib.suppress(ConnectionError):
+            await writer.drain()
             while await reader.read(1 << 16):
                 pass  # the receiver sends nothing; its close is the end

@@ -3,6 +3,10 @@
 Faults apply on the sending side to every frame towards a peer (requests, responses and
 one-way messages), which is enough to build asymmetric partitions: block A->B on A only.
 Randomness comes from a seeded generator so a failing test replays.
+
+A verb can also be refused outright (``refuse_verb``): the handlers that ask ``verb_refused``
+(``tablet.stream``, so a test can hold a migration at its streaming stage for as long as it
+likes, whichever node the target turns out to be) answer it with a retryable error.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class FaultInjector:
     peers: dict[int, PeerFaults] = field(default_factory=dict)
     dropped: int = 0
     """Frames dropped so far (by `drop` or `block`), for test assertions."""
+    refused_verbs: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -45,10 +50,17 @@ class FaultInjector:
     def block(self, peer: int) -> None:
         self._for(peer).blocked = True
 
+    def refuse_verb(self, verb: str) -> None:
+        self.refused_verbs.add(verb)
+
+    def verb_refused(self, verb: str) -> bool:
+        return verb in self.refused_verbs
+
     def heal(self, peer: int | None = None) -> None:
-        """Remove every fault towards `peer`, or towards all peers."""
+        """Remove every fault towards `peer`, or every fault (refused verbs too)."""
         if peer is None:
             self.peers.clear()
+            self.refused_verbs.clear()
         else:
             self.peers.pop(peer, None)
 

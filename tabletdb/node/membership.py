@@ -320,6 +320,7 @@ class ClusterMember:
             resize_inputs=ResizeInputsCache(self._sizing),
             sizes=self._tablet_sizes if self.tablet_load is not None else None,
             tablet_sizes=self._tablet_sizes,
+            changed=group0.driver.changed,
         )
 
     async def _tablet_sizes(self) -> TabletSizes:

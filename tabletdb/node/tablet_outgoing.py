@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,11 +43,14 @@ class Image:
     kind: str
     """``pinned`` (the live file) or ``copy`` (staged through online backup)."""
     release: Callable[[], None] = field(repr=False)
+    prepared_ms: float = 0.0
+    """How long making the image took (the deferred rows, the pin's checkpoint or the copy)."""
 
 
 async def open_image(storage: StorageService, table: TableDef, tablet_id: int, staging: Path) -> Image | None:
     """This node's replica of the tablet as an image; None if it was never written. Rows the
     store deferred are written first, so the image holds every write committed before the call."""
+    started = time.monotonic()
     path = local_tablet_path(storage, table, tablet_id)
     storage.write_deferred([path])
     if not path.exists():
@@ -54,7 +58,7 @@ async def open_image(storage: StorageService, table: TableDef, tablet_id: int, s
     store = storage.open_committer(path).store
     pinned = await asyncio.to_thread(pin_store, store)
     if pinned is not None:
-        return Image(pinned.size, pinned.file, "pinned", pinned.close)
+        return Image(pinned.size, pinned.file, "pinned", pinned.close, _ms_since(started))
     await asyncio.to_thread(snapshot_to, path, staging, sync=False)
     copy = staging.open("rb")
 
@@ -62,7 +66,11 @@ async def open_image(storage: StorageService, table: TableDef, tablet_id: int, s
         copy.close()
         staging.unlink(missing_ok=True)
 
-    return Image(staging.stat().st_size, copy, "copy", release)
+    return Image(staging.stat().st_size, copy, "copy", release, _ms_since(started))
+
+
+def _ms_since(started: float) -> float:
+    return (time.monotonic() - started) * 1000
 
 
 @dataclass

@@ -5,15 +5,20 @@
   ``.outgoing``) under a transfer id issued to that node alone. The asker's topology version must
   not be below the source's fence (a stream of a move that was rolled back and fenced is refused).
 * ``tablet.copy_send`` (a dedicated connection, ``net.dedicated``): the whole image, sent with
-  ``sendfile`` and received with large ``recv_into`` calls straight into the staged file. Used
-  whenever the connection to the source may be plaintext.
-* ``tablet.copy_read`` / ``tablet.copy_close``: with internode TLS, the image read over RPC in
-  chunks of ``CHUNK`` bytes, two in flight. Chunks keep every frame small: Raft heartbeats and
-  reads that share the connection never wait behind one huge frame.
+  ``sendfile``, spliced straight into the staged file, and checksummed end to end. Used whenever
+  the connection to the source may be plaintext.
+* ``tablet.copy_read`` / ``tablet.copy_digest`` / ``tablet.copy_close``: with internode TLS, the
+  image read over RPC in chunks of ``CHUNK`` bytes, two in flight, then the source's checksum of
+  it compared with the target's of what it wrote. Chunks keep every frame small: Raft heartbeats
+  and reads that share the connection never wait behind one huge frame.
 * ``tablet.stream`` (asked of a target): pull the image from each source in turn, make it a
-  rollback-journal file (a pinned image arrives in WAL mode), and install it (``install_tablet``:
-  synced and checked, then whole into an empty file, else merged as rows, last write wins);
-  answers how each went in. The coordinator asks this at a migration's ``streaming`` stage.
+  rollback-journal file (a pinned image arrives in WAL mode: ``as_rollback_file``, two header
+  bytes), sync and check it (``check_image``; SQLite's ``quick_check`` only for an image that was
+  not checksummed end to end, i.e. a local copy), and install it (``install_tablet``: whole into
+  an empty file, else merged as rows, last write wins); answers how each went in. The
+  coordinator asks this at a migration's ``streaming`` stage. Each image's phases are logged
+  (``tablet streamed ... open_ms= transfer_ms= check_ms= install_ms=``; the source logs ``tablet
+  image sent``), which ``bench/bench_migration.py`` reads.
 * ``tablet.cleanup`` (asked of an old replica): close and delete its file of the tablet
   (``drop_tablet``), refused while the node's map still serves the tablet there.
 * ``tablet.shard_move`` (asked of a node whose replica moves between two of its shards, at the
@@ -40,9 +45,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tabletdb.net.dedicated import dial, receive_file, send_file
+from tabletdb.net.dedicated import TransferCorrupt, dial, receive_file, send_file
+from tabletdb.net.file_bytes import DIGEST, digest_of
 from tabletdb.net.framing import encode_frame
-from tabletdb.net.rpc import Kind, RpcNode
+from tabletdb.net.rpc import Kind, Retry, RpcNode
 from tabletdb.node.tablet_outgoing import OutgoingImages, open_image
 from tabletdb.replica.fencing import check_fence
 from tabletdb.replica.shard_moves import ShardMoveBusy, move_between_shards
@@ -50,6 +56,7 @@ from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.tablet_images import copy_tablet, drop_tablet, install_tablet
 from tabletdb.replica.verbs import TableOf, wait_for_table
 from tabletdb.storage.pinned_image import as_rollback_file
+from tabletdb.storage.snapshot_files import check_image
 from tabletdb.storage.tablet_store import StorageError
 
 log = logging.getLogger(__name__)
@@ -57,6 +64,7 @@ log = logging.getLogger(__name__)
 VERB_TABLET_COPY_OPEN = "tablet.copy_open"
 VERB_TABLET_COPY_READ = "tablet.copy_read"
 VERB_TABLET_COPY_CLOSE = "tablet.copy_close"
+VERB_TABLET_COPY_DIGEST = "tablet.copy_digest"
 VERB_TABLET_COPY_SEND = "tablet.copy_send"
 VERB_TABLET_STREAM = "tablet.stream"
 VERB_TABLET_CLEANUP = "tablet.cleanup"
@@ -101,6 +109,7 @@ class TabletStreaming:
         self.rpc.register(VERB_TABLET_COPY_OPEN, self._copy_open)
         self.rpc.register(VERB_TABLET_COPY_READ, self._copy_read)
         self.rpc.register(VERB_TABLET_COPY_CLOSE, self._copy_close)
+        self.rpc.register(VERB_TABLET_COPY_DIGEST, self._copy_digest)
         self.rpc.register_stream(VERB_TABLET_COPY_SEND, self._copy_send)
         self.rpc.register(VERB_TABLET_STREAM, self._stream)
         self.rpc.register(VERB_TABLET_CLEANUP, self._cleanup)
@@ -166,6 +175,12 @@ class TabletStreaming:
         (transfer,) = payload
         return self._outgoing.close(transfer, src)
 
+    async def _copy_digest(self, src: int, payload: list[Any]) -> list[Any]:
+        """[DIGEST, checksum] of the whole image, for a target that read it in chunks."""
+        (transfer,) = payload
+        image = self._outgoing.get(transfer, src)
+        return [DIGEST, await asyncio.to_thread(digest_of, image.file.fileno(), image.size)]
+
     async def _copy_send(
         self, src: int, payload: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
@@ -177,6 +192,7 @@ class TabletStreaming:
             writer.write(encode_frame([Kind.ERROR, 0, VERB_TABLET_COPY_SEND, self.rpc.node_id, str(exc)]))
             await writer.drain()
             return
+        started = time.monotonic()
         try:
             writer.write(
                 encode_frame([Kind.RESPONSE, 0, VERB_TABLET_COPY_SEND, self.rpc.node_id, image.size])
@@ -184,62 +200,78 @@ class TabletStreaming:
             await send_file(reader, writer, image.file, image.size, CHUNK_TIMEOUT)
         finally:
             image.release()
+        log.info(
+            "tablet image sent to=%d bytes=%d kind=%s prepare_ms=%.0f send_ms=%.0f",
+            src,
+            image.size,
+            image.kind,
+            image.prepared_ms,
+            (time.monotonic() - started) * 1000,
+        )
 
     # --- serving: the target's side --------------------------------------------------------------
 
     async def _stream(self, src: int, payload: list[Any]) -> list[str]:
+        if self.rpc.faults.verb_refused(VERB_TABLET_STREAM):  # TEST ONLY (node.admin.rest_faults)
+            raise Retry(f"{VERB_TABLET_STREAM} refused by fault injection on node {self.rpc.node_id}")
         raw_id, tablet_id, sources = payload
         table = await wait_for_table(self.table_of, raw_id)
         modes: list[str] = []
         for source in sources:
-            started = time.monotonic()
+            phases = _Phases()
             staging = self._staging()
             try:
-                pulled = await self._pull(source, [raw_id, tablet_id, self._version()], staging)
+                pulled = await self._pull(source, [raw_id, tablet_id, self._version()], staging, phases)
                 if pulled is None:
                     modes.append("empty")
                     continue
-                size, how = pulled
-                transferred = time.monotonic()
-                await asyncio.to_thread(as_rollback_file, staging)
+                size, how, checksummed = pulled
+                await asyncio.to_thread(_check, staging, checksummed)
+                phases.lap("check")
                 modes.append(await install_tablet(self.storage, table, tablet_id, staging))
+                phases.lap("install")
             finally:
                 staging.unlink(missing_ok=True)
-            done = time.monotonic()
             log.info(
-                "tablet streamed table=%s tablet=%d source=%d bytes=%d mode=%s ms=%.0f via=%s "
-                "transfer_ms=%.0f install_ms=%.0f",
+                "tablet streamed table=%s tablet=%d source=%d bytes=%d mode=%s ms=%.0f via=%s %s",
                 table.id,
                 tablet_id,
                 source,
                 size,
                 modes[-1],
-                (done - started) * 1000,
+                phases.total_ms(),
                 how,
-                (transferred - started) * 1000,
-                (done - transferred) * 1000,
+                phases,
             )
         return modes
 
-    async def _pull(self, source: int, request: list[Any], staging: Path) -> tuple[int, str] | None:
+    async def _pull(
+        self, source: int, request: list[Any], staging: Path, phases: _Phases
+    ) -> tuple[int, str, bool] | None:
         """Copy the source's replica to ``staging``: (its size, how it came: ``local``, or the
-        image's kind and the path it took), or None if it was never written."""
+        image's kind and the path it took, whether it was checksummed end to end), or None if it
+        was never written."""
         if source == self.rpc.node_id:
             table = await wait_for_table(self.table_of, request[0])
-            if not await copy_tablet(self.storage, table, request[1], staging):
-                return None
-            return staging.stat().st_size, "local"
+            copied = await copy_tablet(self.storage, table, request[1], staging)
+            phases.lap("open")
+            phases.lap("transfer")
+            return (staging.stat().st_size, "local", False) if copied else None
         opened = await self.rpc.call(source, VERB_TABLET_COPY_OPEN, request, STREAM_TIMEOUT)
+        phases.lap("open")
         if opened is None:
             return None
         transfer, size, kind = opened
         try:
-            with staging.open("wb") as out:
+            with staging.open("w+b") as out:
                 if self.rpc.authority.must_encrypt(source):
                     await self._read_chunks(source, transfer, size, out)
-                    return size, f"{kind}-rpc"
-                await self._receive(source, transfer, size, out)
-                return size, f"{kind}-sendfile"
+                    how = f"{kind}-rpc"
+                else:
+                    await self._receive(source, transfer, size, out)
+                    how = f"{kind}-sendfile"
+            phases.lap("transfer")
+            return size, how, True
         finally:
             try:  # releases the image at once if the transfer failed before it began
                 await self.rpc.call(source, VERB_TABLET_COPY_CLOSE, [transfer], CHUNK_TIMEOUT)
@@ -247,7 +279,8 @@ class TabletStreaming:
                 log.debug("tablet copy close failed source=%d transfer=%s: %s", source, transfer, exc)
 
     async def _receive(self, source: int, transfer: str, size: int, out: BinaryIO) -> None:
-        """The image over a dedicated connection, straight into ``out``."""
+        """The image over a dedicated connection, straight into ``out``, checked against the
+        source's checksum (``net.dedicated``)."""
         sock, announced = await dial(self.rpc, source, VERB_TABLET_COPY_SEND, [transfer], CHUNK_TIMEOUT)
         if announced != size:
             sock.close()
@@ -284,6 +317,14 @@ class TabletStreaming:
         finally:
             for _, task in reads:
                 task.cancel()
+        await asyncio.to_thread(out.flush)
+        name, sent = await self.rpc.call(source, VERB_TABLET_COPY_DIGEST, [transfer], CHUNK_TIMEOUT)
+        written = await asyncio.to_thread(digest_of, out.fileno(), size)
+        if name != DIGEST or sent != written:
+            raise TransferCorrupt(
+                f"tablet image {transfer} from node {source}: the {size} bytes written do not match "
+                f"the source's ({name} {bytes(sent).hex()} sent, {DIGEST} {written.hex()} here)"
+            )
 
     async def _cleanup(self, src: int, payload: list[Any]) -> bool:
         raw_id, tablet_id, shard = payload
@@ -305,3 +346,29 @@ class TabletStreaming:
 
 def _read_at(file: BinaryIO, offset: int, length: int) -> bytes:
     return os.pread(file.fileno(), max(length, 0), offset)
+
+
+def _check(staging: Path, checksummed: bool) -> None:
+    """A received image made a rollback-journal file, synced, and checked: SQLite's page-by-page
+    ``quick_check`` only where no end-to-end checksum vouched for the bytes."""
+    as_rollback_file(staging)
+    check_image(staging, deep=not checksummed)
+
+
+class _Phases:
+    """Milliseconds per phase of one image's stream, in order, for its log line."""
+
+    def __init__(self) -> None:
+        self._started = self._last = time.monotonic()
+        self._ms: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.monotonic()
+        self._ms[phase] = (now - self._last) * 1000
+        self._last = now
+
+    def total_ms(self) -> float:
+        return (self._last - self._started) * 1000
+
+    def __str__(self) -> str:
+        return " ".join(f"{phase}_ms={ms:.0f}" for phase, ms in self._ms.items())

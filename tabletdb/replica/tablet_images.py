@@ -24,7 +24,7 @@ from tabletdb.cql.errors import InvalidRequest
 from tabletdb.replica.image_targets import MergeTarget
 from tabletdb.replica.storage_service import StorageService, tablet_file
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.snapshot_files import check_image, has_partitions, place_image, snapshot_to
+from tabletdb.storage.snapshot_files import has_partitions, place_image, snapshot_to
 from tabletdb.tablets.migration import read_replicas, write_replicas
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,8 @@ async def copy_tablet(storage: StorageService, table: TableDef, tablet_id: int, 
     """A consistent copy of this node's replica of the tablet at ``staging``; False (nothing
     written) if the replica was never written. Rows the store deferred are written first, so
     the copy holds every write committed before the call. The copy is not synced: it is
-    transient (read once by a target, or installed through ``install_tablet``, which syncs what it
-    installs), and a crash discards it either way."""
+    transient (read once by a target, or checked, which syncs it, and installed through
+    ``install_tablet``), and a crash discards it either way."""
     path = local_tablet_path(storage, table, tablet_id)
     storage.write_deferred([path])
     if not path.exists():
@@ -92,9 +92,9 @@ async def merge_image(
 
 
 async def install_tablet(storage: StorageService, table: TableDef, tablet_id: int, staging: Path) -> str:
-    """Put the checked image at ``staging`` into this node's replica of the tablet: ``"file"``
-    when it replaced an empty, idle file whole, ``"rows"`` when it was merged into the file."""
-    await asyncio.to_thread(check_image, staging)
+    """Put the image at ``staging``, synced and checked by the caller (``check_image``), into this
+    node's replica of the tablet: ``"file"`` when it replaced an empty, idle file whole, ``"rows"``
+    when it was merged into the file."""
     path = local_tablet_path(storage, table, tablet_id)
     if may_replace_whole(storage, path):
         place_image(staging, path)

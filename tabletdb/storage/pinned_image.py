@@ -18,7 +18,11 @@ copies instead. While pinned the log grows (nothing can fold it in), so pins are
 
 The bytes are a WAL-mode file (header bytes 18-19); ``as_rollback_file`` turns a received image
 into a self-contained rollback-journal file, as the backup copies were, before it is checked and
-installed.
+installed. It does so by the two header bytes alone: a pinned image is a complete checkpoint (no
+frame of its state lives in a log), and SQLite's own switch out of WAL mode (``PRAGMA
+journal_mode = DELETE``) changes nothing else in the file either (``sqlite3BtreeSetVersion``),
+but it commits that change as a transaction: a journal, and fsyncs of their own. The one fsync
+of the whole file comes later, when the image is checked (``snapshot_files.check_image``).
 """
 
 from __future__ import annotations
@@ -95,18 +99,26 @@ def pin_file(path: Path, writer: sqlite3.Connection) -> PinnedImage | None:
     return PinnedImage(path, size, file, reader)
 
 
+HEADER = 100
+"""Bytes of a SQLite database file's header."""
+MAGIC = b"SQLite format 3\x00"
+WAL_VERSIONS = b"\x02\x02"
+ROLLBACK_VERSIONS = b"\x01\x01"
+VERSIONS_AT = 18
+"""The file format's write and read versions (SQLite's file format, "The Database Header"):
+1 for a rollback-journal database, 2 for WAL."""
+
+
 def as_rollback_file(path: Path) -> None:
     """Make a received image a self-contained rollback-journal file (a pinned image arrives in
-    WAL mode; an online-backup copy is one already, and is left as it is)."""
-    with open(path, "rb") as f:
-        header = f.read(20)
-    if len(header) < 20 or header[18:20] == b"\x01\x01":
-        return  # too short to be a database (the integrity check says so), or already one
+    WAL mode; an online-backup copy is one already, and is left as it is). Anything that is not
+    a WAL-mode database is left as it is too: the integrity check refuses it."""
+    fd = os.open(path, os.O_RDWR)
     try:
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode = DELETE")
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StorageError(f"tablet image {path} is not a readable tablet file: {exc}") from exc
+        header = os.pread(fd, HEADER, 0)
+        if header.startswith(MAGIC) and header[VERSIONS_AT : VERSIONS_AT + 2] == WAL_VERSIONS:
+            os.pwrite(fd, ROLLBACK_VERSIONS, VERSIONS_AT)
+    except OSError as exc:
+        raise StorageError(f"tablet image {path}: cannot set its journal mode: {exc}") from exc
+    finally:
+        os.close(fd)

@@ -5,9 +5,14 @@ under a decommission).
 Four nodes, the topology workload at RF=3 (a QUORUM writer and a compare-and-set counter through
 a node that is never killed). With balancing off, three replicas are moved onto one node through
 REST ``tablets/move``, so that once balancing is on the coordinator starts a round moving them
-away. Right after it proposed the round the victim is killed -9 and restarted a moment later:
-the round resumes (a new leader takes over from group0) or rolls back (a node it needs stayed
-down), nothing stays in transition, and every acknowledged write reads back at QUORUM and ALL.
+away. The leader is killed -9 right after it proposed the round. A move's source or target is
+killed while the round is held at its ``streaming`` stage: every node refuses ``tablet.stream``
+(the test-only fault injector) until the victim is down, so the first round that moves a replica
+between nodes stays at ``streaming`` and the kill lands mid-round whatever the timing (rounds
+that only move replicas between the shards of a node rename files and end); the victim restarts
+a moment later and the other nodes are released. The round
+resumes (a new leader takes over from group0) or rolls back (a node it needs stayed down),
+nothing stays in transition, and every acknowledged write reads back at QUORUM and ALL.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.harness.nemesis import FAULT_OPTIONS
 from tests.harness.node import NodeFactory, TestNode
 from tests.harness.topology_workload import (
     KEYSPACE,
@@ -77,6 +83,22 @@ def rounds_in_log(node: TestNode) -> int:
     return (node.workdir.parent / f"{node.workdir.name}.log").read_text().count(ROUND)
 
 
+def streaming(node: TestNode) -> bool:
+    return any(t.stage == "streaming" for t in tablets(node))
+
+
+def hold_streams(nodes: list[TestNode]) -> None:
+    for node in nodes:
+        status, body = post(f"{node.api_url}/faults/refuse_verb?verb=tablet.stream")
+        assert status == 200, body
+
+
+def release_streams(nodes: list[TestNode]) -> None:
+    for node in nodes:
+        status, body = post(f"{node.api_url}/faults/heal")
+        assert status == 200, body
+
+
 def moving(node: TestNode) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
     """(sources, targets) of the tablets in transition, as ``node`` sees them."""
     sources: set[uuid.UUID] = set()
@@ -93,7 +115,7 @@ def moving(node: TestNode) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("victim", ["leader", "source", "target"])
 def test_a_balancer_round_survives_kill_9(node_factory: NodeFactory, victim: str) -> None:
-    nodes = node_factory.start_cluster(4, options=OPTIONS)
+    nodes = node_factory.start_cluster(4, options={**OPTIONS, **FAULT_OPTIONS})
     create_schema(nodes[0])
     ids = {host_id(n): n for n in nodes}
     wait_for(lambda: leader_of(nodes[0]) is not None, "a group0 leader")
@@ -105,6 +127,9 @@ def test_a_balancer_round_survives_kill_9(node_factory: NodeFactory, victim: str
     status, body = post(f"{client.api_url}/storage_service/tablets/balancing?enabled=false")
     assert status == 200, body
     pile_onto(client, others[0], others[1], 3)
+    held = victim != "leader"
+    if held:
+        hold_streams(nodes)
 
     with Workload(client) as work:
         work.wait_progress()
@@ -116,17 +141,28 @@ def test_a_balancer_round_survives_kill_9(node_factory: NodeFactory, victim: str
         if victim == "leader":
             killed = leader
         else:
-            sources, targets = moving(client)
-            chosen = sorted((sources if victim == "source" else targets) - {host_id(client)})
-            assert chosen, f"no {victim} in transition: the round ended before the kill"
+            chosen: list[uuid.UUID] = []
+
+            def held() -> bool:
+                """A round at streaming with a move between nodes (rounds of moves between the
+                shards of a node stream nothing, so they end; the first that crosses nodes stays)."""
+                sources, targets = moving(client) if streaming(client) else (set(), set())
+                chosen[:] = sorted((sources if victim == "source" else targets) - {host_id(client)})
+                return bool(chosen)
+
+            wait_for(held, f"a round held at streaming with a {victim} other than the client", 600)
             killed = ids[chosen[0]]
         killed.kill()
         if killed is leader:
             wait_for(lambda: leader_of(client) not in (None, leader_id), "another group0 leader")
         else:
             time.sleep(5)
+        if held:
+            assert streaming(client), "the round left streaming while every node refused streams"
         killed.start()
         assert killed.process.starts == marks[host_id(killed)] + 1
+        if held:
+            release_streams([n for n in nodes if n is not killed])  # the restarted one holds nothing
         wait_for(lambda: moving(client) == (set(), set()), "the round to end", 600)
         work.wait_progress()
 

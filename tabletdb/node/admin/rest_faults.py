@@ -3,7 +3,9 @@
 Chaos tests partition real node processes without root (no iptables) by telling each node to
 stop sending to some peers: `POST /faults/block?address=A` drops every internode frame this node
 would send to the member at address A (requests, responses and one-way messages, see
-`net.rpc`), `POST /faults/heal` (optionally `?address=A`) lifts faults, `GET /faults` shows them.
+`net.rpc`), `POST /faults/refuse_verb?verb=V` makes this node refuse verb V where its handler
+asks (`tablet.stream`: a migration held at streaming), `POST /faults/heal` (optionally
+`?address=A`) lifts faults (without an address, refused verbs too), `GET /faults` shows them.
 A two-way partition is a block on both sides. The routes exist only when the node runs with
 `test_fault_injection_api: true`; ScyllaDB gates its error-injection API at build time instead.
 """
@@ -18,8 +20,13 @@ from aiohttp import web
 from tabletdb.group0.cluster_state import ClusterState
 from tabletdb.net.faults import FaultInjector
 from tabletdb.node.admin.api_context import ApiContext
+from tabletdb.node.tablet_streaming import VERB_TABLET_STREAM
 
 log = logging.getLogger(__name__)
+
+REFUSABLE_VERBS = frozenset({VERB_TABLET_STREAM})
+"""Verbs whose handlers ask the injector (``FaultInjector.verb_refused``): naming another would
+be accepted and do nothing."""
 
 
 def add_routes(app: web.Application, ctx: ApiContext) -> None:
@@ -33,6 +40,14 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         log.warning("fault injection: blocked internode traffic to address=%s", request.query["address"])
         return web.json_response(_describe(ctx.state(), faults))
 
+    async def refuse_verb(request: web.Request) -> web.Response:
+        verb = request.query.get("verb", "")
+        if verb not in REFUSABLE_VERBS:
+            raise web.HTTPBadRequest(text=f"verb={verb!r}: only {sorted(REFUSABLE_VERBS)} can be refused")
+        faults.refuse_verb(verb)
+        log.warning("fault injection: refusing verb=%s", verb)
+        return web.json_response(_describe(ctx.state(), faults))
+
     async def heal(request: web.Request) -> web.Response:
         address = request.query.get("address")
         faults.heal(None if address is None else _peer_of(ctx.state(), address))
@@ -43,7 +58,12 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         return web.json_response(_describe(ctx.state(), faults))
 
     app.add_routes(
-        [web.get("/faults", show), web.post("/faults/block", block), web.post("/faults/heal", heal)]
+        [
+            web.get("/faults", show),
+            web.post("/faults/block", block),
+            web.post("/faults/refuse_verb", refuse_verb),
+            web.post("/faults/heal", heal),
+        ]
     )
 
 
@@ -61,4 +81,5 @@ def _describe(state: ClusterState, faults: FaultInjector) -> dict[str, Any]:
     return {
         "blocked": sorted(addresses.get(peer, str(peer)) for peer, f in faults.peers.items() if f.blocked),
         "dropped": faults.dropped,
+        "refused_verbs": sorted(faults.refused_verbs),
     }

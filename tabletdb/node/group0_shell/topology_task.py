@@ -75,6 +75,10 @@ class TopologyIo:
     tablet_sizes: Callable[[], Awaitable[Mapping[TabletKey, int]]] | None = None
     """Bytes per tablet from every live member's load statistics (``node.tablet_load``); None:
     the balancer weighs every tablet alike."""
+    changed: Callable[[], Awaitable[None]] | None = None
+    """Returns once group0 may have applied something new; an idle coordinator that leads wakes
+    on it when its requests or balancing changed, instead of waiting out ``IDLE_WAIT`` (None:
+    it waits)."""
 
 
 def view_of(state: ClusterState, tablet_sizes: Mapping[TabletKey, int] | None = None) -> co.View:
@@ -139,7 +143,29 @@ class TopologyTask:
             if self.io.tidy is not None:
                 await self.io.tidy()  # cheap when there is nothing to do; joiners wait on it
             if isinstance(action, co.Idle):
-                await _wait(stop, IDLE_WAIT)
+                await self._idle(stop)
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        """Wait ``IDLE_WAIT``, or only until group0 applied a new request queue or transition
+        (a decommission, move or join starts at once, not up to ``IDLE_WAIT`` later) or
+        balancing was switched. Checked on each of group0's changes by identity: cheap."""
+        changed = self.io.changed
+        if changed is None:
+            await _wait(stop, IDLE_WAIT)
+            return
+        seen = self.io.state()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + IDLE_WAIT
+        while not stop.is_set() and not _plans_changed(seen, self.io.state()):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(changed())]
+            try:
+                await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in waits:
+                    waiting.cancel()
 
     def _lost_leadership(self) -> None:
         if self._leading:
@@ -310,6 +336,11 @@ class _SizesPoll:
                 found = None
             self._sizes, self._for_maps = found, maps
         return self._sizes if self._for_maps is maps else None
+
+
+def _plans_changed(before: ClusterState, now: ClusterState) -> bool:
+    moved = now.topology_state is not before.topology_state
+    return moved or now.balancing_enabled != before.balancing_enabled
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:

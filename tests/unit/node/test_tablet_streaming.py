@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
@@ -22,9 +23,10 @@ import pytest
 import uvloop
 
 from tabletdb.dht.murmur3 import token_of
-from tabletdb.net.dedicated import dial
+from tabletdb.net.dedicated import TransferCorrupt, dial, send_trailer
+from tabletdb.net.file_bytes import digest_of
 from tabletdb.net.handshake import TrustAll
-from tabletdb.net.rpc import InternodeTls, PeerUnreachable, RemoteError, RpcNode
+from tabletdb.net.rpc import InternodeTls, PeerUnreachable, RemoteError, Retry, RpcNode
 from tabletdb.net.tls import TlsFiles, client_context, server_context
 from tabletdb.node import tablet_streaming
 from tabletdb.node.tablet_streaming import TabletStreaming
@@ -211,6 +213,29 @@ def test_without_tls_the_image_goes_over_a_dedicated_connection_and_leaves_nothi
     run(main())
 
 
+def test_a_target_told_to_refuse_streams_refuses_them_until_healed(tmp_path: Path) -> None:
+    """The test-only hold a chaos test keeps a migration at ``streaming`` with: asked over RPC or
+    of itself, the target refuses with a retryable error and installs nothing."""
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            (key,) = same_tablet_keys(c, 1)
+            tablet_id, (source, _), target = c.tablet_of(key)
+            await c.write(source, key, b"v", 10)
+            c.move(tablet_id, source, target, TransitionStage.STREAMING)
+            c.rpcs[target].faults.refuse_verb(tablet_streaming.VERB_TABLET_STREAM)
+            with pytest.raises(RemoteError, match=r"Retry: tablet\.stream refused by fault injection"):
+                await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            with pytest.raises(Retry, match="refused by fault injection"):
+                await c.streaming[target].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert c.values(target, key) == []
+            c.rpcs[target].faults.heal()
+            assert await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1]) == ["file"]
+            assert c.values(target, key) == [b"v"]
+
+    run(main())
+
+
 def test_a_chunk_of_a_closed_copy_is_refused_with_its_transfer_id(tmp_path: Path) -> None:
     async def main() -> None:
         async with nodes(tmp_path) as c:
@@ -348,6 +373,68 @@ def test_a_transfer_cut_short_fails_the_stream_and_installs_nothing(
             assert [c.values(target, k) for k in keys] == [[]] * len(keys)
             assert not list((c.storages[target].data_dir / ".incoming").iterdir())
             assert not c.streaming[source]._outgoing  # the image was released
+
+    run(main())
+
+
+def test_a_byte_changed_on_the_way_fails_the_stream_and_installs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image's bytes are checksummed end to end (no SQLite ``quick_check`` on the target):
+    one byte changed in transit, inside a value where the file's structure stays valid, must be
+    refused all the same."""
+
+    async def flip_one_byte(reader: Any, writer: Any, file: Any, size: int, timeout: float) -> None:
+        data = bytearray(os.pread(file.fileno(), size, 0))
+        at = data.rfind(b"x" * 100) - 50  # inside a cell's value
+        data[at] ^= 0x01
+        writer.write(bytes(data))
+        await send_trailer(reader, writer, digest_of(file.fileno(), size), timeout)
+
+    monkeypatch.setattr(tablet_streaming, "send_file", flip_one_byte)
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            keys = same_tablet_keys(c, 20)
+            tablet_id, (source, _), target = c.tablet_of(keys[0])
+            for key in keys:
+                await c.write(source, key, b"x" * 3000, 10)
+            c.move(tablet_id, source, target, TransitionStage.STREAMING)
+            with pytest.raises(RemoteError, match=r"TransferCorrupt: the \d+ bytes written do not match"):
+                await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert [c.values(target, k) for k in keys] == [[]] * len(keys)
+            assert not list((c.storages[target].data_dir / ".incoming").iterdir())
+            assert not c.streaming[source]._outgoing
+
+    run(main())
+
+
+def test_with_tls_a_chunk_changed_on_the_way_fails_the_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_read_at = tablet_streaming._read_at
+
+    def flip_in_second_chunk(file: Any, offset: int, length: int) -> bytes:
+        data = bytearray(real_read_at(file, offset, length))
+        if offset and data:
+            data[len(data) // 2] ^= 0x01
+        return bytes(data)
+
+    monkeypatch.setattr(tablet_streaming, "CHUNK", 8192)
+    monkeypatch.setattr(tablet_streaming, "_read_at", flip_in_second_chunk)
+
+    async def main() -> None:
+        async with nodes(tmp_path, tls=True) as c:
+            keys = same_tablet_keys(c, 20)
+            tablet_id, (source, _), target = c.tablet_of(keys[0])
+            c.dial_tls_of(target, source)
+            for key in keys:
+                await c.write(source, key, b"x" * 3000, 10)
+            c.move(tablet_id, source, target, TransitionStage.STREAMING)
+            with pytest.raises(TransferCorrupt, match="do not match the source's"):
+                await c.streaming[target].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert [c.values(target, k) for k in keys] == [[]] * len(keys)
+            assert not list((c.storages[target].data_dir / ".incoming").iterdir())
 
     run(main())
 

@@ -105,3 +105,34 @@ def test_no_pin_while_a_reader_of_an_older_state_holds_part_of_the_log(tmp_path:
     assert pinned is not None
     pinned.close()
     store.close()
+
+
+def test_the_header_switch_out_of_wal_mode_is_what_sqlites_own_pragma_does(tmp_path: Path) -> None:
+    """``as_rollback_file`` changes two header bytes; ``PRAGMA journal_mode = DELETE`` on the same
+    image differs from it only in the change counter it bumps (bytes 24-27) and the matching
+    version-valid-for number (92-95), which a file nobody has open does not need."""
+    store = TabletStore(tmp_path / "t.db")
+    write(store, 0, 300)
+    pinned = pin_store(store)
+    assert pinned is not None
+    sent = pinned.read_at(0, pinned.size)
+    pinned.close()
+    store.close()
+    assert sent[18:20] == b"\x02\x02"
+    ours, sqlites = tmp_path / "ours.db", tmp_path / "sqlites.db"
+    ours.write_bytes(sent)
+    sqlites.write_bytes(sent)
+    as_rollback_file(ours)
+    conn = sqlite3.connect(sqlites)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    a, b = ours.read_bytes(), sqlites.read_bytes()
+    assert len(a) == len(b) == len(sent)
+    assert {i for i in range(len(a)) if a[i] != b[i]} <= set(range(24, 28)) | set(range(92, 96))
+    check_image(ours, deep=True)
+    with sqlite3.connect(f"{ours.resolve().as_uri()}?mode=ro", uri=True) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    assert keys_in(ours) == {b"k%d" % i for i in range(300)}
+    as_rollback_file(ours)  # a rollback-journal file is left as it is
+    assert ours.read_bytes() == a

@@ -122,6 +122,29 @@ def test_staged_image_replaces_an_empty_target(tmp_path: Path) -> None:
         check_image(tmp_path / "junk.db")
 
 
+def test_an_image_whose_header_does_not_fit_its_bytes_is_refused_without_a_deep_check(
+    tmp_path: Path,
+) -> None:
+    """Without ``quick_check`` (the bytes were checksummed end to end) the header is still checked:
+    a cut-short image, one of partial pages, one still in WAL mode, and anything not SQLite."""
+    with TabletStore(tmp_path / "src.db") as store:
+        store.apply([row(b"k%d" % i, b"c") for i in range(500)])
+    snapshot_to(tmp_path / "src.db", tmp_path / "good.db")
+    good = (tmp_path / "good.db").read_bytes()
+    check_image(tmp_path / "good.db", deep=False)
+    page = int.from_bytes(good[16:18], "big")
+    cases = {
+        "short.db": (good[:-page], "the header says"),
+        "ragged.db": (good + b"\0" * 100, "not whole pages"),
+        "wal.db": (good[:18] + b"\x02\x02" + good[20:], "not a rollback-journal file's"),
+        "junk.db": (b"not sqlite" * 100, "no SQLite header"),
+    }
+    for name, (data, why) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(StorageError, match=why):
+            check_image(tmp_path / name, deep=False)
+
+
 def test_a_group_committer_is_idle_only_with_nothing_queued_or_committing(tmp_path: Path) -> None:
     import asyncio
 

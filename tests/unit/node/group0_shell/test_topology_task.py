@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from tabletdb.group0.cluster_state import ClusterState, TopologyEntry, apply_entry, decode_entry, encode_entry
 from tabletdb.group0.state import Group0State
 from tabletdb.group0.topology import NodeRecord, Topology
+from tabletdb.node.group0_shell import topology_task
 from tabletdb.node.group0_shell.topology_task import TopologyIo, TopologyTask
 from tabletdb.schema.frozenmap import FrozenMap
 from tabletdb.tablets.tablet_map import TabletInfo, TransitionStage
@@ -48,12 +52,22 @@ class Group0:
             topology_state=topology,
         )
         self.refused = 0
+        self._waiting: list[asyncio.Event] = []
 
     async def submit(self, command: TopologyCommand) -> None:
         before = self.state.topology_state.state_id
         self.state, _ = apply_entry(self.state, decode_entry(encode_entry(TopologyEntry(command))))
         self.refused += self.state.topology_state.state_id == before
         self.cluster.maps = dict(self.state.metadata.tablets)  # what every node's stores follow
+        for waiting in self._waiting:
+            waiting.set()
+        self._waiting.clear()
+
+    async def changed(self) -> None:
+        """Until the next entry is applied (as ``RaftDriver.changed``)."""
+        waiting = asyncio.Event()
+        self._waiting.append(waiting)
+        await waiting.wait()
 
 
 def io_for(cluster: Nodes, group0: Group0, coordinator: int) -> TopologyIo:
@@ -132,6 +146,40 @@ def test_a_task_that_loses_leadership_forgets_what_it_observed(tmp_path: Path) -
                 leading[0] = False
                 while task.obs.barrier_version != -1:
                     await asyncio.sleep(0.01)
+                stop.set()
+                await runner
+
+    asyncio.run(main())
+
+
+def test_an_idle_coordinator_starts_a_request_as_soon_as_group0_applies_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idle, the task waits for group0's next change rather than a timer: with the timer an hour
+    long, a decommission queued meanwhile still runs to its end."""
+    monkeypatch.setattr(topology_task, "IDLE_WAIT", 3600.0)
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            group0 = Group0(c)
+            idle = asyncio.Event()
+
+            async def changed() -> None:
+                idle.set()
+                await group0.changed()
+
+            task = TopologyTask(replace(io_for(c, group0, coordinator=0), changed=changed))
+            stop = asyncio.Event()
+            runner = asyncio.create_task(task.run(stop))
+            try:
+                async with asyncio.timeout(60):
+                    await idle.wait()  # it stepped, found nothing to do, and waits
+                    request = Request(uuid.uuid1(), RequestKind.LEAVE, host(2))
+                    alive = frozenset(group0.state.topology_state.nodes)
+                    await group0.submit(enqueue(group0.state.topology_state, request, alive, uuid.uuid1()))
+                    while group0.state.topology_state.state_of(host(2)) is not NodeState.LEFT:
+                        await asyncio.sleep(0.01)
+            finally:
                 stop.set()
                 await runner
 
