@@ -8,6 +8,10 @@ its own Spark (as a user's command does), so Spark's start-up is in every figure
 * `files`: `tabletdb load --via files` (per-tablet SQLite files merged on the replica);
 * `cql`: `tabletdb load --via cql` (INSERTs through the driver).
 
+Beside each load's rows/s: the node processes' CPU per row during it (`*_server_cpu_us_per_row`,
+the server side: upload checks and merges, or the INSERTs), and the 1-minute load average at
+the end (on this 2-core box a figure taken above ~2 measures the other processes).
+
 Each load goes into its own empty table on one fresh node (`--nodes 3`: a fresh 3-node cluster
 from `tabletdb cluster up`, keyspace RF=3, so every file goes to three replicas), and the rows
 stored are counted afterwards (`errors` = rows missing). Run it on a quiet machine: on a loaded
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -28,7 +33,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import REPO_ROOT, RESULT_PREFIX, tabletdb_server
+from bench.common import REPO_ROOT, RESULT_PREFIX, proc_cpu_seconds, tabletdb_server
 
 COLUMNS = "id,seq,name,score,at,tags"
 TABLE = "(id bigint, seq int, name text, score double, at timestamp, tags list<text>, PRIMARY KEY (id, seq))"
@@ -38,11 +43,12 @@ CLUSTER_API_PORT = 10000  # tabletdb cluster up's
 
 
 @contextlib.contextmanager
-def _cluster(nodes: int) -> Iterator[tuple[str, int, int]]:
-    """(host, CQL port, REST port) of one fresh node, or of the first of a fresh cluster."""
+def _cluster(nodes: int) -> Iterator[tuple[str, int, int, list[int]]]:
+    """(host, CQL port, REST port) of one fresh node, or of the first of a fresh cluster, and the
+    node processes' pids (their CPU is the server side of a load)."""
     if nodes == 1:
         with tabletdb_server() as server:
-            yield server.host, server.port, API_PORT
+            yield server.host, server.port, API_PORT, [server.pid]
         return
     with tempfile.TemporaryDirectory(prefix="bench-load-cluster-") as work:
         argv = [sys.executable, "-m", "tabletdb.cli.main", "cluster", "up", "--nodes", str(nodes)]
@@ -55,10 +61,15 @@ def _cluster(nodes: int) -> Iterator[tuple[str, int, int]]:
                     break
             else:
                 raise SystemExit(f"cluster up exited with {proc.wait()} before serving CQL")
-            yield f"{CLUSTER_PREFIX}.1", 9042, CLUSTER_API_PORT
+            yield f"{CLUSTER_PREFIX}.1", 9042, CLUSTER_API_PORT, _children(proc.pid)
         finally:
             proc.terminate()
             proc.wait(60)
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of `pid` (`cluster up` runs each node as one)."""
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def write_csv(path: Path, rows: int) -> None:
@@ -112,7 +123,7 @@ def main() -> None:
         baseline = [sys.executable, "-m", "bench.bench_load", "--master", args.master]
         parquet_s = _timed([*baseline, "--parquet-baseline", str(source), f"{tmp}/rows.parquet"])
         figures["parquet_rows_per_s"] = args.rows / parquet_s
-        with _cluster(args.nodes) as (host, port, api_port):
+        with _cluster(args.nodes) as (host, port, api_port, pids):
             from cassandra.cluster import Cluster
 
             cluster = Cluster([host], port=port, protocol_version=4)
@@ -127,13 +138,17 @@ def main() -> None:
             for via in ways:
                 session.execute(f"CREATE TABLE bench.{via} {TABLE}")
                 level = ["--consistency", "ONE"] if via == "cql" else []  # files reach every replica
+                cpu = sum(map(proc_cpu_seconds, pids))
                 seconds = _timed([*load, "--table", f"bench.{via}", "--via", via, *level])
+                cpu = sum(map(proc_cpu_seconds, pids)) - cpu
                 figures[f"{via}_rows_per_s"] = args.rows / seconds
+                figures[f"{via}_server_cpu_us_per_row"] = cpu / args.rows * 1e6
                 figures[f"{via}_to_parquet"] = parquet_s / seconds
                 count = session.execute(f"SELECT COUNT(*) FROM bench.{via}", timeout=600).one()[0]
                 stored += int(count)
             cluster.shutdown()
     figures["ops_per_s"] = figures["files_rows_per_s"]
+    figures["load_average_1m"] = os.getloadavg()[0]  # above ~2 on this box, the figures are noise
     figures["errors"] = args.rows * len(ways) - stored
     print(RESULT_PREFIX + json.dumps(figures), flush=True)
 

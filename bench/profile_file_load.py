@@ -6,8 +6,9 @@ routes the rows, writes per-tablet SQLite files and sends them to the replicas
 here the same function runs in this process over `bench_load`'s CSV (read by pyarrow into
 batches of 10,000 rows, every field a string plus the null corrupt-record column, as Spark's
 CSV reader hands them over) against one fresh node, under cProfile. Prints the task's CPU
-seconds per row without the profiler, then the profile's top functions (by own time). The
-node's merge is not in the profile (it runs in the node).
+seconds per row without the profiler and the node's over the same run (its checks and merges of
+the files), then the profile's top functions (by own time). The node's work is not in the
+profile (it runs in the node).
 Reproduce: `PYTHONPATH=. .venv/bin/python -m bench.profile_file_load [--rows 200000] [--out FILE]`.
 """
 
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 from bench.bench_load import API_PORT, TABLE, write_csv
-from bench.common import tabletdb_server
+from bench.common import proc_cpu_seconds, tabletdb_server
 
 
 def main() -> None:
@@ -40,7 +41,7 @@ def main() -> None:
     from tabletdb.spark.bulk.task import load_batches
     from tabletdb.spark.coerce import map_columns
     from tabletdb.spark.connection import fetch_table_schema, parse_options, session_for
-    from tabletdb.spark.file_load import _clustering_orders, _groups
+    from tabletdb.spark.file_load import _groups, clustering_orders
     from tabletdb.spark.load import CORRUPT
     from tabletdb.spark.tablet_rows import table_def
 
@@ -63,7 +64,7 @@ def main() -> None:
             plans = []
             for name in ("files", "profiled"):
                 schema = fetch_table_schema(session, "bench", name)
-                table_def_ = table_def(schema, _clustering_orders(session, schema))
+                table_def_ = table_def(schema, clustering_orders(session, schema))
                 cluster = Cluster(options.connect.hosts, API_PORT, {})
                 last_tokens, ranges, replicas = _groups(session, cluster, schema)
                 mapping = map_columns(schema, names)
@@ -74,12 +75,15 @@ def main() -> None:
                 )  # fmt: skip
                 plans.append(plan)
             cpu = time.process_time()
+            node_cpu = proc_cpu_seconds(server.pid)
             outputs = list(load_batches(plans[0], iter(batches)))
             cpu = time.process_time() - cpu
+            node_cpu = proc_cpu_seconds(server.pid) - node_cpu
             loaded = outputs[-1].column(2)[0].as_py()
             if loaded != count:
                 raise SystemExit(f"loaded {loaded} of {count} rows")
             print(f"task CPU without the profiler: {cpu / count * 1e6:.1f} us per row ({count} rows)")
+            print(f"node CPU (upload checks and merges): {node_cpu / count * 1e6:.1f} us per row")
             profiler = cProfile.Profile(time.process_time)
             profiler.enable()
             list(load_batches(plans[1], iter(batches)))

@@ -253,12 +253,21 @@ def _jsonish(t: CqlType, v: Any) -> Any:
     if isinstance(t, TupleType) and isinstance(v, Sequence):
         return [_jsonish(e, x) for e, x in zip(t.elements, v)]
     if isinstance(t, MapType):
-        pairs = v.items() if isinstance(v, Mapping) else v
+        # a map keyed by a collection, tuple or UDT is an array of (key, value) structs in Spark
+        # (`schema_map.has_complex_keys`), each arriving as a dict from Arrow
+        pairs = v.items() if isinstance(v, Mapping) else (_pair(p) for p in v)
         return {_map_key(t.key, k): _jsonish(t.value, x) for k, x in pairs}
     element = getattr(t, "element", None)
     if element is not None and isinstance(v, Sequence):
         return [_jsonish(element, x) for x in v]
     return v
+
+
+def _pair(entry: Any) -> Any:
+    """A map entry: a (key, value) pair, or an Arrow struct {"key": ..., "value": ...}."""
+    if isinstance(entry, Mapping) and set(entry) == {"key", "value"}:
+        return entry["key"], entry["value"]
+    return entry
 
 
 def _field_type(t: UserType, name: str) -> CqlType:

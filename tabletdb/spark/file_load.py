@@ -32,12 +32,13 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, functions
 
 from tabletdb.dht.token import FULL_RING, MAX_TOKEN
+from tabletdb.schema.model import TableDef
 from tabletdb.spark.backup import tablet_layout
 from tabletdb.spark.backup_rest import Cluster, Credentials
 from tabletdb.spark.bulk.arrow_map import map_in_arrow
 from tabletdb.spark.bulk.plan import FLUSH_ROWS, FilePlan
 from tabletdb.spark.bulk.task import OUTPUT_DDL, FileLoadFailed, load_batches
-from tabletdb.spark.coerce import map_columns
+from tabletdb.spark.coerce import ColumnMapping, map_columns
 from tabletdb.spark.connection import SourceOptions, fetch_table_schema, session_for
 from tabletdb.spark.input_options import CsvOptions
 from tabletdb.spark.load import (
@@ -54,7 +55,17 @@ from tabletdb.spark.ranges import tablet_ranges
 from tabletdb.spark.schema_map import SchemaError, TableSchema
 from tabletdb.spark.tablet_rows import table_def
 
-__all__ = ["FLUSH_ROWS", "FileLoadFailed", "FileTarget", "choose_via", "run_file_load"]
+__all__ = [
+    "FLUSH_ROWS",
+    "FileLoadFailed",
+    "FileTarget",
+    "choose_via",
+    "clustering_orders",
+    "file_plan",
+    "pause_balancing",
+    "refuse_unsupported",
+    "run_file_load",
+]
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,7 @@ def choose_via(options: SourceOptions, via: str | None) -> str:
     return "files"
 
 
-def _clustering_orders(session: Any, schema: TableSchema) -> dict[str, str]:
+def clustering_orders(session: Any, schema: TableSchema) -> dict[str, str]:
     rows = session.execute(
         "SELECT column_name, clustering_order FROM system_schema.columns "
         "WHERE keyspace_name = %s AND table_name = %s",
@@ -153,6 +164,46 @@ def _groups(
     return tuple(layout.last_tokens), ranges, replicas
 
 
+def pause_balancing(cluster: Cluster) -> bool:
+    """Switch tablet balancing off for a load; returns whether it was on (to put back after)."""
+    was_enabled = cluster.any_node.balancing_enabled()
+    if was_enabled:
+        cluster.any_node.set_balancing(False)
+    return was_enabled
+
+
+def file_plan(
+    session: Any,
+    cluster: Cluster,
+    schema: TableSchema,
+    table: TableDef,
+    mapping: ColumnMapping,
+    source: tuple[tuple[str, ...], bool],
+    options: SourceOptions,
+    target: FileTarget,
+) -> FilePlan:
+    """What every task of a load needs (`source`: the input's field names and whether they are
+    JSON lines), with the tablet map read now: call it with balancing paused. Every row without
+    its own write time gets this moment's."""
+    extras = mapping.extras
+    last_tokens, ranges, replicas = _groups(session, cluster, schema)
+    return FilePlan(
+        table=table,
+        schema=schema,
+        mapping=mapping,
+        input_names=source[0],
+        json_lines=source[1],
+        last_tokens=last_tokens,
+        ranges=ranges,
+        replicas=replicas,
+        timestamp=time.time_ns() // 1000,
+        writetime_at=extras.index(options.writetime_column) if options.writetime_column else None,
+        ttl_at=extras.index(options.ttl_column) if options.ttl_column else None,
+        credentials=target.credentials,
+        flush_rows=target.flush_rows,
+    )
+
+
 def run_file_load(
     spark: SparkSession,
     options: SourceOptions,
@@ -169,7 +220,7 @@ def run_file_load(
     session = session_for(options.connect)
     schema = fetch_table_schema(session, options.keyspace, options.table)
     refuse_unsupported(session, schema)
-    table = table_def(schema, _clustering_orders(session, schema))
+    table = table_def(schema, clustering_orders(session, schema))
     cluster = Cluster(options.connect.hosts, target.api_port, target.endpoints, target.credentials)
     extras = tuple(e for e in (options.writetime_column, options.ttl_column) if e)
     source, names = _source(spark, schema, path, fmt, csv or CsvOptions())
@@ -177,28 +228,13 @@ def run_file_load(
     json_lines = fmt == "json"
     input_fields = [*(c.name for c in schema.columns), *extras] if json_lines else names
     mapping = map_columns(schema, [n for n in input_fields if n != CORRUPT], extras)
-    was_enabled = cluster.any_node.balancing_enabled()
-    if was_enabled:
-        cluster.any_node.set_balancing(False)
+    was_enabled = pause_balancing(cluster)
     try:
-        last_tokens, ranges, replicas = _groups(session, cluster, schema)
-        plan = FilePlan(
-            table=table,
-            schema=schema,
-            mapping=mapping,
-            input_names=tuple(names),
-            json_lines=json_lines,
-            last_tokens=last_tokens,
-            ranges=ranges,
-            replicas=replicas,
-            timestamp=time.time_ns() // 1000,
-            writetime_at=extras.index(options.writetime_column) if options.writetime_column else None,
-            ttl_at=extras.index(options.ttl_column) if options.ttl_column else None,
-            credentials=target.credentials,
-            flush_rows=target.flush_rows,
+        plan = file_plan(
+            session, cluster, schema, table, mapping, (tuple(names), json_lines), options, target
         )
         size = input_bytes(path)
-        out = map_in_arrow(_spread(spark, source, size), partial(load_batches, plan), OUTPUT_DDL)
+        out = map_in_arrow(_spread(spark, source), partial(load_batches, plan), OUTPUT_DDL)
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             step(progress, "loading rows", size, "bytes")
@@ -223,10 +259,10 @@ def run_file_load(
     )
 
 
-def _spread(spark: SparkSession, frame: DataFrame, size: int | None) -> DataFrame:
-    """A few tasks per core at least (one multi-line CSV or small file is read by one task)."""
-    from tabletdb.spark.load import SPREAD_BYTES, SPREAD_MAX
-
-    wanted = 2 * max(1, int(spark.sparkContext.defaultParallelism))
-    wanted = max(wanted, min(SPREAD_MAX, (size or 0) // (16 * SPREAD_BYTES)))
-    return frame.repartition(wanted) if frame.rdd.getNumPartitions() < wanted else frame
+def _spread(spark: SparkSession, frame: DataFrame) -> DataFrame:
+    """At least one task per core: an input Spark cannot split (a multi-line CSV, one small file)
+    is read by one task and repartitioned. A splittable input already comes in at least one
+    split per core (Spark sizes splits by the total over the cores), and repartitioning it would
+    shuffle every row through Spark's disk for nothing."""
+    cores = max(1, int(spark.sparkContext.defaultParallelism))
+    return frame.repartition(2 * cores) if frame.rdd.getNumPartitions() < cores else frame

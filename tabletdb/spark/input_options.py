@@ -8,13 +8,20 @@ tools: `escape` is `"` (RFC 4180 doubles a quote inside a quoted field) and `mul
 `multiLine=false` lets Spark split one large file across tasks when no field holds a line break.
 Any other option is refused rather than ignored.
 
-Pure: no Spark here, so the rules are unit-tested without a JVM.
+A multi-line CSV cannot be split: one Spark task parses the whole file while the other cores
+wait, and the load then shuffles its rows to spread them. So before Spark starts, a local,
+uncompressed CSV is scanned for a field holding a line break (`single_line_records`: with the
+RFC's quoting, a line with an odd number of quote characters opens or closes such a field); when
+there is none, `multiLine=true` and `false` read the same records, and the load reads it with
+`false` (`for_input`).
+
+No Spark here, so the rules are unit-tested without a JVM.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 FORMATS = ("parquet", "csv", "json")
@@ -79,6 +86,61 @@ class CsvOptions:
             "multiLine": str(self.multi_line).lower(),
             "nullValue": self.null_value,
         }
+
+    def for_input(self, path: str) -> CsvOptions:
+        """These options for reading `path`: `multi_line` off when no record of it spans lines
+        (`single_line_records`), so Spark splits the file across tasks; otherwise unchanged."""
+        if self.multi_line and single_line_records(path, self):
+            return replace(self, multi_line=False)
+        return self
+
+
+SCAN_CHUNK = 16 << 20
+
+
+def _data_files(path: str) -> list[Path] | None:
+    """The local, uncompressed files Spark would read for `path` (None: cannot tell)."""
+    local = Path(path)
+    if "://" in path or not local.exists():
+        return None
+    files = [local] if local.is_file() else sorted(
+        p for p in local.rglob("*") if p.is_file() and not p.name.startswith(("_", "."))
+    )  # fmt: skip
+    if any(p.name.lower().endswith(_COMPRESSION) for p in files):
+        return None
+    return files
+
+
+def _lines_balanced(data: bytes, quote: bytes) -> bool:
+    """Whether every line of `data` (whole lines) has an even number of quotes and no bare CR."""
+    if quote not in data and b"\r" not in data:
+        return True
+    return not any(line.count(quote) & 1 or b"\r" in line[:-1] for line in data.split(b"\n"))
+
+
+def single_line_records(path: str, csv: CsvOptions) -> bool:
+    """Whether no field of the local CSV at `path` (a file or a directory of part files) holds a
+    line break, so reading it line by line gives the same records. Only decided when the escape
+    is the quote (RFC 4180's doubled quote, which keeps a line's quote count even); False when
+    unsure (another escape, a compressed or remote input, a carriage return inside a line)."""
+    if csv.escape != csv.quote:
+        return False
+    files = _data_files(path)
+    if not files:
+        return False
+    quote = csv.quote.encode()
+    for file in files:
+        with open(file, "rb") as source:
+            rest = b""
+            while chunk := source.read(SCAN_CHUNK):
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1
+                if not _lines_balanced(data[:cut], quote):
+                    return False
+                rest = data[cut:]
+            if rest and not _lines_balanced(rest, quote):
+                return False
+    return True
 
 
 _NAMES = {

@@ -21,8 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as st
 
 from tabletdb.spark.coerce import ColumnMapping, RowRejected, fit_row, json_object_row, map_columns
-from tabletdb.spark.connection import SourceOptions, fetch_table_schema, session_for
-from tabletdb.spark.datasource import SOURCE_NAME
+from tabletdb.spark.connection import SOURCE_NAME, SourceOptions, fetch_table_schema, session_for
 from tabletdb.spark.input_options import FORMATS, CsvOptions
 from tabletdb.spark.schema_map import TableSchema, spark_schema
 
@@ -92,8 +91,9 @@ def csv_source(
     spark: SparkSession, table: TableSchema, path: str, csv: CsvOptions
 ) -> tuple[DataFrame, list[str]]:
     """The CSV as strings plus the corrupt-record field; without a header the fields are the
-    table's columns in order. Returns the frame and the input's field names."""
-    reader_options = csv.spark_options()
+    table's columns in order. Returns the frame and the input's field names. A local CSV none of
+    whose fields spans lines is read line by line (`CsvOptions.for_input`): Spark splits it."""
+    reader_options = csv.for_input(path).spark_options()
     if csv.header:
         names = spark.read.options(**reader_options).csv(path).columns
     else:
@@ -194,7 +194,9 @@ def run_load(
             checked.filter(lambda c: c[0]).map(lambda c: c[1]), _target_schema(mapping)
         )
         step(progress, "writing rows", read - rejected, "rows")
-        good.write.format(SOURCE_NAME).options(**raw_options).mode("append").save()
+        # `--via cql` means CQL whatever the size (the data source's own default picks by size)
+        writing = {**raw_options, "method": "cql"}
+        good.write.format(SOURCE_NAME).options(**writing).mode("append").save()
         if rejected:
             step(progress, "writing rejects", rejected, "rows")
             spark.createDataFrame(bad, REJECT_SCHEMA).write.json(rejects_dir)

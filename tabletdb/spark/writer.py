@@ -38,6 +38,10 @@ class WritePlan:
     table: TableSchema
     input_names: tuple[str, ...]  # the DataFrame's columns, in order
     last_tokens: tuple[int, ...]  # tablet (or vnode range) ends used to group rows
+    timestamp: int | None = None
+    """USING TIMESTAMP for rows without their own write time (None: the driver's clock per
+    statement). A write that sends some tasks' rows as files gives the CQL tasks the files'
+    timestamp, so which way a row went does not show in its write time."""
 
     def data_columns(self) -> tuple[Column, ...]:
         extra = {self.options.writetime_column, self.options.ttl_column} - {None}
@@ -186,6 +190,8 @@ def write_rows(plan: WritePlan, rows: Iterable[Sequence[Any]]) -> int:
                     f"column {c.name}: {exc}"
                 ) from None
         ts = row[ts_at] if ts_at is not None else None
+        if ts is None:
+            ts = plan.timestamp
         ttl = row[ttl_at] if ttl_at is not None else None
         values += [int(v) for v in (ts, ttl) if v is not None]
         bound = statement(ts is not None, ttl is not None).bind(values)

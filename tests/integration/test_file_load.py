@@ -44,6 +44,7 @@ SCHEMA = [
     "CREATE TABLE fl.typed (id bigint PRIMARY KEY, at timestamp, day date, raw blob, u uuid,"
     " pair frozen<tuple<int, text>>, nums set<int>, v text)",
     "CREATE TABLE fl.big (id int, seq int, v text, n bigint, PRIMARY KEY (id, seq))",
+    "CREATE TABLE fl.million (id int, seq int, v text, n bigint, PRIMARY KEY (id, seq))",
     "CREATE TABLE fl.hits (id int PRIMARY KEY, c counter)",
     f"CREATE KEYSPACE fv WITH replication = {NTS} AND tablets = {{'enabled': false}}",
     "CREATE TABLE fv.rows (id int, seq int, v text, PRIMARY KEY (id, seq))",
@@ -323,3 +324,42 @@ def test_100k_rows_load_through_files_with_every_column_equal_to_the_input(
     assert f"read {good + bad} rows: loaded {good}, rejected {bad}" in done.stdout
     assert checksum(_read_mixed(db, "fl.mixed_big")) == checksum(iter(_mixed_row(n) for n in range(good)))
     assert len(list(read_rejects(str(tmp_path / "rejects")))) == bad
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_a_million_parquet_rows_load_through_files(
+    spark: Any, node: TestNode, db: Any, tmp_path: Path
+) -> None:
+    import random
+
+    rows, bad = 1_000_000, 10
+    good = spark.range(rows).selectExpr(
+        "cast(id div 10 as int) as id",
+        "cast(id % 10 as int) as seq",
+        "concat('value ', id) as v",
+        "id * 3 as n",
+    )
+    keyless = spark.createDataFrame(
+        [(None, n, "no key", n) for n in range(bad)], "id int, seq int, v string, n long"
+    )
+    good.union(keyless).repartition(4).write.parquet(str(tmp_path / "in.parquet"))
+    raw = {"hosts": node.host, "port": str(node.port), "table": "fl.million"}
+    summary = run_file_load(
+        spark,
+        parse_options(raw),
+        FileTarget(node.endpoints.api_port),
+        str(tmp_path / "in.parquet"),
+        "parquet",
+        str(tmp_path / "rej"),
+    )
+    assert (summary.read, summary.loaded, summary.rejected) == (rows + bad, rows, bad)
+    rejected = list(read_rejects(str(tmp_path / "rej")))
+    assert len(rejected) == bad
+    assert all("missing value for primary key column id" in r["reason"] for r in rejected)
+    assert int(db.execute("SELECT COUNT(*) FROM fl.million", timeout=600).one()[0]) == rows
+    picked = random.Random(19).sample(range(rows), 500)
+    lookup = db.prepare("SELECT v, n FROM fl.million WHERE id = ? AND seq = ?")
+    for n in picked:
+        row = db.execute(lookup, (n // 10, n % 10)).one()
+        assert (row.v, row.n) == (f"value {n}", n * 3), n

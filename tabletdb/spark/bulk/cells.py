@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from tabletdb.cql import codec
@@ -51,10 +52,9 @@ def _elements(column: ColumnDef, value: Any, when: WriteTime) -> tuple[Fragment,
         serialized = value if isinstance(value, Elements) else [codec.serialize(t.element, e) for e in value]
         if isinstance(t, SetType):
             return tuple((name, element_path(t.element, e), ts, 0, b"", expiry, ttl) for e in serialized)
-        base = LIST_MIDDLE + ts * 1024
-        return tuple(
-            (name, (base + i).to_bytes(8, "big"), ts, 0, e, expiry, ttl) for i, e in enumerate(serialized)
-        )
+        paths = _list_paths(ts, len(serialized))
+        # zip builds the tuples in C; the constants repeat, the paths and elements pair up
+        return tuple(zip(repeat(name), paths, repeat(ts), repeat(0), serialized, repeat(expiry), repeat(ttl)))
     assert isinstance(t, MapType)
     return tuple(
         (
@@ -70,6 +70,22 @@ def _elements(column: ColumnDef, value: Any, when: WriteTime) -> tuple[Fragment,
     )
 
 
+_paths: tuple[int, list[bytes]] = (-1, [])
+
+
+def _list_paths(ts: int, count: int) -> list[bytes]:
+    """The paths of a list's first `count` elements written at `ts` (at least `count` of them):
+    above the list middle, numbered from the write timestamp and the index. A load writes most
+    rows at one timestamp, so they are made once and kept for the next row."""
+    global _paths
+    cached_ts, paths = _paths
+    if cached_ts != ts or len(paths) < count:
+        base = LIST_MIDDLE + ts * 1024
+        paths = [(base + i).to_bytes(8, "big") for i in range(max(count, 16))]
+        _paths = (ts, paths)
+    return paths
+
+
 def _whole(column: ColumnDef, value: Any, when: WriteTime) -> RowCells:
     changes = CellChanges([], [])
     whole_value(column, value, when, changes)
@@ -80,9 +96,48 @@ def _whole(column: ColumnDef, value: Any, when: WriteTime) -> RowCells:
     return fragments, tuple(changes.collection_tombstones)
 
 
+def _list_cells(column: ColumnDef, values: Sequence[Any], whens: Sequence[WriteTime | None]) -> Built:
+    """`build_cells` for a non-frozen list whose values came serialized (`Elements`, the common
+    case): what varies per row is only the elements, so the rest is worked out once per write
+    time (rows of a batch share one) and each row is one C-level `zip`."""
+    name = column.name
+    out: list[RowCells | None] = []
+    late: dict[int, str] = {}
+    last: WriteTime | None = None
+    tombstone: tuple[tuple[str, int], ...] = ()
+    ts = expiry = ttl = 0
+    paths: list[bytes] = []
+    for row, (value, when) in enumerate(zip(values, whens)):
+        if when is None:
+            out.append(None)
+            continue
+        if when is not last:
+            last, ts = when, when.timestamp
+            expiry, ttl = _live(when)
+            tombstone = ((name, ts - 1),)
+            paths = _list_paths(ts, 0)
+        if value is None:
+            out.append(((), tombstone))
+            continue
+        if not isinstance(value, Elements):
+            try:
+                out.append((_elements(column, value, when), tombstone))
+            except CqlError as exc:
+                late[row] = exc.message
+                out.append(None)
+            continue
+        if len(value) > len(paths):
+            paths = _list_paths(ts, len(value))
+        cells = zip(repeat(name), paths, repeat(ts), repeat(0), value, repeat(expiry), repeat(ttl))
+        out.append((tuple(cells), tombstone))
+    return Built(out, late)
+
+
 def build_cells(column: ColumnDef, values: Sequence[Any], whens: Sequence[WriteTime | None]) -> Built:
     """Cells of a non-native column for each row with a `when` (others: None)."""
     multi = is_multi_cell(column.type)
+    if multi and isinstance(column.type, ListType):
+        return _list_cells(column, values, whens)
     out: list[RowCells | None] = []
     late: dict[int, str] = {}
     for row, (value, when) in enumerate(zip(values, whens)):

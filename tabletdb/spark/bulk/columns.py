@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeAlias
@@ -31,6 +31,10 @@ from tabletdb.spark.coerce import RowRejected, fit_cell
 from tabletdb.spark.schema_map import CLUSTERING, PARTITION_KEY, Column
 
 _DECODER = json.JSONDecoder(parse_float=Decimal)  # json.loads(raw, parse_float=Decimal), made once
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+"""(value, end) of the JSON value at an index, StopIteration if there is none (C, with _json)."""
+_IS_STR = frozenset({str}).__contains__  # exactly str, not a subclass: type(e) is str
+_IS_INT = frozenset({int}).__contains__  # exactly int: not bool
 _PACKERS = {"int": struct.Struct(">i"), "bigint": struct.Struct(">q")}
 
 
@@ -87,20 +91,26 @@ def fit_column(column: Column, data: Input) -> Fitted:
 
 def _elements(name: str, raw: Any) -> Elements | None:
     """The serialized elements of a list or set of text, int or bigint given as JSON text or a
-    Python list, when every element is exactly of its type (None otherwise: the slow way)."""
+    Python list, when every element is exactly of its type (None otherwise: the slow way).
+
+    JSON text is scanned by the decoder's C scanner straight away: text with whitespace around
+    the value (or anything after it) is not taken here and goes the slow way, which accepts what
+    it should. The checks and the encoding run as C loops (`map`), not a Python frame per element."""
     parsed = raw
     if isinstance(raw, str):
         try:
-            parsed = _DECODER.decode(raw)
-        except ValueError:
+            parsed, end = _SCAN(raw, 0)
+        except StopIteration:
+            return None
+        if end != len(raw):
             return None
     if type(parsed) is not list:
         return None
     try:
         if name == "text":
-            if all(type(e) is str for e in parsed):
-                return Elements(e.encode() for e in parsed)
-        elif name in _PACKERS and all(type(e) is int for e in parsed):
+            if all(map(_IS_STR, map(type, parsed))):
+                return Elements(map(str.encode, parsed))
+        elif name in _PACKERS and all(map(_IS_INT, map(type, parsed))):
             return Elements(map(_PACKERS[name].pack, parsed))
     except (UnicodeEncodeError, struct.error):  # a lone surrogate, an int out of range
         return None

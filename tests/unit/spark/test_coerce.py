@@ -180,3 +180,16 @@ def test_typed_values_that_already_fit_give_what_the_general_path_gives(type_tex
     except Exception as exc:
         got = type(exc)
     assert got == expected and type(got) is type(expected)
+
+
+def test_a_map_keyed_by_a_collection_fits_as_spark_holds_it() -> None:
+    """Spark holds such a map as an array of (key, value) structs, which Arrow gives as dicts
+    (`schema_map.has_complex_keys`): `df.write` through files hands it over so."""
+    from tabletdb.cql.parser import parse_type
+    from tabletdb.spark.coerce import fit_value
+
+    t = parse_type("map<frozen<list<int>>, text>")
+    entries = [{"key": [1, 1], "value": "one"}, {"key": [2], "value": "two"}]
+    pairs = [([1, 1], "one"), ([2], "two")]
+    assert fit_value(t, entries, spark_form=False) == fit_value(t, pairs, spark_form=False)
+    assert fit_value(t, entries) == [([1, 1], "one"), ([2], "two")]

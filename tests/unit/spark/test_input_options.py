@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from tabletdb.spark import input_options
 from tabletdb.spark.input_options import (
     CsvOptions,
     InputOptionError,
     infer_format,
     parse_csv_options,
     parse_pairs,
+    single_line_records,
 )
 
 
@@ -88,3 +90,54 @@ def test_options_that_would_be_ignored_are_refused(pairs: dict[str, str], fmt: s
 def test_pairs_need_an_equals_sign() -> None:
     with pytest.raises(InputOptionError, match="KEY=VALUE"):
         parse_pairs(["header"])
+
+
+def test_a_csv_whose_fields_hold_no_line_break_is_read_line_by_line(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.csv"
+    plain.write_bytes(b'id,name,tags\r\n1,"a ""quoted"" name","[""x""]"\r\n2,b,\r\n')
+    assert single_line_records(str(plain), CsvOptions())
+    assert CsvOptions().for_input(str(plain)).multi_line is False
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "part-0.csv").write_text("id,name\n1,a\n")
+    (parts / "_SUCCESS").write_text("")
+    (parts / "part-1.csv").write_text('id,name\n2,"b, c"')  # no final newline
+    assert single_line_records(str(parts), CsvOptions())
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'id,name\n1,"two\nlines"\n',  # a quoted field holding a line break
+        b'id,name\n1,"two\r\nlines"\n',
+        b"id,name\r1,a\r",  # bare carriage returns: not decided
+        b'id,name\n1,ab"c\n',  # a stray quote: not decided either
+    ],
+)
+def test_a_csv_that_may_hold_a_field_across_lines_stays_multi_line(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_bytes(content)
+    assert not single_line_records(str(path), CsvOptions())
+    assert CsvOptions().for_input(str(path)).multi_line is True
+
+
+def test_a_field_across_a_scan_chunk_boundary_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(input_options, "SCAN_CHUNK", 7)
+    path = tmp_path / "rows.csv"
+    path.write_bytes(b'id,name\n1,"a"\n2,"b\nc"\n3,d\n')
+    assert not single_line_records(str(path), CsvOptions())
+    path.write_bytes(b'id,name\n1,"a"\n2,"b c"\n3,d\n')
+    assert single_line_records(str(path), CsvOptions())
+
+
+def test_inputs_the_scan_cannot_judge_keep_the_options_given(tmp_path: Path) -> None:
+    compressed = tmp_path / "rows.csv.gz"
+    compressed.write_bytes(b"")
+    assert not single_line_records(str(compressed), CsvOptions())
+    assert not single_line_records("s3://bucket/rows.csv", CsvOptions())
+    plain = tmp_path / "rows.csv"
+    plain.write_text("id,name\n1,a\n")
+    assert not single_line_records(str(plain), CsvOptions(escape="\\"))
+    assert CsvOptions(multi_line=False).for_input(str(plain)).multi_line is False
