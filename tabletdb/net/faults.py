@@ -7,6 +7,11 @@ Randomness comes from a seeded generator so a failing test replays.
 A verb can also be refused outright (``refuse_verb``): the handlers that ask ``verb_refused``
 (``tablet.stream``, so a test can hold a migration at its streaming stage for as long as it
 likes, whichever node the target turns out to be) answer it with a retryable error.
+A *failed verb* is the sender-side counterpart: requests of that verb to the peer fail at once on the sender
+(``net.rpc.InjectedFailure``), as the peer refusing them would, while every other message still
+flows. Tests hold a protocol at a chosen step with it (the topology coordinator retries a failed
+stream or copy, so the step repeats until healed) without the pending calls a dropped request
+leaves behind, nor Raft traffic cut with it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ class PeerFaults:
     delay: float = 0.0
     """Seconds added before the frame is written."""
     blocked: bool = False
+    failed_verbs: set[str] = field(default_factory=set)
+    """Requests of these verbs fail at once (``fail``)."""
 
 
 @dataclass
@@ -30,6 +37,8 @@ class FaultInjector:
     dropped: int = 0
     """Frames dropped so far (by `drop` or `block`), for test assertions."""
     refused_verbs: set[str] = field(default_factory=set)
+    failed: int = 0
+    """Requests failed so far by a failed verb (`fail`)."""
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -55,6 +64,19 @@ class FaultInjector:
 
     def verb_refused(self, verb: str) -> bool:
         return verb in self.refused_verbs
+    def fail(self, peer: int, verb: str) -> None:
+        """Make every request of ``verb`` to ``peer`` fail at once, until healed."""
+        if not verb:
+            raise ValueError("a verb to fail must be named")
+        self._for(peer).failed_verbs.add(verb)
+
+    def fails(self, peer: int, verb: str) -> bool:
+        """Whether a request of ``verb`` to ``peer`` must fail now (counted in ``failed``)."""
+        faults = self.peers.get(peer)
+        if faults is None or verb not in faults.failed_verbs:
+            return False
+        self.failed += 1
+        return True
 
     def heal(self, peer: int | None = None) -> None:
         """Remove every fault towards `peer`, or every fault (refused verbs too)."""

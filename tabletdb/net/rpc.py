@@ -78,6 +78,10 @@ class PeerUnreachable(RpcError, ConnectionError):
     pass
 
 
+class InjectedFailure(RpcError):
+    """A request failed by this node's fault injector (``FaultInjector.fail``; tests only)."""
+
+
 class RemoteError(RpcError):
     """The remote handler raised; the message carries its description."""
 
@@ -218,6 +222,8 @@ class RpcNode:
 
     async def call(self, peer: int, verb: str, payload: Any = None, timeout: float = 5.0) -> Any:
         """Send a request and wait for its response; RpcTimeout if none arrives in `timeout`."""
+        if self.faults.fails(peer, verb):
+            raise InjectedFailure(f"{verb} to node {peer}: failed by test fault injection")
         msg_id = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut

@@ -64,9 +64,10 @@ def generations(node: TestNode) -> set[str]:
 class Clients:
     """A QUORUM writer (through one node) and a QUORUM reader (through another) of new keys."""
 
-    def __init__(self, writer: Any, reader: Any, first_key: int = 1_000_000) -> None:
+    def __init__(self, writer: Any, reader: Any, first_key: int = 1_000_000, table: str = "rz.t") -> None:
         self.writer, self.reader = writer, reader
         self.first_key = first_key
+        self.table = table
         self.acked: list[int] = []
         self.written = 0
         """Writes attempted: acknowledged or not, each may be there."""
@@ -80,7 +81,7 @@ class Clients:
         from cassandra.query import SimpleStatement
 
         insert = SimpleStatement(
-            "INSERT INTO rz.t (k, v) VALUES (%s, %s)", consistency_level=ConsistencyLevel.QUORUM
+            f"INSERT INTO {self.table} (k, v) VALUES (%s, %s)", consistency_level=ConsistencyLevel.QUORUM
         )
         k = self.first_key
         while not self.stop.is_set():
@@ -97,7 +98,9 @@ class Clients:
         from cassandra import ConsistencyLevel
         from cassandra.query import SimpleStatement
 
-        select = SimpleStatement("SELECT k FROM rz.t WHERE k = %s", consistency_level=ConsistencyLevel.QUORUM)
+        select = SimpleStatement(
+            f"SELECT k FROM {self.table} WHERE k = %s", consistency_level=ConsistencyLevel.QUORUM
+        )
         rng = random.Random(7)
         while not self.stop.is_set():
             with self._lock:

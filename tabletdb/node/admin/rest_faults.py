@@ -5,7 +5,11 @@ stop sending to some peers: `POST /faults/block?address=A` drops every internode
 would send to the member at address A (requests, responses and one-way messages, see
 `net.rpc`), `POST /faults/refuse_verb?verb=V` makes this node refuse verb V where its handler
 asks (`tablet.stream`: a migration held at streaming), `POST /faults/heal` (optionally
-`?address=A`) lifts faults (without an address, refused verbs too), `GET /faults` shows them.
+`POST /faults/fail?verb=V` (optionally `&address=A`; without it, towards every other member)
+makes this node's requests of verb V fail at once while all else flows (a test holds a protocol at
+one step: the topology coordinator's streams or resize copies, retried until healed),
+`POST /faults/heal` (optionally `?address=A`) lifts faults (without an address, refused verbs
+too), `GET /faults` shows them.
 A two-way partition is a block on both sides. The routes exist only when the node runs with
 `test_fault_injection_api: true`; ScyllaDB gates its error-injection API at build time instead.
 """
@@ -47,6 +51,21 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         faults.refuse_verb(verb)
         log.warning("fault injection: refusing verb=%s", verb)
         return web.json_response(_describe(ctx.state(), faults))
+    async def fail(request: web.Request) -> web.Response:
+        verb = request.query.get("verb", "")
+        if not verb:
+            raise web.HTTPBadRequest(text="name the verb whose requests must fail: ?verb=")
+        state = ctx.state()
+        address = request.query.get("address")
+        peers = (
+            [_peer_of(state, address)]
+            if address is not None
+            else [int(r.raft_id) for h, r in state.topology.members.items() if h != ctx.host_id]
+        )
+        for peer in peers:
+            faults.fail(peer, verb)
+        log.warning("fault injection: failing requests verb=%s address=%s", verb, address or "all")
+        return web.json_response(_describe(state, faults))
 
     async def heal(request: web.Request) -> web.Response:
         address = request.query.get("address")
@@ -62,6 +81,7 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
             web.get("/faults", show),
             web.post("/faults/block", block),
             web.post("/faults/refuse_verb", refuse_verb),
+            web.post("/faults/fail", fail),
             web.post("/faults/heal", heal),
         ]
     )
@@ -82,4 +102,10 @@ def _describe(state: ClusterState, faults: FaultInjector) -> dict[str, Any]:
         "blocked": sorted(addresses.get(peer, str(peer)) for peer, f in faults.peers.items() if f.blocked),
         "dropped": faults.dropped,
         "refused_verbs": sorted(faults.refused_verbs),
+        "failing": {
+            addresses.get(peer, str(peer)): sorted(f.failed_verbs)
+            for peer, f in sorted(faults.peers.items())
+            if f.failed_verbs
+        },
+        "failed": faults.failed,
     }

@@ -6,6 +6,13 @@ whole cost of a DDL, and clients on different nodes queue for them. So the node 
 for every change waiting here, decides each on the state the previous one produces (chained
 state ids: DESIGN.md decision 3 is unchanged), and proposes them together. Changes that went
 stale (the state moved on under us) are re-decided in the next turn, a bounded number of times.
+
+A change not applied within its caller's budget answers ``WriteTimeout`` (write type SIMPLE, at
+QUORUM of group0's voters, as a write that got no acknowledgement in time), naming what it was
+still waiting for: its turn from the group0 leader, this node catching up to the turn's commit
+index, or group0 committing and applying its entry — the last means it may still take effect,
+and the message says to check before retrying. Never a bare TimeoutError, which the protocol
+layer would report as a ServerError.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
-from tabletdb.cql.errors import ServerError
+from tabletdb.cql.consistency import QUORUM
+from tabletdb.cql.errors import ServerError, WriteTimeout
 from tabletdb.group0.cluster_state import Applied, ClusterState, SchemaEntry
 from tabletdb.group0.state import Group0State, SchemaCommand, with_auth
 from tabletdb.group0.state_id import timeuuid_after
@@ -45,11 +53,17 @@ class ConcurrentModification(ServerError):
     """A DDL lost the race against other schema changes every time it was retried."""
 
 
+TURN = "its turn for schema changes from the group0 leader"
+PROPOSED = "group0 to commit and apply its entry (it may still take effect: check the schema before retrying)"
+
+
 @dataclasses.dataclass(eq=False)
 class _Pending:
     decide: Decision
     done: asyncio.Future[DdlOutcome]
     attempts: int = 0
+    waiting: str = TURN
+    """What the change waits for now (a timeout's message names it)."""
 
 
 class DdlBatcher:
@@ -60,8 +74,11 @@ class DdlBatcher:
         wait_applied: Callable[[int], Awaitable[None]],
         submit: Submit,
         tablet_planner: TabletPlanner | None,
+        quorum: Callable[[], int] = lambda: 1,
     ) -> None:
+        """``quorum``: how many group0 voters must take an entry (a timeout's ``block_for``)."""
         self._state = state
+        self._quorum = quorum
         self._turns = turns
         self._wait_applied = wait_applied
         self._submit = submit
@@ -69,6 +86,7 @@ class DdlBatcher:
         self._queue: deque[_Pending] = deque()
         self._runner: asyncio.Task[None] | None = None
         self._rng = random.Random()
+        self._queued_waits = TURN
 
     async def change(self, decide: Decision, timeout: float) -> DdlOutcome:
         """Queue `decide`; its outcome once this node applied the change (or decide's error)."""
@@ -76,11 +94,21 @@ class DdlBatcher:
         self._queue.append(item)
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
+        else:
+            item.waiting = self._queued_waits
         try:
             return await asyncio.wait_for(asyncio.shield(item.done), timeout)
+        except TimeoutError:
+            raise self._timed_out(item, timeout) from None
         finally:
             if not item.done.done():  # timed out or cancelled: not decided in a later turn
                 item.done.cancel()
+
+    def _timed_out(self, item: _Pending, timeout: float) -> WriteTimeout:
+        lost = f"; it lost {item.attempts} race(s) to concurrent schema changes" if item.attempts else ""
+        message = f"schema change not applied within {timeout:g}s: still waiting for {item.waiting}{lost}"
+        log.warning("%s", message)
+        return WriteTimeout(message, QUORUM, 0, self._quorum(), "SIMPLE")
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -92,12 +120,17 @@ class DdlBatcher:
         while self._queue:
             batch: list[_Pending] = []
             try:
+                self._waiting(TURN)
                 token, leader, granted_at = await self._turns.acquire()
+                lease = asyncio.create_task(self._turns.keep(token, leader))
                 try:
+                    self._waiting(f"this node to apply group0 up to the turn's commit index {granted_at}")
                     await self._wait_applied(granted_at)
                     batch = self._take()
+                    self._waiting(f"{TURN}, behind a batch of {len(batch)} change(s) being committed")
                     stale = await self._commit(batch)
                 finally:
+                    lease.cancel()
                     await self._turns.release(token, leader)
             except Exception as exc:  # a bug or a lost node: fail the changes, keep the node serving
                 log.exception("group0 schema change batch failed")
@@ -107,6 +140,12 @@ class DdlBatcher:
             if stale:
                 self._queue.extendleft(reversed(stale))  # first in line for the next turn
                 await asyncio.sleep(self._rng.uniform(0, RETRY_PAUSE * max(i.attempts for i in stale)))
+
+    def _waiting(self, what: str) -> None:
+        """What every queued change (and one queued from now on) waits for."""
+        self._queued_waits = what
+        for item in self._queue:
+            item.waiting = what
 
     def _take_all(self) -> list[_Pending]:
         items = list(self._queue)
@@ -130,6 +169,10 @@ class DdlBatcher:
         state = cluster.metadata
         decided: list[tuple[_Pending, DdlOutcome, SchemaEntry]] = []
         for item in batch:
+            # Deciding a change can take tens of ms (a CREATE TABLE places its tablets): let the
+            # loop breathe between changes, so the turn's lease renewals, Raft ticks and
+            # heartbeats are not held up for a whole batch (the decisions stay chained on `state`).
+            await asyncio.sleep(0)
             if item.done.done():  # its client gave up: do not make the change behind its back
                 continue
             try:
@@ -146,6 +189,7 @@ class DdlBatcher:
                 dataclasses.replace(cluster, metadata=state), command, self._tablet_planner
             )
             decided.append((item, outcome, SchemaEntry(command, outcome.events)))
+            item.waiting = PROPOSED
         if not decided:
             return []
         try:
@@ -159,6 +203,7 @@ class DdlBatcher:
                 continue
             item.attempts += 1
             if item.attempts < MAX_DDL_ATTEMPTS:
+                item.waiting = TURN
                 stale.append(item)
             else:
                 message = f"schema change lost to concurrent schema changes {MAX_DDL_ATTEMPTS} times in a row"

@@ -6,6 +6,13 @@ a follower's command is always built on a state that has already moved on, and i
 Taking a turn from the leader first (a FIFO lock with a lease) serialises deciders across the
 cluster, so a command is almost never stale. Safety never depends on it: a lease that expires,
 or a leader change that forgets the holder, only brings back retries on a stale state id.
+
+A live holder renews its lease while it works (``keep``: every third of the lease), so a turn
+outlasts the lease when deciding and committing a batch takes longer — on a loaded box a batch
+of CREATE TABLEs, each placing its tablets, does. An expired lease there handed the turn to a
+node that then decided on a state about to move, lost the race, and decided again: every batch
+paid twice, and DDL timed out under load. Only a holder that died (or stalled for a whole
+lease) loses its turn early, and none keeps it beyond ``MAX_HOLD_SECONDS``.
 """
 
 from __future__ import annotations
@@ -22,9 +29,13 @@ log = logging.getLogger(__name__)
 
 ACQUIRE_VERB = "g0.turn"
 RELEASE_VERB = "g0.turn_done"
+RENEW_VERB = "g0.turn_renew"
 LEASE_SECONDS = 3.0
 """A holder that died or stalls loses its turn after this long (changes normally take ms, and
 an expired lease only costs exclusivity, never safety), so a killed node stalls DDL briefly."""
+RENEW_EVERY = LEASE_SECONDS / 3
+MAX_HOLD_SECONDS = 30.0
+"""A turn ends after this long however often it is renewed (a DDL's own budget is 30 s)."""
 ACQUIRE_TIMEOUT = 30.0
 """How long to wait in the leader's queue before asking again (at most one waiter per node)."""
 
@@ -40,10 +51,12 @@ class DdlTurns:
         self._lock = asyncio.Lock()
         self._holder: bytes | None = None
         self._lease: asyncio.TimerHandle | None = None
+        self._granted_at = 0.0
 
     def register(self) -> None:
         self._rpc.register(ACQUIRE_VERB, self._on_acquire)
         self._rpc.register(RELEASE_VERB, self._on_release)
+        self._rpc.register(RENEW_VERB, self._on_renew)
 
     async def acquire(self) -> tuple[bytes, int | None, int]:
         """Wait for our turn: (token, leader id to hand it back to or None if we are the leader,
@@ -74,16 +87,36 @@ class DdlTurns:
         else:
             await self._rpc.send(leader, RELEASE_VERB, token)
 
+    async def keep(self, token: bytes, leader: int | None) -> None:
+        """Renew the turn's lease until cancelled (run beside the work done in the turn)."""
+        while True:
+            await asyncio.sleep(RENEW_EVERY)
+            if leader is None:
+                self._renew(token)
+            else:
+                await self._rpc.send(leader, RENEW_VERB, token)
+
     async def _grant(self) -> bytes:
         await self._lock.acquire()
         token = os.urandom(8)
         self._holder = token
-        self._lease = asyncio.get_running_loop().call_later(LEASE_SECONDS, self._expire, token)
+        loop = asyncio.get_running_loop()
+        self._granted_at = loop.time()
+        self._lease = loop.call_later(LEASE_SECONDS, self._expire, token)
         return token
+
+    def _renew(self, token: bytes) -> None:
+        if self._holder != token or self._lease is None:
+            return
+        loop = asyncio.get_running_loop()
+        left = self._granted_at + MAX_HOLD_SECONDS - loop.time()
+        self._lease.cancel()
+        self._lease = loop.call_later(max(0.0, min(LEASE_SECONDS, left)), self._expire, token)
 
     def _expire(self, token: bytes) -> None:
         if self._holder == token:
-            log.warning("group0 schema-change turn expired after %.0fs; passing it on", LEASE_SECONDS)
+            held = asyncio.get_running_loop().time() - self._granted_at
+            log.warning("group0 schema-change turn expired after %.0fs held; passing it on", held)
             self._finish(token)
 
     def _finish(self, token: bytes) -> None:
@@ -109,3 +142,6 @@ class DdlTurns:
 
     async def _on_release(self, src: int, payload: Any) -> None:
         self._finish(bytes(payload))
+
+    async def _on_renew(self, src: int, payload: Any) -> None:
+        self._renew(bytes(payload))

@@ -185,7 +185,12 @@ class Group0Service:
             self.rpc, lambda: (self._state.state_id, self.driver.raft.applied), self._peer_ids
         )
         self._ddl = DdlBatcher(
-            lambda: self._state, self.turns, self.driver.wait_applied, self._submit_schema, tablet_planner
+            lambda: self._state,
+            self.turns,
+            self.driver.wait_applied,
+            self._submit_schema,
+            tablet_planner,
+            lambda: len(self.driver.conf_state.voters) // 2 + 1,
         )
         self._learn_peers()
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tabletdb.net.framing import LENGTH, MAX_FRAME, FrameDecoder, FrameError, encode_frame
-from tabletdb.net.rpc import PeerUnreachable, RemoteError, RpcNode, RpcTimeout
+from tabletdb.net.rpc import InjectedFailure, PeerUnreachable, RemoteError, RpcNode, RpcTimeout
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.binary() | st.text(),
@@ -102,6 +102,32 @@ def test_timeout_drop_and_heal() -> None:
         assert await a.send(2, "echo", 1)  # handed over, then dropped by the fault
         with pytest.raises(ValueError):
             a.faults.drop(2, 1.5)
+        await a.stop()
+        await b.stop()
+
+    asyncio.run(main())
+
+
+def test_a_failed_verb_fails_at_once_and_only_that_verb_until_healed() -> None:
+    async def main() -> None:
+        a, b = await _pair()
+        calls: list[str] = []
+
+        async def handler(src: int, payload: Any) -> Any:
+            calls.append(payload)
+            return payload
+
+        b.register("copy", handler)
+        b.register("other", handler)
+        a.faults.fail(2, "copy")
+        with pytest.raises(InjectedFailure, match="copy to node 2: failed by test fault injection"):
+            await a.call(2, "copy", "held", timeout=30)  # at once: no wait for the timeout
+        assert await a.call(2, "other", "flows") == "flows"
+        assert calls == ["flows"] and a.faults.failed == 1 and a.faults.dropped == 0
+        with pytest.raises(ValueError, match="verb"):
+            a.faults.fail(2, "")
+        a.faults.heal()
+        assert await a.call(2, "copy", "healed") == "healed"
         await a.stop()
         await b.stop()
 

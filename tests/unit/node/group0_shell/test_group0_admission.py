@@ -135,6 +135,9 @@ class _Turns:
     async def release(self, token: bytes, leader: int | None) -> None:
         return None
 
+    async def keep(self, token: bytes, leader: int | None) -> None:
+        return None
+
 
 class _Group0:
     """group0 reduced to what the batcher sees: entries pass the round trip, then apply in order."""

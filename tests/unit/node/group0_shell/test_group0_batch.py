@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tabletdb.cql.errors import AlreadyExists
+from tabletdb.cql.consistency import QUORUM
+from tabletdb.cql.errors import AlreadyExists, WriteTimeout
 from tabletdb.cql.types import INT
 from tabletdb.group0.cluster_state import Applied, BatchEntry, ClusterState, SchemaEntry, apply_entry
 from tabletdb.group0.state import SchemaCommand
@@ -36,6 +37,9 @@ class FakeTurns:
 
     async def release(self, token: bytes, leader: int | None) -> None:
         self.released += 1
+
+    async def keep(self, token: bytes, leader: int | None) -> None:
+        return None
 
 
 class Cluster:
@@ -133,10 +137,54 @@ def test_a_client_that_gave_up_is_not_decided_later() -> None:
     async def go() -> None:
         batcher = _batcher(cluster, turns)
         turns.gate = asyncio.Event()  # the leader is slow to grant a turn
-        with pytest.raises(TimeoutError):
+        with pytest.raises(WriteTimeout, match=r"not applied within 0\.05s: still waiting for its turn"):
             await batcher.change(_create("late"), 0.05)
         turns.gate.set()
         await batcher.change(_create("next"), 10)
 
     run(go())
     assert set(cluster.state.metadata.catalog.keyspaces["ks"].tables) == {"next"}
+
+
+def test_a_timeout_is_a_write_timeout_naming_what_the_change_waited_for() -> None:
+    """Not a TimeoutError (the protocol layer would answer ServerError): a WriteTimeout at QUORUM
+    of the voters, SIMPLE, whose message says whether the change may still take effect."""
+    cluster, turns = Cluster(), FakeTurns()
+    committing = asyncio.Event()
+    release = asyncio.Event()
+    submit = cluster.submit
+
+    async def slow_submit(entries: Sequence[SchemaEntry]) -> list[Applied]:
+        committing.set()
+        await release.wait()  # group0 is slow to commit the entry
+        return await submit(entries)
+
+    async def applied(index: int) -> None:
+        return None
+
+    async def go() -> tuple[WriteTimeout, WriteTimeout]:
+        batcher = DdlBatcher(lambda: cluster.state, turns, applied, slow_submit, None, lambda: 2)  # type: ignore[arg-type]
+        first = asyncio.ensure_future(batcher.change(_create("slow"), 0.5))
+        await committing.wait()
+        with pytest.raises(WriteTimeout) as behind:  # queued behind the batch being committed
+            await batcher.change(_create("behind"), 0.05)
+        with pytest.raises(WriteTimeout) as proposed:
+            await first
+        release.set()
+        await asyncio.sleep(0.05)
+        return behind.value, proposed.value
+
+    behind, proposed = run(go())
+    assert "still waiting for its turn for schema changes from the group0 leader, behind a batch of 1" in str(
+        behind
+    )
+    assert "still waiting for group0 to commit and apply its entry (it may still take effect" in str(proposed)
+    for error in (behind, proposed):
+        assert (error.consistency, error.received, error.block_for, error.write_type) == (
+            QUORUM,
+            0,
+            2,
+            "SIMPLE",
+        )
+    # the proposed change did take effect once group0 applied it; the queued one never was decided
+    assert set(cluster.state.metadata.catalog.keyspaces["ks"].tables) == {"slow"}
