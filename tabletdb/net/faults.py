@@ -64,6 +64,7 @@ class FaultInjector:
 
     def verb_refused(self, verb: str) -> bool:
         return verb in self.refused_verbs
+
     def fail(self, peer: int, verb: str) -> None:
         """Make every request of ``verb`` to ``peer`` fail at once, until healed."""
         if not verb:

@@ -51,6 +51,7 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         faults.refuse_verb(verb)
         log.warning("fault injection: refusing verb=%s", verb)
         return web.json_response(_describe(ctx.state(), faults))
+
     async def fail(request: web.Request) -> web.Response:
         verb = request.query.get("verb", "")
         if not verb:
