@@ -412,6 +412,15 @@ class QueryProcessor:
             raise InvalidRequest(f"unconfigured table {name.name}")
         return table
 
+    def _truncated_table(self, name: ast.QualifiedName, keyspace: str | None) -> TableDef:
+        """A view is emptied with its base, never alone (it would no longer mirror the base)."""
+        ks = ddl.keyspace_of(name, keyspace)
+        if self._metadata.catalog.view(ks, name.name) is not None:
+            raise InvalidRequest(
+                "Cannot TRUNCATE materialized view directly; must truncate base table instead"
+            )
+        return self._user_table(name, keyspace)
+
     # -- dispatch -------------------------------------------------------------------------
 
     async def _execute(
@@ -439,7 +448,7 @@ class QueryProcessor:
                 stmt.kind.upper(), items, timestamp, params.consistency, params.serial_consistency
             )
         if isinstance(stmt, ast.TruncateStatement):
-            return await self._data_path().truncate(self._user_table(stmt.table, keyspace))
+            return await self._data_path().truncate(self._truncated_table(stmt.table, keyspace))
         if isinstance(stmt, ast.UseStatement):
             if self._catalog_with_system().keyspace(stmt.keyspace) is None:
                 raise InvalidRequest(f"Keyspace '{stmt.keyspace}' does not exist")

@@ -14,6 +14,7 @@ from dataclasses import replace
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import MapType
 from tabletdb.schema.ddl_common import (
+    NAME_LENGTH,
     NOOP,
     Change,
     DdlOutcome,
@@ -99,7 +100,17 @@ def create_index(
         raise InvalidRequest(f"unconfigured table {table_name}")
     if table.is_counter:
         raise InvalidRequest("Secondary indexes are not supported on counter tables")
+    if name is not None and len(name) > NAME_LENGTH:
+        # The index's entries table is named after it: a longer name would make a table name
+        # past the limit every other table keeps.
+        raise InvalidRequest(
+            f'index names shouldn\'t be more than {NAME_LENGTH} characters long (got "{name}")'
+        )
     col = table.column(column)
+    if local_partition_key is not None and col is not None and col.kind is ColumnKind.STATIC:
+        # A local index orders a partition's rows by the indexed value; a static cell belongs
+        # to the partition, not to a row, so there is nothing to order.
+        raise InvalidRequest("Local indexes containing static columns are not supported.")
     if kind == "simple" and col is not None and col.type.is_collection and col.type.is_multi_cell:
         kind = "values"
     _validate_target(table, column, kind)
