@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from cassandra import InvalidRequest
-from cassandra.protocol import ConfigurationException
+from cassandra.protocol import ConfigurationException, SyntaxException
 
 from tests.harness.clients import scylla_cluster
 from tests.harness.node import TestNode
@@ -96,3 +96,34 @@ def test_keyspace_and_tablet_options_scylladb_refuses(node: TestNode) -> None:
         session.execute("CREATE TABLE vks2.t (k int PRIMARY KEY)")
         with pytest.raises(ConfigurationException, match=off):
             session.execute("ALTER TABLE vks2.t WITH tablets = {'min_tablet_count': 4}")
+
+
+def test_create_index_with_properties_describes_them_and_keeps_them_over_a_restart(node: TestNode) -> None:
+    with scylla_cluster(node) as cluster:
+        session: Any = cluster.connect()
+        session.execute(f"CREATE KEYSPACE vip WITH replication = {NTS_ONE}")
+        session.execute("CREATE TABLE vip.t (k int PRIMARY KEY, v int, u int)")
+        session.execute(
+            "CREATE INDEX iv ON vip.t (v) WITH gc_grace_seconds = 3 "
+            "AND compaction = {'class': 'SizeTieredCompactionStrategy', 'min_threshold': '6'}"
+        )
+        with pytest.raises(SyntaxException, match="Unknown property 'replicate_on_write'"):
+            session.execute("CREATE INDEX iu ON vip.t (u) WITH replicate_on_write = true")
+        with pytest.raises(InvalidRequest, match="Cannot enable CDC for a materialized view"):
+            session.execute("CREATE INDEX iu ON vip.t (u) WITH cdc = {'enabled': true}")
+        session.execute("INSERT INTO vip.t (k, v, u) VALUES (1, 7, 8)")
+        assert [r.k for r in session.execute("SELECT k FROM vip.t WHERE v = 7")] == [1]
+        expected = (
+            "CREATE INDEX iv ON vip.t(v) WITH compaction = {'class': 'SizeTieredCompactionStrategy', "
+            "'min_threshold': '6'}\n    AND gc_grace_seconds = 3;\n"
+        )
+        assert session.execute("DESC INDEX vip.iv").one().create_statement == expected
+    node.restart()
+    with scylla_cluster(node) as cluster:
+        session = cluster.connect()
+        assert session.execute("DESC INDEX vip.iv").one().create_statement == expected
+        # The text DESCRIBE gives recreates the index.
+        session.execute("DROP INDEX vip.iv")
+        session.execute(expected)
+        assert session.execute("DESC INDEX vip.iv").one().create_statement == expected
+        assert [r.k for r in session.execute("SELECT k FROM vip.t WHERE v = 7")] == [1]
