@@ -60,6 +60,7 @@ from tabletdb.systables.node_info import NodeInfo
 from tabletdb.systables.select import output_columns, select_virtual
 from tabletdb.systables.tables import (
     AUTH_KEYSPACE,
+    AUTH_RENDERERS,
     RENDERERS,
     SYSTEM,
     SystemState,
@@ -73,7 +74,7 @@ from tabletdb.views.build import build_new_view
 from tabletdb.views.index_writes import build_new_index
 
 PREPARED_CACHE_LIMIT = 10_000
-VIRTUAL_KEYSPACES = (SYSTEM, system_schema.KEYSPACE, SYSTEM_DISTRIBUTED)
+VIRTUAL_KEYSPACES = (SYSTEM, system_schema.KEYSPACE, SYSTEM_DISTRIBUTED, AUTH_KEYSPACE)
 """Keyspaces whose tables are rendered from state, never stored, and cannot be written."""
 _DML = (ast.SelectStatement, ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement)
 
@@ -513,8 +514,8 @@ class QueryProcessor:
                 raise InvalidRequest(f"system.{table.name} is not available: no node behind this processor")
             local_rows = await LOCAL_RENDERERS[table.name][1](self._local)
             return select_virtual(select, lambda _: local_rows)
-        if table.keyspace == SYSTEM:
-            render = RENDERERS[table.name][1]
+        if table.keyspace in (SYSTEM, AUTH_KEYSPACE):
+            render = (RENDERERS if table.keyspace == SYSTEM else AUTH_RENDERERS)[table.name][1]
             state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
             return select_virtual(select, lambda _: render(state))
         if table.keyspace == SYSTEM_DISTRIBUTED:
@@ -567,6 +568,9 @@ class QueryProcessor:
         elif ks == SYSTEM_DISTRIBUTED:
             distributed = DISTRIBUTED_RENDERERS.get(name.name)
             found = None if distributed is None else distributed[0]
+        elif ks == AUTH_KEYSPACE:
+            legacy = AUTH_RENDERERS.get(name.name)
+            found = None if legacy is None else legacy[0]
         else:
             catalog = self._metadata.catalog
             if catalog.keyspace(ks) is None:
