@@ -26,6 +26,7 @@ from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.coordinator.replica_repair import ReplicaRepair
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
+from tabletdb.cql.tracing import TraceStore
 from tabletdb.group0.rack_shape import token_owners_shape
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
@@ -150,6 +151,7 @@ class Node:
             lambda: self.metadata.state.metadata,
             config.test_statement_delay_ms,
         )
+        traces = TraceStore()  # traced requests: the CQL server records, system_traces shows
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
@@ -178,6 +180,7 @@ class Node:
                 started,
                 membership_running=not config.maintenance_mode,
             ),
+            traces=traces,
         )
         cql_tls = client_tls(config)
         self.server = CqlServer(
@@ -200,6 +203,7 @@ class Node:
                 if cql_tls is not None and config.native_transport_port_ssl != config.native_transport_port
                 else None
             ),
+            traces=traces,
         )
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None

@@ -31,6 +31,7 @@ from tabletdb.cql.results import (
     SetKeyspaceResult,
     VoidResult,
 )
+from tabletdb.cql.tracing import TraceStore, trace
 from tabletdb.cql.values import Value
 from tabletdb.group0.state import Group0State
 from tabletdb.protocol.extensions import build_supported
@@ -67,6 +68,8 @@ from tabletdb.systables.tables import (
     system_auth_keyspace,
     system_keyspace,
 )
+from tabletdb.systables.traces import TRACE_TABLES, TRACES_KEYSPACE, system_traces_keyspace
+from tabletdb.systables.traces import render as render_traces
 from tabletdb.systables.version_reads import VersionReads
 from tabletdb.systables.virtual_writes import READ_ONLY, VIRTUAL_TABLES, config_updates, write_refused
 from tabletdb.views.backfill import Backfill
@@ -74,7 +77,7 @@ from tabletdb.views.build import build_new_view
 from tabletdb.views.index_writes import build_new_index
 
 PREPARED_CACHE_LIMIT = 10_000
-VIRTUAL_KEYSPACES = (SYSTEM, system_schema.KEYSPACE, SYSTEM_DISTRIBUTED, AUTH_KEYSPACE)
+VIRTUAL_KEYSPACES = (SYSTEM, system_schema.KEYSPACE, SYSTEM_DISTRIBUTED, AUTH_KEYSPACE, TRACES_KEYSPACE)
 """Keyspaces whose tables are rendered from state, never stored, and cannot be written."""
 _DML = (ast.SelectStatement, ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement)
 
@@ -111,11 +114,13 @@ class QueryProcessor:
         backfill: Backfill | None = None,
         cluster: Callable[[], ClusterShape] | None = None,
         local: LocalNode | None = None,
+        traces: TraceStore | None = None,
     ) -> None:
         """``cluster``: the token-owning nodes per DC and rack of this node's group0 state, read
         when a schema statement is decided (tablets keyspaces must fit them; ``schema.rack_rules``).
         ``local``: this process's settings, listeners and files for ``system.config`` and the
-        other local virtual tables (`systables.local_tables`)."""
+        other local virtual tables (`systables.local_tables`). ``traces``: the sessions the CQL
+        server traced, shown in ``system_traces`` (`cql.tracing`)."""
         empty = Group0State()  # immutable: one for every request, not a new one per lookup
         self._auth = auth or AuthService(AuthConfig(), lambda: empty)
         self._auth_exec = AuthExecutor(
@@ -130,6 +135,7 @@ class QueryProcessor:
         self._cluster = cluster
         self._clients = clients
         self._local = local
+        self._traces = traces or TraceStore()
         self._shard_aware_port = shard_aware_port
         self._routes = routes
         self._version_reads = VersionReads(settle_versions)
@@ -165,7 +171,9 @@ class QueryProcessor:
     # -- Handler: requests ----------------------------------------------------------------
 
     async def query(self, client: ClientState, query: str, params: QueryParameters) -> Result:
+        trace("Parsing a statement")
         stmt = parse_statement(query)
+        trace("Processing a statement")
         values = params.values
         if params.names is not None:
             table = self._table_for(stmt, client.keyspace)
@@ -518,6 +526,8 @@ class QueryProcessor:
             render = (RENDERERS if table.keyspace == SYSTEM else AUTH_RENDERERS)[table.name][1]
             state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
             return select_virtual(select, lambda _: render(state))
+        if table.keyspace == TRACES_KEYSPACE:
+            return select_virtual(select, lambda _: render_traces(table.name, self._traces))
         if table.keyspace == SYSTEM_DISTRIBUTED:
             g0 = self._auth.state()
             rows = DISTRIBUTED_RENDERERS[table.name][1](g0, _now_micros(), self._member_hosts())
@@ -568,6 +578,8 @@ class QueryProcessor:
         elif ks == SYSTEM_DISTRIBUTED:
             distributed = DISTRIBUTED_RENDERERS.get(name.name)
             found = None if distributed is None else distributed[0]
+        elif ks == TRACES_KEYSPACE:
+            found = TRACE_TABLES.get(name.name)
         elif ks == AUTH_KEYSPACE:
             legacy = AUTH_RENDERERS.get(name.name)
             found = None if legacy is None else legacy[0]
@@ -620,6 +632,7 @@ class QueryProcessor:
             catalog.keyspaces.set(SYSTEM, system_keyspace())
             .set(system_schema.KEYSPACE, system_schema.system_schema_keyspace())
             .set(AUTH_KEYSPACE, system_auth_keyspace())
+            .set(TRACES_KEYSPACE, system_traces_keyspace())
             .set(SYSTEM_DISTRIBUTED, system_distributed_keyspace())
         )
         merged = Catalog(keyspaces, catalog.version, catalog.ids)
