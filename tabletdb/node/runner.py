@@ -401,6 +401,7 @@ class Node:
             auth=self.auth,
             ops=self.ops,
             compaction=self.compaction,
+            cql=self.server,
             max_future_timestamp_us=FUTURE_TIMESTAMP_LIMIT_US
             if self.config.restrict_future_timestamp
             else None,
