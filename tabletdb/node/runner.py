@@ -436,6 +436,7 @@ class Node:
             self.storage.commit_counters,
             self.auth,
             transport=lambda: self.server,
+            statements=lambda: self.processor.stats,
         )
 
     async def run(self, stop: asyncio.Event) -> None:

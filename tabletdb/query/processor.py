@@ -46,6 +46,7 @@ from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
 from tabletdb.query.schema_fetches import SchemaFetches
 from tabletdb.query.select import result_columns
+from tabletdb.query.statement_stats import StatementStats
 from tabletdb.query.statement_timeouts import SessionLimit, statement_timeout_ms
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import Change, SchemaConfig, Target
@@ -136,6 +137,8 @@ class QueryProcessor:
         self._clients = clients
         self._local = local
         self._traces = traces or TraceStore()
+        self.stats = StatementStats()
+        """Statements executed, by kind, and their latencies (ScyllaDB's ``scylla_cql_*``)."""
         self._shard_aware_port = shard_aware_port
         self._routes = routes
         self._version_reads = VersionReads(settle_versions)
@@ -174,12 +177,13 @@ class QueryProcessor:
         trace("Parsing a statement")
         stmt = parse_statement(query)
         trace("Processing a statement")
+        started = time.perf_counter()
         values = params.values
         if params.names is not None:
             table = self._table_for(stmt, client.keyspace)
             binds = receivers(stmt, table)
             values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
-        return await self._run(
+        result = await self._run(
             client,
             stmt,
             values,
@@ -187,6 +191,8 @@ class QueryProcessor:
             params.consistency,
             lambda: self._execute(client, stmt, client.keyspace, values, params),
         )
+        self.stats.statement(stmt, result, time.perf_counter() - started)
+        return result
 
     async def prepare(self, client: ClientState, query: str) -> PreparedResult:
         keyspace = client.keyspace
@@ -229,6 +235,14 @@ class QueryProcessor:
         prepared = self._prepared.get(query_id)
         if prepared is None:
             raise Unprepared(f"Prepared query with ID {query_id.hex()} not found", query_id)
+        started = time.perf_counter()
+        result = await self._execute_prepared(client, prepared, params)
+        self.stats.statement(prepared.statement, result, time.perf_counter() - started)
+        return result
+
+    async def _execute_prepared(
+        self, client: ClientState, prepared: Prepared, params: QueryParameters
+    ) -> Result:
         values = params.values
         if params.names is not None:
             names = [b.name for b in prepared.binds]
@@ -291,9 +305,11 @@ class QueryProcessor:
             return None  # its own limit (and level) are checked on the usual path
         self._auth.check(client, stmt, prepared.keyspace, catalog)
         values = params.values
+        started = time.perf_counter()
         result = self._data_path().select_now(BoundSelect(stmt, table, values), params.consistency)
         if result is None:
             return None
+        self.stats.statement(stmt, result, time.perf_counter() - started)
         payload = self._routed(client, prepared, values)
         return result if payload is None else replace(result, custom_payload=payload)
 
@@ -373,7 +389,8 @@ class QueryProcessor:
             self._auth.check(client, stmt, keyspace, self._metadata.catalog)
             items.append(BoundModification(stmt, self._user_table(stmt.table, keyspace), entry.values))
         kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
-        return await self._auth.run_limited(
+        started = time.perf_counter()
+        result = await self._auth.run_limited(
             client,
             "BATCH",
             batch.consistency,
@@ -381,6 +398,8 @@ class QueryProcessor:
                 kind, items, batch.timestamp, batch.consistency, batch.serial_consistency
             ),
         )
+        self.stats.batch([item.statement for item in items], time.perf_counter() - started)
+        return result
 
     def _data_path(self) -> DataPath:
         if self._data is None:
