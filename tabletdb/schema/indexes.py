@@ -96,6 +96,8 @@ def create_index(
         # ScyllaDB has no SASI and refuses it; answering its LIKE and range queries by
         # filtering would look like support that is not there.
         raise InvalidRequest(f"Non-supported custom class '{custom_class}' provided")
+    properties = properties or {}
+    table_options, given_id = index_properties(properties)  # refused even where IF NOT EXISTS ends it
     if table_name in ks.views:
         raise InvalidRequest("Secondary indexes are not supported on materialized views")
     table = ks.tables.get(table_name)
@@ -147,9 +149,7 @@ def create_index(
     index_kind = IndexKind.CUSTOM if custom_class is not None else IndexKind.COMPOSITES
     has_table = custom_class is None and local_partition_key is None
     has_table = has_table and col is not None and col.kind is not ColumnKind.STATIC
-    properties = properties or {}
     check_index_can_hold(has_table, custom_class, properties)
-    table_options, given_id = index_properties(properties)
     entries_id = (given_id or table_id) if has_table else None
     owner = None if entries_id is None else catalog.ids.get(entries_id)
     if owner is not None:

@@ -107,3 +107,12 @@ def test_indexes_without_an_entries_table_refuse_properties() -> None:
         create_index(catalog, "ks", "t", "i", "v", local_partition_key=["k"], properties={"comment": "x"})
     with pytest.raises(InvalidRequest, match=r"Index properties \(gc_grace_seconds\)"):
         create_index(catalog, "ks", "t", "i", "st", properties={"gc_grace_seconds": 5}, table_id=next_id())
+
+
+def test_bad_properties_are_refused_even_when_if_not_exists_would_end_the_statement() -> None:
+    catalog, _, _ = _indexed(_catalog(), {})
+    with pytest.raises(CqlSyntaxError, match="Unknown property 'replicate_on_write'"):
+        create_index(
+            catalog, "ks", "t", "i", "v", properties={"replicate_on_write": True}, if_not_exists=True
+        )
+    assert create_index(catalog, "ks", "t", "i", "v", properties={"comment": "x"}, if_not_exists=True).is_noop
