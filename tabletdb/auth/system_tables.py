@@ -1,4 +1,5 @@
-"""system.roles, system.role_members, system.role_permissions and system.role_attributes.
+"""system.roles, system.role_members, system.role_permissions and system.role_attributes
+(and the same first three in the legacy `system_auth` keyspace).
 
 Like every metadata table (DESIGN.md decision 2) these store nothing: rows are rendered from
 the replicated auth and service-level state. The layout is ScyllaDB's (auth kept in the
@@ -8,6 +9,7 @@ as in the rest of our system tables.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tabletdb.auth.model import AuthState
@@ -67,6 +69,16 @@ ROLE_ATTRIBUTES = _define(
     "role attributes (the attached service level) in RBAC",
 )
 AUTH_TABLES = (ROLES, ROLE_MEMBERS, ROLE_PERMISSIONS, ROLE_ATTRIBUTES)
+
+LEGACY_KEYSPACE = "system_auth"
+LEGACY_TABLES = tuple(
+    replace(t, keyspace=LEGACY_KEYSPACE, id=legacy_table_id(LEGACY_KEYSPACE, t.name))
+    for t in (ROLES, ROLE_MEMBERS, ROLE_PERMISSIONS)
+)
+"""`system_auth.roles`, `role_members` and `role_permissions`: the layout auth had before it
+moved into `system` (Cassandra's, and ScyllaDB's before auth v2), which tools written against
+it still read. Read-only and rendered from the same state as the `system` tables, so the two
+always agree; writes go through CREATE/ALTER/GRANT as everywhere else."""
 
 
 def roles_rows(state: AuthState) -> list[Row]:

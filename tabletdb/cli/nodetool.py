@@ -40,6 +40,9 @@ class RestClient:
     def post(self, path: str, timeout: float = OPERATION_TIMEOUT, **query: str | None) -> Any:
         return self._call("POST", path, query, timeout)
 
+    def delete(self, path: str, timeout: float = OPERATION_TIMEOUT, **query: str | None) -> Any:
+        return self._call("DELETE", path, query, timeout)
+
     def _call(self, method: str, path: str, query: dict[str, str | None], timeout: float) -> Any:
         given = {k: v for k, v in query.items() if v is not None}
         url = f"http://{self.host}:{self.port}{urllib.parse.quote(path)}"
@@ -328,3 +331,52 @@ def flush(ctx: click.Context, keyspace: str | None, tables: tuple[str, ...]) -> 
     their files, sync them and fold their write-ahead logs in."""
     paths = ("/storage_service/flush", "/storage_service/keyspace_flush")
     _keyspace_request(_client(ctx), paths, keyspace, tables)
+
+
+@nodetool_group.command("enablebinary")
+@click.pass_context
+def enablebinary(ctx: click.Context) -> None:
+    """Start this node's CQL listeners again."""
+    _client(ctx).post("/storage_service/native_transport")
+
+
+@nodetool_group.command("disablebinary")
+@click.pass_context
+def disablebinary(ctx: click.Context) -> None:
+    """Stop this node's CQL listeners; connected clients are closed once their requests finish."""
+    _client(ctx).delete("/storage_service/native_transport")
+
+
+@nodetool_group.command("statusbinary")
+@click.pass_context
+def statusbinary(ctx: click.Context) -> None:
+    """Whether this node's CQL listeners accept connections: running or not running."""
+    click.echo("running" if _client(ctx).get("/storage_service/native_transport") else "not running")
+
+
+def _auto_compaction(ctx: click.Context, keyspace: str | None, tables: tuple[str, ...], enable: bool) -> None:
+    """ScyllaDB nodetool's shape: one call per keyspace (every keyspace when none is given)."""
+    client = _client(ctx)
+    keyspaces = [keyspace] if keyspace is not None else list(client.get("/storage_service/keyspaces"))
+    call = client.post if enable else client.delete
+    for name in keyspaces:
+        call(f"/storage_service/auto_compaction/{name}", cf=",".join(tables) or None)
+
+
+@nodetool_group.command("enableautocompaction")
+@click.argument("keyspace", required=False)
+@click.argument("tables", nargs=-1)
+@click.pass_context
+def enableautocompaction(ctx: click.Context, keyspace: str | None, tables: tuple[str, ...]) -> None:
+    """Let the background loop compact this node's files of every keyspace, KEYSPACE or its TABLES."""
+    _auto_compaction(ctx, keyspace, tables, True)
+
+
+@nodetool_group.command("disableautocompaction")
+@click.argument("keyspace", required=False)
+@click.argument("tables", nargs=-1)
+@click.pass_context
+def disableautocompaction(ctx: click.Context, keyspace: str | None, tables: tuple[str, ...]) -> None:
+    """Stop the background loop compacting this node's files of every keyspace, KEYSPACE or its
+    TABLES (manual compactions still run; a restart turns it back on)."""
+    _auto_compaction(ctx, keyspace, tables, False)

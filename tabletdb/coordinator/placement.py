@@ -16,7 +16,7 @@ cluster of one: every token is local.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from tabletdb.cdc.generation import Generations
@@ -81,6 +81,13 @@ class Replica:
 
 
 ReplicaSet = tuple[Replica, ...]
+
+
+def replica_names(replicas: Iterable[Replica]) -> str:
+    """Replicas as a trace event names them: host id, and shard where tablets give one."""
+    return ", ".join(str(r.host_id) if r.shard is None else f"{r.host_id}:{r.shard}" for r in replicas)
+
+
 WriteSets = tuple[ReplicaSet, ...]
 """The replica sets a write must meet its level on: one, or (old, new) during a migration."""
 

@@ -35,8 +35,10 @@ from tabletdb.coordinator.consistency import (
     read_targets,
 )
 from tabletdb.coordinator.context import Replicas
-from tabletdb.coordinator.placement import Replica, ReplicaSet, ReplicatedRange
+from tabletdb.coordinator.placement import Replica, ReplicaSet, ReplicatedRange, replica_names
 from tabletdb.cql.errors import InvalidRequest, ReadFailure, ReadTimeout
+from tabletdb.cql.tracing import current as tracing_on
+from tabletdb.cql.tracing import trace
 from tabletdb.dht.token import TokenRange
 from tabletdb.replica.verbs import export_mutations, read_answer, scan_answer
 from tabletdb.replica.wire import (
@@ -106,6 +108,7 @@ class ReadCoordinator:
         cl: int,
     ) -> PartitionData | None:
         if self.reads_locally(table, token, cl):
+            trace("read_data: querying locally %s.%s (token %d)", table.keyspace, table.name, token)
             try:
                 return self.replicas.local.read_partition(table, key, token, now, clustering, reverse)
             except (TabletCorrupt, TabletUnavailable):
@@ -138,6 +141,7 @@ class ReadCoordinator:
     ) -> ScanPage:
         """Up to ``limit`` rows of ``piece`` (inside ``where``) after ``after``, at ``cl``."""
         if self.replicas.placement.only_local(where.replicas) or self._local_suffices(where.replicas, cl):
+            trace("read_data: scanning locally %s.%s %s", table.keyspace, table.name, piece)
             try:
                 return self.replicas.local.scan(table, piece, now, limit, after)
             except (TabletCorrupt, TabletUnavailable):
@@ -183,6 +187,13 @@ class ReadCoordinator:
         note = ""
         answer: Any = None
         targets = self._targets(replicas, cl, excluded)
+        if tracing_on():
+            trace(
+                "Sending a read of %s.%s to replicas %s",
+                spec.table.keyspace,
+                spec.table.name,
+                replica_names(targets),
+            )
         for _ in range(REPAIR_ROUNDS + 1):
             try:
                 answer, digests = await self._ask(spec, targets, cl, replicas)

@@ -26,8 +26,10 @@ from tabletdb.cdc.tablet_streams import sets_of
 from tabletdb.cdc.write_time import refusal
 from tabletdb.coordinator.consistency import ALL, NAMES, check_available_sets, tracker_for
 from tabletdb.coordinator.context import Replicas
-from tabletdb.coordinator.placement import Replica, WriteSets, union
+from tabletdb.coordinator.placement import Replica, WriteSets, replica_names, union
 from tabletdb.cql.errors import InvalidRequest, TruncateError, Unavailable, WriteFailure, WriteTimeout
+from tabletdb.cql.tracing import current as tracing_on
+from tabletdb.cql.tracing import trace
 from tabletdb.replica.cdc_log import write_timestamps
 from tabletdb.replica.wire import VERB_APPLY, VERB_TRUNCATE, apply_payload, mutations_to_plain
 from tabletdb.schema.model import TableDef
@@ -64,6 +66,7 @@ class WriteCoordinator:
         if len(mutations) == 1:  # the common single-statement write: skip the grouping
             sets = self.replicas.placement.write_sets(table, mutations[0].token)
             if len(sets) == 1 and self.replicas.placement.only_local(sets[0]):
+                trace("Applying a mutation of %s.%s locally", table.keyspace, table.name)
                 return self.replicas.local.apply(table, mutations)
         return self._write(table, mutations, cl, write_type)
 
@@ -142,8 +145,17 @@ class WriteCoordinator:
         ctx = self.replicas
         replicas = sets[0] if len(sets) == 1 else union(sets)
         if len(sets) == 1 and ctx.placement.only_local(replicas):
+            trace("Applying %d mutation(s) of %s.%s locally", len(mutations), table.keyspace, table.name)
             await ctx.local.apply(table, mutations)
             return
+        if tracing_on():
+            trace(
+                "Sending %d mutation(s) of %s.%s to replicas %s",
+                len(mutations),
+                table.keyspace,
+                table.name,
+                replica_names(replicas),
+            )
         tracker = tracker_for(cl, sets, ctx.local_dc, write=True)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         errors: list[str] = []

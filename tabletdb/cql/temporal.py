@@ -109,7 +109,15 @@ def parse_timestamp(text: str) -> int:
     hour, minute, second = (int(g) if g else 0 for g in m.group(4, 5, 6))
     if not _valid_civil(year, month, day) or hour > 23 or minute > 59 or second > 59:
         raise InvalidRequest(f"Unable to coerce '{text}' to a formatted date (long): field out of range")
-    millis = int((m.group(7) or "0").ljust(3, "0")[:3])
+    fraction = m.group(7) or "0"
+    if len(fraction) > 3:
+        # A timestamp holds milliseconds: dropping the rest silently would store a different
+        # instant than the one written. ScyllaDB refuses it (Cassandra truncates).
+        raise InvalidRequest(
+            f"marshaling error: unable to parse date '{text}': marshaling error: "
+            f"Milliseconds length exceeds expected ({len(fraction)})"
+        )
+    millis = int(fraction.ljust(3, "0"))
     offset_minutes = 0
     if m.group(9):
         offset_minutes = int(m.group(10)) * 60 + int(m.group(11) or 0)

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,23 @@ class CompactionManager:
     poll_s: float = POLL_S
     _files: dict[Path, _Tracked] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _auto_off: set[uuid.UUID] = field(default_factory=set)
+    """Tables whose files the background loop leaves alone (``nodetool disableautocompaction``);
+    node-local and forgotten on restart, as in ScyllaDB. Manual compactions still run."""
+
+    # -- automatic compaction on or off ----------------------------------------------------
+
+    def set_auto_compaction(self, tables: Iterable[TableDef], enabled: bool) -> None:
+        """Turn the background loop's compaction of ``tables`` (and their index tables) on or off."""
+        ids = {t.id for table in tables for t in (table, *_index_tables(table))}
+        if enabled:
+            self._auto_off -= ids
+        else:
+            self._auto_off |= ids
+        log.info("automatic compaction %s tables=%d", "enabled" if enabled else "disabled", len(ids))
+
+    def auto_compaction(self, table: TableDef) -> bool:
+        return table.id not in self._auto_off
 
     # -- what a request names --------------------------------------------------------------
 
@@ -140,6 +158,8 @@ class CompactionManager:
     def _candidates(self) -> dict[Path, tuple[TableDef, LocalFile]]:
         out: dict[Path, tuple[TableDef, LocalFile]] = {}
         for table in self.tables(None):
+            if table.id in self._auto_off:
+                continue
             for local in self.storage.local_files(table):
                 if local.path.exists() and movable(self.storage, table, local):
                     out[local.path] = (table, local)

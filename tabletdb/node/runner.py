@@ -26,6 +26,7 @@ from tabletdb.auth.model import AuthConfig
 from tabletdb.coordinator.executor import ServerClock
 from tabletdb.coordinator.replica_repair import ReplicaRepair
 from tabletdb.cql.parser import load_in_background as parser_load_in_background
+from tabletdb.cql.tracing import TraceStore
 from tabletdb.group0.rack_shape import token_owners_shape
 from tabletdb.group0.tablet_planning import TabletPlanner
 from tabletdb.group0.topology import JoinRefused, NodeRecord
@@ -157,6 +158,7 @@ class Node:
                 config.user_defined_function_allocation_limit_bytes,
             )
         )
+        traces = TraceStore()  # traced requests: the CQL server records, system_traces shows
         self.processor = QueryProcessor(
             lambda: self.info,
             self.metadata,
@@ -185,6 +187,7 @@ class Node:
                 started,
                 membership_running=not config.maintenance_mode,
             ),
+            traces=traces,
         )
         cql_tls = client_tls(config)
         self.server = CqlServer(
@@ -207,6 +210,7 @@ class Node:
                 if cql_tls is not None and config.native_transport_port_ssl != config.native_transport_port
                 else None
             ),
+            traces=traces,
         )
         self.metadata.add_listener(self._announce_schema_changes)
         self.rest_api: RestApi | None = None
@@ -404,6 +408,7 @@ class Node:
             auth=self.auth,
             ops=self.ops,
             compaction=self.compaction,
+            cql=self.server,
             max_future_timestamp_us=FUTURE_TIMESTAMP_LIMIT_US
             if self.config.restrict_future_timestamp
             else None,
@@ -438,6 +443,7 @@ class Node:
             self.storage.commit_counters,
             self.auth,
             transport=lambda: self.server,
+            statements=lambda: self.processor.stats,
         )
 
     async def run(self, stop: asyncio.Event) -> None:

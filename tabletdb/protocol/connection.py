@@ -14,6 +14,7 @@ the `authenticator` given at construction), so a STARTUP must be answered with
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass
 
 from tabletdb.cql.errors import ProtocolError
@@ -225,16 +226,26 @@ class Connection:
             return Ready()
         return Authenticate(authenticator=self.authenticator)
 
-    def send(self, stream: int, response: Reply, request: Request | None = None) -> bytes:
+    def send(
+        self,
+        stream: int,
+        response: Reply,
+        request: Request | None = None,
+        tracing_id: uuid.UUID | None = None,
+    ) -> bytes:
         """Encode a response frame for `stream` (EVENT_STREAM for events): a protocol message, or
         a statement's result as a RESULT.
 
         `request` is the request being answered; Rows results need it for skip-metadata and
-        metadata-id handling. Sending AUTH_SUCCESS completes authentication.
+        metadata-id handling. Sending AUTH_SUCCESS completes authentication. `tracing_id`: the
+        trace session of a traced request; the body then starts with it (before any warnings).
         """
         body = bytearray()
         flags = 0
         ctx = self._encode_ctx
+        if tracing_id is not None:
+            flags |= FLAG_TRACING
+            body += tracing_id.bytes
         if response.warnings and ctx.version >= 4:
             flags |= FLAG_WARNING
             write_string_list(body, response.warnings)

@@ -20,12 +20,14 @@ import itertools
 import logging
 import os
 import ssl
+import uuid
 from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from typing import cast
 
 from tabletdb.cql.errors import CqlError, ServerError
-from tabletdb.cql.results import SetKeyspaceResult
+from tabletdb.cql.results import RowsResult, SetKeyspaceResult
+from tabletdb.cql.tracing import TraceSession, TraceStore, activate
 from tabletdb.protocol.budget import InFlightBudget
 from tabletdb.protocol.connection import (
     EVENT_STREAM,
@@ -60,6 +62,7 @@ from tabletdb.protocol.responses import (
     TopologyChangeEvent,
 )
 from tabletdb.protocol.sasl import parse_plain_token
+from tabletdb.protocol.trace_requests import open_session
 
 DEFAULT_MAX_IN_FLIGHT = 1024
 
@@ -104,10 +107,13 @@ class CqlServer:
         idle_timeout: float | None = None,
         tls: ssl.SSLContext | None = None,
         tls_port: int | None = None,
+        traces: TraceStore | None = None,
     ) -> None:
         if tls_port is not None and tls is None:
             raise ValueError("tls_port needs a TLS context")
         self.handler = handler
+        self.traces = traces or TraceStore()
+        """Where traced requests' sessions go (``system_traces`` shows them)."""
         self.tls = tls
         self.tls_port = tls_port
         self.host = host
@@ -331,7 +337,7 @@ class _ClientProtocol(asyncio.Protocol):
             self._charge = granted
             granted = None
             try:
-                self._dispatch(event.stream, event.request)
+                self._dispatch(event.stream, event.request, event.tracing)
             finally:
                 if self._charge:
                     budget.release(self._charge)
@@ -361,24 +367,26 @@ class _ClientProtocol(asyncio.Protocol):
 
     # dispatch
 
-    def _dispatch(self, stream: int, request: Request) -> None:
+    def _dispatch(self, stream: int, request: Request, tracing: bool = False) -> None:
         conn = self.conn
         client = self.client
         handler = self.server.handler
         self.server.request_counts[type(request)] += 1
+        session = self._open_trace(request) if tracing else None
         if isinstance(request, Execute):
-            if not self._answered_now(stream, request):
+            if session is not None or not self._answered_now(stream, request):
                 self._spawn(
                     stream,
                     request,
                     handler.execute(client, request.query_id, request.result_metadata_id, request.params),
+                    session,
                 )
         elif isinstance(request, Query):
-            self._spawn(stream, request, handler.query(client, request.query, request.params))
+            self._spawn(stream, request, handler.query(client, request.query, request.params), session)
         elif isinstance(request, Prepare):
-            self._spawn(stream, request, handler.prepare(client, request.query))
+            self._spawn(stream, request, handler.prepare(client, request.query), session)
         elif isinstance(request, Batch):
-            self._spawn(stream, request, handler.batch(client, request))
+            self._spawn(stream, request, handler.batch(client, request), session)
         elif isinstance(request, Options):
             self._answer(stream, request, lambda: Supported(options=handler.supported(client)))
         elif isinstance(request, Startup):
@@ -393,6 +401,13 @@ class _ClientProtocol(asyncio.Protocol):
             self.write(self._send(stream, Ready(), request))
         elif isinstance(request, AuthResponse):
             self._spawn(stream, request, self._authenticate(request))
+
+    def _open_trace(self, request: Request) -> TraceSession | None:
+        """The trace of a request the client flagged for tracing, kept where system_traces reads."""
+        session = open_session(request, self.client.peer[0], self.server.host, self.client.user)
+        if session is not None:
+            self.server.traces.add(session)
+        return session
 
     def _answered_now(self, stream: int, request: Execute) -> bool:
         """Answer an EXECUTE the handler can answer without waiting (a point read of this node's
@@ -428,23 +443,39 @@ class _ClientProtocol(asyncio.Protocol):
         self.client.ready = True
         return AuthSuccess(token=b"")
 
-    def _spawn(self, stream: int, request: Request, work: Awaitable[Reply]) -> None:
+    def _spawn(
+        self, stream: int, request: Request, work: Awaitable[Reply], session: TraceSession | None = None
+    ) -> None:
         # A task per request, never run eagerly: handlers may rely on running inside a task
         # (asyncio.timeout does). The task forgets itself when it ends (see ``_run``), and gives
         # back the request's in-flight budget charge then.
         loop = self._loop or asyncio.get_running_loop()
         charge, self._charge = self._charge, 0
-        self.tasks.add(loop.create_task(self._run(stream, request, work, charge)))
+        self.tasks.add(loop.create_task(self._run(stream, request, work, charge, session)))
 
-    async def _run(self, stream: int, request: Request, work: Awaitable[Reply], charge: int = 0) -> None:
+    async def _run(
+        self,
+        stream: int,
+        request: Request,
+        work: Awaitable[Reply],
+        charge: int = 0,
+        session: TraceSession | None = None,
+    ) -> None:
         try:
+            if session is not None:
+                activate(session)  # this task's context only: events land in this session
             try:
                 response = await work
             except CqlError as exc:
                 response = ErrorResponse(error=exc)
             except Exception as exc:
                 response = _internal_error("processing", request, exc)
-            self._respond(stream, request, response)
+            if session is not None:
+                if isinstance(response, RowsResult):
+                    session.event(f"Done processing - preparing a result of {len(response.rows)} rows")
+                session.event("Request complete")
+                session.finish()
+            self._respond(stream, request, response, None if session is None else session.session_id)
         finally:
             self.tasks.discard(asyncio.current_task(self._loop))
             if charge:
@@ -452,21 +483,29 @@ class _ClientProtocol(asyncio.Protocol):
             if self._reading_paused:
                 self._update_reading()
 
-    def _respond(self, stream: int, request: Request, response: Reply) -> None:
+    def _respond(
+        self, stream: int, request: Request, response: Reply, tracing_id: uuid.UUID | None = None
+    ) -> None:
         if isinstance(response, SetKeyspaceResult):
             self.client.keyspace = response.keyspace
         if self._transport is None:
             return
         try:
-            data = self._send(stream, response, request)
+            data = self._send(stream, response, request, tracing_id)
         except Exception as exc:  # an unencodable result (e.g. a too-long string) is a server error
             _log.error("cannot encode the response to %s", type(request).__name__, exc_info=exc)
             data = self._send(stream, ErrorResponse(error=ServerError(f"Cannot encode response: {exc!r}")))
         self.write(data)
 
-    def _send(self, stream: int, response: Reply, request: Request | None = None) -> bytes:
+    def _send(
+        self,
+        stream: int,
+        response: Reply,
+        request: Request | None = None,
+        tracing_id: uuid.UUID | None = None,
+    ) -> bytes:
         """Encode the answer to a request, counted for the transport metrics."""
-        data = self.conn.send(stream, response, request)
+        data = self.conn.send(stream, response, request, tracing_id)
         server = self.server
         server.requests_served += 1
         if isinstance(response, ErrorResponse):

@@ -21,6 +21,7 @@ from tabletdb.coordinator.writes import WriteCoordinator
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.results import Result, RowsResult, VoidResult
+from tabletdb.cql.tracing import trace
 from tabletdb.paxos.counters import CounterCoordinator
 from tabletdb.paxos.lwt import (
     execute_conditional,
@@ -277,6 +278,7 @@ class DataPath:
         if bound.paging_state is None:
             direct = self.select_now(bound, cl)
             if direct is not None:
+                trace("read_data: querying locally %s.%s", bound.table.keyspace, bound.table.name)
                 return direct
         if cl in (SERIAL, LOCAL_SERIAL) and self._paxos is not None:
             await serial_read_barrier(self._paxos, bound, cl)

@@ -234,8 +234,6 @@ def _index_decision(
     target = stmt.targets[0]
     raw = options_dict(stmt.options)
     index_options = raw.pop("options", None) or {}
-    for unknown in raw:
-        raise CqlSyntaxError(f"Unknown property '{unknown}'")
     str_options = {str(k): str(v) for k, v in index_options.items()}
     local_pk = stmt.partition_columns or None
     custom_class = stmt.custom_class if stmt.custom else None
@@ -250,6 +248,7 @@ def _index_decision(
         local_partition_key=local_pk,
         custom_class=custom_class,
         options=str_options,
+        properties=raw,
         if_not_exists=stmt.if_not_exists,
         table_id=entries_id,
         config=config,

@@ -27,7 +27,7 @@ AuthDescriber = Callable[[bool], list[DescribeRow]]
 _OWNERSHIP = MapType(TEXT, ListType(TEXT))
 _LISTINGS = {"KEYSPACES", "TABLES", "TYPES", "FUNCTIONS", "AGGREGATES"}
 _OBJECT_TYPES = {
-    "TABLE": ("table", "view"),
+    "TABLE": ("table",),
     "TYPE": ("type",),
     "FUNCTION": ("function",),
     "AGGREGATE": ("aggregate",),
@@ -106,6 +106,11 @@ def _object_rows(
         for r in schema_describe.object_rows(catalog, keyspace, stmt.name.name, stmt.with_internals)
         if r.type in wanted or (kind == "TABLE" and r.type in ("index", "view", "table"))
     ]
+    if kind == "TABLE" and rows and rows[0].type == "view":
+        # ScyllaDB keeps the TABLE and MATERIALIZED VIEW forms apart (as for DROP and ALTER).
+        raise InvalidRequest(
+            "Cannot use DESC TABLE on materialized View. (Did you mean DESC MATERIALIZED VIEW)?"
+        )
     if not rows or rows[0].type not in wanted:
         what = {"MATERIALIZED VIEW": "Materialized view"}.get(kind, kind.capitalize())
         raise InvalidRequest(f"{what} '{stmt.name.name}' not found in keyspace '{keyspace}'")

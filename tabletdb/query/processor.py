@@ -31,6 +31,7 @@ from tabletdb.cql.results import (
     SetKeyspaceResult,
     VoidResult,
 )
+from tabletdb.cql.tracing import TraceStore, trace
 from tabletdb.cql.values import Value
 from tabletdb.group0.state import Group0State
 from tabletdb.protocol.extensions import build_supported
@@ -45,6 +46,7 @@ from tabletdb.query.metadata_store import MetadataStore
 from tabletdb.query.route_check import Payload, RouteCheck, RoutePlan, plan_route
 from tabletdb.query.schema_fetches import SchemaFetches
 from tabletdb.query.select import result_columns
+from tabletdb.query.statement_stats import StatementStats
 from tabletdb.query.statement_timeouts import SessionLimit, statement_timeout_ms
 from tabletdb.schema import system_schema
 from tabletdb.schema.ddl_common import Change, SchemaConfig, Target
@@ -60,12 +62,15 @@ from tabletdb.systables.node_info import NodeInfo
 from tabletdb.systables.select import output_columns, select_virtual
 from tabletdb.systables.tables import (
     AUTH_KEYSPACE,
+    AUTH_RENDERERS,
     RENDERERS,
     SYSTEM,
     SystemState,
     system_auth_keyspace,
     system_keyspace,
 )
+from tabletdb.systables.traces import TRACE_TABLES, TRACES_KEYSPACE, system_traces_keyspace
+from tabletdb.systables.traces import render as render_traces
 from tabletdb.systables.version_reads import VersionReads
 from tabletdb.systables.virtual_writes import READ_ONLY, VIRTUAL_TABLES, config_updates, write_refused
 from tabletdb.views.backfill import Backfill
@@ -73,7 +78,7 @@ from tabletdb.views.build import build_new_view
 from tabletdb.views.index_writes import build_new_index
 
 PREPARED_CACHE_LIMIT = 10_000
-VIRTUAL_KEYSPACES = (SYSTEM, system_schema.KEYSPACE, SYSTEM_DISTRIBUTED)
+VIRTUAL_KEYSPACES = (SYSTEM, system_schema.KEYSPACE, SYSTEM_DISTRIBUTED, AUTH_KEYSPACE, TRACES_KEYSPACE)
 """Keyspaces whose tables are rendered from state, never stored, and cannot be written."""
 _DML = (ast.SelectStatement, ast.InsertStatement, ast.UpdateStatement, ast.DeleteStatement)
 
@@ -110,11 +115,13 @@ class QueryProcessor:
         backfill: Backfill | None = None,
         cluster: Callable[[], ClusterShape] | None = None,
         local: LocalNode | None = None,
+        traces: TraceStore | None = None,
     ) -> None:
         """``cluster``: the token-owning nodes per DC and rack of this node's group0 state, read
         when a schema statement is decided (tablets keyspaces must fit them; ``schema.rack_rules``).
         ``local``: this process's settings, listeners and files for ``system.config`` and the
-        other local virtual tables (`systables.local_tables`)."""
+        other local virtual tables (`systables.local_tables`). ``traces``: the sessions the CQL
+        server traced, shown in ``system_traces`` (`cql.tracing`)."""
         empty = Group0State()  # immutable: one for every request, not a new one per lookup
         self._auth = auth or AuthService(AuthConfig(), lambda: empty)
         self._auth_exec = AuthExecutor(
@@ -129,6 +136,9 @@ class QueryProcessor:
         self._cluster = cluster
         self._clients = clients
         self._local = local
+        self._traces = traces or TraceStore()
+        self.stats = StatementStats()
+        """Statements executed, by kind, and their latencies (ScyllaDB's ``scylla_cql_*``)."""
         self._shard_aware_port = shard_aware_port
         self._routes = routes
         self._version_reads = VersionReads(settle_versions)
@@ -164,13 +174,16 @@ class QueryProcessor:
     # -- Handler: requests ----------------------------------------------------------------
 
     async def query(self, client: ClientState, query: str, params: QueryParameters) -> Result:
+        trace("Parsing a statement")
         stmt = parse_statement(query)
+        trace("Processing a statement")
+        started = time.perf_counter()
         values = params.values
         if params.names is not None:
             table = self._table_for(stmt, client.keyspace)
             binds = receivers(stmt, table)
             values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
-        return await self._run(
+        result = await self._run(
             client,
             stmt,
             values,
@@ -178,6 +191,8 @@ class QueryProcessor:
             params.consistency,
             lambda: self._execute(client, stmt, client.keyspace, values, params),
         )
+        self.stats.statement(stmt, result, time.perf_counter() - started)
+        return result
 
     async def prepare(self, client: ClientState, query: str) -> PreparedResult:
         keyspace = client.keyspace
@@ -220,6 +235,14 @@ class QueryProcessor:
         prepared = self._prepared.get(query_id)
         if prepared is None:
             raise Unprepared(f"Prepared query with ID {query_id.hex()} not found", query_id)
+        started = time.perf_counter()
+        result = await self._execute_prepared(client, prepared, params)
+        self.stats.statement(prepared.statement, result, time.perf_counter() - started)
+        return result
+
+    async def _execute_prepared(
+        self, client: ClientState, prepared: Prepared, params: QueryParameters
+    ) -> Result:
         values = params.values
         if params.names is not None:
             names = [b.name for b in prepared.binds]
@@ -282,11 +305,13 @@ class QueryProcessor:
             return None  # its own limit (and level) are checked on the usual path
         self._auth.check(client, stmt, prepared.keyspace, catalog)
         values = params.values
+        started = time.perf_counter()
         result = self._data_path().select_now(
             BoundSelect(stmt, table, values, routines=catalog.keyspace(table.keyspace)), params.consistency
         )
         if result is None:
             return None
+        self.stats.statement(stmt, result, time.perf_counter() - started)
         payload = self._routed(client, prepared, values)
         return result if payload is None else replace(result, custom_payload=payload)
 
@@ -370,7 +395,8 @@ class QueryProcessor:
             self._auth.check(client, stmt, keyspace, self._metadata.catalog)
             items.append(BoundModification(stmt, self._user_table(stmt.table, keyspace), entry.values))
         kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
-        return await self._auth.run_limited(
+        started = time.perf_counter()
+        result = await self._auth.run_limited(
             client,
             "BATCH",
             batch.consistency,
@@ -378,6 +404,8 @@ class QueryProcessor:
                 kind, items, batch.timestamp, batch.consistency, batch.serial_consistency
             ),
         )
+        self.stats.batch([item.statement for item in items], time.perf_counter() - started)
+        return result
 
     def _data_path(self) -> DataPath:
         if self._data is None:
@@ -418,6 +446,15 @@ class QueryProcessor:
             raise InvalidRequest(f"unconfigured table {name.name}")
         return table
 
+    def _truncated_table(self, name: ast.QualifiedName, keyspace: str | None) -> TableDef:
+        """A view is emptied with its base, never alone (it would no longer mirror the base)."""
+        ks = ddl.keyspace_of(name, keyspace)
+        if self._metadata.catalog.view(ks, name.name) is not None:
+            raise InvalidRequest(
+                "Cannot TRUNCATE materialized view directly; must truncate base table instead"
+            )
+        return self._user_table(name, keyspace)
+
     # -- dispatch -------------------------------------------------------------------------
 
     async def _execute(
@@ -445,7 +482,7 @@ class QueryProcessor:
                 stmt.kind.upper(), items, timestamp, params.consistency, params.serial_consistency
             )
         if isinstance(stmt, ast.TruncateStatement):
-            return await self._data_path().truncate(self._user_table(stmt.table, keyspace))
+            return await self._data_path().truncate(self._truncated_table(stmt.table, keyspace))
         if isinstance(stmt, ast.UseStatement):
             if self._catalog_with_system().keyspace(stmt.keyspace) is None:
                 raise InvalidRequest(f"Keyspace '{stmt.keyspace}' does not exist")
@@ -510,10 +547,12 @@ class QueryProcessor:
                 raise InvalidRequest(f"system.{table.name} is not available: no node behind this processor")
             local_rows = await LOCAL_RENDERERS[table.name][1](self._local)
             return select_virtual(select, lambda _: local_rows)
-        if table.keyspace == SYSTEM:
-            render = RENDERERS[table.name][1]
+        if table.keyspace in (SYSTEM, AUTH_KEYSPACE):
+            render = (RENDERERS if table.keyspace == SYSTEM else AUTH_RENDERERS)[table.name][1]
             state = await self._version_reads.state_for(client, table.name, stmt, self._system_state)
             return select_virtual(select, lambda _: render(state))
+        if table.keyspace == TRACES_KEYSPACE:
+            return select_virtual(select, lambda _: render_traces(table.name, self._traces))
         if table.keyspace == SYSTEM_DISTRIBUTED:
             g0 = self._auth.state()
             rows = DISTRIBUTED_RENDERERS[table.name][1](g0, _now_micros(), self._member_hosts())
@@ -564,6 +603,11 @@ class QueryProcessor:
         elif ks == SYSTEM_DISTRIBUTED:
             distributed = DISTRIBUTED_RENDERERS.get(name.name)
             found = None if distributed is None else distributed[0]
+        elif ks == TRACES_KEYSPACE:
+            found = TRACE_TABLES.get(name.name)
+        elif ks == AUTH_KEYSPACE:
+            legacy = AUTH_RENDERERS.get(name.name)
+            found = None if legacy is None else legacy[0]
         else:
             catalog = self._metadata.catalog
             if catalog.keyspace(ks) is None:
@@ -617,6 +661,7 @@ class QueryProcessor:
             catalog.keyspaces.set(SYSTEM, system_keyspace())
             .set(system_schema.KEYSPACE, system_schema.system_schema_keyspace())
             .set(AUTH_KEYSPACE, system_auth_keyspace())
+            .set(TRACES_KEYSPACE, system_traces_keyspace())
             .set(SYSTEM_DISTRIBUTED, system_distributed_keyspace())
         )
         merged = Catalog(keyspaces, catalog.version, catalog.ids)

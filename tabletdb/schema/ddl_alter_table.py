@@ -142,9 +142,11 @@ def alter_table_drop(
                 f"Cannot drop column {col_name} because it has dependent secondary indexes "
                 f"({', '.join(dependent)})"
             )
-        if any(v.table.column(col_name) is not None for v in ks.views_of(name)):
+        needed_by = next((v.name for v in ks.views_of(name) if v.table.column(col_name) is not None), None)
+        if needed_by is not None:
             raise InvalidRequest(
-                f"Cannot drop column {col_name} on base table {keyspace}.{name} with materialized views"
+                f"Cannot drop column {col_name} from base table {keyspace}.{name}: "
+                f"materialized view {needed_by} needs this column"
             )
         previous = dropped.get(col_name)
         ts = timestamp if previous is None else max(previous.timestamp, timestamp)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tabletdb.cql.errors import InvalidRequest, Unauthorized
+from tabletdb.cql.errors import ConfigurationError, InvalidRequest, Unauthorized
 from tabletdb.schema.model import Catalog, KeyspaceDef, KeyspaceSchema, TableDef
 from tabletdb.schema.mutations import Mutation
 from tabletdb.schema.rack_rules import (
@@ -152,3 +152,10 @@ def check_rf_rack_valid(ks: KeyspaceDef, config: SchemaConfig, why: str, *, view
         check_rf_rack_valid_by_config(ks, config.cluster)
     if views:
         check_rf_rack_valid_for_views(ks, config.cluster, why)
+
+
+def check_tablet_options(ks: KeyspaceDef, tablets: object | None) -> None:
+    """Table or view `tablets = {...}` hints only steer tablets; on a vnode keyspace they would be
+    stored and do nothing, so they are refused with ScyllaDB's text."""
+    if tablets is not None and not ks.uses_tablets:
+        raise ConfigurationError("tablet options cannot be used when tablets are disabled for the keyspace")

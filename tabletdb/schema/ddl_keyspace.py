@@ -137,8 +137,12 @@ def _nts_options(
     return tuple(sorted(result.items()))
 
 
+_TABLETS_OFF = "tablet options cannot be used when tablets are disabled for the keyspace"
+
+
 def _parse_tablets(given: Mapping[str, object] | None) -> tuple[bool | None, int | None]:
-    """The `tablets = {...}` map as (enabled if given, initial if given)."""
+    """The `tablets = {...}` map as (enabled if given, initial if given). An initial of 0 asks
+    for the automatic count, as in ScyllaDB: it is kept as 'no initial', never stored as 0."""
     wanted: bool | None = None
     initial: int | None = None
     for key, value in (given or {}).items():
@@ -175,7 +179,9 @@ def _tablets(
         return None
     enabled = wanted if wanted is not None else mode in ("enabled", "enforced")
     if initial is not None and not enabled:
-        raise ConfigurationError("The 'initial' tablets option requires tablets to be enabled")
+        raise ConfigurationError(_TABLETS_OFF)
+    if initial == 0:
+        initial = None
     if enabled:
         _check_rack_lists(replication, config)
     return KeyspaceTablets(enabled, initial)
@@ -334,14 +340,14 @@ def _altered_tablets(
             "tablets can only be chosen when the keyspace is created"
         )
     if initial is not None and not was:
-        raise ConfigurationError("The 'initial' tablets option requires tablets to be enabled")
+        raise ConfigurationError(_TABLETS_OFF)
     if rep.strategy_class != NTS:
         return None
     if not was:
         return KeyspaceTablets(False)
-    return KeyspaceTablets(
-        True, initial if initial is not None else (old.tablets.initial if old.tablets else None)
-    )
+    if initial is None:
+        initial = old.tablets.initial if old.tablets else None
+    return KeyspaceTablets(True, initial or None)
 
 
 def drop_keyspace(catalog: Catalog, name: str, if_exists: bool = False) -> DdlOutcome:

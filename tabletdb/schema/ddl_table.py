@@ -19,6 +19,7 @@ from tabletdb.schema.ddl_common import (
     SchemaChangeEvent,
     SchemaConfig,
     Target,
+    check_tablet_options,
     ensure_user_modifiable,
     name_taken_by_table_or_view,
     require_keyspace,
@@ -173,11 +174,7 @@ def check_table_options(table: TableDef, ks: KeyspaceSchema) -> None:
                 f"Cannot create CDC log for table {table.keyspace}.{table.name} because keyspace "
                 f"{table.keyspace} already has a table named {log_name}"
             )
-    if table.options.tablets is not None and not ks.definition.uses_tablets:
-        raise ConfigurationError(
-            f"Tablet options cannot be used on table {table.keyspace}.{table.name}: "
-            f"keyspace {table.keyspace} does not use tablets"
-        )
+    check_tablet_options(ks.definition, table.options.tablets)
 
 
 def claim_table_id(

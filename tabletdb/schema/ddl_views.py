@@ -21,6 +21,7 @@ from tabletdb.schema.ddl_common import (
     SchemaConfig,
     Target,
     check_rf_rack_valid,
+    check_tablet_options,
     ensure_user_modifiable,
     name_taken_by_table_or_view,
     require_keyspace,
@@ -147,10 +148,7 @@ def create_view(
     view_options = apply_options(TableOptions(), options, for_view=True)
     view_id = claim_table_id(catalog, keyspace, name, options, new_id, table_id)
     table = TableDef(keyspace, name, view_id, columns, view_options)
-    if view_options.tablets is not None and not ks.definition.uses_tablets:
-        raise ConfigurationError(
-            f"Tablet options cannot be used on view {keyspace}.{name}: keyspace does not use tablets"
-        )
+    check_tablet_options(ks.definition, view_options.tablets)
     view = ViewDef(table, base.id, base.name, where_clause, selected is None)
     event = SchemaChangeEvent(Change.CREATED, Target.TABLE, keyspace, name)
     return DdlOutcome((PutView(view),), (event,), views_warning(ks.definition))
@@ -167,6 +165,7 @@ def alter_view(catalog: Catalog, keyspace: str, name: str, options: Mapping[str,
     if table_id_option(options) is not None:
         raise InvalidRequest("Cannot alter table id.")
     new_options = apply_options(view.table.options, options, for_view=True)
+    check_tablet_options(ks.definition, new_options.tablets if "tablets" in options else None)
     new_view = replace(view, table=replace(view.table, options=new_options))
     return DdlOutcome(
         (PutView(new_view),), (SchemaChangeEvent(Change.UPDATED, Target.TABLE, keyspace, name),)

@@ -192,6 +192,12 @@ def index_statement(keyspace: str, index: IndexDef) -> str:
         extra = [(k, v) for k, v in index.options if k not in ("target", "class_name")]
         if extra:
             text += f" WITH OPTIONS = {_map(extra)}"
+    if index.table_options is not None:
+        # The properties CREATE INDEX ... WITH set: those that differ from a table's defaults.
+        defaults = set(_options(TableOptions(), True))
+        given = [o for o in _options(index.table_options, True) if o not in defaults]
+        if given:
+            text += " WITH " + "\n    AND ".join(given)
     return text + ";\n"
 
 

@@ -52,7 +52,9 @@ def index_table(base: TableDef, index: IndexDef) -> TableDef | None:
         ColumnDef(BASE_KEY, BLOB, ColumnKind.CLUSTERING, 1),
         ColumnDef(BASE_CLUSTERING, BLOB, ColumnKind.CLUSTERING, 2),
     )
-    return TableDef(base.keyspace, index_table_name(index), index.table_id, columns)
+    if index.table_options is None:
+        return TableDef(base.keyspace, index_table_name(index), index.table_id, columns)
+    return TableDef(base.keyspace, index_table_name(index), index.table_id, columns, index.table_options)
 
 
 def index_tables(base: TableDef) -> list[tuple[IndexDef, TableDef]]:

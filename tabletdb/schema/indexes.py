@@ -14,6 +14,7 @@ from dataclasses import replace
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import MapType
 from tabletdb.schema.ddl_common import (
+    NAME_LENGTH,
     NOOP,
     Change,
     DdlOutcome,
@@ -24,6 +25,7 @@ from tabletdb.schema.ddl_common import (
     ensure_user_modifiable,
     require_keyspace,
 )
+from tabletdb.schema.index_properties import check_index_can_hold, index_properties
 from tabletdb.schema.index_targets import TARGET_KINDS, local_target_string, target_string
 from tabletdb.schema.model import Catalog, ColumnKind, IndexDef, IndexKind, TableDef
 from tabletdb.schema.mutations import PutTable
@@ -79,19 +81,23 @@ def create_index(
     local_partition_key: Sequence[str] | None = None,
     custom_class: str | None = None,
     options: Mapping[str, str] | None = None,
+    properties: Mapping[str, object] | None = None,
     if_not_exists: bool = False,
     config: SchemaConfig | None = None,
     table_id: uuid.UUID | None = None,
 ) -> DdlOutcome:
     """CREATE [CUSTOM] INDEX. `kind` is simple/values/keys/entries/full; a plain collection
     column (kind simple) indexes its values, as in CQL. `table_id` (a fresh id from the caller)
-    becomes the id of the index's entries table; custom, local and static-column indexes get none."""
+    becomes the id of the index's entries table unless `properties` give an ID; custom, local
+    and static-column indexes get none. `properties`: the WITH map besides `options`."""
     ks = require_keyspace(catalog, keyspace)
     ensure_user_modifiable(keyspace)
     if custom_class is not None and custom_class.rsplit(".", 1)[-1] == SASI_CLASS:
         # ScyllaDB has no SASI and refuses it; answering its LIKE and range queries by
         # filtering would look like support that is not there.
         raise InvalidRequest(f"Non-supported custom class '{custom_class}' provided")
+    properties = properties or {}
+    table_options, given_id = index_properties(properties)  # refused even where IF NOT EXISTS ends it
     if table_name in ks.views:
         raise InvalidRequest("Secondary indexes are not supported on materialized views")
     table = ks.tables.get(table_name)
@@ -99,7 +105,17 @@ def create_index(
         raise InvalidRequest(f"unconfigured table {table_name}")
     if table.is_counter:
         raise InvalidRequest("Secondary indexes are not supported on counter tables")
+    if name is not None and len(name) > NAME_LENGTH:
+        # The index's entries table is named after it: a longer name would make a table name
+        # past the limit every other table keeps.
+        raise InvalidRequest(
+            f'index names shouldn\'t be more than {NAME_LENGTH} characters long (got "{name}")'
+        )
     col = table.column(column)
+    if local_partition_key is not None and col is not None and col.kind is ColumnKind.STATIC:
+        # A local index orders a partition's rows by the indexed value; a static cell belongs
+        # to the partition, not to a row, so there is nothing to order.
+        raise InvalidRequest("Local indexes containing static columns are not supported.")
     if kind == "simple" and col is not None and col.type.is_collection and col.type.is_multi_cell:
         kind = "values"
     _validate_target(table, column, kind)
@@ -133,8 +149,14 @@ def create_index(
     index_kind = IndexKind.CUSTOM if custom_class is not None else IndexKind.COMPOSITES
     has_table = custom_class is None and local_partition_key is None
     has_table = has_table and col is not None and col.kind is not ColumnKind.STATIC
-    entries_id = table_id if has_table else None
-    index = IndexDef(index_name, table_name, index_kind, tuple(sorted(stored.items())), entries_id)
+    check_index_can_hold(has_table, custom_class, properties)
+    entries_id = (given_id or table_id) if has_table else None
+    owner = None if entries_id is None else catalog.ids.get(entries_id)
+    if owner is not None:
+        raise InvalidRequest(f"Table with ID {entries_id} already exists: {owner[0]}.{owner[1]}")
+    index = IndexDef(
+        index_name, table_name, index_kind, tuple(sorted(stored.items())), entries_id, table_options
+    )
     indexes = tuple(sorted((*table.indexes, index), key=lambda i: i.name))
     new_table = replace(table, indexes=indexes)
     event = SchemaChangeEvent(Change.UPDATED, Target.TABLE, keyspace, table_name)

@@ -63,7 +63,9 @@ class IndexDef:
 
     `table_id` names the hidden table holding the index's entries (`schema.index_table`); None
     for indexes that have none (custom and local indexes, and ones created before index tables
-    existed), which queries then answer by scanning and filtering.
+    existed), which queries then answer by scanning and filtering. `table_options`: the
+    properties given by `CREATE INDEX ... WITH` (`schema.index_properties`), the entries table's
+    options; None when none were given (the table then has the defaults).
     """
 
     name: str
@@ -71,6 +73,7 @@ class IndexDef:
     kind: IndexKind
     options: Pairs
     table_id: uuid.UUID | None = None
+    table_options: TableOptions | None = None
 
     @property
     def target(self) -> str:

@@ -394,7 +394,15 @@ def system_keyspace() -> KeyspaceSchema:
 AUTH_KEYSPACE = "system_auth"
 
 
+AUTH_RENDERERS: dict[str, tuple[TableDef, Callable[[SystemState], list[Row]]]] = {
+    t.name: (t, _auth_renderer(t.name)) for t in auth_tables.LEGACY_TABLES
+}
+"""`system_auth`'s read-only views of the auth state (`auth.system_tables.LEGACY_TABLES`)."""
+
+
 def system_auth_keyspace() -> KeyspaceSchema:
-    """An empty `system_auth`: roles live in `system` (ScyllaDB's group0-managed auth), but the
-    keyspace is still listed, and cqlsh looks it up to print LIST ROLES/PERMISSIONS results."""
-    return KeyspaceSchema(KeyspaceDef(AUTH_KEYSPACE, Replication(LOCAL), durable_writes=True))
+    """`system_auth`: roles live in `system` (ScyllaDB's group0-managed auth), but the keyspace
+    is still listed (cqlsh looks it up to print LIST ROLES/PERMISSIONS results) and holds the
+    legacy layout's tables for tools that read them."""
+    tables = FrozenMap({name: t for name, (t, _) in AUTH_RENDERERS.items()})
+    return KeyspaceSchema(KeyspaceDef(AUTH_KEYSPACE, Replication(LOCAL), durable_writes=True), tables=tables)

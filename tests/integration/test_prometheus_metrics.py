@@ -90,3 +90,47 @@ def test_scylla_transport_metrics_count_requests_and_errors_by_kind(session: Any
     assert "# TYPE scylla_transport_cql_errors_total counter\n" in text
     assert "# TYPE scylla_transport_current_connections gauge\n" in text
     assert 'scylla_transport_cql_errors_total{shard="0",type="server_error"}' not in text  # none happened
+
+
+def test_scylla_cql_statement_counters_and_latency_histograms(session: Any, node: TestNode) -> None:
+    session.execute(
+        "CREATE KEYSPACE IF NOT EXISTS pm WITH replication = "
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+    )
+    session.execute("CREATE TABLE IF NOT EXISTS pm.c (k int PRIMARY KEY, v int)")
+    _, before = scrape(node)
+    insert = session.prepare("INSERT INTO pm.c (k, v) VALUES (?, ?)")
+    for k in range(4):
+        session.execute(insert, (k, k))
+    session.execute("INSERT INTO pm.c (k, v) VALUES (9, 9) IF NOT EXISTS")
+    session.execute("UPDATE pm.c SET v = 1 WHERE k = 1")
+    session.execute("DELETE FROM pm.c WHERE k = 2")
+    session.execute(
+        "BEGIN BATCH INSERT INTO pm.c (k, v) VALUES (5, 5); "
+        "INSERT INTO pm.c (k, v) VALUES (6, 6); APPLY BATCH"
+    )
+    point = session.prepare("SELECT v FROM pm.c WHERE k = ?")
+    for k in range(3):
+        session.execute(point, (k,))
+    assert len(session.execute("SELECT k FROM pm.c WHERE v > 0 ALLOW FILTERING").all()) == 5
+    text, after = scrape(node)
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert delta("scylla_cql_inserts", conditional="no") == 4
+    assert delta("scylla_cql_inserts", conditional="yes") == 1
+    assert delta("scylla_cql_updates", conditional="no") == 1
+    assert delta("scylla_cql_deletes", conditional="no") == 1
+    assert delta("scylla_cql_batches", conditional="no") == 1
+    assert delta("scylla_cql_statements_in_batches", conditional="no") == 2
+    assert delta("scylla_cql_reads") >= 4  # the driver's own metadata reads count too
+    assert delta("scylla_cql_select_allow_filtering") == 1
+    assert delta("scylla_cql_rows_read") >= 3 + 5
+    assert "# TYPE scylla_cql_inserts counter" in text
+    assert "# TYPE scylla_storage_proxy_coordinator_write_latency histogram" in text
+    writes = delta("scylla_storage_proxy_coordinator_write_latency_count")
+    assert writes == 4 + 1 + 1 + 1 + 1
+    assert delta("scylla_storage_proxy_coordinator_write_latency_bucket", le="+Inf") == writes
+    assert delta("scylla_storage_proxy_coordinator_read_latency_count") >= 4
+    assert delta("scylla_storage_proxy_coordinator_read_latency_sum") > 0

@@ -17,6 +17,7 @@ from tabletdb.node.admin.metrics import NodeMetrics
 from tabletdb.node.compaction_manager import CompactionManager
 from tabletdb.node.group0_shell.service import Group0Service
 from tabletdb.node.operator_view import NodeOps
+from tabletdb.protocol.server import CqlServer
 from tabletdb.query.auth_check import AuthService
 from tabletdb.replica.storage_service import StorageService
 
@@ -44,3 +45,5 @@ class ApiContext:
     """Liveness, load and uptime of the running node, for nodetool's routes (node.admin.rest_ring)."""
     compaction: CompactionManager | None = None
     """Compaction and flush of this node's files (node.admin.rest_compaction)."""
+    cql: CqlServer | None = None
+    """The CQL server, started and stopped by nodetool enable/disablebinary (node.admin.rest_switches)."""

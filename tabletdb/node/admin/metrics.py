@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from tabletdb.node.admin.scylla_metrics import TransportCounters, render, transport_families
+from tabletdb.node.admin.scylla_metrics import TransportCounters, cql_families, render, transport_families
 from tabletdb.protocol.requests import (
     AuthResponse,
     Batch,
@@ -30,6 +30,7 @@ from tabletdb.protocol.requests import (
 )
 from tabletdb.query.auth_check import AuthService
 from tabletdb.query.route_check import Op, RouteCounters, Target
+from tabletdb.query.statement_stats import StatementStats
 from tabletdb.storage.node_commit import CommitCounters
 
 OPCODE_NAMES: dict[type[Request], str] = {
@@ -151,11 +152,13 @@ class NodeMetrics:
         commits: Commits | None = None,
         auth: AuthService | None = None,
         transport: Callable[[], TransportCounters] | None = None,
+        statements: Callable[[], StatementStats] | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(NodeCollector(requests, routes, commits, auth))
         self._requests = requests
         self._transport = transport
+        self._statements = statements
 
     def render(self) -> bytes:
         ours = generate_latest(self.registry)
@@ -163,4 +166,7 @@ class NodeMetrics:
             return ours
         counts = self._requests()
         by_opcode = {name: counts.get(kind, 0) for kind, name in OPCODE_NAMES.items()}
-        return ours + render(transport_families(self._transport(), by_opcode))
+        scylla = ours + render(transport_families(self._transport(), by_opcode))
+        if self._statements is None:
+            return scylla
+        return scylla + render(cql_families(self._statements()))

@@ -24,6 +24,7 @@ from tabletdb.node.admin import (
     rest_faults,
     rest_ring,
     rest_snapshots,
+    rest_switches,
     rest_tablets,
     rest_topology,
 )
@@ -61,6 +62,7 @@ def build_app(ctx: ApiContext) -> web.Application:
     rest_tablets.add_routes(app, ctx)
     rest_column_family.add_routes(app, ctx)
     rest_compaction.add_routes(app, ctx)
+    rest_switches.add_routes(app, ctx)
     return app
 
 

@@ -11,7 +11,10 @@ tablet load are tabletdb's own.
   tablet replica: the pinned live file's bytes, hashed as they are copied
   (``snapshot_files.snapshot_pinned``), or SQLite's online backup when the file cannot be pinned
   at that moment — and answers with each file's tablet, token range, size, sha256 and live
-  row count.
+  row count. As in ScyllaDB, ``cf=t1,t2`` with exactly one ``kn`` names tables (with their
+  views; a view alone is refused), and ``sf=true`` skips writing the stores' deferred rows
+  first (the snapshot then holds what the files held). The path also answers with a trailing
+  ``/``.
 * ``GET /storage_service/snapshots/file?tag=T&path=P`` downloads one of them;
   ``DELETE /storage_service/snapshots?tag=T`` removes the snapshot.
 * ``POST /storage_service/tablets/load?table_id=I&first_token=A&last_token=B&sha256=H`` with a
@@ -86,7 +89,9 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
             web.get("/storage_service/tablets/balancing", bind(_get_balancing)),
             web.post("/storage_service/tablets/balancing", bind(_set_balancing)),
             web.post("/storage_service/snapshots", bind(_take_snapshot)),
+            web.post("/storage_service/snapshots/", bind(_take_snapshot)),  # the path ScyllaDB's tools use
             web.delete("/storage_service/snapshots", bind(_delete_snapshot)),
+            web.delete("/storage_service/snapshots/", bind(_delete_snapshot)),
             web.get("/storage_service/snapshots/file", _readable(lambda r: _download(ctx, r))),
             web.post("/storage_service/tablets/load", _readable(lambda r: _load_tablet(ctx, placement, r))),
         ]
@@ -160,6 +165,29 @@ def _tables(ctx: ApiContext, keyspaces: Iterable[str]) -> list[TableDef]:
     return out
 
 
+def _named_tables(ctx: ApiContext, keyspaces: list[str], names: list[str]) -> list[TableDef]:
+    """The tables ``cf`` names in the one keyspace ``kn`` names, each with its views."""
+    if not keyspaces:
+        raise web.HTTPBadRequest(text="The keyspace of column families must be specified")
+    if len(keyspaces) > 1:
+        raise web.HTTPBadRequest(text="Only one keyspace allowed when specifying a column family")
+    ks = ctx.state().metadata.catalog.keyspaces.get(keyspaces[0])
+    if ks is None:
+        raise web.HTTPBadRequest(text=f"keyspace {keyspaces[0]!r} does not exist")
+    out: list[TableDef] = []
+    for name in names:
+        if name in ks.views:
+            raise web.HTTPBadRequest(
+                text="Do not take a snapshot of a materialized view or a secondary index by itself. "
+                "Run snapshot on the base table instead."
+            )
+        table = ks.tables.get(name)
+        if table is None:
+            raise web.HTTPBadRequest(text=f"table {keyspaces[0]}.{name} does not exist")
+        out += [table, *(v.table for v in ks.views_of(name))]
+    return out
+
+
 def _snapshot_name(table: TableDef, local: LocalFile) -> str:
     leaf = f"tablet-{local.tablet_id}.db" if local.tablet_id is not None else f"shard-{local.shard}-vnode.db"
     return f"{table_directory_name(table.keyspace, table.name, table.id)}/{leaf}"
@@ -200,10 +228,12 @@ async def _take_snapshot(ctx: ApiContext, request: web.Request) -> dict[str, Any
     if tag_dir.exists():
         raise web.HTTPConflict(text=f"snapshot {tag_dir.name!r} already exists on this node")
     keyspaces = [k for k in request.query.get("kn", "").split(",") if k]
-    tables = _tables(ctx, keyspaces)
+    names = [t for t in request.query.get("cf", "").split(",") if t]
+    tables = _named_tables(ctx, keyspaces, names) if names else _tables(ctx, keyspaces)
     # Capture the file list on the loop (tablet maps can change later); copy off the loop.
     work = [(table, local) for table in tables for local in storage.local_files(table)]
-    storage.write_deferred(local.path for _, local in work)
+    if request.query.get("sf", "").lower() != "true":  # ScyllaDB's skip_flush
+        storage.write_deferred(local.path for _, local in work)
     tag_dir.mkdir(parents=True)
     now = int(time.time())
     gate = asyncio.Semaphore(SNAPSHOT_THREADS)

@@ -7,7 +7,11 @@ that ends in ``_total``, ``scylla_transport_cql_errors_total``, is named so), ev
 always adds ``_total`` to a counter's family name, so these families are rendered here in the
 text exposition format. A node is one event loop: every sample is ``shard="0"``. What we count
 and ScyllaDB also counts is exported: connections, requests served and serving, CQL messages by
-opcode and ERROR responses by kind (labels as ScyllaDB's ``exception_map``).
+opcode and ERROR responses by kind (labels as ScyllaDB's ``exception_map``); and, from the
+query layer's `StatementStats`, the ``scylla_cql_*`` statement counters (reads; inserts, updates,
+deletes, batches and their statements with a ``conditional`` label; rows returned; SELECTs with
+ALLOW FILTERING) and the coordinator read and write latency histograms
+(``scylla_storage_proxy_coordinator_{read,write}_latency``, microseconds, as ScyllaDB's).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from tabletdb.cql import errors
+from tabletdb.query.statement_stats import LatencyHistogram, StatementStats
 
 ERROR_TYPES: dict[int, str] = {
     errors.ServerError.code: "server_error",
@@ -118,14 +123,116 @@ def transport_families(counters: TransportCounters, by_opcode: Mapping[str, int]
     ]
 
 
-def render(families: list[Family]) -> bytes:
+@dataclass(frozen=True)
+class HistogramFamily:
+    """A latency histogram: ``_bucket{le=...}`` (cumulative), ``_sum`` and ``_count`` samples."""
+
+    name: str
+    help: str
+    histogram: LatencyHistogram
+
+
+def _conditional(
+    counts: Mapping[bool, int] | Mapping[tuple[str, bool], int], kind: str | None = None
+) -> tuple[tuple[Mapping[str, str], float], ...]:
+    """``conditional="no"`` always, ``"yes"`` only once it happened (ScyllaDB skips it when empty)."""
+
+    def count(flag: bool) -> int:
+        key: object = flag if kind is None else (kind, flag)
+        return int(counts.get(key, 0))  # type: ignore[call-overload]
+
+    samples: list[tuple[Mapping[str, str], float]] = [({**SHARD, "conditional": "no"}, float(count(False)))]
+    if count(True):
+        samples.append(({**SHARD, "conditional": "yes"}, float(count(True))))
+    return tuple(samples)
+
+
+def cql_families(stats: StatementStats) -> list[Family | HistogramFamily]:
+    """ScyllaDB's ``scylla_cql_*`` statement counters and coordinator latency histograms."""
+    mods = stats.modifications
+    return [
+        Family(
+            "scylla_cql_reads",
+            "Counts the total number of CQL SELECT requests.",
+            "counter",
+            ((SHARD, float(stats.reads)),),
+        ),
+        Family(
+            "scylla_cql_inserts",
+            "Counts the total number of CQL INSERT requests with/without conditions.",
+            "counter",
+            _conditional(mods, "inserts"),
+        ),
+        Family(
+            "scylla_cql_updates",
+            "Counts the total number of CQL UPDATE requests with/without conditions.",
+            "counter",
+            _conditional(mods, "updates"),
+        ),
+        Family(
+            "scylla_cql_deletes",
+            "Counts the total number of CQL DELETE requests with/without conditions.",
+            "counter",
+            _conditional(mods, "deletes"),
+        ),
+        Family(
+            "scylla_cql_batches",
+            "Counts the total number of CQL BATCH requests with/without conditions.",
+            "counter",
+            _conditional(stats.batches),
+        ),
+        Family(
+            "scylla_cql_statements_in_batches",
+            "Counts the total number of sub-statements in CQL BATCH requests with/without conditions.",
+            "counter",
+            _conditional(stats.statements_in_batches),
+        ),
+        Family(
+            "scylla_cql_rows_read",
+            "Counts the total number of rows returned by CQL SELECT requests.",
+            "counter",
+            ((SHARD, float(stats.rows_read)),),
+        ),
+        Family(
+            "scylla_cql_select_allow_filtering",
+            "Counts the number of SELECT query executions with ALLOW FILTERING option.",
+            "counter",
+            ((SHARD, float(stats.select_allow_filtering)),),
+        ),
+        HistogramFamily(
+            "scylla_storage_proxy_coordinator_read_latency",
+            "The general read latency histogram (microseconds).",
+            stats.read_latency,
+        ),
+        HistogramFamily(
+            "scylla_storage_proxy_coordinator_write_latency",
+            "The general write latency histogram (microseconds).",
+            stats.write_latency,
+        ),
+    ]
+
+
+def render(families: list[Family] | list[Family | HistogramFamily]) -> bytes:
     """Prometheus text exposition (format 0.0.4) of ``families``; families with no samples are
     left out, as seastar skips empty ones."""
     return "".join(_lines(families)).encode()
 
 
-def _lines(families: list[Family]) -> Iterator[str]:
+def _histogram_lines(family: HistogramFamily) -> Iterator[str]:
+    yield f"# HELP {family.name} {family.help}\n"
+    yield f"# TYPE {family.name} histogram\n"
+    for bound, count in family.histogram.cumulative():
+        le = "+Inf" if bound == float("inf") else repr(bound)
+        yield f'{family.name}_bucket{{le="{le}",shard="0"}} {float(count)!r}\n'
+    yield f'{family.name}_sum{{shard="0"}} {float(family.histogram.sum_us)!r}\n'
+    yield f'{family.name}_count{{shard="0"}} {float(family.histogram.count)!r}\n'
+
+
+def _lines(families: list[Family] | list[Family | HistogramFamily]) -> Iterator[str]:
     for family in families:
+        if isinstance(family, HistogramFamily):
+            yield from _histogram_lines(family)
+            continue
         if not family.samples:
             continue
         yield f"# HELP {family.name} {family.help}\n"

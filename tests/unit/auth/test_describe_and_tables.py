@@ -10,7 +10,14 @@ from tabletdb.auth.model import AuthConfig
 from tabletdb.auth.mutations import PutRole, RevokeAllOn, apply_auth_mutations
 from tabletdb.auth.permissions import grant_permissions
 from tabletdb.auth.serialize import AuthDecodeError, from_plain, to_plain
-from tabletdb.auth.system_tables import AUTH_TABLES, ROLE_PERMISSIONS, ROLES, render
+from tabletdb.auth.system_tables import (
+    AUTH_TABLES,
+    LEGACY_KEYSPACE,
+    LEGACY_TABLES,
+    ROLE_PERMISSIONS,
+    ROLES,
+    render,
+)
 from tabletdb.cql.errors import Unauthorized
 from tabletdb.qos import QosState, apply_qos_mutations
 from tabletdb.qos.model import ServiceLevel
@@ -169,3 +176,12 @@ def test_serialization_round_trips_through_msgpack() -> None:
     assert msgpack.packb(to_plain(state)) == msgpack.packb(to_plain(from_plain(to_plain(state))))
     with pytest.raises(AuthDecodeError):
         from_plain({"@": "Nope"})
+
+
+def test_legacy_system_auth_tables_mirror_the_system_ones_under_their_own_ids() -> None:
+    by_name = {t.name: t for t in AUTH_TABLES}
+    assert [t.name for t in LEGACY_TABLES] == ["roles", "role_members", "role_permissions"]
+    for legacy in LEGACY_TABLES:
+        current = by_name[legacy.name]
+        assert legacy.keyspace == LEGACY_KEYSPACE == "system_auth"
+        assert legacy.columns == current.columns and legacy.id != current.id

@@ -88,3 +88,26 @@ def test_requests_name_keyspaces_and_tables(tmp_path: Path) -> None:
         service.tables("nope")
     with pytest.raises(UnknownTable, match=r"table ks\.nope does not exist"):
         service.tables("ks", ["nope"])
+
+
+def test_with_automatic_compaction_off_the_round_leaves_the_table_alone(tmp_path: Path) -> None:
+    async def run() -> None:
+        service = manager(tmp_path)
+        keys = [f"k{i}".encode() for i in range(20)]
+        for k in keys:
+            await write(service.storage, k)
+        assert await service.round(NOW) is None
+        for k in keys:
+            await write(service.storage, k, delete=True)
+        service.storage.write_deferred()
+        service.set_auto_compaction([TABLE], False)
+        assert not service.auto_compaction(TABLE)
+        assert await service.round(NOW + 1) is None  # due, but switched off
+        service.set_auto_compaction([TABLE], True)
+        assert service.auto_compaction(TABLE)
+        result = await service.round(NOW + 2)
+        assert result is not None and result.outcome is Outcome.COMPACTED
+        service.set_auto_compaction([TABLE], False)
+        assert [r.outcome for r in await service.compact([TABLE])]  # a manual one still runs
+
+    asyncio.run(run())

@@ -129,6 +129,32 @@ def test_alter_keyspace_cannot_switch_tablets() -> None:
     assert altered.replication.options == (("dc1", "2"),) and altered.uses_tablets
 
 
+def test_initial_zero_asks_for_the_automatic_count_at_create_and_alter() -> None:
+    def tablets_of(catalog: Catalog) -> KeyspaceTablets | None:
+        return catalog.keyspaces["ks"].definition.tablets
+
+    created = create_keyspace(Catalog(), "ks", NTS_REP, tablets={"initial": 0}, config=CONFIG)
+    catalog = apply(Catalog(), created)
+    assert tablets_of(catalog) == KeyspaceTablets(True, None)
+    catalog = apply(catalog, alter_keyspace(catalog, "ks", tablets={"initial": 8}, config=CONFIG))
+    assert tablets_of(catalog) == KeyspaceTablets(True, 8)
+    unchanged = apply(catalog, alter_keyspace(catalog, "ks", durable_writes=False, config=CONFIG))
+    assert tablets_of(unchanged) == KeyspaceTablets(True, 8)
+    catalog = apply(catalog, alter_keyspace(catalog, "ks", tablets={"initial": 0}, config=CONFIG))
+    assert tablets_of(catalog) == KeyspaceTablets(True, None)
+
+
+def test_tablet_options_on_a_vnode_keyspace_are_refused_with_scyllas_words() -> None:
+    off = {"enabled": False, "initial": 4}
+    words = r"^tablet options cannot be used when tablets are disabled for the keyspace$"
+    with pytest.raises(ConfigurationError, match=words):
+        create_keyspace(Catalog(), "ks", NTS_REP, tablets=off, config=CONFIG)
+    created = create_keyspace(Catalog(), "ks", NTS_REP, tablets={"enabled": False}, config=CONFIG)
+    vnodes = apply(Catalog(), created)
+    with pytest.raises(ConfigurationError, match=words):
+        alter_keyspace(vnodes, "ks", tablets={"initial": 4}, config=CONFIG)
+
+
 def test_alter_vnode_keyspace_between_strategies_keeps_contents() -> None:
     simple = {"class": "SimpleStrategy", "replication_factor": 1}
     catalog = with_keyspace(replication=simple)

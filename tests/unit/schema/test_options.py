@@ -113,7 +113,7 @@ def test_alter_table_options_cross_checks() -> None:
     with pytest.raises(InvalidRequest, match="default_time_to_live on a table with counters"):
         alter_table_options(catalog, "ks", "t", {"default_time_to_live": 3})
     vnodes = with_table(with_keyspace(tablets={"enabled": False}))
-    with pytest.raises(ConfigurationError, match="does not use tablets"):
+    with pytest.raises(ConfigurationError, match="tablet options cannot be used when tablets are disabled"):
         alter_table_options(vnodes, "ks", "t", {"tablets": {"min_tablet_count": 2}})
     changed = apply(vnodes, alter_table_options(vnodes, "ks", "t", {"comment": "new", "gc_grace_seconds": 5}))
     table = changed.table("ks", "t")

@@ -1,0 +1,101 @@
+"""Query tracing: the session a traced request records, and where finished sessions are kept.
+
+A client asks for a trace with the protocol's tracing flag (cqlsh `TRACING ON`, the drivers'
+`trace=True`). The request's task then carries a `TraceSession` in a context variable; code
+along the way (parsing, the coordinator's replica calls, the rows read) adds events with
+`trace(...)`, which costs one context-variable read when nothing is traced. When the request
+ends the session gets its duration and `system_traces.sessions` / `events` show it (rendered
+from a `TraceStore`, like every other system table here: nothing is written to storage).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import OrderedDict
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field
+
+MAX_SESSIONS = 1000
+"""Finished and running sessions kept per node, oldest dropped first."""
+TRACE_TTL_SECONDS = 86_400
+"""How long a session stays readable (ScyllaDB keeps traces a day)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    event_id: uuid.UUID  # a timeuuid: events sort by it
+    activity: str
+    source_elapsed_us: int
+    thread: str
+
+
+@dataclass(slots=True)
+class TraceSession:
+    """One traced request, as `system_traces.sessions` shows it (events in order)."""
+
+    request: str
+    parameters: dict[str, str]
+    client: str
+    coordinator: str
+    username: str | None = None
+    session_id: uuid.UUID = field(default_factory=uuid.uuid1)
+    started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    _start: float = field(default_factory=time.monotonic)
+    duration_us: int | None = None
+    events: list[TraceEvent] = field(default_factory=list)
+
+    def event(self, activity: str, thread: str = "shard 0") -> None:
+        elapsed = int((time.monotonic() - self._start) * 1_000_000)
+        self.events.append(TraceEvent(uuid.uuid1(), activity, elapsed, thread))
+
+    def finish(self) -> None:
+        """Record the duration (once): the drivers poll until a session has one."""
+        if self.duration_us is None:
+            self.duration_us = max(1, int((time.monotonic() - self._start) * 1_000_000))
+
+
+_CURRENT: ContextVar[TraceSession | None] = ContextVar("tabletdb_trace", default=None)
+
+
+def activate(session: TraceSession) -> Token[TraceSession | None]:
+    """Make `session` the current task's trace (call inside the request's task)."""
+    return _CURRENT.set(session)
+
+
+def current() -> TraceSession | None:
+    return _CURRENT.get()
+
+
+def trace(activity: str, *args: object) -> None:
+    """Add an event to the current trace, if any; `activity % args` is formatted only then."""
+    session = _CURRENT.get()
+    if session is not None:
+        session.event(activity % args if args else activity)
+
+
+class TraceStore:
+    """The sessions this node coordinated, newest last, bounded in number and age."""
+
+    def __init__(self, max_sessions: int = MAX_SESSIONS, ttl_seconds: float = TRACE_TTL_SECONDS) -> None:
+        self._sessions: OrderedDict[uuid.UUID, TraceSession] = OrderedDict()
+        self._max = max_sessions
+        self._ttl_ms = int(ttl_seconds * 1000)
+
+    def add(self, session: TraceSession) -> None:
+        self._sessions[session.session_id] = session
+        while len(self._sessions) > self._max:
+            self._sessions.popitem(last=False)
+
+    def sessions(self, now_ms: int | None = None) -> list[TraceSession]:
+        """Sessions still within their time to live, oldest first."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        while self._sessions:
+            oldest = next(iter(self._sessions.values()))
+            if now_ms - oldest.started_at_ms <= self._ttl_ms:
+                break
+            self._sessions.popitem(last=False)
+        return list(self._sessions.values())
+
+    def get(self, session_id: uuid.UUID) -> TraceSession | None:
+        return self._sessions.get(session_id)

@@ -1,0 +1,61 @@
+"""Trace sessions: events only while a session is active in the task, and a bounded store."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tabletdb.cql.tracing import TraceSession, TraceStore, activate, current, trace
+from tabletdb.systables.traces import events_rows, sessions_rows
+
+
+def _session() -> TraceSession:
+    return TraceSession("Execute CQL3 query", {"query": "SELECT 1"}, "10.0.0.1", "10.0.0.2")
+
+
+def test_events_go_to_the_active_session_of_the_task_only() -> None:
+    traced, untraced = _session(), _session()
+
+    async def request(session: TraceSession | None, label: str) -> None:
+        if session is not None:
+            activate(session)
+        await asyncio.sleep(0)
+        trace("read %d rows of %s", 3, label)
+
+    async def both() -> None:
+        await asyncio.gather(
+            asyncio.create_task(request(traced, "a")), asyncio.create_task(request(None, "b"))
+        )
+
+    asyncio.run(both())
+    assert [e.activity for e in traced.events] == ["read 3 rows of a"]
+    assert untraced.events == [] and current() is None
+    trace("nothing is active here: %s", "no-op")
+
+
+def test_finish_sets_the_duration_once_and_rows_show_the_session() -> None:
+    session = _session()
+    session.event("Parsing a statement")
+    session.event("Request complete")
+    session.finish()
+    first = session.duration_us
+    session.finish()
+    assert first is not None and first > 0 and session.duration_us == first
+    store = TraceStore()
+    store.add(session)
+    (row,) = sessions_rows(store)
+    assert row["session_id"] == session.session_id and row["duration"] == first
+    assert row["parameters"] == (("query", "SELECT 1"),) and str(row["coordinator"]) == "10.0.0.2"
+    events = events_rows(store)
+    assert [e["activity"] for e in events] == ["Parsing a statement", "Request complete"]
+    assert events[0]["source_elapsed"] <= events[1]["source_elapsed"]
+
+
+def test_the_store_keeps_the_newest_sessions_within_their_time_to_live() -> None:
+    store = TraceStore(max_sessions=2, ttl_seconds=10)
+    sessions = [_session() for _ in range(3)]
+    for i, s in enumerate(sessions):
+        s.started_at_ms = 1_000_000 + i * 6_000
+        store.add(s)
+    assert store.sessions(now_ms=1_012_000) == sessions[1:]
+    assert store.sessions(now_ms=1_020_000) == sessions[2:]
+    assert store.get(sessions[0].session_id) is None
