@@ -62,6 +62,14 @@ def _write(session: Any, keys: range) -> None:
         run(session, "INSERT INTO vf.t (k, c, v) VALUES (%s, %s, %s)", "ONE", (k, k % 3, f"v{k}"))
 
 
+def _wait_for_pass_past(out: Path, micros: int, follower: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + 900  # passes lag the clock by 10 s; Spark is slow on a busy box
+    while _committed_upto(out) <= micros and time.monotonic() < deadline:
+        assert follower.poll() is None, "the export stopped:\n" + log_path.read_text()[-3000:]
+        time.sleep(0.2)
+    assert _committed_upto(out) > micros, "no pass past the writes:\n" + log_path.read_text()[-3000:]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_follow_exports_every_row_once_across_a_new_generation(
@@ -95,6 +103,11 @@ def test_follow_exports_every_row_once_across_a_new_generation(
     try:
         with pinned(first) as s0:
             _write(s0, range(0, 30))
+        first_writes = time.time_ns() // 1000
+        # a pass committed under the first generation before the ring grows: the later rows can
+        # only reach the export if it keeps following (Spark's start on a busy box could otherwise
+        # let one first pass cover both generations)
+        _wait_for_pass_past(out, first_writes, follower, log_path)
         second = node_factory.start_node(seeds=[first.host], options=OPTIONS)
         with pinned(second) as s1:
 
@@ -123,13 +136,7 @@ def test_follow_exports_every_row_once_across_a_new_generation(
         assert len(logged) == 60
         assert any(stream in new_streams for stream, _, _ in logged), "no write landed on the new streams"
 
-        deadline = time.monotonic() + 900  # passes lag the clock by 10 s; Spark is slow on a busy box
-        while _committed_upto(out) <= last_write and time.monotonic() < deadline:
-            assert follower.poll() is None, "the export stopped:\n" + log_path.read_text()[-3000:]
-            time.sleep(0.2)
-        assert _committed_upto(out) > last_write, (
-            "no pass past the last write:\n" + log_path.read_text()[-3000:]
-        )
+        _wait_for_pass_past(out, last_write, follower, log_path)
         follower.send_signal(signal.SIGINT)
         code = follower.wait(timeout=300)
     finally:
