@@ -200,9 +200,18 @@ def _text_value(t: NativeType, text: str) -> Any:
 _BOOLEANS = {"true": True, "false": False}
 
 
+_ZERO_SUB_MILLIS = re.compile(r"(\.\d{3})0+(?=[^0-9]|$)")
+"""Fraction digits past the millisecond that are all zeros (`12.248000Z`, as Python's isoformat
+and many exporters write): the instant is exactly a timestamp's, so a load keeps it. CQL
+literals refuse any fourth digit (ScyllaDB's rule, `cql.temporal`); a load's nonzero ones are
+still refused with that reason, as they would change the instant."""
+
+
 def fit_value(t: CqlType, raw: Any, receiver: str = "value", *, spark_form: bool = True) -> Any:
     if raw is None:
         return None
+    if isinstance(raw, str) and isinstance(t, NativeType) and t.name == "timestamp":
+        raw = _ZERO_SUB_MILLIS.sub(r"\1", raw, count=1)
     if not spark_form and _already_fits(t, raw):
         return raw
     if isinstance(raw, str) and isinstance(t, NativeType):

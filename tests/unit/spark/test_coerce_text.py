@@ -7,6 +7,7 @@ import math
 from functools import partial
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
@@ -74,3 +75,14 @@ def test_known_texts_read_alike_for_every_native_type() -> None:
 )
 def test_any_text_reads_alike(name: str, text: str) -> None:
     agree(name, text)
+
+
+def test_timestamps_with_zero_digits_past_the_millisecond_load_and_others_are_refused() -> None:
+    from tabletdb.cql.types import native
+    from tabletdb.spark.coerce import fit_value
+
+    stamp = native("timestamp")
+    exact = fit_value(stamp, "2024-01-01T08:08:12.248000Z")
+    assert exact == fit_value(stamp, "2024-01-01T08:08:12.248Z")
+    with pytest.raises(Exception, match="Milliseconds length exceeds expected"):
+        fit_value(stamp, "2024-01-01T08:08:12.248100Z")
