@@ -45,12 +45,18 @@ _CELL_LIVE = (
     f"c.dead = 0 AND ({_DELETED_AT} IS NULL OR c.ts > {_DELETED_AT}) AND (c.expiry = 0 OR c.expiry > :now)"
 )
 
-_ROW_LIVE = (
-    f"((r.marker_ts IS NOT NULL AND ({_DELETED_AT} IS NULL OR r.marker_ts > {_DELETED_AT})"
-    " AND (r.marker_expiry = 0 OR r.marker_expiry > :now))"
-    " OR EXISTS (SELECT 1 FROM cells c WHERE c.pk = r.pk AND c.kind = r.kind AND c.ck = r.ck"
-    f" AND {_CELL_LIVE}))"
-)
+
+def _row_live(cell_live: str) -> str:
+    """A row is live if its marker is, or any cell satisfying ``cell_live``."""
+    return (
+        f"((r.marker_ts IS NOT NULL AND ({_DELETED_AT} IS NULL OR r.marker_ts > {_DELETED_AT})"
+        " AND (r.marker_expiry = 0 OR r.marker_expiry > :now))"
+        " OR EXISTS (SELECT 1 FROM cells c WHERE c.pk = r.pk AND c.kind = r.kind AND c.ck = r.ck"
+        f" AND {cell_live}))"
+    )
+
+
+_ROW_LIVE = _row_live(_CELL_LIVE)
 
 _COUNTED_FLAGS = f"(0, {HAS_COLLECTION_TOMBSTONES})"
 """Partitions a count decides in SQL (module docstring)."""
@@ -58,12 +64,7 @@ _CELL_COUNTED = (
     f"{_CELL_LIVE} AND NOT EXISTS (SELECT 1 FROM collection_tombstones t WHERE t.pk = c.pk"
     " AND t.kind = c.kind AND t.ck = c.ck AND t.col = c.col AND t.ts >= c.ts)"
 )
-_ROW_COUNTED = (
-    f"((r.marker_ts IS NOT NULL AND ({_DELETED_AT} IS NULL OR r.marker_ts > {_DELETED_AT})"
-    " AND (r.marker_expiry = 0 OR r.marker_expiry > :now))"
-    " OR EXISTS (SELECT 1 FROM cells c WHERE c.pk = r.pk AND c.kind = r.kind AND c.ck = r.ck"
-    f" AND {_CELL_COUNTED}))"
-)
+_ROW_COUNTED = _row_live(_CELL_COUNTED)
 
 _COUNT_SIMPLE = (
     "SELECT count(*) FROM partitions p JOIN rows r ON r.pk = p.pk AND r.kind = :kind"
