@@ -4,14 +4,15 @@ Faults apply on the sending side to every frame towards a peer (requests, respon
 one-way messages), which is enough to build asymmetric partitions: block A->B on A only.
 Randomness comes from a seeded generator so a failing test replays.
 
-A verb can also be refused outright (``refuse_verb``): the handlers that ask ``verb_refused``
-(``tablet.stream``, so a test can hold a migration at its streaming stage for as long as it
-likes, whichever node the target turns out to be) answer it with a retryable error.
-A *failed verb* is the sender-side counterpart: requests of that verb to the peer fail at once on the sender
-(``net.rpc.InjectedFailure``), as the peer refusing them would, while every other message still
-flows. Tests hold a protocol at a chosen step with it (the topology coordinator retries a failed
-stream or copy, so the step repeats until healed) without the pending calls a dropped request
-leaves behind, nor Raft traffic cut with it.
+A *failed verb* (``fail``) makes the requests of that verb to one peer fail at once on the
+sender (``net.rpc.InjectedFailure``), as the peer refusing them would, while every other message
+still flows. Tests hold a protocol at a chosen step with it (the topology coordinator retries a
+failed stream or copy, so the step repeats until healed) without the pending calls a dropped
+request leaves behind, nor Raft traffic cut with it. It is the only per-verb fault, and it acts on
+the sender because the sender is what a test can name (the coordinator, or every node), and one
+peer can be singled out; the peer may be the node itself, for the requests a node serves itself
+without the network when its caller asks (``RpcNode.fail_if_injected``: a tablet stream the
+coordinator asks of itself).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ class FaultInjector:
     peers: dict[int, PeerFaults] = field(default_factory=dict)
     dropped: int = 0
     """Frames dropped so far (by `drop` or `block`), for test assertions."""
-    refused_verbs: set[str] = field(default_factory=set)
     failed: int = 0
     """Requests failed so far by a failed verb (`fail`)."""
 
@@ -59,12 +59,6 @@ class FaultInjector:
     def block(self, peer: int) -> None:
         self._for(peer).blocked = True
 
-    def refuse_verb(self, verb: str) -> None:
-        self.refused_verbs.add(verb)
-
-    def verb_refused(self, verb: str) -> bool:
-        return verb in self.refused_verbs
-
     def fail(self, peer: int, verb: str) -> None:
         """Make every request of ``verb`` to ``peer`` fail at once, until healed."""
         if not verb:
@@ -80,10 +74,9 @@ class FaultInjector:
         return True
 
     def heal(self, peer: int | None = None) -> None:
-        """Remove every fault towards `peer`, or every fault (refused verbs too)."""
+        """Remove every fault towards `peer`, or every fault."""
         if peer is None:
             self.peers.clear()
-            self.refused_verbs.clear()
         else:
             self.peers.pop(peer, None)
 

@@ -222,8 +222,7 @@ class RpcNode:
 
     async def call(self, peer: int, verb: str, payload: Any = None, timeout: float = 5.0) -> Any:
         """Send a request and wait for its response; RpcTimeout if none arrives in `timeout`."""
-        if self.faults.fails(peer, verb):
-            raise InjectedFailure(f"{verb} to node {peer}: failed by test fault injection")
+        self.fail_if_injected(peer, verb)
         msg_id = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
@@ -237,6 +236,20 @@ class RpcNode:
         finally:
             self._pending.pop(msg_id, None)
             self._pending_peer.pop(msg_id, None)
+
+    def fail_if_injected(self, peer: int, verb: str) -> None:
+        """InjectedFailure if the fault injector fails ``verb`` towards ``peer`` (tests only).
+
+        ``call`` asks it of every request; a caller that serves a request itself without the
+        network (``peer`` is this node) asks it too where a test must be able to hold that path.
+        """
+        if self.faults.fails(peer, verb):
+            raise InjectedFailure(f"{verb} to node {peer}: failed by test fault injection")
+
+    def serves(self, verb: str) -> bool:
+        """Whether a request handler is registered for ``verb`` here (every member registers the
+        same ones, so a verb no node serves is a name to refuse)."""
+        return verb in self._handlers
 
     async def send(self, peer: int, verb: str, payload: Any = None) -> bool:
         """Fire-and-forget; returns False if the message could not be handed to the network."""

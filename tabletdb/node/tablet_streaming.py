@@ -48,7 +48,7 @@ from typing import Any, BinaryIO
 from tabletdb.net.dedicated import TransferCorrupt, dial, receive_file, send_file
 from tabletdb.net.file_bytes import DIGEST, digest_of
 from tabletdb.net.framing import encode_frame
-from tabletdb.net.rpc import Kind, Retry, RpcNode
+from tabletdb.net.rpc import Kind, RpcNode
 from tabletdb.node.tablet_outgoing import OutgoingImages, open_image
 from tabletdb.replica.fencing import check_fence
 from tabletdb.replica.shard_moves import ShardMoveBusy, move_between_shards
@@ -121,6 +121,7 @@ class TabletStreaming:
         """Have ``target`` pull and install the tablet from ``sources`` (raft ids)."""
         payload = [table_id.bytes, tablet_id, sources]
         if target == self.rpc.node_id:
+            self.rpc.fail_if_injected(target, VERB_TABLET_STREAM)  # TEST ONLY (node.admin.rest_faults)
             return await self._stream(target, payload)
         timeout = STREAM_TIMEOUT * len(sources)
         answer: list[str] = await self.rpc.call(target, VERB_TABLET_STREAM, payload, timeout)
@@ -212,8 +213,6 @@ class TabletStreaming:
     # --- serving: the target's side --------------------------------------------------------------
 
     async def _stream(self, src: int, payload: list[Any]) -> list[str]:
-        if self.rpc.faults.verb_refused(VERB_TABLET_STREAM):  # TEST ONLY (node.admin.rest_faults)
-            raise Retry(f"{VERB_TABLET_STREAM} refused by fault injection on node {self.rpc.node_id}")
         raw_id, tablet_id, sources = payload
         table = await wait_for_table(self.table_of, raw_id)
         modes: list[str] = []

@@ -234,5 +234,15 @@ def test_fault_api_is_off_unless_enabled_and_refuses_non_members(node_factory: N
     assert bad.value.code == 400
     assert "not a cluster member" in bad.value.read().decode()
     shown = rest(enabled, "GET", "/faults")
-    assert shown["blocked"] == [] and shown["dropped"] == 0
-    assert not shown["refused_verbs"] and not shown["failing"]
+    assert shown["blocked"] == [] and shown["dropped"] == 0 and not shown["failing"]
+    refusals = {
+        "/faults/fail?verb=tablet.strem": "no internode request verb",
+        f"/faults/fail?verb=tablet.resize&address={enabled.host}": "towards this node itself",
+    }
+    for path, reason in refusals.items():
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            rest(enabled, "POST", path)
+        assert bad.value.code == 400 and reason in bad.value.read().decode(), path
+    shown = rest(enabled, "POST", f"/faults/fail?verb=tablet.stream&address={enabled.host}")
+    assert shown["failing"] == {enabled.host: ["tablet.stream"]}
+    assert not rest(enabled, "POST", "/faults/heal")["failing"]

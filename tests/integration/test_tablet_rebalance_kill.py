@@ -6,8 +6,8 @@ Four nodes, the topology workload at RF=3 (a QUORUM writer and a compare-and-set
 a node that is never killed). With balancing off, three replicas are moved onto one node through
 REST ``tablets/move``, so that once balancing is on the coordinator starts a round moving them
 away. The leader is killed -9 right after it proposed the round. A move's source or target is
-killed while the round is held at its ``streaming`` stage: every node refuses ``tablet.stream``
-(the test-only fault injector) until the victim is down, so the first round that moves a replica
+killed while the round is held at its ``streaming`` stage: every node's ``tablet.stream`` requests
+fail (the test-only fault injector) until the victim is down, so the first round that moves a replica
 between nodes stays at ``streaming`` and the kill lands mid-round whatever the timing (rounds
 that only move replicas between the shards of a node rename files and end); the victim restarts
 a moment later and the other nodes are released. The round
@@ -88,9 +88,12 @@ def streaming(node: TestNode) -> bool:
 
 
 def hold_streams(nodes: list[TestNode]) -> None:
+    """Every node's ``tablet.stream`` requests fail, to every other member and to itself (a
+    coordinator streaming onto its own node), so whichever node leads, no move between nodes ends."""
     for node in nodes:
-        status, body = post(f"{node.api_url}/faults/refuse_verb?verb=tablet.stream")
-        assert status == 200, body
+        for query in ("verb=tablet.stream", f"verb=tablet.stream&address={node.host}"):
+            status, body = post(f"{node.api_url}/faults/fail?{query}")
+            assert status == 200, body
 
 
 def release_streams(nodes: list[TestNode]) -> None:
@@ -158,7 +161,7 @@ def test_a_balancer_round_survives_kill_9(node_factory: NodeFactory, victim: str
         else:
             time.sleep(5)
         if held:
-            assert streaming(client), "the round left streaming while every node refused streams"
+            assert streaming(client), "the round left streaming while every node's streams failed"
         killed.start()
         assert killed.process.starts == marks[host_id(killed)] + 1
         if held:

@@ -3,13 +3,14 @@
 Chaos tests partition real node processes without root (no iptables) by telling each node to
 stop sending to some peers: `POST /faults/block?address=A` drops every internode frame this node
 would send to the member at address A (requests, responses and one-way messages, see
-`net.rpc`), `POST /faults/refuse_verb?verb=V` makes this node refuse verb V where its handler
-asks (`tablet.stream`: a migration held at streaming), `POST /faults/heal` (optionally
-`POST /faults/fail?verb=V` (optionally `&address=A`; without it, towards every other member)
-makes this node's requests of verb V fail at once while all else flows (a test holds a protocol at
-one step: the topology coordinator's streams or resize copies, retried until healed),
-`POST /faults/heal` (optionally `?address=A`) lifts faults (without an address, refused verbs
-too), `GET /faults` shows them.
+`net.rpc`), `POST /faults/fail?verb=V` (optionally `&address=A`; without it, towards every other
+member) makes this node's requests of verb V fail at once while all else flows (a test holds a
+protocol at one step: the topology coordinator's streams or resize copies, retried until healed).
+A may be this node's own address for the verbs it can ask of itself without the network and
+whose local path asks the injector (`SELF_FAILABLE_VERBS`: a coordinator streaming a tablet onto
+itself), so failing a verb on every node towards every member, itself included, holds every
+such request wherever it starts. `POST /faults/heal` (optionally `?address=A`) lifts faults,
+`GET /faults` shows them.
 A two-way partition is a block on both sides. The routes exist only when the node runs with
 `test_fault_injection_api: true`; ScyllaDB gates its error-injection API at build time instead.
 """
@@ -28,9 +29,10 @@ from tabletdb.node.tablet_streaming import VERB_TABLET_STREAM
 
 log = logging.getLogger(__name__)
 
-REFUSABLE_VERBS = frozenset({VERB_TABLET_STREAM})
-"""Verbs whose handlers ask the injector (``FaultInjector.verb_refused``): naming another would
-be accepted and do nothing."""
+SELF_FAILABLE_VERBS = frozenset({VERB_TABLET_STREAM})
+"""Verbs whose requests to this node itself (served without the network) ask the injector
+(``RpcNode.fail_if_injected``): failing another towards this node would be accepted and do
+nothing, so it is refused."""
 
 
 def add_routes(app: web.Application, ctx: ApiContext) -> None:
@@ -44,18 +46,12 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         log.warning("fault injection: blocked internode traffic to address=%s", request.query["address"])
         return web.json_response(_describe(ctx.state(), faults))
 
-    async def refuse_verb(request: web.Request) -> web.Response:
-        verb = request.query.get("verb", "")
-        if verb not in REFUSABLE_VERBS:
-            raise web.HTTPBadRequest(text=f"verb={verb!r}: only {sorted(REFUSABLE_VERBS)} can be refused")
-        faults.refuse_verb(verb)
-        log.warning("fault injection: refusing verb=%s", verb)
-        return web.json_response(_describe(ctx.state(), faults))
-
     async def fail(request: web.Request) -> web.Response:
         verb = request.query.get("verb", "")
         if not verb:
             raise web.HTTPBadRequest(text="name the verb whose requests must fail: ?verb=")
+        if ctx.group0 is not None and not ctx.group0.rpc.serves(verb):
+            raise web.HTTPBadRequest(text=f"verb={verb!r} is no internode request verb of this node")
         state = ctx.state()
         address = request.query.get("address")
         peers = (
@@ -63,6 +59,11 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
             if address is not None
             else [int(r.raft_id) for h, r in state.topology.members.items() if h != ctx.host_id]
         )
+        if address == ctx.address and verb not in SELF_FAILABLE_VERBS:
+            raise web.HTTPBadRequest(
+                text=f"verb={verb!r} towards this node itself: only {sorted(SELF_FAILABLE_VERBS)} "
+                "ask the injector when a node serves them itself"
+            )
         for peer in peers:
             faults.fail(peer, verb)
         log.warning("fault injection: failing requests verb=%s address=%s", verb, address or "all")
@@ -81,7 +82,6 @@ def add_routes(app: web.Application, ctx: ApiContext) -> None:
         [
             web.get("/faults", show),
             web.post("/faults/block", block),
-            web.post("/faults/refuse_verb", refuse_verb),
             web.post("/faults/fail", fail),
             web.post("/faults/heal", heal),
         ]
@@ -102,7 +102,6 @@ def _describe(state: ClusterState, faults: FaultInjector) -> dict[str, Any]:
     return {
         "blocked": sorted(addresses.get(peer, str(peer)) for peer, f in faults.peers.items() if f.blocked),
         "dropped": faults.dropped,
-        "refused_verbs": sorted(faults.refused_verbs),
         "failing": {
             addresses.get(peer, str(peer)): sorted(f.failed_verbs)
             for peer, f in sorted(faults.peers.items())

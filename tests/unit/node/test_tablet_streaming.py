@@ -26,7 +26,7 @@ from tabletdb.dht.murmur3 import token_of
 from tabletdb.net.dedicated import TransferCorrupt, dial, send_trailer
 from tabletdb.net.file_bytes import digest_of
 from tabletdb.net.handshake import TrustAll
-from tabletdb.net.rpc import InternodeTls, PeerUnreachable, RemoteError, Retry, RpcNode
+from tabletdb.net.rpc import InjectedFailure, InternodeTls, PeerUnreachable, RemoteError, RpcNode
 from tabletdb.net.tls import TlsFiles, client_context, server_context
 from tabletdb.node import tablet_streaming
 from tabletdb.node.tablet_streaming import TabletStreaming
@@ -213,9 +213,11 @@ def test_without_tls_the_image_goes_over_a_dedicated_connection_and_leaves_nothi
     run(main())
 
 
-def test_a_target_told_to_refuse_streams_refuses_them_until_healed(tmp_path: Path) -> None:
-    """The test-only hold a chaos test keeps a migration at ``streaming`` with: asked over RPC or
-    of itself, the target refuses with a retryable error and installs nothing."""
+def test_a_stream_failed_by_fault_injection_fails_towards_a_peer_and_itself_until_healed(
+    tmp_path: Path,
+) -> None:
+    """The test-only hold a chaos test keeps a migration at ``streaming`` with: the asking node's
+    requests of ``tablet.stream`` fail, sent to a peer or served by itself, and nothing installs."""
 
     async def main() -> None:
         async with nodes(tmp_path) as c:
@@ -223,15 +225,22 @@ def test_a_target_told_to_refuse_streams_refuses_them_until_healed(tmp_path: Pat
             tablet_id, (source, _), target = c.tablet_of(key)
             await c.write(source, key, b"v", 10)
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
-            c.rpcs[target].faults.refuse_verb(tablet_streaming.VERB_TABLET_STREAM)
-            with pytest.raises(RemoteError, match=r"Retry: tablet\.stream refused by fault injection"):
+            verb = tablet_streaming.VERB_TABLET_STREAM
+            c.rpcs[source].faults.fail(target + 1, verb)
+            c.rpcs[target].faults.fail(target + 1, verb)
+            with pytest.raises(InjectedFailure, match=rf"tablet\.stream to node {target + 1}: failed"):
                 await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
-            with pytest.raises(Retry, match="refused by fault injection"):
+            with pytest.raises(InjectedFailure, match=rf"tablet\.stream to node {target + 1}: failed"):
                 await c.streaming[target].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert c.values(target, key) == []
+            assert c.rpcs[source].faults.failed == c.rpcs[target].faults.failed == 1
             c.rpcs[target].faults.heal()
-            assert await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1]) == ["file"]
+            assert await c.streaming[target].stream(target + 1, TABLE.id, tablet_id, [source + 1]) == ["file"]
             assert c.values(target, key) == [b"v"]
+            with pytest.raises(InjectedFailure):  # healing one node lifts none of another's faults
+                await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            c.rpcs[source].faults.heal()
+            assert len(await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])) == 1
 
     run(main())
 
