@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -19,10 +19,13 @@ from tabletdb.sim.nemesis import FAULT_KINDS
 from tabletdb.sim.resize_seed import PLANTED_BUGS as RESIZE_BUGS
 from tabletdb.sim.resize_seed import ResizeSeedResult, run_resize_seed
 from tabletdb.sim.runner import SeedResult, run_seed
+from tabletdb.sim.seed_run import SeedOutcome
 from tabletdb.sim.topo_seed import PLANTED_BUGS, TopologySeedResult, run_topology_seed
 
 W = TypeVar("W")
 R = TypeVar("R")
+S = TypeVar("S", bound=SeedOutcome)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _one(args: tuple[int, int, int, bool, tuple[str, ...]]) -> SeedResult:
@@ -55,6 +58,37 @@ JOBS = click.option(
     help="Worker processes (0: one per CPU). Results do not depend on it.",
 )
 VERBOSE = click.option("--verbose", is_flag=True, help="Print a line for every seed, not only failing ones.")
+TRACE = click.option(
+    "--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines)."
+)
+
+
+def _planted_bug(bugs: tuple[str, ...]) -> Callable[[F], F]:
+    return click.option(
+        "--planted-bug",
+        type=click.Choice(bugs),
+        default=None,
+        help="Run with a deliberate bug the checkers must catch.",
+    )
+
+
+def _shown(results: Iterable[S], verbose: bool, trace: bool) -> Iterator[S]:
+    """Each result, once its line (every seed's with ``verbose``, else a failing seed's) and, with
+    ``trace``, a failing seed's last 60 trace lines are printed."""
+    for result in results:
+        if verbose or not result.ok:
+            click.echo(result.describe())
+        if trace and not result.ok:
+            click.echo("\n".join(result.trace[-60:]))
+        yield result
+
+
+def _finish(failing: int, started: float, summary: str) -> None:
+    """The last two lines (the last one parsed by scripts); exit status 1 if any seed failed."""
+    click.echo(f"{failing} failing seeds ({time.perf_counter() - started:.1f}s)")
+    click.echo(f"{summary}, failing: {failing}")
+    if failing:
+        raise SystemExit(1)
 
 
 @click.group(name="sim")
@@ -125,15 +159,10 @@ def _one_topology(args: tuple[int, int, str]) -> TopologySeedResult:
     show_default=True,
     help="Topology requests (join, decommission, removenode, replace) the operator makes per seed.",
 )
-@click.option(
-    "--planted-bug",
-    type=click.Choice(PLANTED_BUGS),
-    default=None,
-    help="Run with a deliberate bug the checkers must catch.",
-)
+@_planted_bug(PLANTED_BUGS)
 @JOBS
 @VERBOSE
-@click.option("--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines).")
+@TRACE
 def topology_command(
     seeds: int, start: int, requests: int, planted_bug: str | None, jobs: int, verbose: bool, trace: bool
 ) -> None:
@@ -141,22 +170,11 @@ def topology_command(
     started = time.perf_counter()
     failing = finished = rolled_back = 0
     work = [(seed, requests, planted_bug or "") for seed in range(start, start + seeds)]
-    for result in _run_seeds(_one_topology, work, jobs, pool_from=8, chunksize=2):
+    for result in _shown(_run_seeds(_one_topology, work, jobs, pool_from=8, chunksize=2), verbose, trace):
         finished += result.finished
         rolled_back += result.rolled_back
-        if not result.ok:
-            failing += 1
-        if verbose or not result.ok:
-            click.echo(result.describe())
-        if trace and not result.ok:
-            click.echo("\n".join(result.trace[-60:]))
-    elapsed = time.perf_counter() - started
-    click.echo(f"{failing} failing seeds ({elapsed:.1f}s)")
-    click.echo(
-        f"seeds: {seeds}, requests finished: {finished}, rolled back: {rolled_back}, failing: {failing}"
-    )
-    if failing:
-        raise SystemExit(1)
+        failing += not result.ok
+    _finish(failing, started, f"seeds: {seeds}, requests finished: {finished}, rolled back: {rolled_back}")
 
 
 def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
@@ -174,12 +192,7 @@ def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
     show_default=True,
     help="Virtual milliseconds of faults and growing/shrinking tables per seed (then all faults heal).",
 )
-@click.option(
-    "--planted-bug",
-    type=click.Choice(RESIZE_BUGS),
-    default=None,
-    help="Run with a deliberate bug the checkers must catch.",
-)
+@_planted_bug(RESIZE_BUGS)
 @click.option(
     "--node-barrier",
     is_flag=True,
@@ -189,7 +202,7 @@ def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
 )
 @JOBS
 @VERBOSE
-@click.option("--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines).")
+@TRACE
 def resize_command(
     seeds: int,
     start: int,
@@ -204,17 +217,8 @@ def resize_command(
     started = time.perf_counter()
     failing = splits = merges = 0
     work = [(seed, length_ms, planted_bug or "", node_barrier) for seed in range(start, start + seeds)]
-    for result in _run_seeds(_one_resize, work, jobs, pool_from=8, chunksize=2):
+    for result in _shown(_run_seeds(_one_resize, work, jobs, pool_from=8, chunksize=2), verbose, trace):
         splits += result.splits
         merges += result.merges
-        if not result.ok:
-            failing += 1
-        if verbose or not result.ok:
-            click.echo(result.describe())
-        if trace and not result.ok:
-            click.echo("\n".join(result.trace[-60:]))
-    elapsed = time.perf_counter() - started
-    click.echo(f"{failing} failing seeds ({elapsed:.1f}s)")
-    click.echo(f"seeds: {seeds}, splits: {splits}, merges: {merges}, failing: {failing}")
-    if failing:
-        raise SystemExit(1)
+        failing += not result.ok
+    _finish(failing, started, f"seeds: {seeds}, splits: {splits}, merges: {merges}")

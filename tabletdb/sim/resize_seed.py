@@ -20,13 +20,10 @@ in the result).
 
 from __future__ import annotations
 
-import hashlib
 import random
-import time
-import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tabletdb.cql.errors import CqlError
 from tabletdb.schema.ddl_common import SchemaConfig
@@ -35,14 +32,13 @@ from tabletdb.sim.events import EventLoop
 from tabletdb.sim.resize_checks import map_violations
 from tabletdb.sim.resize_coordinator import ResizeCoordinator, true_sizes
 from tabletdb.sim.resize_world import DC, KEYSPACE, ResizeWorld, nts
-from tabletdb.sim.topo_seed import TICK, stage_label
+from tabletdb.sim.seed_run import TICK, SeedOutcome, SimRun, simulate
 from tabletdb.tablets.count import SizingConfig
 from tabletdb.topology import coordinator as co
-from tabletdb.topology.commands import TopologyCommand
 from tabletdb.topology.requests import RequestRefused, enqueue
 from tabletdb.topology.rf_request import KeyspaceRfChange
 from tabletdb.topology.state import Request
-from tabletdb.topology.states import NodeState, RequestKind
+from tabletdb.topology.states import RequestKind
 
 PLANTED_BUGS = ("resize-copy-skipped", "no-write-both")
 TABLES = (("a", 2, 16), ("b", 1, 8))
@@ -58,38 +54,22 @@ SETTLE_BOUND_COMMITS = 400
 
 
 @dataclass
-class ResizeSeedResult:
-    seed: int
+class ResizeSeedResult(SeedOutcome):
     length_ms: int
     planted_bug: str = ""
     node_barrier: bool = False
     """Barriers as the node's shell runs them (skipping nodes the coordinator cannot reach)."""
-    violations: list[str] = field(default_factory=list)
-    trace: list[str] = field(default_factory=list)
     splits: int = 0
     merges: int = 0
     resize_rollbacks: int = 0
     colocation_rounds: int = 0
     rf_changes: int = 0
-    writes_acked: int = 0
-    coordinator_crashes: int = 0
-    crashed_after: set[str] = field(default_factory=set)
     leftovers_swept: int = 0
     leftovers_at_rest: int = 0
     """Files of tablets a node no longer replicates, at rest (a leaving replica that was cut off at
     cleanup keeps its file until it restarts and sweeps: disk only, nothing reads it)."""
     settle_ms: int = 0
     settle_commits: int = 0
-    virtual_ms: int = 0
-    wall_seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    @property
-    def trace_hash(self) -> str:
-        return hashlib.sha256("\n".join(self.trace).encode()).hexdigest()[:16]
 
     def replay_command(self) -> str:
         bug = f" --planted-bug {self.planted_bug}" if self.planted_bug else ""
@@ -97,21 +77,23 @@ class ResizeSeedResult:
         return f"tabletdb sim resize --start {self.seed} --seeds 1 --length-ms {self.length_ms}{bug}"
 
     def describe(self) -> str:
-        head = (
+        return self._describe(
             f"seed {self.seed}: {'ok' if self.ok else 'FAILED'}; {self.splits} splits, {self.merges} merges, "
             f"{self.resize_rollbacks} resize rollbacks, {self.colocation_rounds} co-location rounds, "
             f"{self.rf_changes} RF changes, {self.writes_acked} writes acked, {self.coordinator_crashes} "
             f"coordinator crashes; at rest {self.settle_ms} ms and {self.settle_commits} commands after "
             f"healing, {self.leftovers_at_rest} leftover files; trace {self.trace_hash}"
         )
-        lines = [head, *(f"  violation: {v}" for v in self.violations[:5])]
-        if not self.ok:
-            lines.append(f"  replay: {self.replay_command()}")
-        return "\n".join(lines)
 
 
-class SeedRun:
+class SeedRun(SimRun[ResizeSeedResult]):
+    NEMESIS_KINDS = ("crash_coordinator", "crash", "partition", "loss", "none", "none")
+    COORDINATOR_CRASH_CHANCE = 0.08
+    world: ResizeWorld
+    coordinator: ResizeCoordinator
+
     def __init__(self, seed: int, length_ms: int, planted_bug: str, node_barrier: bool = False) -> None:
+        super().__init__()
         self.rng = random.Random(seed)
         self.loop = EventLoop()
         self.rf = self.rng.choice([2, 3])
@@ -125,20 +107,10 @@ class SeedRun:
         self.coordinator.balancing = True
         self.coordinator.after_commit = self._maybe_crash_coordinator
         self.length_ms = length_ms
-        self.faults = True
         self.growing = True
         self.last_phase = False
         self.drop = 0.05
-        self.coordinator_crashes = 0
-        self.crashed_after: set[str] = set()
         self.joins = 0
-
-    def every(self, period: int, action: Callable[[], None]) -> None:
-        def run() -> None:
-            action()
-            self.loop.after(period, run)
-
-        self.loop.after(period, run)
 
     # --- checks ---------------------------------------------------------------------------------
 
@@ -187,67 +159,18 @@ class SeedRun:
 
     # --- nemesis ----------------------------------------------------------------------------------
 
-    def deliver(self) -> None:
-        w = self.world
-        for host in sorted(w.hosts):
-            if self.rng.random() < 0.5:
-                w.catch_up(host, full=False)
-        for h in w.hosts.values():
-            if not h.gone and w.committed.topology.state_of(h.host_id) is NodeState.LEFT:
-                h.gone, h.up = True, False
-                w.log(f"{h.name} left and stops")
-
-    def _crash(self, host: uuid.UUID, why: str) -> None:
-        h = self.world.hosts[host]
-        if not h.up or h.gone:
-            return
-        h.up, h.serving, h.down_since = False, False, self.loop.now
-        self.world.log(f"crash {h.name} ({why})")
-        self.loop.after(self.rng.randint(20, 300), lambda: self._restart(host))
-
-    def _restart(self, host: uuid.UUID) -> None:
-        h = self.world.hosts[host]
-        if h.gone or h.up:
-            return
-        h.up, h.down_since = True, None
-        self.world.log(f"restart {h.name}")
-
-    def _maybe_crash_coordinator(self, command: TopologyCommand) -> None:
-        if self.faults and self.coordinator.leader is not None and self.rng.random() < 0.08:
-            self.coordinator_crashes += 1
-            self.crashed_after.add(stage_label(command.reason))
-            self._crash(self.coordinator.leader, "coordinator, right after its command committed")
-
-    def nemesis(self) -> None:
-        if not self.faults:
-            return
-        w = self.world
-        live = [h for h in sorted(w.hosts) if w.hosts[h].up and not w.hosts[h].gone]
-        kind = self.rng.choice(["crash_coordinator", "crash", "partition", "loss", "none", "none"])
-        if kind == "crash_coordinator" and self.coordinator.leader is not None:
-            self.coordinator_crashes += 1
-            self._crash(self.coordinator.leader, "coordinator")
-        elif kind == "crash" and live:
-            self._crash(self.rng.choice(live), "nemesis")
-        elif kind == "partition" and len(live) >= 3 and not any(w.side.values()):
-            cut = self.rng.sample(live, self.rng.randint(1, (len(live) - 1) // 2))
-            for h in cut:
-                w.side[h] = 1
-            w.log(f"partition {sorted(w.name(h) for h in cut)} away")
-            self.loop.after(self.rng.randint(30, 300), self.heal_partition)
-        elif kind == "loss" and self.drop < 0.5:
+    def other_fault(self, kind: str) -> None:
+        if kind == "loss" and self.drop < 0.5:
             self.drop, self.coordinator.loss = 0.5, 0.3
-            w.log("messages are lost")
+            self.world.log("messages are lost")
             self.loop.after(self.rng.randint(50, 300), self._no_loss)
 
     def _no_loss(self) -> None:
         self.drop, self.coordinator.loss = 0.05, 0.0
 
-    def heal_partition(self) -> None:
-        if any(self.world.side.values()):
-            self.world.log("partition healed")
-        for h in self.world.side:
-            self.world.side[h] = 0
+    def heal_more(self) -> None:
+        self._no_loss()
+        self._unpause()
 
     # --- operator ----------------------------------------------------------------------------------
 
@@ -323,11 +246,7 @@ class SeedRun:
 
     def run(self, result: ResizeSeedResult) -> None:
         self.start()
-
-        def stop() -> bool:
-            return bool(self.world.violations)
-
-        self.loop.run_until(self.length_ms, stop=stop)
+        self.loop.run_until(self.length_ms, stop=self.stopped)
         self.heal_and_settle(result)
 
     def start(self) -> None:
@@ -343,19 +262,10 @@ class SeedRun:
 
     def heal_and_settle(self, result: ResizeSeedResult) -> None:
         """Stop every fault and let the cluster come to rest (a violation if it does not)."""
-
-        def stop() -> bool:
-            return bool(self.world.violations)
-
-        self.faults = False
-        self._no_loss()
-        self._unpause()
-        self.heal_partition()
-        for h in sorted(self.world.hosts):
-            self._restart(h)
+        self.heal_all()
         healed, healed_at = self.loop.now, len(self.world.snapshots)
         rest = self._at_rest_every(50)
-        self.loop.run_until(healed + SETTLE_BOUND_MS, stop=lambda: stop() or rest())
+        self.loop.run_until(healed + SETTLE_BOUND_MS, stop=lambda: self.stopped() or rest())
         result.settle_commits = len(self.world.snapshots) - healed_at
         result.settle_ms = self.loop.now - healed
         if not self.world.violations and not self.idle():
@@ -400,27 +310,15 @@ def run_resize_seed(
     up, as the topology simulation's does."""
     if planted_bug and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
-    started = time.perf_counter()
     result = ResizeSeedResult(seed, length_ms, planted_bug, node_barrier)
-    run = SeedRun(seed, length_ms, planted_bug, node_barrier)
-    try:
-        run.run(result)
-    except Exception:
-        run.world.violations.append("simulation raised:\n" + traceback.format_exc(limit=8))
-    w = run.world
-    result.violations = w.violations
-    result.trace = w.trace
-    result.splits = _count(w.trace, ": split of table")
-    result.merges = _count(w.trace, ": merge of table")
-    result.resize_rollbacks = _count(w.trace, ": roll back resize")
-    result.colocation_rounds = _count(w.trace, "co-locating sibling tablets")
-    result.rf_changes = _count(w.trace, ": finish keyspace_rf_change")
-    result.writes_acked = w.writes_acked
-    result.coordinator_crashes = run.coordinator_crashes
-    result.crashed_after = run.crashed_after
-    result.leftovers_swept = w.leftovers_swept
-    result.virtual_ms = run.loop.now
-    result.wall_seconds = time.perf_counter() - started
+    run = simulate(lambda: SeedRun(seed, length_ms, planted_bug, node_barrier), result)
+    trace = result.trace
+    result.splits = _count(trace, ": split of table")
+    result.merges = _count(trace, ": merge of table")
+    result.resize_rollbacks = _count(trace, ": roll back resize")
+    result.colocation_rounds = _count(trace, "co-locating sibling tablets")
+    result.rf_changes = _count(trace, ": finish keyspace_rf_change")
+    result.leftovers_swept = run.world.leftovers_swept
     return result
 
 

@@ -29,7 +29,7 @@ from tabletdb.schema.model import Catalog
 from tabletdb.schema.mutations import apply_mutations
 from tabletdb.schema.rack_rules import ClusterShape
 from tabletdb.sim.events import EventLoop
-from tabletdb.sim.topo_world import Snapshot, World, quorum, vnode_token
+from tabletdb.sim.topo_world import Snapshot, World, acknowledged, quorum, vnode_token
 from tabletdb.tablets.allocation import NodeCapacity, allocate_replicas
 from tabletdb.tablets.count import ResizeState
 from tabletdb.tablets.load_stats import TabletSizes
@@ -162,10 +162,7 @@ class ResizeWorld(World):
         cell = (self.clock, value)
         took: set[uuid.UUID] = set()
         for r in write_replicas(info):
-            target = self.hosts[r.host]
-            if not self.reachable(via, r.host) or not target.serving or self.rng.random() < drop:
-                continue
-            if view.topology.version < self.view_of(r.host).topology.fence_version:
+            if not self.takes_write(via, r.host, view.topology.version, drop):
                 continue
             own = self.table_map(r.host, table_id)
             if not places(own.tablet_for(token), r.host):
@@ -174,7 +171,7 @@ class ResizeWorld(World):
             for fid in self._write_files(r.host, table_id, token):
                 lww(files.setdefault(fid, {}), {key: cell})
             took.add(r.host)
-        if all(len(took & {r.host for r in g}) >= quorum(len(g)) for g in _write_groups(info)):
+        if acknowledged(info, took):
             self.rows_acked[table_id][key] = cell
             self.writes_acked += 1
             return True
@@ -398,11 +395,3 @@ def places(info: TabletInfo, host: uuid.UUID) -> bool:
     """Whether a map's tablet has a replica (or a new one, in transition) on ``host``: a replica
     serves reads and writes of a tablet only then (``StorageService`` refuses the others)."""
     return any(r.host == host for r in info.replicas) or any(r.host == host for r in info.new_replicas or ())
-
-
-def _write_groups(info: TabletInfo) -> list[tuple[TabletReplica, ...]]:
-    """The replica sets a write must reach a quorum of: both while writes go to both."""
-    targets = write_replicas(info)
-    if info.new_replicas is not None and len(targets) > len(info.replicas):
-        return [info.replicas, info.new_replicas]
-    return [targets]

@@ -13,89 +13,45 @@ Everything derives from the seed: a seed replays the same trace.
 from __future__ import annotations
 
 import random
-import time
-import traceback
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tabletdb.sim.events import EventLoop
+from tabletdb.sim.seed_run import TICK, SeedOutcome, SimRun, simulate
 from tabletdb.sim.topo_coordinator import Coordinator
 from tabletdb.sim.topo_world import TABLE, World
 from tabletdb.topology.balancing import plan_round
-from tabletdb.topology.commands import TopologyCommand
 from tabletdb.topology.coordinator import CoordinatorConfig
 from tabletdb.topology.requests import RequestRefused, enqueue, removing_live_node_error
 from tabletdb.topology.state import Request
-from tabletdb.topology.states import NodeState, RequestKind
+from tabletdb.topology.states import RequestKind
 
 PLANTED_BUGS = ("reads-before-streaming", "unguarded", "vnode-ranges-unstreamed")
-TICK = 5
 
 
 @dataclass
-class TopologySeedResult:
-    seed: int
+class TopologySeedResult(SeedOutcome):
     requests: int
     planted_bug: str = ""
-    violations: list[str] = field(default_factory=list)
-    trace: list[str] = field(default_factory=list)
     finished: int = 0
     rolled_back: int = 0
     refused: int = 0
-    writes_acked: int = 0
-    coordinator_crashes: int = 0
-    crashed_after: set[str] = field(default_factory=set)
-    """Which steps (`stage_label`) the coordinator crashed right after."""
-    virtual_ms: int = 0
-    wall_seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
 
     def replay_command(self) -> str:
         bug = f" --planted-bug {self.planted_bug}" if self.planted_bug else ""
         return f"tabletdb sim topology --start {self.seed} --seeds 1 --requests {self.requests}{bug}"
 
     def describe(self) -> str:
-        head = (
+        return self._describe(
             f"seed {self.seed}: {'ok' if self.ok else 'FAILED'}; {self.finished} requests finished, "
             f"{self.rolled_back} rolled back, {self.refused} refused, {self.writes_acked} writes acked, "
             f"{self.coordinator_crashes} coordinator crashes, {self.virtual_ms} virtual ms"
         )
-        lines = [head, *(f"  violation: {v}" for v in self.violations[:5])]
-        if not self.ok:
-            lines.append(f"  replay: {self.replay_command()}")
-        return "\n".join(lines)
 
 
-VNODE_STEPS = {
-    "vnode ranges write both, read old": "vnode_read_old",
-    "fence writes routed by the old ring": "vnode_fence",
-    "vnode ranges write both, read new": "vnode_read_new",
-    "cleanup of vnode ranges on": "vnode_cleanup_running",
-    "cleanup of vnode ranges done": "vnode_cleanup_done",
-}
-"""Phrases of the vnode phase's command reasons (`topology.vnode_phase`) and their labels."""
-
-
-def stage_label(reason: str) -> str:
-    """The step a command's reason names: `start`, a tablet stage (`streaming`, ...), a vnode
-    step (`VNODE_STEPS`), `done`, `finish`, `roll back`, `rolled back`, `refuse`."""
-    if reason.startswith("advance "):
-        return reason.rsplit(" to ", 1)[1]
-    for phrase, label in VNODE_STEPS.items():
-        if phrase in reason:
-            return label
-    for label in ("rolled back", "roll back", "start", "finish", "refuse"):
-        if reason.startswith(label):
-            return label
-    return reason.split(" ", 1)[0]
-
-
-class _Run:
+class _Run(SimRun[TopologySeedResult]):
     def __init__(self, seed: int, requests: int, planted_bug: str) -> None:
+        super().__init__()
         self.rng = random.Random(seed)
         self.loop = EventLoop()
         self.world = World(self.rng, self.loop, nodes=4, tablets=8, rf=3)
@@ -114,30 +70,8 @@ class _Run:
         self.requests = requests
         self.admitted: list[Request] = []
         self.refused = 0
-        self.faults = True
-        self.coordinator_crashes = 0
-        self.crashed_after: set[str] = set()
         self.next_key = 0
         self.joins = 0
-
-    # --- periodic activities ------------------------------------------------------------------
-
-    def every(self, period: int, action: Callable[[], None]) -> None:
-        def run() -> None:
-            action()
-            self.loop.after(period, run)
-
-        self.loop.after(period, run)
-
-    def deliver(self) -> None:
-        w = self.world
-        for host in sorted(w.hosts):
-            if self.rng.random() < 0.5:
-                w.catch_up(host, full=False)
-        for h in w.hosts.values():  # a node that left (or whose join was rolled back) shuts down
-            if not h.gone and w.committed.topology.state_of(h.host_id) is NodeState.LEFT:
-                h.gone, h.up = True, False
-                w.log(f"{h.name} left and stops")
 
     def write(self) -> None:
         w = self.world
@@ -148,53 +82,6 @@ class _Run:
                 w.write(self.rng.choice(serving), self.next_key, drop=0.2)
             else:
                 w.vnode_write(self.rng.choice(serving), self.next_key, drop=0.2)
-
-    # --- the nemesis ----------------------------------------------------------------------------
-
-    def _crash(self, host: uuid.UUID, why: str) -> None:
-        h = self.world.hosts[host]
-        if not h.up or h.gone:
-            return
-        h.up, h.serving, h.down_since = False, False, self.loop.now
-        self.world.log(f"crash {h.name} ({why})")
-        self.loop.after(self.rng.randint(20, 300), lambda: self._restart(host))
-
-    def _restart(self, host: uuid.UUID) -> None:
-        h = self.world.hosts[host]
-        if h.gone or h.up:
-            return
-        h.up, h.down_since = True, None  # serving again only once it caught up with group0
-        self.world.log(f"restart {h.name}")
-
-    def _maybe_crash_coordinator(self, command: TopologyCommand) -> None:
-        if self.faults and self.coordinator.leader is not None and self.rng.random() < 0.15:
-            self.coordinator_crashes += 1
-            self.crashed_after.add(stage_label(command.reason))
-            self._crash(self.coordinator.leader, "coordinator, right after its command committed")
-
-    def nemesis(self) -> None:
-        if not self.faults:
-            return
-        w = self.world
-        live = [h for h in sorted(w.hosts) if w.hosts[h].up and not w.hosts[h].gone]
-        kind = self.rng.choice(["crash_coordinator", "crash", "partition", "none"])
-        if kind == "crash_coordinator" and self.coordinator.leader is not None:
-            self.coordinator_crashes += 1
-            self._crash(self.coordinator.leader, "coordinator")
-        elif kind == "crash" and live:
-            self._crash(self.rng.choice(live), "nemesis")
-        elif kind == "partition" and len(live) >= 3 and not any(w.side.values()):
-            cut = self.rng.sample(live, self.rng.randint(1, (len(live) - 1) // 2))
-            for h in cut:
-                w.side[h] = 1
-            w.log(f"partition {sorted(w.name(h) for h in cut)} away")
-            self.loop.after(self.rng.randint(30, 300), self.heal_partition)
-
-    def heal_partition(self) -> None:
-        if any(self.world.side.values()):
-            self.world.log("partition healed")
-        for h in self.world.side:
-            self.world.side[h] = 0
 
     # --- the operator ------------------------------------------------------------------------
 
@@ -287,18 +174,11 @@ class _Run:
         self.every(2, self.write)
         self.every(100, self.nemesis)
         self.every(150, self.operator)
-
-        def stop() -> bool:
-            return bool(self.world.violations)
-
-        self.loop.run_until(self.requests * 800 + 1_000, stop=stop)
-        self.faults = False
-        self.heal_partition()
-        for h in sorted(self.world.hosts):
-            self._restart(h)
+        self.loop.run_until(self.requests * 800 + 1_000, stop=self.stopped)
+        self.heal_all()
         self.requests = len(self.admitted)  # the operator asks for nothing more
         healed = self.loop.now
-        self.loop.run_until(healed + 30_000, stop=lambda: stop() or self.idle())
+        self.loop.run_until(healed + 30_000, stop=lambda: self.stopped() or self.idle())
         if not self.world.violations and not self.idle():
             self.world.violation(f"liveness: requests still open 30 s after faults healed at {healed} ms")
         ended = {r.request.request_id: r for r in self.world.committed.topology.results}
@@ -315,21 +195,9 @@ def run_topology_seed(seed: int, requests: int = 6, planted_bug: str = "") -> To
     """Simulate one seed; a finding (or a crash of the simulation) lands in the result."""
     if planted_bug and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
-    started = time.perf_counter()
     result = TopologySeedResult(seed, requests, planted_bug)
-    run = _Run(seed, requests, planted_bug)
-    try:
-        run.run(result)
-    except Exception:
-        run.world.violations.append("simulation raised:\n" + traceback.format_exc(limit=8))
-    result.violations = run.world.violations
-    result.trace = run.world.trace
+    run = simulate(lambda: _Run(seed, requests, planted_bug), result)
     result.refused = run.refused
-    result.writes_acked = run.world.writes_acked
-    result.coordinator_crashes = run.coordinator_crashes
-    result.crashed_after = run.crashed_after
-    result.virtual_ms = run.loop.now
-    result.wall_seconds = time.perf_counter() - started
     return result
 
 

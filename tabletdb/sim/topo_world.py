@@ -226,18 +226,22 @@ class World:
         version = self.view_of(via).topology.version
         took: set[uuid.UUID] = set()
         for r in write_replicas(info):
-            target = self.hosts[r.host]
-            if not self.reachable(via, r.host) or not target.serving or self.rng.random() < drop:
-                continue
-            if version < self.view_of(r.host).topology.fence_version:
-                continue  # fenced: the writer routes by a version the replica no longer accepts
-            target.data.setdefault(tid, set()).add(key)
-            took.add(r.host)
-        if all(len(took & {r.host for r in group}) >= quorum(len(group)) for group in _write_groups(info)):
+            if self.takes_write(via, r.host, version, drop):
+                self.hosts[r.host].data.setdefault(tid, set()).add(key)
+                took.add(r.host)
+        if acknowledged(info, took):
             self.acked.setdefault(tid, set()).add(key)
             self.writes_acked += 1
         else:
             self.writes_failed += 1
+
+    def takes_write(self, via: uuid.UUID, host: uuid.UUID, version: int, drop: float) -> bool:
+        """Whether replica ``host`` takes a write ``via`` coordinates by topology ``version``: it
+        is reached and serving, the message is not lost (chance ``drop``), and the version is not
+        fenced (the writer routes by a version the replica no longer accepts)."""
+        if not self.reachable(via, host) or not self.hosts[host].serving or self.rng.random() < drop:
+            return False
+        return version >= self.view_of(host).topology.fence_version
 
     def vnode_write(self, via: uuid.UUID, key: int, drop: float) -> None:
         """A QUORUM write of the vnode table coordinated by `via` on its own view of the ring:
@@ -248,13 +252,9 @@ class World:
         sets = [self.vnode_table(ring).for_token(token) for ring in rings.writes]
         took: set[uuid.UUID] = set()
         for h in {h for replicas in sets for h in replicas}:
-            target = self.hosts[h]
-            if not self.reachable(via, h) or not target.serving or self.rng.random() < drop:
-                continue
-            if view.version < self.view_of(h).topology.fence_version:
-                continue
-            target.vdata.add(key)
-            took.add(h)
+            if self.takes_write(via, h, view.version, drop):
+                self.hosts[h].vdata.add(key)
+                took.add(h)
         if all(len(took & set(replicas)) >= quorum(len(replicas)) for replicas in sets):
             self.vacked.add(key)
             self.writes_acked += 1
@@ -346,6 +346,12 @@ def _write_groups(info: TabletInfo) -> list[tuple[TabletReplica, ...]]:
     if info.new_replicas is not None and len(targets) > len(info.replicas):
         return [info.replicas, info.new_replicas]
     return [targets]
+
+
+def acknowledged(info: TabletInfo, took: set[uuid.UUID]) -> bool:
+    """Whether a QUORUM write of the tablet that the hosts ``took`` took is acknowledged: a
+    quorum of every replica set it must reach (both while its writes go to both)."""
+    return all(len(took & {r.host for r in group}) >= quorum(len(group)) for group in _write_groups(info))
 
 
 def command_updates(

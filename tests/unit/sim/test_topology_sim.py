@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from tabletdb.cli.sim_cmd import sim_group
-from tabletdb.sim.topo_seed import run_topology_seed, run_topology_seeds, stage_label
+from tabletdb.sim.seed_run import stage_label
+from tabletdb.sim.topo_seed import run_topology_seed, run_topology_seeds
 
 ALL_STEPS = {
     "start",
