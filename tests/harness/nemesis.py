@@ -13,6 +13,8 @@ import json
 import os
 import signal
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -29,6 +31,18 @@ def rest(node: TestNode, method: str, path: str) -> Any:
     request = urllib.request.Request(node.api_url + path, method=method)
     with urllib.request.urlopen(request, timeout=REST_TIMEOUT) as response:
         return json.loads(response.read())
+
+
+def fault(node: TestNode, action: str, **query: str) -> dict[str, Any]:
+    """``POST /faults/<action>?<query>`` on ``node`` (``block``/``fail``/``heal``, see
+    ``tabletdb.node.admin.rest_faults``): the node's faults afterwards; a refusal fails the test
+    with the node's reason."""
+    path = f"/faults/{action}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+    try:
+        answer: dict[str, Any] = rest(node, "POST", path)
+    except urllib.error.HTTPError as exc:
+        raise AssertionError(f"{node.host}: POST {path}: {exc.code} {exc.read().decode()}") from exc
+    return answer
 
 
 def group0_leader(nodes: Sequence[TestNode], timeout: float = 60.0) -> TestNode:

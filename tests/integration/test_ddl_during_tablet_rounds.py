@@ -16,11 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.nemesis import FAULT_OPTIONS
+from tests.harness.nemesis import fault
 from tests.harness.node import NodeFactory, TestNode
-from tests.harness.topology_workload import host_id, wait_for
-from tests.integration.test_replicated_data import OPTIONS, pinned, run
-from tests.integration.test_tablet_merge_kill import _faults, _held_stream_target, _shown, _tablets
+from tests.harness.topology_workload import wait_for
+from tests.integration.test_replicated_data import pinned, run
+from tests.integration.test_tablet_merge_kill import (
+    _held_stream_target,
+    _tablets,
+    merge_held,
+    start_mk_cluster,
+)
 from tests.integration.test_topology_leader_kill import leader_of
 
 
@@ -63,12 +68,8 @@ def _table_files(node: TestNode) -> list[Path]:
 
 @pytest.mark.timeout(900)
 def test_ddl_answers_while_a_colocation_round_and_a_merge_are_held(node_factory: NodeFactory) -> None:
-    nodes = node_factory.start_cluster(3, options={**OPTIONS, **FAULT_OPTIONS})
-    ids = {host_id(n): n for n in nodes}
+    nodes, ids = start_mk_cluster(node_factory)
     with pinned(nodes[0]) as s:
-        dc = run(s, "SELECT data_center FROM system.local", "ONE")[0].data_center
-        s.execute(f"CREATE KEYSPACE mk WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 2}}")
-        s.execute("CREATE TABLE mk.t (k int PRIMARY KEY, v text) WITH tablets = {'min_tablet_count': 16}")
         for k in range(100):
             run(s, "INSERT INTO mk.t (k, v) VALUES (%s, 'v')", "QUORUM", (k,))
     wait_for(lambda: leader_of(nodes[0]) is not None, "a group0 leader")
@@ -77,7 +78,7 @@ def test_ddl_answers_while_a_colocation_round_and_a_merge_are_held(node_factory:
     leader = ids[leader_id]
     observer = next(n for n in nodes if n is not leader)
 
-    _faults(leader, "fail", verb="tablet.stream")
+    fault(leader, "fail", verb="tablet.stream")
     with pinned(observer) as s:
         s.execute("ALTER TABLE mk.t WITH tablets = {'min_tablet_count': 8}")
     wait_for(
@@ -88,10 +89,10 @@ def test_ddl_answers_while_a_colocation_round_and_a_merge_are_held(node_factory:
     _ddl_from_every_node(nodes, "c")
     assert _held_stream_target(observer, leader_id) is not None, "the round ended during the DDL"
 
-    _faults(leader, "heal")
-    _faults(leader, "fail", verb="tablet.resize")
+    fault(leader, "heal")
+    fault(leader, "fail", verb="tablet.resize")
     wait_for(
-        lambda: any(t.resize_type == "merge" for t in _tablets(observer)) and _shown(leader)["failed"] > 0,
+        lambda: merge_held(observer, leader),
         "the merge held at its copies",
         seconds=300,
     )
@@ -101,7 +102,7 @@ def test_ddl_answers_while_a_colocation_round_and_a_merge_are_held(node_factory:
 
     with pinned(observer) as s:
         s.execute("DROP TABLE mk.t")
-    _faults(leader, "heal")
+    fault(leader, "heal")
     for node in nodes:
         wait_for(lambda node=node: _table_files(node) == [], f"{node.host} to drop the files of mk.t")
     with pinned(leader) as s:  # new tables still get their tablets and take writes at ALL

@@ -28,10 +28,7 @@ replica host. The faults are healed, the node restarts, and:
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.parse
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -40,9 +37,9 @@ import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 
 from tests.harness.clients import scylla_cluster
-from tests.harness.nemesis import FAULT_OPTIONS
+from tests.harness.nemesis import FAULT_OPTIONS, fault, rest
 from tests.harness.node import NodeFactory, TestNode
-from tests.harness.topology_workload import host_id, post, wait_for
+from tests.harness.topology_workload import host_id, wait_for
 from tests.integration.test_replicated_data import OPTIONS, pinned, run
 from tests.integration.test_tablet_resize import Clients, running
 from tests.integration.test_topology_leader_kill import leader_of
@@ -62,17 +59,22 @@ def _tablets(node: TestNode) -> list[Any]:
     return sorted(rows, key=lambda r: r.last_token)
 
 
-def _faults(node: TestNode, action: str, **query: str) -> dict[str, Any]:
-    status, body = post(f"{node.api_url}/faults/{action}?{urllib.parse.urlencode(query)}")
-    assert status == 200, body
-    answer: dict[str, Any] = json.loads(body)
-    return answer
+def start_mk_cluster(node_factory: NodeFactory) -> tuple[list[TestNode], dict[uuid.UUID, TestNode]]:
+    """Three nodes with the fault API, keyspace ``mk`` at RF 2 and table ``mk.t`` made with 16
+    tablets; the nodes, and by host id."""
+    nodes = node_factory.start_cluster(3, options={**OPTIONS, **FAULT_OPTIONS})
+    with pinned(nodes[0]) as s:
+        dc = run(s, "SELECT data_center FROM system.local", "ONE")[0].data_center
+        s.execute(f"CREATE KEYSPACE mk WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 2}}")
+        s.execute("CREATE TABLE mk.t (k int PRIMARY KEY, v text) WITH tablets = {'min_tablet_count': 16}")
+    assert len(_tablets(nodes[0])) == 16
+    return nodes, {host_id(n): n for n in nodes}
 
 
-def _shown(node: TestNode) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{node.api_url}/faults", timeout=30) as response:
-        answer: dict[str, Any] = json.loads(response.read())
-    return answer
+def merge_held(observer: TestNode, leader: TestNode) -> bool:
+    """A merge is under way (as ``observer`` sees it) and the ``leader``'s failed verb failed."""
+    merging = any(t.resize_type == "merge" for t in _tablets(observer))
+    return merging and rest(leader, "GET", "/faults")["failed"] > 0
 
 
 def _held_stream_target(node: TestNode, leader: uuid.UUID) -> uuid.UUID | None:
@@ -108,13 +110,8 @@ def _files(node: TestNode) -> set[str]:
     [("colocation", "leader"), ("colocation", "target"), ("merge", "leader"), ("merge", "replica")],
 )
 def test_kill_9_during_colocation_or_merge(node_factory: NodeFactory, step: str, victim: str) -> None:
-    nodes = node_factory.start_cluster(3, options={**OPTIONS, **FAULT_OPTIONS})
-    ids = {host_id(n): n for n in nodes}
+    nodes, ids = start_mk_cluster(node_factory)
     with pinned(nodes[0]) as s:
-        dc = run(s, "SELECT data_center FROM system.local", "ONE")[0].data_center
-        s.execute(f"CREATE KEYSPACE mk WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 2}}")
-        s.execute("CREATE TABLE mk.t (k int PRIMARY KEY, v text) WITH tablets = {'min_tablet_count': 16}")
-        assert len(_tablets(nodes[0])) == 16
         insert = s.prepare("INSERT INTO mk.t (k, v) VALUES (?, ?)")
         from cassandra import ConsistencyLevel
 
@@ -127,7 +124,7 @@ def test_kill_9_during_colocation_or_merge(node_factory: NodeFactory, step: str,
     assert leader_id is not None
     leader = ids[leader_id]
     verb = "tablet.stream" if step == "colocation" else "tablet.resize"
-    _faults(leader, "fail", verb=verb)
+    fault(leader, "fail", verb=verb)
     observer = next(n for n in nodes if n is not leader)
 
     with (
@@ -146,9 +143,7 @@ def test_kill_9_during_colocation_or_merge(node_factory: NodeFactory, step: str,
             assert target is not None
         else:
             wait_for(
-                lambda: (
-                    any(t.resize_type == "merge" for t in _tablets(observer)) and _shown(leader)["failed"] > 0
-                ),
+                lambda: merge_held(observer, leader),
                 "the merge held with its copies on the other hosts failing",
                 seconds=300,
             )
@@ -160,12 +155,12 @@ def test_kill_9_during_colocation_or_merge(node_factory: NodeFactory, step: str,
             wait_for(lambda: leader_of(observer) not in (None, leader_id), "another group0 leader")
         else:
             time.sleep(3)  # the coordinator meets a dead node at the held step
-            _faults(leader, "heal")
+            fault(leader, "heal")
         killed.start()
         acked_at_restart = len(clients.acked)
         wait_for(lambda: len(clients.acked) > acked_at_restart + 10, "QUORUM writes after the restart")
         for node in nodes:  # a restarted process has no faults; the survivors' are lifted
-            _faults(node, "heal")
+            fault(node, "heal")
         wait_for(
             lambda: [(t.resize_seq_number, t.stage) for t in _tablets(observer)] == [(2, None)] * 4,
             "the table to merge 16 -> 8 -> 4 and settle",

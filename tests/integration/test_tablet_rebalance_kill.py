@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness.nemesis import FAULT_OPTIONS
+from tests.harness.nemesis import FAULT_OPTIONS, fault
 from tests.harness.node import NodeFactory, TestNode
 from tests.harness.topology_workload import (
     KEYSPACE,
@@ -91,15 +91,13 @@ def hold_streams(nodes: list[TestNode]) -> None:
     """Every node's ``tablet.stream`` requests fail, to every other member and to itself (a
     coordinator streaming onto its own node), so whichever node leads, no move between nodes ends."""
     for node in nodes:
-        for query in ("verb=tablet.stream", f"verb=tablet.stream&address={node.host}"):
-            status, body = post(f"{node.api_url}/faults/fail?{query}")
-            assert status == 200, body
+        fault(node, "fail", verb="tablet.stream")
+        fault(node, "fail", verb="tablet.stream", address=node.host)
 
 
 def release_streams(nodes: list[TestNode]) -> None:
     for node in nodes:
-        status, body = post(f"{node.api_url}/faults/heal")
-        assert status == 200, body
+        fault(node, "heal")
 
 
 def moving(node: TestNode) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
