@@ -137,15 +137,6 @@ def _options(node: TestNode) -> ClusterOptions:
     )
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
-
-
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{args[3]} exited {done.returncode}\n{done.stdout}\n{done.stderr}"

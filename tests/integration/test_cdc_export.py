@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,6 @@ from tests.harness.node import TestNode
 NTS_1 = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
 Key = tuple[bytes, Any, int]
 """(cdc$stream_id, cdc$time, cdc$batch_seq_no): a log row's primary key."""
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 def _log_keys(session: Any, table: str) -> list[Key]:

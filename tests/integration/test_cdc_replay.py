@@ -372,15 +372,6 @@ def test_replaying_the_log_rebuilds_the_table_many(session: Any, ops: list[str])
     _check_replay(session, ops, _cql_log(session))
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
-
-
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(writes, min_size=1, max_size=12))
 def test_replaying_the_exported_parquet_rebuilds_the_table(

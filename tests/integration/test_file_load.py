@@ -27,7 +27,6 @@ import pytest
 from tabletdb.spark.connection import parse_options
 from tabletdb.spark.file_load import FileTarget, run_file_load
 from tabletdb.spark.load import read_rejects
-from tests.harness.clients import scylla_session
 from tests.harness.node import TestNode
 
 pyspark = pytest.importorskip("pyspark")
@@ -93,21 +92,6 @@ def _read_mixed(db: Any, table: str = "fl.mixed") -> Iterator[tuple[Any, ...]]:
     for r in db.execute(f"SELECT {columns} FROM {table}", timeout=120):
         props = dict(r.props) if r.props else None
         yield (r.id, r.seq, r.name, r.amount, r.at, r.flag, r.score, list(r.tags) if r.tags else None, props)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    yield spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
-
-
-@pytest.fixture(scope="module")
-def db(node: TestNode) -> Iterator[Any]:
-    with scylla_session(node) as session:
-        for statement in SCHEMA:
-            session.execute(statement)
-        yield session
 
 
 def _load_command(node: TestNode, table: str, source: Path, rejects: Path, *extra: str) -> list[str]:

@@ -9,12 +9,10 @@ the Spark session local and shared: the test is about what is planned, not how f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.harness.clients import scylla_session
 from tests.harness.node import TestNode
 
 pyspark = pytest.importorskip("pyspark")
@@ -25,28 +23,21 @@ Row = tuple[bytes, str, int, int, int]
 """(cdc$stream_id, cdc$time as text, cdc$operation, k, v), as both reads give them."""
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    session = spark_session("local[1]", {"spark.sql.shuffle.partitions": "1"})
-    yield session
-    session.stop()
+SCHEMA = [
+    f"CREATE KEYSPACE cdcs WITH replication = {NTS} AND tablets = {{'initial': 4}}",
+    "CREATE TABLE cdcs.t (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}",
+]
 
 
-@pytest.fixture(scope="module")
-def db(node: TestNode) -> Iterator[Any]:
-    with scylla_session(node) as session:
-        session.execute(f"CREATE KEYSPACE cdcs WITH replication = {NTS} AND tablets = {{'initial': 4}}")
-        session.execute("CREATE TABLE cdcs.t (k int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
-        insert = session.prepare("INSERT INTO cdcs.t (k, v) VALUES (?, ?)")
-        for k in range(16):
-            session.execute(insert, (k, k * 10))
-        session.execute(
-            "BEGIN UNLOGGED BATCH INSERT INTO cdcs.t (k, v) VALUES (100, 1); "
-            "INSERT INTO cdcs.t (k, v) VALUES (100, 2); APPLY BATCH"
-        )
-        yield session
+def fill(session: Any) -> None:
+    """The rows of the module's ``db`` (tests/integration/conftest.py), after its SCHEMA."""
+    insert = session.prepare("INSERT INTO cdcs.t (k, v) VALUES (?, ?)")
+    for k in range(16):
+        session.execute(insert, (k, k * 10))
+    session.execute(
+        "BEGIN UNLOGGED BATCH INSERT INTO cdcs.t (k, v) VALUES (100, 1); "
+        "INSERT INTO cdcs.t (k, v) VALUES (100, 2); APPLY BATCH"
+    )
 
 
 def _cql_rows(session: Any, streams: list[bytes]) -> list[Row]:

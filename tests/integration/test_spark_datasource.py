@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -63,25 +62,14 @@ def _row(n: int) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    yield spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
-
-
-@pytest.fixture(scope="module")
-def db(node: TestNode) -> Iterator[Any]:
-    with scylla_session(node) as session:
-        for statement in SCHEMA:
-            session.execute(statement)
-        insert = session.prepare(INSERT)
-        for n in range(1, 9):
-            session.execute(insert, _row(n))
-        session.execute("INSERT INTO sp.every (k, c) VALUES (100, 'only the key')")
-        for n in range(50):
-            session.execute("INSERT INTO sp.kv (k, v) VALUES (%s, %s)", (n, f"v{n}"))
-        yield session
+def fill(session: Any) -> None:
+    """The rows of the module's ``db`` (tests/integration/conftest.py), after its SCHEMA."""
+    insert = session.prepare(INSERT)
+    for n in range(1, 9):
+        session.execute(insert, _row(n))
+    session.execute("INSERT INTO sp.every (k, c) VALUES (100, 'only the key')")
+    for n in range(50):
+        session.execute("INSERT INTO sp.kv (k, v) VALUES (%s, %s)", (n, f"v{n}"))
 
 
 def _options(node: TestNode, table: str, **extra: str) -> dict[str, str]:

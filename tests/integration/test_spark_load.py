@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import pytest
 
 from tabletdb.spark.connection import parse_options
 from tabletdb.spark.load import read_rejects, run_load
-from tests.harness.clients import scylla_session
 from tests.harness.node import TestNode
 
 pyspark = pytest.importorskip("pyspark")
@@ -45,21 +43,6 @@ BAD_LINES = {
     '10,1,bad list,1.5,2024-01-01T00:00:00Z,"[1, "': "column tags (list<text>)",
     "11,1,too few fields": "malformed record",
 }
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    yield spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
-
-
-@pytest.fixture(scope="module")
-def db(node: TestNode) -> Iterator[Any]:
-    with scylla_session(node) as session:
-        for statement in SCHEMA:
-            session.execute(statement)
-        yield session
 
 
 def test_csv_load_keeps_every_good_row_and_rejects_every_bad_one(

@@ -4,12 +4,10 @@ per tablet, filters it cannot answer left to Spark; pages arrive as Arrow batche
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.harness.clients import scylla_session
 from tests.harness.node import TestNode
 
 pyspark = pytest.importorskip("pyspark")
@@ -18,22 +16,17 @@ NTS = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
 ROWS = [(k, b, c, f"v{k}{b}{c}") for k in range(12) for b in ("x", "y") for c in range(8)]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
+SCHEMA = [
+    f"CREATE KEYSPACE pd WITH replication = {NTS} AND tablets = {{'initial': 4}}",
+    "CREATE TABLE pd.wide (k int, b text, c int, v text, PRIMARY KEY ((k, b), c))",
+]
 
-    yield spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
 
-
-@pytest.fixture(scope="module")
-def db(node: TestNode) -> Iterator[Any]:
-    with scylla_session(node) as session:
-        session.execute(f"CREATE KEYSPACE pd WITH replication = {NTS} AND tablets = {{'initial': 4}}")
-        session.execute("CREATE TABLE pd.wide (k int, b text, c int, v text, PRIMARY KEY ((k, b), c))")
-        insert = session.prepare("INSERT INTO pd.wide (k, b, c, v) VALUES (?, ?, ?, ?)")
-        for row in ROWS:
-            session.execute(insert, row)
-        yield session
+def fill(session: Any) -> None:
+    """The rows of the module's ``db`` (tests/integration/conftest.py), after its SCHEMA."""
+    insert = session.prepare("INSERT INTO pd.wide (k, b, c, v) VALUES (?, ?, ?, ?)")
+    for row in ROWS:
+        session.execute(insert, row)
 
 
 def _frame(spark: Any, node: TestNode, **extra: str) -> Any:

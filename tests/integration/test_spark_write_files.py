@@ -10,12 +10,10 @@ file path cannot do is refused with the reason, not ignored.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.harness.clients import scylla_session
 from tests.harness.node import TestNode
 from tests.integration.test_spark_datasource import COLUMNS, INSERT, _row, _spark_rows
 
@@ -35,23 +33,12 @@ SCHEMA = [
 ]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tabletdb.spark.session import spark_session
-
-    yield spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
-
-
-@pytest.fixture(scope="module")
-def db(node: TestNode) -> Iterator[Any]:
-    with scylla_session(node) as session:
-        for statement in SCHEMA:
-            session.execute(statement)
-        insert = session.prepare(INSERT.replace("sp.every", "wf.every"))
-        for n in range(1, 9):
-            session.execute(insert, _row(n))
-        session.execute("INSERT INTO wf.every (k, c) VALUES (100, 'only the key')")
-        yield session
+def fill(session: Any) -> None:
+    """The rows of the module's ``db`` (tests/integration/conftest.py), after its SCHEMA."""
+    insert = session.prepare(INSERT.replace("sp.every", "wf.every"))
+    for n in range(1, 9):
+        session.execute(insert, _row(n))
+    session.execute("INSERT INTO wf.every (k, c) VALUES (100, 'only the key')")
 
 
 def _options(node: TestNode, table: str) -> dict[str, str]:
