@@ -4,7 +4,6 @@ far beyond either is refused quickly and without RecursionError."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -149,11 +148,11 @@ def test_a_type_hint_is_bounded_like_any_type() -> None:
     ],
     ids=["list", "type hints", "selector", "frozen list type", "tuple type"],
 )
-def test_input_nested_far_beyond_the_limits_is_refused_quickly(statement: str) -> None:
-    started = time.monotonic()
+def test_input_nested_far_beyond_the_limits_is_refused_without_recursion(statement: str) -> None:
+    """20,000 levels would overflow Python's stack in any recursive step; the refusal must come
+    from the nesting check, not a RecursionError (how long it takes is bench material, not a test's)."""
     with pytest.raises((CqlSyntaxError, InvalidRequest), match="nested too deeply"):
         parse_statement(statement)
-    assert time.monotonic() - started < 20  # linear in the input (seconds on a loaded box), no recursion
 
 
 def _reference_nesting(cql_type: t.CqlType) -> int:
