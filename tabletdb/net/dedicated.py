@@ -154,22 +154,27 @@ def receive_file(sock: socket.socket, out: BinaryIO, size: int, timeout: float) 
 
 
 async def send_file(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, file: BinaryIO, size: int, timeout: float
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    file: BinaryIO,
+    size: int,
+    timeout: float,
+    tail: bytes = b"",
 ) -> None:
     """Send ``size`` bytes of ``file`` from offset 0 on a dedicated connection (after its
-    answer frame), then their checksum, then wait for the receiver to close. The kernel copies
-    the file into the socket (``sendfile``) on a worker thread, through a duplicate of the
-    socket: the transport keeps it, paused, meanwhile; another worker thread checksums the same
-    bytes from the page cache at the same time."""
+    answer frame), then ``tail``, then the checksum of both, then wait for the receiver to close.
+    The kernel copies the file into the socket (``sendfile``) on a worker thread, through a
+    duplicate of the socket: the transport keeps it, paused, meanwhile; another worker thread
+    checksums the same bytes from the page cache at the same time."""
     await writer.drain()
     transport = cast(asyncio.Transport, writer.transport)  # a socket's, so it reads too (uvloop's
     transport.pause_reading()  # are not asyncio.Transport subclasses)
     raw = writer.get_extra_info("socket")
     out = socket.socket(fileno=os.dup(raw.fileno()))
-    checksum = asyncio.ensure_future(asyncio.to_thread(digest_of, file.fileno(), size))
+    checksum = asyncio.ensure_future(asyncio.to_thread(digest_of, file.fileno(), size, tail))
     try:
         out.settimeout(timeout)
-        sent = await asyncio.to_thread(out.sendfile, file, 0, size)
+        sent = await asyncio.to_thread(_send_all, out, file, size, tail)
     finally:
         out.close()
         await asyncio.wait([checksum])  # the thread reads the file: it must finish before the file closes
@@ -178,6 +183,14 @@ async def send_file(
         raise TransferCut(f"sent {sent} of {size} bytes (the file is shorter than its image)")
     transport.resume_reading()
     await send_trailer(reader, writer, checksum.result(), timeout)
+
+
+def _send_all(out: socket.socket, file: BinaryIO, size: int, tail: bytes) -> int:
+    """The file's bytes, then the tail's (blocking); how many of the file's went."""
+    sent = out.sendfile(file, 0, size) if size else 0
+    if sent == size and tail:
+        out.sendall(tail)
+    return sent
 
 
 async def send_trailer(
