@@ -51,7 +51,16 @@ from tabletdb.net.rpc import (
     admit_hello_reply,
 )
 
-__all__ = ["TransferCorrupt", "TransferCut", "dial", "receive_file", "send_file", "send_trailer"]
+__all__ = [
+    "TransferCorrupt",
+    "TransferCut",
+    "connect",
+    "dial",
+    "open_stream",
+    "receive_file",
+    "send_file",
+    "send_trailer",
+]
 
 
 class TransferCorrupt(ConnectionError):
@@ -63,6 +72,13 @@ async def dial(rpc: RpcNode, peer: int, verb: str, payload: Any, timeout: float)
     stream handler for ``verb``; returns the socket and the handler's first answer. Raises
     ``PeerUnreachable`` (no connection, or refused at the handshake) or ``RemoteError`` (the
     handler refused)."""
+    return await open_stream(rpc, await connect(rpc, peer), peer, verb, payload, timeout)
+
+
+async def connect(rpc: RpcNode, peer: int) -> socket.socket:
+    """``dial``'s first half: a new plaintext connection to ``peer`` admitted by both handshakes,
+    not yet handed to a handler (the peer waits for its STREAM frame: ``open_stream``). A caller
+    may connect while it is still asking the peer what to fetch, and close the socket unused."""
     address = rpc.address_of(peer)
     if address is None:
         raise PeerUnreachable(f"node {peer} has no known address (add_peer first)")
@@ -89,6 +105,25 @@ async def dial(rpc: RpcNode, peer: int, verb: str, payload: Any, timeout: float)
                 sock, encode_frame([Kind.HELLO, 0, "", rpc.node_id, rpc.authority.hello(peer)])
             )
             admit_hello_reply(rpc.authority, await _frame(loop, sock), False, peer)
+        return sock
+    except (HandshakeRefused, FrameError) as exc:
+        sock.close()
+        raise PeerUnreachable(f"node {peer} at {host}:{port}: {exc}") from None
+    except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+        sock.close()
+        raise PeerUnreachable(f"node {peer} at {host}:{port}: {exc!r}") from exc
+    except BaseException:
+        sock.close()
+        raise
+
+
+async def open_stream(
+    rpc: RpcNode, sock: socket.socket, peer: int, verb: str, payload: Any, timeout: float
+) -> tuple[socket.socket, Any]:
+    """``dial``'s second half on a socket from ``connect``: the STREAM frame, and the handler's
+    first answer. Closes the socket if it raises."""
+    loop = asyncio.get_running_loop()
+    try:
         await loop.sock_sendall(sock, encode_frame([Kind.STREAM, 0, verb, rpc.node_id, payload]))
         async with asyncio.timeout(timeout):
             answer = await _frame(loop, sock)
@@ -97,12 +132,12 @@ async def dial(rpc: RpcNode, peer: int, verb: str, payload: Any, timeout: float)
         if answer[0] == Kind.ERROR:
             raise RemoteError(f"node {peer}: {answer[4]}")
         return sock, answer[4]
-    except (HandshakeRefused, FrameError) as exc:
+    except FrameError as exc:
         sock.close()
-        raise PeerUnreachable(f"node {peer} at {host}:{port}: {verb}: {exc}") from None
+        raise PeerUnreachable(f"node {peer}: {verb}: {exc}") from None
     except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
         sock.close()
-        raise PeerUnreachable(f"node {peer} at {host}:{port}: {verb}: {exc!r}") from exc
+        raise PeerUnreachable(f"node {peer}: {verb}: {exc!r}") from exc
     except BaseException:
         sock.close()
         raise

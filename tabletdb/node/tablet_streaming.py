@@ -48,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tabletdb.net.dedicated import TransferCorrupt, dial, receive_file, send_file
+from tabletdb.net.dedicated import TransferCorrupt, connect, open_stream, receive_file, send_file
 from tabletdb.net.file_bytes import DIGEST, digest_of
 from tabletdb.net.framing import encode_frame
 from tabletdb.net.rpc import Kind, Retry, RpcNode
@@ -263,9 +263,17 @@ class TabletStreaming:
             phases.lap("open")
             phases.lap("transfer")
             return (staging.stat().st_size, "local", False, 0) if copied else None
-        opened = await self.rpc.call(source, VERB_TABLET_COPY_OPEN, request, STREAM_TIMEOUT)
+        # the dedicated connection is set up while the source pins its image (one round trip less)
+        plaintext = not self.rpc.authority.must_encrypt(source)
+        dialing = asyncio.ensure_future(connect(self.rpc, source)) if plaintext else None
+        try:
+            opened = await self.rpc.call(source, VERB_TABLET_COPY_OPEN, request, STREAM_TIMEOUT)
+        except BaseException:
+            await _discard(dialing)
+            raise
         phases.lap("open")
         if opened is None:
+            await _discard(dialing)
             return None
         transfer, size, kind, *more = opened
         log_bytes = int(more[0]) if more else 0  # a source before log frames sends none
@@ -273,24 +281,30 @@ class TabletStreaming:
             raise StorageError(f"tablet image {transfer} from node {source}: {log_bytes} log bytes of {size}")
         try:
             with staging.open("w+b") as out:
-                if self.rpc.authority.must_encrypt(source):
+                if dialing is None:
                     await self._read_chunks(source, transfer, size, out)
                     how = f"{kind}-rpc"
                 else:
-                    await self._receive(source, transfer, size, out)
+                    await self._receive(source, transfer, size, out, dialing)
                     how = f"{kind}-sendfile"
             phases.lap("transfer")
             return size, how, True, log_bytes
         finally:
+            await _discard(dialing)  # unused if the transfer failed before it began
             try:  # releases the image at once if the transfer failed before it began
                 await self.rpc.call(source, VERB_TABLET_COPY_CLOSE, [transfer], CHUNK_TIMEOUT)
             except Exception as exc:  # the source forgets idle images on its own
                 log.debug("tablet copy close failed source=%d transfer=%s: %s", source, transfer, exc)
 
-    async def _receive(self, source: int, transfer: str, size: int, out: BinaryIO) -> None:
-        """The image over a dedicated connection, straight into ``out``, checked against the
-        source's checksum (``net.dedicated``)."""
-        sock, announced = await dial(self.rpc, source, VERB_TABLET_COPY_SEND, [transfer], CHUNK_TIMEOUT)
+    async def _receive(
+        self, source: int, transfer: str, size: int, out: BinaryIO, dialing: asyncio.Future[socket.socket]
+    ) -> None:
+        """The image over the dedicated connection ``dialing`` set up, straight into ``out``,
+        checked against the source's checksum (``net.dedicated``)."""
+        connected = await dialing
+        sock, announced = await open_stream(
+            self.rpc, connected, source, VERB_TABLET_COPY_SEND, [transfer], CHUNK_TIMEOUT
+        )
         if announced != size:
             sock.close()
             raise StorageError(
@@ -351,6 +365,17 @@ class TabletStreaming:
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.01)
+
+
+async def _discard(dialing: asyncio.Future[socket.socket] | None) -> None:
+    """Close a dedicated connection set up in advance and left unused (one taken by the transfer
+    is closed already: closing it again does nothing)."""
+    if dialing is None:
+        return
+    dialing.cancel()
+    await asyncio.wait([dialing])
+    if not dialing.cancelled() and dialing.exception() is None:
+        dialing.result().close()
 
 
 def _read_at(image: Image, offset: int, length: int) -> bytes:
