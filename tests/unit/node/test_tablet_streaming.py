@@ -163,6 +163,15 @@ def streamed_via(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
+def log_frames_streamed(caplog: pytest.LogCaptureFixture) -> list[int]:
+    """Bytes of source log frames each stream carried (and the target replayed)."""
+    return [
+        int(r.getMessage().split(" log_bytes=")[1].split()[0])
+        for r in caplog.records
+        if "tablet streamed" in r.getMessage()
+    ]
+
+
 def test_with_internode_tls_the_image_goes_in_rpc_chunks_in_order_and_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -179,7 +188,7 @@ def test_with_internode_tls_the_image_goes_in_rpc_chunks_in_order_and_leaves_not
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
             modes = await c.streaming[target].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert modes == ["file"]
-            assert streamed_via(caplog) == ["pinned-rpc"]
+            assert streamed_via(caplog) == ["pinned-rpc"] and log_frames_streamed(caplog)[0] > 0
             assert [c.values(target, k) for k in keys] == [[bytes([i]) * 3000] for i in range(len(keys))]
             outgoing = c.storages[source].data_dir / ".outgoing"
             assert not list(outgoing.iterdir())
@@ -205,7 +214,7 @@ def test_without_tls_the_image_goes_over_a_dedicated_connection_and_leaves_nothi
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
             modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert modes == ["file"]
-            assert streamed_via(caplog) == ["pinned-sendfile"]
+            assert streamed_via(caplog) == ["pinned-sendfile"] and log_frames_streamed(caplog)[0] > 0
             assert [c.values(target, k) for k in keys] == [[bytes([i]) * 3000] for i in range(len(keys))]
             assert not list((c.storages[source].data_dir / ".outgoing").iterdir())
             assert not list((c.storages[target].data_dir / ".incoming").iterdir())
@@ -490,6 +499,7 @@ def test_writes_during_the_transfer_do_not_reach_the_image_sent(
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
             modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert modes == ["file"] and streamed_via(caplog) == ["pinned-sendfile"]
+            assert log_frames_streamed(caplog)[0] > 0  # the state's newest pages came as log frames
             assert [c.values(target, k) for k in keys] == [[b"old" * 1000]] * 20 + [[]] * 20
             assert [c.values(source, k) for k in keys] == [[b"new" * 1000]] * 40
 
