@@ -11,11 +11,13 @@ Figures, all from the same run:
   log line (the image offered by the source, sent over a dedicated connection with sendfile,
   spliced into the staged file, checksummed on both ends, synced, checked and installed on the
   target); `via` says which image (`pinned`: the live file, `copy`: an online-backup copy) and
-  path (`sendfile`, or `rpc` chunks under internode TLS);
+  path (`sendfile`, or `rpc` chunks under internode TLS); `log_bytes`: how many of the bytes
+  streamed were the source's committed log frames, replayed by the target;
 * `phases_ms`: where that time went, from both nodes' log lines: on the target `open` (the
   `tablet.copy_open` call, the source's pin inside it), `transfer` (dial, bytes, checksums),
-  `check` (header bytes, the one fsync, header and schema), `install` (rename and directory
-  fsync, or a merge); on the source `source_prepare` (deferred rows, the pin's checkpoint) and
+  `check` (the log frames replayed, header bytes, the one fsync, header and schema), `install`
+  (rename and directory fsync, or a merge); on the source `source_prepare` (deferred rows, the
+  pin: a read transaction and the log's committed frames copied, no checkpoint) and
   `source_send` (sendfile with its checksum beside it, until the target closed);
 * `cp_MBps` / `cp_fsync_MBps`: `cp` of the file the migration installed on the staying node
   (its `.db` and any `-wal`) to another file on the same filesystem, without and with an fsync;
@@ -55,7 +57,7 @@ BLOB = 64 * 1024
 OPTIONS = {"write_request_timeout_in_ms": 60000, "read_request_timeout_in_ms": 60000}
 STREAMED = re.compile(
     r"tablet streamed .*?tablet=(\d+) .*?bytes=(\d+) mode=(\w+) ms=(\d+) via=(\S+) "
-    r"open_ms=(\d+) transfer_ms=(\d+) check_ms=(\d+) install_ms=(\d+)"
+    r"open_ms=(\d+) transfer_ms=(\d+) check_ms=(\d+) install_ms=(\d+)(?: log_bytes=(\d+))?"
 )
 SENT = re.compile(r"tablet image sent .*?bytes=(\d+) kind=(\w+) prepare_ms=(\d+) send_ms=(\d+)")
 MB = 1024 * 1024
@@ -151,7 +153,7 @@ def run(megabytes: int, base: Path, profiles: Path | None = None) -> dict[str, A
         sent = SENT.findall(_log(leaves))
         if len(sent) != 1:
             raise RuntimeError(f"expected one tablet image sent by the leaving node, found {sent}")
-        tablet, raw_bytes, mode, raw_ms, via, *target_phases = streams[0]
+        tablet, raw_bytes, mode, raw_ms, via, *target_phases, raw_log_bytes = streams[0]
         stream_bytes, stream_ms = int(raw_bytes), int(raw_ms)
         _, kind, prepare_ms, send_ms = sent[0]
         # the baseline: cp of the very file the migration installed (the same bytes)
@@ -168,6 +170,7 @@ def run(megabytes: int, base: Path, profiles: Path | None = None) -> dict[str, A
         "stream_bytes": stream_bytes,
         "install_mode": mode,
         "via": via,
+        "log_bytes": int(raw_log_bytes or 0),
         "stream_s": round(stream_ms / 1000, 3),
         "stream_MBps": round(stream_mbps, 1),
         "cp_bytes": cp_bytes,
@@ -211,7 +214,8 @@ def main() -> None:
     phases = " ".join(f"{k}={v}" for k, v in result["phases_ms"].items())
     print(
         f"migration {result['stream_MBps']} MB/s ({result['stream_bytes'] / MB:.1f} MB in "
-        f"{result['stream_s']} s, {result['via']}); cp {result['cp_MBps']} MB/s, cp + fsync "
+        f"{result['stream_s']} s, {result['via']}, {result['log_bytes'] / MB:.1f} MB of log frames); "
+        f"cp {result['cp_MBps']} MB/s, cp + fsync "
         f"{result['cp_fsync_MBps']} MB/s; ratios {result['stream_vs_cp']} of cp, "
         f"{result['stream_vs_cp_fsync']} of cp + fsync (goal >= 0.5 of cp + fsync)\n"
         f"phases ms: {phases}\n"

@@ -51,7 +51,16 @@ from tabletdb.net.rpc import (
     admit_hello_reply,
 )
 
-__all__ = ["TransferCorrupt", "TransferCut", "dial", "receive_file", "send_file", "send_trailer"]
+__all__ = [
+    "TransferCorrupt",
+    "TransferCut",
+    "connect",
+    "dial",
+    "open_stream",
+    "receive_file",
+    "send_file",
+    "send_trailer",
+]
 
 
 class TransferCorrupt(ConnectionError):
@@ -63,6 +72,13 @@ async def dial(rpc: RpcNode, peer: int, verb: str, payload: Any, timeout: float)
     stream handler for ``verb``; returns the socket and the handler's first answer. Raises
     ``PeerUnreachable`` (no connection, or refused at the handshake) or ``RemoteError`` (the
     handler refused)."""
+    return await open_stream(rpc, await connect(rpc, peer), peer, verb, payload, timeout)
+
+
+async def connect(rpc: RpcNode, peer: int) -> socket.socket:
+    """``dial``'s first half: a new plaintext connection to ``peer`` admitted by both handshakes,
+    not yet handed to a handler (the peer waits for its STREAM frame: ``open_stream``). A caller
+    may connect while it is still asking the peer what to fetch, and close the socket unused."""
     address = rpc.address_of(peer)
     if address is None:
         raise PeerUnreachable(f"node {peer} has no known address (add_peer first)")
@@ -89,6 +105,25 @@ async def dial(rpc: RpcNode, peer: int, verb: str, payload: Any, timeout: float)
                 sock, encode_frame([Kind.HELLO, 0, "", rpc.node_id, rpc.authority.hello(peer)])
             )
             admit_hello_reply(rpc.authority, await _frame(loop, sock), False, peer)
+        return sock
+    except (HandshakeRefused, FrameError) as exc:
+        sock.close()
+        raise PeerUnreachable(f"node {peer} at {host}:{port}: {exc}") from None
+    except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+        sock.close()
+        raise PeerUnreachable(f"node {peer} at {host}:{port}: {exc!r}") from exc
+    except BaseException:
+        sock.close()
+        raise
+
+
+async def open_stream(
+    rpc: RpcNode, sock: socket.socket, peer: int, verb: str, payload: Any, timeout: float
+) -> tuple[socket.socket, Any]:
+    """``dial``'s second half on a socket from ``connect``: the STREAM frame, and the handler's
+    first answer. Closes the socket if it raises."""
+    loop = asyncio.get_running_loop()
+    try:
         await loop.sock_sendall(sock, encode_frame([Kind.STREAM, 0, verb, rpc.node_id, payload]))
         async with asyncio.timeout(timeout):
             answer = await _frame(loop, sock)
@@ -97,12 +132,12 @@ async def dial(rpc: RpcNode, peer: int, verb: str, payload: Any, timeout: float)
         if answer[0] == Kind.ERROR:
             raise RemoteError(f"node {peer}: {answer[4]}")
         return sock, answer[4]
-    except (HandshakeRefused, FrameError) as exc:
+    except FrameError as exc:
         sock.close()
-        raise PeerUnreachable(f"node {peer} at {host}:{port}: {verb}: {exc}") from None
+        raise PeerUnreachable(f"node {peer}: {verb}: {exc}") from None
     except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
         sock.close()
-        raise PeerUnreachable(f"node {peer} at {host}:{port}: {verb}: {exc!r}") from exc
+        raise PeerUnreachable(f"node {peer}: {verb}: {exc!r}") from exc
     except BaseException:
         sock.close()
         raise
@@ -154,22 +189,27 @@ def receive_file(sock: socket.socket, out: BinaryIO, size: int, timeout: float) 
 
 
 async def send_file(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, file: BinaryIO, size: int, timeout: float
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    file: BinaryIO,
+    size: int,
+    timeout: float,
+    tail: bytes = b"",
 ) -> None:
     """Send ``size`` bytes of ``file`` from offset 0 on a dedicated connection (after its
-    answer frame), then their checksum, then wait for the receiver to close. The kernel copies
-    the file into the socket (``sendfile``) on a worker thread, through a duplicate of the
-    socket: the transport keeps it, paused, meanwhile; another worker thread checksums the same
-    bytes from the page cache at the same time."""
+    answer frame), then ``tail``, then the checksum of both, then wait for the receiver to close.
+    The kernel copies the file into the socket (``sendfile``) on a worker thread, through a
+    duplicate of the socket: the transport keeps it, paused, meanwhile; another worker thread
+    checksums the same bytes from the page cache at the same time."""
     await writer.drain()
     transport = cast(asyncio.Transport, writer.transport)  # a socket's, so it reads too (uvloop's
     transport.pause_reading()  # are not asyncio.Transport subclasses)
     raw = writer.get_extra_info("socket")
     out = socket.socket(fileno=os.dup(raw.fileno()))
-    checksum = asyncio.ensure_future(asyncio.to_thread(digest_of, file.fileno(), size))
+    checksum = asyncio.ensure_future(asyncio.to_thread(digest_of, file.fileno(), size, tail))
     try:
         out.settimeout(timeout)
-        sent = await asyncio.to_thread(out.sendfile, file, 0, size)
+        sent = await asyncio.to_thread(_send_all, out, file, size, tail)
     finally:
         out.close()
         await asyncio.wait([checksum])  # the thread reads the file: it must finish before the file closes
@@ -178,6 +218,14 @@ async def send_file(
         raise TransferCut(f"sent {sent} of {size} bytes (the file is shorter than its image)")
     transport.resume_reading()
     await send_trailer(reader, writer, checksum.result(), timeout)
+
+
+def _send_all(out: socket.socket, file: BinaryIO, size: int, tail: bytes) -> int:
+    """The file's bytes, then the tail's (blocking); how many of the file's went."""
+    sent = out.sendfile(file, 0, size) if size else 0
+    if sent == size and tail:
+        out.sendall(tail)
+    return sent
 
 
 async def send_trailer(

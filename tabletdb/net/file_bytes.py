@@ -54,9 +54,9 @@ class TransferCut(ConnectionError):
     """A dedicated transfer ended before all its bytes arrived (the sender stopped or died)."""
 
 
-def digest_of(fd: int, size: int) -> bytes:
-    """XXH3-128 of the first ``size`` bytes of the file open at ``fd`` (read with ``pread``, so
-    the file's position is left alone and any thread may call it)."""
+def digest_of(fd: int, size: int, tail: bytes = b"") -> bytes:
+    """XXH3-128 of the first ``size`` bytes of the file open at ``fd`` followed by ``tail`` (read
+    with ``pread``, so the file's position is left alone and any thread may call it)."""
     digest = xxhash.xxh3_128()
     buffer = memoryview(bytearray(min(DIGEST_PIECE, max(size, 1))))
     offset = 0
@@ -66,6 +66,7 @@ def digest_of(fd: int, size: int) -> bytes:
             raise TransferCut(f"the file holds {offset} bytes, {size} were to be checksummed")
         digest.update(buffer[:n])
         offset += n
+    digest.update(tail)
     return digest.digest()
 
 

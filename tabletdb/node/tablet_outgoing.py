@@ -1,8 +1,9 @@
 """A source's side of tablet streaming: the images it offers, each to one target, for a short while.
 
 ``open_image`` makes a consistent image of this node's replica of a tablet: the live file itself,
-pinned (``storage.pinned_image``: no copy at all), or, when SQLite cannot fold its whole log in
-at that moment, a copy staged through the online-backup API. ``OutgoingImages`` keeps each
+pinned with its log's committed frames to replay at the target (``storage.pinned_image.
+pin_with_log``: no copy of the file, no checkpoint, no fsync), or, when the log is too long to
+carry in memory, a copy staged through the online-backup API. ``OutgoingImages`` keeps each
 offered image under a transfer id (16 random bytes, hex: unguessable) issued to one target node:
 only that node may read it, over RPC in chunks or once over a dedicated connection, which
 consumes it. An image nobody used for ``IDLE`` seconds is released (a pinned file holds its
@@ -24,7 +25,7 @@ from typing import BinaryIO
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.tablet_images import local_tablet_path
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.pinned_image import pin_store
+from tabletdb.storage.pinned_image import pin_store_with_log
 from tabletdb.storage.snapshot_files import snapshot_to
 from tabletdb.storage.tablet_store import StorageError
 
@@ -36,7 +37,9 @@ IDLE = 120.0
 
 @dataclass
 class Image:
-    """An open, consistent image of a tablet file: its first ``size`` bytes of ``file``."""
+    """An open, consistent image of a tablet file: the first ``size - len(tail)`` bytes of
+    ``file``, then ``tail`` (a pinned file's committed log frames, replayed into the file's bytes
+    by the target: ``storage.wal_frames``)."""
 
     size: int
     file: BinaryIO
@@ -44,7 +47,13 @@ class Image:
     """``pinned`` (the live file) or ``copy`` (staged through online backup)."""
     release: Callable[[], None] = field(repr=False)
     prepared_ms: float = 0.0
-    """How long making the image took (the deferred rows, the pin's checkpoint or the copy)."""
+    """How long making the image took (the deferred rows, the pin or the copy)."""
+    tail: bytes = b""
+
+    @property
+    def in_file(self) -> int:
+        """Bytes of the image that are the file's."""
+        return self.size - len(self.tail)
 
 
 async def open_image(storage: StorageService, table: TableDef, tablet_id: int, staging: Path) -> Image | None:
@@ -56,9 +65,9 @@ async def open_image(storage: StorageService, table: TableDef, tablet_id: int, s
     if not path.exists():
         return None
     store = storage.open_committer(path).store
-    pinned = await asyncio.to_thread(pin_store, store)
+    pinned = await asyncio.to_thread(pin_store_with_log, store)
     if pinned is not None:
-        return Image(pinned.size, pinned.file, "pinned", pinned.close, _ms_since(started))
+        return Image(pinned.total, pinned.file, "pinned", pinned.close, _ms_since(started), pinned.log)
     await asyncio.to_thread(snapshot_to, path, staging, sync=False)
     copy = staging.open("rb")
 

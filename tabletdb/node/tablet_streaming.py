@@ -1,9 +1,11 @@
 """The internode verbs that move tablet replicas for the topology coordinator: copy, stream, cleanup.
 
 * ``tablet.copy_open`` (asked of a source): offer a consistent image of its replica's SQLite
-  file to the asking node (``node.tablet_outgoing``: the live file pinned, or a copy staged under
-  ``.outgoing``) under a transfer id issued to that node alone. The asker's topology version must
-  not be below the source's fence (a stream of a move that was rolled back and fenced is refused).
+  file to the asking node (``node.tablet_outgoing``: the live file pinned, followed by its log's
+  committed frames, or a copy staged under ``.outgoing``) under a transfer id issued to that
+  node alone; the answer says how many of the image's last bytes are log frames. The asker's
+  topology version must not be below the source's fence (a stream of a move that was rolled back
+  and fenced is refused).
 * ``tablet.copy_send`` (a dedicated connection, ``net.dedicated``): the whole image, sent with
   ``sendfile``, spliced straight into the staged file, and checksummed end to end. Used whenever
   the connection to the source may be plaintext.
@@ -11,10 +13,11 @@
   image read over RPC in chunks of ``CHUNK`` bytes, two in flight, then the source's checksum of
   it compared with the target's of what it wrote. Chunks keep every frame small: Raft heartbeats
   and reads that share the connection never wait behind one huge frame.
-* ``tablet.stream`` (asked of a target): pull the image from each source in turn, make it a
-  rollback-journal file (a pinned image arrives in WAL mode: ``as_rollback_file``, two header
-  bytes), sync and check it (``check_image``; SQLite's ``quick_check`` only for an image that was
-  not checksummed end to end, i.e. a local copy), and install it (``install_tablet``: whole into
+* ``tablet.stream`` (asked of a target): pull the image from each source in turn, replay its log
+  frames into the file's bytes (``storage.wal_frames.replay_into``), make it a rollback-journal
+  file (a pinned image arrives in WAL mode: ``as_rollback_file``, two header bytes), sync and
+  check it (``check_image``; SQLite's ``quick_check`` only for an image that was not checksummed
+  end to end, i.e. a local copy), and install it (``install_tablet``: whole into
   an empty file, else merged as rows, last write wins); answers how each went in. The
   coordinator asks this at a migration's ``streaming`` stage. Each image's phases are logged
   (``tablet streamed ... open_ms= transfer_ms= check_ms= install_ms=``; the source logs ``tablet
@@ -45,11 +48,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tabletdb.net.dedicated import TransferCorrupt, dial, receive_file, send_file
+from tabletdb.net.dedicated import TransferCorrupt, connect, open_stream, receive_file, send_file
 from tabletdb.net.file_bytes import DIGEST, digest_of
 from tabletdb.net.framing import encode_frame
 from tabletdb.net.rpc import Kind, RpcNode
-from tabletdb.node.tablet_outgoing import OutgoingImages, open_image
+from tabletdb.node.tablet_outgoing import Image, OutgoingImages, open_image
 from tabletdb.replica.fencing import check_fence
 from tabletdb.replica.shard_moves import ShardMoveBusy, move_between_shards
 from tabletdb.replica.storage_service import StorageService
@@ -58,6 +61,7 @@ from tabletdb.replica.verbs import TableOf, wait_for_table
 from tabletdb.storage.pinned_image import as_rollback_file
 from tabletdb.storage.snapshot_files import check_image
 from tabletdb.storage.tablet_store import StorageError
+from tabletdb.storage.wal_frames import replay_into
 
 log = logging.getLogger(__name__)
 
@@ -155,22 +159,22 @@ class TabletStreaming:
         return folder / f"{uuid.uuid4().hex}.db"
 
     async def _copy_open(self, src: int, payload: list[Any]) -> list[Any] | None:
-        """Offer an image of the replica to ``src``: [transfer id, size, kind], or None if the
-        replica was never written."""
+        """Offer an image of the replica to ``src``: [transfer id, size, kind, bytes of log frames
+        at its end], or None if the replica was never written."""
         raw_id, tablet_id, version = payload
         check_fence(version, self._fence(), src)
         table = await wait_for_table(self.table_of, raw_id)
         image = await open_image(self.storage, table, tablet_id, self._staging(".outgoing"))
         if image is None:
             return None
-        return [self._outgoing.offer(image, src), image.size, image.kind]
+        return [self._outgoing.offer(image, src), image.size, image.kind, len(image.tail)]
 
     async def _copy_read(self, src: int, payload: list[Any]) -> bytes:
         transfer, offset, length = payload
         if not 0 <= length <= MAX_CHUNK:
             raise StorageError(f"tablet image {transfer}: a read of {length} bytes (at most {MAX_CHUNK})")
         image = self._outgoing.get(transfer, src)
-        return await asyncio.to_thread(_read_at, image.file, offset, min(length, image.size - offset))
+        return await asyncio.to_thread(_read_at, image, offset, length)
 
     async def _copy_close(self, src: int, payload: list[Any]) -> bool:
         (transfer,) = payload
@@ -180,7 +184,7 @@ class TabletStreaming:
         """[DIGEST, checksum] of the whole image, for a target that read it in chunks."""
         (transfer,) = payload
         image = self._outgoing.get(transfer, src)
-        return [DIGEST, await asyncio.to_thread(digest_of, image.file.fileno(), image.size)]
+        return [DIGEST, await asyncio.to_thread(digest_of, image.file.fileno(), image.in_file, image.tail)]
 
     async def _copy_send(
         self, src: int, payload: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -198,7 +202,7 @@ class TabletStreaming:
             writer.write(
                 encode_frame([Kind.RESPONSE, 0, VERB_TABLET_COPY_SEND, self.rpc.node_id, image.size])
             )
-            await send_file(reader, writer, image.file, image.size, CHUNK_TIMEOUT)
+            await send_file(reader, writer, image.file, image.in_file, CHUNK_TIMEOUT, image.tail)
         finally:
             image.release()
         log.info(
@@ -224,15 +228,16 @@ class TabletStreaming:
                 if pulled is None:
                     modes.append("empty")
                     continue
-                size, how, checksummed = pulled
-                await asyncio.to_thread(_check, staging, checksummed)
+                size, how, checksummed, log_bytes = pulled
+                await asyncio.to_thread(_check, staging, checksummed, log_bytes)
                 phases.lap("check")
                 modes.append(await install_tablet(self.storage, table, tablet_id, staging))
                 phases.lap("install")
             finally:
                 staging.unlink(missing_ok=True)
             log.info(
-                "tablet streamed table=%s tablet=%d source=%d bytes=%d mode=%s ms=%.0f via=%s %s",
+                "tablet streamed table=%s tablet=%d source=%d bytes=%d mode=%s ms=%.0f via=%s %s "
+                "log_bytes=%d",
                 table.id,
                 tablet_id,
                 source,
@@ -241,46 +246,64 @@ class TabletStreaming:
                 phases.total_ms(),
                 how,
                 phases,
+                log_bytes,
             )
         return modes
 
     async def _pull(
         self, source: int, request: list[Any], staging: Path, phases: _Phases
-    ) -> tuple[int, str, bool] | None:
+    ) -> tuple[int, str, bool, int] | None:
         """Copy the source's replica to ``staging``: (its size, how it came: ``local``, or the
-        image's kind and the path it took, whether it was checksummed end to end), or None if it
-        was never written."""
+        image's kind and the path it took, whether it was checksummed end to end, how many of
+        its last bytes are log frames to replay), or None if it was never written."""
         if source == self.rpc.node_id:
             table = await wait_for_table(self.table_of, request[0])
             copied = await copy_tablet(self.storage, table, request[1], staging)
             phases.lap("open")
             phases.lap("transfer")
-            return (staging.stat().st_size, "local", False) if copied else None
-        opened = await self.rpc.call(source, VERB_TABLET_COPY_OPEN, request, STREAM_TIMEOUT)
+            return (staging.stat().st_size, "local", False, 0) if copied else None
+        # the dedicated connection is set up while the source pins its image (one round trip less)
+        plaintext = not self.rpc.authority.must_encrypt(source)
+        dialing = asyncio.ensure_future(connect(self.rpc, source)) if plaintext else None
+        try:
+            opened = await self.rpc.call(source, VERB_TABLET_COPY_OPEN, request, STREAM_TIMEOUT)
+        except BaseException:
+            await _discard(dialing)
+            raise
         phases.lap("open")
         if opened is None:
+            await _discard(dialing)
             return None
-        transfer, size, kind = opened
+        transfer, size, kind, *more = opened
+        log_bytes = int(more[0]) if more else 0  # a source before log frames sends none
+        if not 0 <= log_bytes <= size:
+            raise StorageError(f"tablet image {transfer} from node {source}: {log_bytes} log bytes of {size}")
         try:
             with staging.open("w+b") as out:
-                if self.rpc.authority.must_encrypt(source):
+                if dialing is None:
                     await self._read_chunks(source, transfer, size, out)
                     how = f"{kind}-rpc"
                 else:
-                    await self._receive(source, transfer, size, out)
+                    await self._receive(source, transfer, size, out, dialing)
                     how = f"{kind}-sendfile"
             phases.lap("transfer")
-            return size, how, True
+            return size, how, True, log_bytes
         finally:
+            await _discard(dialing)  # unused if the transfer failed before it began
             try:  # releases the image at once if the transfer failed before it began
                 await self.rpc.call(source, VERB_TABLET_COPY_CLOSE, [transfer], CHUNK_TIMEOUT)
             except Exception as exc:  # the source forgets idle images on its own
                 log.debug("tablet copy close failed source=%d transfer=%s: %s", source, transfer, exc)
 
-    async def _receive(self, source: int, transfer: str, size: int, out: BinaryIO) -> None:
-        """The image over a dedicated connection, straight into ``out``, checked against the
-        source's checksum (``net.dedicated``)."""
-        sock, announced = await dial(self.rpc, source, VERB_TABLET_COPY_SEND, [transfer], CHUNK_TIMEOUT)
+    async def _receive(
+        self, source: int, transfer: str, size: int, out: BinaryIO, dialing: asyncio.Future[socket.socket]
+    ) -> None:
+        """The image over the dedicated connection ``dialing`` set up, straight into ``out``,
+        checked against the source's checksum (``net.dedicated``)."""
+        connected = await dialing
+        sock, announced = await open_stream(
+            self.rpc, connected, source, VERB_TABLET_COPY_SEND, [transfer], CHUNK_TIMEOUT
+        )
         if announced != size:
             sock.close()
             raise StorageError(
@@ -343,13 +366,41 @@ class TabletStreaming:
                 await asyncio.sleep(0.01)
 
 
-def _read_at(file: BinaryIO, offset: int, length: int) -> bytes:
-    return os.pread(file.fileno(), max(length, 0), offset)
+async def _discard(dialing: asyncio.Future[socket.socket] | None) -> None:
+    """Close a dedicated connection set up in advance and left unused (one taken by the transfer
+    is closed already: closing it again does nothing)."""
+    if dialing is None:
+        return
+    dialing.cancel()
+    await asyncio.wait([dialing])
+    if not dialing.cancelled() and dialing.exception() is None:
+        dialing.result().close()
 
 
-def _check(staging: Path, checksummed: bool) -> None:
-    """A received image made a rollback-journal file, synced, and checked: SQLite's page-by-page
-    ``quick_check`` only where no end-to-end checksum vouched for the bytes."""
+def _read_at(image: Image, offset: int, length: int) -> bytes:
+    """Up to ``length`` bytes of the image from ``offset``: the file's, then the tail's."""
+    length = max(0, min(length, image.size - offset))
+    from_file = max(0, min(length, image.in_file - offset))
+    data = os.pread(image.file.fileno(), from_file, offset) if from_file else b""
+    if from_file < length:
+        start = offset + from_file - image.in_file
+        data += image.tail[start : start + length - from_file]
+    return data
+
+
+def _check(staging: Path, checksummed: bool, log_bytes: int = 0) -> None:
+    """A received image's log frames (its last ``log_bytes``) replayed into its file's bytes, the
+    file made a rollback-journal file, synced, and checked: SQLite's page-by-page ``quick_check``
+    only where no end-to-end checksum vouched for the bytes."""
+    if log_bytes:
+        fd = os.open(staging, os.O_RDWR)
+        try:
+            in_file = os.fstat(fd).st_size - log_bytes
+            frames = os.pread(fd, log_bytes, in_file)
+            os.ftruncate(fd, in_file)  # pages the replay writes past it must not meet the frames
+            replay_into(fd, frames)
+        finally:
+            os.close(fd)
     as_rollback_file(staging)
     check_image(staging, deep=not checksummed)
 

@@ -23,10 +23,26 @@ frame of its state lives in a log), and SQLite's own switch out of WAL mode (``P
 journal_mode = DELETE``) changes nothing else in the file either (``sqlite3BtreeSetVersion``),
 but it commits that change as a transaction: a journal, and fsyncs of their own. The one fsync
 of the whole file comes later, when the image is checked (``snapshot_files.check_image``).
+
+Streaming pins without the checkpoint (``pin_with_log``): the checkpoint's two fsyncs (the log's,
+then the file's) were most of a stream's set-up, and a source needs no durability for an image it
+only reads. With writes held off, a read transaction begins (its state: every commit so far),
+and the log's header and frames up to its last commit are copied into memory
+(``wal_frames.committed_prefix``); writes then go on. The image is the file's first bytes (as
+many as that state's pages, or the file's length if shorter) followed by those frames; the
+receiver replays the frames into the bytes (``wal_frames.replay_into``), which gives the state's
+file exactly as a complete checkpoint would have written it. Checkpoints may run meanwhile and
+write into the file under the bytes being sent: the read transaction holds every one of them to
+frames of its state, and every page a checkpoint can write there is in the frames sent, which the
+replay writes over it, torn or not. Pages in no frame are never written by a checkpoint of this
+log, so they stay as they were. The frames are copied while writes are held off, so a log
+restarted later (possible when the reader sits on read-lock 0) cannot change them. A log longer
+than ``LOG_LIMIT`` is not carried (None: the caller copies the file instead).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -34,21 +50,39 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tabletdb.storage.tablet_store import StorageError, TabletStore
+from tabletdb.storage.wal_frames import committed_prefix, page_size_of
+
+log = logging.getLogger(__name__)
+
+LOG_LIMIT = 32 << 20
+"""Bytes of write-ahead log a pin carries in memory at most. SQLite folds a log in after 1,000
+pages (4 MB) written; one far longer means readers held checkpoints off for long."""
 
 
 @dataclass
 class PinnedImage:
-    """The first ``size`` bytes of ``file`` stay one committed state until ``close``."""
+    """The first ``size`` bytes of ``file`` stay one committed state until ``close``, once the
+    frames in ``log`` (if any: ``pin_with_log``) are replayed into them."""
 
     path: Path
     size: int
     file: BinaryIO
     _reader: sqlite3.Connection = field(repr=False)
+    log: bytes = b""
+
+    @property
+    def total(self) -> int:
+        """Bytes of the image as sent: the file's, then the log's."""
+        return self.size + len(self.log)
 
     def read_at(self, offset: int, length: int) -> bytes:
-        """Bytes of the image (never past ``size``); any thread."""
-        length = max(0, min(length, self.size - offset))
-        return os.pread(self.file.fileno(), length, offset)
+        """Bytes of the image (the file's, then the log's; never past ``total``); any thread."""
+        in_file = max(0, min(length, self.size - offset))
+        data = os.pread(self.file.fileno(), in_file, offset) if in_file else b""
+        if offset + length > self.size and self.log:
+            start = max(offset, self.size) - self.size
+            data += self.log[start : start + length - in_file]
+        return data
 
     def close(self) -> None:
         """End the read transaction (checkpoints may write the file again) and close the file;
@@ -63,6 +97,76 @@ def pin_store(store: TabletStore) -> PinnedImage | None:
     """Pin the file of ``store`` (its deferred rows written first by the caller, on the store's
     owner thread); blocks writes to it for one checkpoint. Any thread."""
     return store.holding_writes(lambda writer: pin_file(store.path, writer))
+
+
+def pin_store_with_log(store: TabletStore) -> PinnedImage | None:
+    """``pin_with_log`` for ``store`` (its deferred rows written first by the caller); blocks
+    writes to it while the log's committed frames are copied, no checkpoint, no fsync. Any thread."""
+    return store.holding_writes(lambda _writer: pin_with_log(store.path))
+
+
+def pin_with_log(path: Path) -> PinnedImage | None:
+    """Pin the live file at ``path`` with its log's committed frames (module docstring). The
+    caller holds the lock every write to the file takes. None when the log is longer than
+    ``LOG_LIMIT`` or does not end where the state does (copy the file instead)."""
+    file = open(path, "rb")  # noqa: SIM115 - handed to the PinnedImage, closed by it
+    reader: sqlite3.Connection | None = None
+    try:
+        reader = sqlite3.connect(  # pinned on a worker thread, released on the event loop's
+            f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the state is chosen here
+        (page_size,) = reader.execute("PRAGMA page_size").fetchone()
+        (page_count,) = reader.execute("PRAGMA page_count").fetchone()
+        frames = _committed_log(path.with_name(path.name + "-wal"))
+        if frames is not None and frames[0]:
+            log_pages, log_page_size = frames[1], page_size_of(frames[0])
+            if (log_pages, log_page_size) != (page_count, page_size):
+                log.warning(
+                    "tablet file %s: its log ends at %d pages of %d bytes, a reader sees %d of %d; "
+                    "copied instead",
+                    path,
+                    log_pages,
+                    log_page_size,
+                    page_count,
+                    page_size,
+                )
+                frames = None
+        if frames is None:
+            reader.close()
+            file.close()
+            return None
+        wanted = int(page_size) * int(page_count)
+        on_disk = os.fstat(file.fileno()).st_size
+        if not frames[0] and on_disk < wanted:
+            raise StorageError(f"tablet file {path} holds {on_disk} bytes, its pages need {wanted}")
+    except (OSError, sqlite3.Error, StorageError) as exc:
+        if reader is not None:
+            reader.close()
+        file.close()
+        if isinstance(exc, StorageError):
+            raise
+        raise StorageError(f"cannot pin tablet file {path} for streaming: {exc}") from exc
+    return PinnedImage(path, min(on_disk, wanted), file, reader, frames[0])
+
+
+def _committed_log(wal: Path) -> tuple[bytes, int] | None:
+    """The log's header and frames up to its last commit, and the pages after that commit;
+    (b"", 0) without any; None when the log file is longer than ``LOG_LIMIT``."""
+    try:
+        fd = os.open(wal, os.O_RDONLY)  # no lock of SQLite's lives on the log file itself
+    except FileNotFoundError:
+        return b"", 0
+    try:
+        size = os.fstat(fd).st_size
+        if size > LOG_LIMIT:
+            return None
+        data = os.pread(fd, size, 0)
+    finally:
+        os.close(fd)
+    end, pages = committed_prefix(data)
+    return data[:end], pages
 
 
 def pin_file(path: Path, writer: sqlite3.Connection) -> PinnedImage | None:

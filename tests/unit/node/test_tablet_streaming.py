@@ -32,6 +32,7 @@ from tabletdb.node import tablet_streaming
 from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService
+from tabletdb.storage import pinned_image
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
 from tabletdb.tablets.allocation import NodeCapacity, new_tablet_map
 from tabletdb.tablets.migration import Migration, advance_stage, begin_migration
@@ -162,6 +163,15 @@ def streamed_via(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
+def log_frames_streamed(caplog: pytest.LogCaptureFixture) -> list[int]:
+    """Bytes of source log frames each stream carried (and the target replayed)."""
+    return [
+        int(r.getMessage().split(" log_bytes=")[1].split()[0])
+        for r in caplog.records
+        if "tablet streamed" in r.getMessage()
+    ]
+
+
 def test_with_internode_tls_the_image_goes_in_rpc_chunks_in_order_and_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -178,7 +188,7 @@ def test_with_internode_tls_the_image_goes_in_rpc_chunks_in_order_and_leaves_not
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
             modes = await c.streaming[target].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert modes == ["file"]
-            assert streamed_via(caplog) == ["pinned-rpc"]
+            assert streamed_via(caplog) == ["pinned-rpc"] and log_frames_streamed(caplog)[0] > 0
             assert [c.values(target, k) for k in keys] == [[bytes([i]) * 3000] for i in range(len(keys))]
             outgoing = c.storages[source].data_dir / ".outgoing"
             assert not list(outgoing.iterdir())
@@ -204,7 +214,7 @@ def test_without_tls_the_image_goes_over_a_dedicated_connection_and_leaves_nothi
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
             modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert modes == ["file"]
-            assert streamed_via(caplog) == ["pinned-sendfile"]
+            assert streamed_via(caplog) == ["pinned-sendfile"] and log_frames_streamed(caplog)[0] > 0
             assert [c.values(target, k) for k in keys] == [[bytes([i]) * 3000] for i in range(len(keys))]
             assert not list((c.storages[source].data_dir / ".outgoing").iterdir())
             assert not list((c.storages[target].data_dir / ".incoming").iterdir())
@@ -253,7 +263,7 @@ def test_a_chunk_of_a_closed_copy_is_refused_with_its_transfer_id(tmp_path: Path
             await c.write(source, keys[0], b"v", 10)
             rpc = c.rpcs[target]
             ask = [TABLE.id.bytes, tablet_id, 0]
-            transfer, size, _ = await rpc.call(source + 1, tablet_streaming.VERB_TABLET_COPY_OPEN, ask)
+            transfer, size, _, _ = await rpc.call(source + 1, tablet_streaming.VERB_TABLET_COPY_OPEN, ask)
             assert size > 0
             assert await rpc.call(source + 1, tablet_streaming.VERB_TABLET_COPY_CLOSE, [transfer])
             with pytest.raises(RemoteError, match=transfer):
@@ -325,7 +335,7 @@ def test_an_image_is_sent_once_and_only_to_the_node_it_was_offered_to(tmp_path: 
             tablet_id, (source, other), target = c.tablet_of(key)
             await c.write(source, key, b"v", 10)
             ask = [TABLE.id.bytes, tablet_id, 0]
-            transfer, size, _ = await c.rpcs[target].call(
+            transfer, size, _, _ = await c.rpcs[target].call(
                 source + 1, tablet_streaming.VERB_TABLET_COPY_OPEN, ask
             )
             verb = tablet_streaming.VERB_TABLET_COPY_SEND
@@ -363,7 +373,9 @@ def test_a_stream_asked_by_a_topology_version_below_the_source_fence_is_refused(
 def test_a_transfer_cut_short_fails_the_stream_and_installs_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def half_then_reset(reader: Any, writer: Any, file: Any, size: int, timeout: float) -> None:
+    async def half_then_reset(
+        reader: Any, writer: Any, file: Any, size: int, timeout: float, tail: bytes = b""
+    ) -> None:
         writer.write(file.read(size // 2))  # the source dies half-way
         await writer.drain()
         raise ConnectionResetError("source killed")
@@ -386,19 +398,25 @@ def test_a_transfer_cut_short_fails_the_stream_and_installs_nothing(
     run(main())
 
 
+@pytest.mark.parametrize("part", ["file", "log"])
 def test_a_byte_changed_on_the_way_fails_the_stream_and_installs_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part: str
 ) -> None:
     """The image's bytes are checksummed end to end (no SQLite ``quick_check`` on the target):
     one byte changed in transit, inside a value where the file's structure stays valid, must be
-    refused all the same."""
+    refused all the same, in the file's bytes as in the log frames sent after them."""
+    flipped: list[str] = []
 
-    async def flip_one_byte(reader: Any, writer: Any, file: Any, size: int, timeout: float) -> None:
-        data = bytearray(os.pread(file.fileno(), size, 0))
-        at = data.rfind(b"x" * 100) - 50  # inside a cell's value
-        data[at] ^= 0x01
+    async def flip_one_byte(
+        reader: Any, writer: Any, file: Any, size: int, timeout: float, tail: bytes = b""
+    ) -> None:
+        data = bytearray(os.pread(file.fileno(), size, 0) + tail)
+        values = data.rfind(b"x" * 100, 0, size) if part == "file" else data.rfind(b"x" * 100, size)
+        assert values > 0, f"no value in the image's {part} part"
+        data[values + 50] ^= 0x01  # inside a cell's value
+        flipped.append(part)
         writer.write(bytes(data))
-        await send_trailer(reader, writer, digest_of(file.fileno(), size), timeout)
+        await send_trailer(reader, writer, digest_of(file.fileno(), size, tail), timeout)
 
     monkeypatch.setattr(tablet_streaming, "send_file", flip_one_byte)
 
@@ -406,11 +424,18 @@ def test_a_byte_changed_on_the_way_fails_the_stream_and_installs_nothing(
         async with nodes(tmp_path) as c:
             keys = same_tablet_keys(c, 20)
             tablet_id, (source, _), target = c.tablet_of(keys[0])
-            for key in keys:
+            for key in keys[:10]:
+                await c.write(source, key, b"x" * 3000, 10)
+            c.storages[source].write_deferred()
+            path = c.storages[source].local_files(TABLE)[0].path.parent / f"tablet-{tablet_id}.db"
+            with contextlib.closing(sqlite3.connect(path)) as conn:  # the first ten into the file
+                assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+            for key in keys[10:]:  # the other ten in the log
                 await c.write(source, key, b"x" * 3000, 10)
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
             with pytest.raises(RemoteError, match=r"TransferCorrupt: the \d+ bytes written do not match"):
                 await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert flipped == [part]
             assert [c.values(target, k) for k in keys] == [[]] * len(keys)
             assert not list((c.storages[target].data_dir / ".incoming").iterdir())
             assert not c.streaming[source]._outgoing
@@ -423,8 +448,8 @@ def test_with_tls_a_chunk_changed_on_the_way_fails_the_stream(
 ) -> None:
     real_read_at = tablet_streaming._read_at
 
-    def flip_in_second_chunk(file: Any, offset: int, length: int) -> bytes:
-        data = bytearray(real_read_at(file, offset, length))
+    def flip_in_second_chunk(image: Any, offset: int, length: int) -> bytes:
+        data = bytearray(real_read_at(image, offset, length))
         if offset and data:
             data[len(data) // 2] ^= 0x01
         return bytes(data)
@@ -457,7 +482,9 @@ def test_writes_during_the_transfer_do_not_reach_the_image_sent(
     real_send_file = tablet_streaming.send_file
     cluster: list[Nodes] = []
 
-    async def write_then_send(reader: Any, writer: Any, file: Any, size: int, timeout: float) -> None:
+    async def write_then_send(
+        reader: Any, writer: Any, file: Any, size: int, timeout: float, tail: bytes = b""
+    ) -> None:
         c = cluster[0]
         keys = same_tablet_keys(c, 40)
         for key in keys:  # new values, new keys' neighbours, enough to pass through checkpoints
@@ -467,7 +494,7 @@ def test_writes_during_the_transfer_do_not_reach_the_image_sent(
         for path in source.data_dir.rglob("tablet-*.db"):  # a checkpoint, as any other connection may
             with contextlib.closing(sqlite3.connect(path, timeout=0.05)) as conn:
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        await real_send_file(reader, writer, file, size, timeout)
+        await real_send_file(reader, writer, file, size, timeout, tail)
 
     monkeypatch.setattr(tablet_streaming, "send_file", write_then_send)
 
@@ -481,6 +508,7 @@ def test_writes_during_the_transfer_do_not_reach_the_image_sent(
             c.move(tablet_id, source, target, TransitionStage.STREAMING)
             modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
             assert modes == ["file"] and streamed_via(caplog) == ["pinned-sendfile"]
+            assert log_frames_streamed(caplog)[0] > 0  # the state's newest pages came as log frames
             assert [c.values(target, k) for k in keys] == [[b"old" * 1000]] * 20 + [[]] * 20
             assert [c.values(source, k) for k in keys] == [[b"new" * 1000]] * 40
 
@@ -499,7 +527,7 @@ def test_a_target_that_goes_away_mid_transfer_releases_the_pinned_file(tmp_path:
                 await c.write(source, key, b"x" * 60000, 10)
             ask = [TABLE.id.bytes, tablet_id, 0]
             opened = await c.rpcs[target].call(source + 1, tablet_streaming.VERB_TABLET_COPY_OPEN, ask)
-            transfer, size, kind = opened
+            transfer, size, kind, _ = opened
             assert kind == "pinned" and size > 1 << 20
             path = c.storages[source].local_files(TABLE)[0].path.parent / f"tablet-{tablet_id}.db"
             await c.write(source, keys[0], b"after the pin", 20)
@@ -527,9 +555,11 @@ def test_a_target_that_goes_away_mid_transfer_releases_the_pinned_file(tmp_path:
     run(main())
 
 
-def test_while_an_older_reader_holds_the_log_the_source_sends_an_online_backup_copy(
+def test_an_older_reader_holding_the_log_does_not_stop_the_pin(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A reader of an older state keeps checkpoints from folding the log in, which a pin by
+    checkpoint needed; a pin that carries the log's frames does not: the newest state goes."""
     caplog.set_level(logging.INFO, logger=tablet_streaming.__name__)
 
     async def main() -> None:
@@ -545,8 +575,28 @@ def test_while_an_older_reader_holds_the_log_the_source_sends_an_online_backup_c
                 await c.write(source, second, b"2", 10)  # log frames the old reader's state lacks
                 c.move(tablet_id, source, target, TransitionStage.STREAMING)
                 modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
-            assert modes == ["file"] and streamed_via(caplog) == ["copy-sendfile"]
+            assert modes == ["file"] and streamed_via(caplog) == ["pinned-sendfile"]
             assert (c.values(target, first), c.values(target, second)) == ([b"1"], [b"2"])
+
+    run(main())
+
+
+def test_a_log_too_long_to_carry_sends_an_online_backup_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=tablet_streaming.__name__)
+    monkeypatch.setattr(pinned_image, "LOG_LIMIT", 4096)
+
+    async def main() -> None:
+        async with nodes(tmp_path) as c:
+            first, second = same_tablet_keys(c, 2)
+            tablet_id, (source, _), target = c.tablet_of(first)
+            await c.write(source, first, b"1" * 5000, 10)
+            await c.write(source, second, b"2", 10)
+            c.move(tablet_id, source, target, TransitionStage.STREAMING)
+            modes = await c.streaming[source].stream(target + 1, TABLE.id, tablet_id, [source + 1])
+            assert modes == ["file"] and streamed_via(caplog) == ["copy-sendfile"]
+            assert (c.values(target, first), c.values(target, second)) == ([b"1" * 5000], [b"2"])
             assert not list((c.storages[source].data_dir / ".outgoing").iterdir())
 
     run(main())

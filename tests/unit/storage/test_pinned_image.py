@@ -3,14 +3,20 @@ reasoning of ``storage.pinned_image``), and a reader that is not pinned that way
 
 from __future__ import annotations
 
+import os
+import random
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tabletdb.dht import token_of
+from tabletdb.storage import pinned_image
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
-from tabletdb.storage.pinned_image import as_rollback_file, pin_store
+from tabletdb.storage.pinned_image import as_rollback_file, pin_store, pin_store_with_log
 from tabletdb.storage.snapshot_files import SIDE_FILES, check_image
 from tabletdb.storage.tablet_store import TabletStore
+from tabletdb.storage.wal_frames import replay_into
 
 BLOB = 3000
 
@@ -136,3 +142,157 @@ def test_the_header_switch_out_of_wal_mode_is_what_sqlites_own_pragma_does(tmp_p
     assert keys_in(ours) == {b"k%d" % i for i in range(300)}
     as_rollback_file(ours)  # a rollback-journal file is left as it is
     assert ours.read_bytes() == a
+
+
+# --- pin_with_log: no checkpoint, the log's committed frames carried and replayed --------------
+
+
+def _copy_at_pin(store: TabletStore, into: Path) -> Path:
+    """The file and its log as they are now, checkpointed by SQLite itself in a copy: what the
+    state's file is, byte for byte, when SQLite folds the log in."""
+    into.mkdir()
+    copy = into / "t.db"
+    copy.write_bytes(store.path.read_bytes())
+    wal = store.path.with_name(store.path.name + "-wal")
+    if wal.exists():
+        copy.with_name("t.db-wal").write_bytes(wal.read_bytes())
+    conn = sqlite3.connect(copy)
+    try:
+        busy, frames, folded = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert busy == 0 and frames == folded
+    finally:
+        conn.close()
+    return copy
+
+
+def _replayed(pinned_bytes: bytes, in_file: int, into: Path) -> Path:
+    image = into / "image.db"
+    image.write_bytes(pinned_bytes[:in_file])
+    if len(pinned_bytes) > in_file:
+        fd = os.open(image, os.O_RDWR)
+        try:
+            replay_into(fd, pinned_bytes[in_file:])
+        finally:
+            os.close(fd)
+    return image
+
+
+@pytest.mark.parametrize("state", ["log-only", "file-and-log", "older-reader", "folded"])
+def test_a_pin_with_log_is_the_state_a_checkpoint_would_write_whatever_runs_meanwhile(
+    tmp_path: Path, state: str
+) -> None:
+    """The image (the file's bytes read in pieces while writes and checkpoints of every kind run,
+    then the frames replayed into them) is byte for byte the file SQLite's own complete
+    checkpoint makes of the state at the pin; no checkpoint or fsync happens at the pin."""
+    store = TabletStore(tmp_path / "t.db")
+    write(store, 0, 300)
+    old_reader = None
+    if state != "log-only":
+        checkpoint(store.path, "TRUNCATE")
+        write(store, 300, 100)
+    if state == "older-reader":  # holds part of the log: no checkpoint can fold it all in
+        old_reader = sqlite3.connect(store.path, isolation_level=None)
+        old_reader.execute("BEGIN")
+        old_reader.execute("SELECT count(*) FROM partitions").fetchone()
+        write(store, 400, 100)
+    if state == "folded":
+        checkpoint(store.path, "PASSIVE")  # all folded in, the log kept: read-lock 0, no frames needed
+    file_before = store.path.read_bytes()
+    expected = _copy_at_pin(store, tmp_path / "at-pin")
+    pinned = pin_store_with_log(store)
+    assert pinned is not None
+    assert store.path.read_bytes() == file_before  # nothing written into the file by the pin
+    assert len(pinned.log) > 0  # "folded": frames already in the file, carried all the same
+    try:
+        piece = pinned.total // 8 + 1
+        sent = b""
+        for n, offset in enumerate(range(0, pinned.total, piece)):
+            write(store, 1000 + 40 * n, 40)
+            checkpoint(store.path, ("PASSIVE", "FULL", "RESTART", "TRUNCATE")[n % 4])
+            sent += pinned.read_at(offset, piece)
+        assert len(sent) == pinned.total
+        if state == "file-and-log":  # the checkpoints did write into the file under the pin
+            assert store.path.read_bytes()[: pinned.size] != file_before[: pinned.size]
+    finally:
+        pinned.close()
+        if old_reader is not None:
+            old_reader.close()
+    image = _replayed(sent, pinned.size, tmp_path)
+    assert image.read_bytes() == expected.read_bytes()
+    as_rollback_file(image)
+    check_image(image, deep=True)
+    committed = {"log-only": 300, "file-and-log": 400, "older-reader": 500, "folded": 400}[state]
+    assert keys_in(image) == {b"k%d" % i for i in range(committed)}
+    store.close()
+
+
+def test_a_pin_with_log_of_a_file_with_no_log_sends_the_file_alone(tmp_path: Path) -> None:
+    store = TabletStore(tmp_path / "t.db")
+    write(store, 0, 30)
+    checkpoint(store.path, "TRUNCATE")
+    pinned = pin_store_with_log(store)
+    assert pinned is not None
+    try:
+        assert pinned.log == b"" and pinned.total == pinned.size == store.path.stat().st_size
+    finally:
+        pinned.close()
+    store.close()
+
+
+def test_a_log_longer_than_the_limit_is_not_carried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = TabletStore(tmp_path / "t.db")
+    write(store, 0, 30)
+    monkeypatch.setattr(pinned_image, "LOG_LIMIT", 4096)
+    assert pin_store_with_log(store) is None
+    monkeypatch.setattr(pinned_image, "LOG_LIMIT", 1 << 30)
+    pinned = pin_store_with_log(store)
+    assert pinned is not None
+    pinned.close()
+    store.close()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_pin_with_log_matches_sqlites_checkpoint_under_random_histories(tmp_path: Path, seed: int) -> None:
+    """Random histories before the pin (writes of several sizes, checkpoints of every kind, older
+    readers holding parts of the log, some released) and while the image is read: the replayed
+    image is always the bytes SQLite's own checkpoint makes of the state at the pin."""
+    rng = random.Random(seed)
+    store = TabletStore(tmp_path / "t.db")
+    readers: list[sqlite3.Connection] = []
+    next_key = 0
+
+    def step() -> None:
+        nonlocal next_key
+        action = rng.choice(["write", "write", "write", "checkpoint", "reader", "release"])
+        if action == "write":
+            count = rng.choice([1, 10, 60])
+            write(store, next_key, count, ts=rng.randint(1, 50))
+            next_key += count
+        elif action == "checkpoint":
+            checkpoint(store.path, rng.choice(["PASSIVE", "FULL", "RESTART", "TRUNCATE"]))
+        elif action == "reader" and len(readers) < 3:
+            reader = sqlite3.connect(store.path, isolation_level=None)
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            readers.append(reader)
+        elif action == "release" and readers:
+            readers.pop(rng.randrange(len(readers))).close()
+
+    for _ in range(rng.randint(3, 25)):
+        step()
+    expected = _copy_at_pin(store, tmp_path / "at-pin")
+    pinned = pin_store_with_log(store)
+    assert pinned is not None
+    try:
+        piece = pinned.total // 5 + 1
+        sent = b""
+        for offset in range(0, pinned.total, piece):
+            for _ in range(rng.randint(0, 4)):
+                step()
+            sent += pinned.read_at(offset, piece)
+    finally:
+        pinned.close()
+        for reader in readers:
+            reader.close()
+    assert _replayed(sent, pinned.size, tmp_path).read_bytes() == expected.read_bytes()
+    store.close()
