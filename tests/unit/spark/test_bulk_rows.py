@@ -241,11 +241,13 @@ def test_a_row_loaded_twice_is_stored_once_lists_included(tmp_path: Path) -> Non
 
 def test_typed_columns_as_spark_hands_parquet_over(tmp_path: Path) -> None:
     """Arrow-typed input (what Spark gives for Parquet): longs, doubles, booleans, bytes,
-    timestamps in microseconds, dates, strings read as text, arrays and structs."""
+    timestamps in microseconds (some before 1970 with sub-millisecond digits, floored), dates,
+    strings read as text, arrays and structs."""
     import datetime as dt
 
     schema, table = _schema(WIDE)
     at = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+    early = dt.datetime(1969, 12, 31, 23, 59, 59, 998765, tzinfo=dt.UTC)
     count = 200
     columns: dict[str, pa.Array] = {
         "id": pa.array([n // 3 for n in range(count)], pa.int64()),
@@ -253,7 +255,8 @@ def test_typed_columns_as_spark_hands_parquet_over(tmp_path: Path) -> None:
         "name": pa.array([None if n % 7 == 0 else f"n{n}" for n in range(count)]),
         "score": pa.array([n / 3 for n in range(count)], pa.float64()),
         "at": pa.array(
-            [at - dt.timedelta(microseconds=n * 777) for n in range(count)], pa.timestamp("us", "UTC")
+            [(early if n % 5 == 0 else at) - dt.timedelta(microseconds=n * 777) for n in range(count)],
+            pa.timestamp("us", "UTC"),
         ),
         "day": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=n) for n in range(count)], pa.date32()),
         "flag": pa.array([n % 2 == 0 for n in range(count)], pa.bool_()),
