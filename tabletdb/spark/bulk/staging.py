@@ -10,15 +10,22 @@ per-cell upserts would write, with the store's own conflict clauses, at a fracti
 Used for files whose rows share one write timestamp and have no TTL (every load without
 writetime/TTL fields): then a row's timestamp, TTL and expiry are constants of the statements.
 A collection column whose rows hold more than `MAX_ELEMENTS` elements is left to the caller.
+A list's element paths depend only on the write timestamp and the element's index
+(`cells._list_paths`), so with one timestamp they are constants of the statements, and only a
+set's or map's paths are bound.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from itertools import zip_longest
+from operator import itemgetter
 from typing import Any
 
+from tabletdb.cql.types import ListType
 from tabletdb.schema.model import ColumnDef, ColumnKind
-from tabletdb.spark.bulk.cells import RowCells
+from tabletdb.spark.bulk.cells import ListFragments, RowCells
+from tabletdb.statements.keys import LIST_MIDDLE
 from tabletdb.storage.sqlite_schema import DATA_TABLES, REGULAR_KIND, STATIC_KIND
 
 MAX_ELEMENTS = 16
@@ -55,8 +62,10 @@ class Stage:
         self.native = native
         self.collections = collections
         names = ["pk", "ck", "now"] + [f"v{j}" for j in range(len(native))]
-        for c, (_, width) in enumerate(collections):
-            names += [f"p{c}_{i}" for i in range(width)] + [f"e{c}_{i}" for i in range(width)]
+        for c, (column, width) in enumerate(collections):
+            if not _is_list(column):
+                names += [f"p{c}_{i}" for i in range(width)]
+            names += [f"e{c}_{i}" for i in range(width)]
         self.names = names
 
     def create(self, conn: sqlite3.Connection) -> None:
@@ -65,13 +74,14 @@ class Stage:
 
     def load(self, conn: sqlite3.Connection, pk: list[bytes], ck: list[bytes], now: list[int],
              values: list[list[bytes | None]], cells: list[list[RowCells]]) -> None:  # fmt: skip
-        """Bind every row once: keys, native values, then each collection's paths and values."""
+        """Bind every row once: keys, native values, then each collection's paths (not a
+        list's) and values, per position (None past a row's last element)."""
         columns: list[Any] = [pk, ck, now, *values]
-        for (_, width), rows in zip(self.collections, cells):
-            fragments = [row[0] for row in rows]
-            paths = [[f[i][1] if len(f) > i else None for f in fragments] for i in range(width)]
-            elements = [[f[i][4] if len(f) > i else None for f in fragments] for i in range(width)]
-            columns += paths + elements
+        for (column, width), rows in zip(self.collections, cells):
+            fragments = list(map(_FRAGMENTS, rows))
+            if not _is_list(column):
+                columns += _positions(([f[1] for f in row] for row in fragments), width)
+            columns += _positions(map(_elements, fragments), width)
         marks = ", ".join("?" for _ in self.names)
         conn.executemany(f"INSERT INTO temp.stage VALUES ({marks})", zip(*columns))
 
@@ -92,7 +102,8 @@ class Stage:
         for c, (column, width) in enumerate(self.collections):
             cell = {**self._cell_keys(column), "ts": ts}
             for i in range(width):
-                element = {**cell, "path": f"p{c}_{i}", "dead": "0", "value": f"e{c}_{i}"}
+                path = _list_path(self.ts, i) if _is_list(column) else f"p{c}_{i}"
+                element = {**cell, "path": path, "dead": "0", "value": f"e{c}_{i}"}
                 element.update(expiry="0", ttl="0")
                 conn.execute(_insert_select("cells", element, f"e{c}_{i} IS NOT NULL"))
             tombstone = {k: cell[k] for k in ("pk", "kind", "ck", "col")}
@@ -103,6 +114,32 @@ class Stage:
         static = column.kind is ColumnKind.STATIC
         kind = sql_literal(STATIC_KIND if static else REGULAR_KIND)
         return {"pk": "pk", "kind": kind, "ck": "x''" if static else "ck", "col": sql_literal(column.name)}
+
+
+_FRAGMENTS = itemgetter(0)
+
+
+def _is_list(column: ColumnDef) -> bool:
+    return isinstance(column.type, ListType)
+
+
+def _list_path(ts: int, index: int) -> str:
+    """The path of a list's element `index` written at `ts` (`cells._list_paths`), as SQL."""
+    return sql_literal((LIST_MIDDLE + ts * 1024 + index).to_bytes(8, "big"))
+
+
+def _elements(fragments: Any) -> Any:
+    """A row's element values: a `ListFragments`' own, else the fragments' values."""
+    if isinstance(fragments, ListFragments):
+        return fragments.elements
+    return [f[4] for f in fragments]
+
+
+def _positions(rows: Any, width: int) -> list[tuple[Any, ...]]:
+    """Per-row sequences turned into `width` columns (one C-level transposition), None-padded."""
+    columns = list(zip_longest(*rows))
+    assert len(columns) == width, (len(columns), width)
+    return columns
 
 
 def widths(cells: list[RowCells]) -> int:
