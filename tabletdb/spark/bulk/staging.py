@@ -55,13 +55,22 @@ def _insert_select(table: str, values: dict[str, str], where: str = "true") -> s
 class Stage:
     """One file's staging table and the statements filling the data tables from it."""
 
-    def __init__(self, ts: int, native: list[ColumnDef], collections: list[tuple[ColumnDef, int]]) -> None:
+    def __init__(
+        self,
+        ts: int,
+        native: list[ColumnDef],
+        collections: list[tuple[ColumnDef, int]],
+        now: int | None = None,
+    ) -> None:
         """`native`: columns of one serialized value per row; `collections`: non-frozen
-        collection columns with the most elements a row of this file holds."""
+        collection columns with the most elements a row of this file holds; `now`: the rows'
+        one deletion time (a dead cell's expiry), when they share it (then it is not bound)."""
         self.ts = ts
+        self.now = now
+        self.now_sql = "now" if now is None else sql_literal(now)
         self.native = native
         self.collections = collections
-        names = ["pk", "ck", "now"] + [f"v{j}" for j in range(len(native))]
+        names = ["pk", "ck", *(["now"] if now is None else []), *(f"v{j}" for j in range(len(native)))]
         for c, (column, width) in enumerate(collections):
             if not _is_list(column):
                 names += [f"p{c}_{i}" for i in range(width)]
@@ -76,7 +85,7 @@ class Stage:
              values: list[list[bytes | None]], cells: list[list[RowCells]]) -> None:  # fmt: skip
         """Bind every row once: keys, native values, then each collection's paths (not a
         list's) and values, per position (None past a row's last element)."""
-        columns: list[Any] = [pk, ck, now, *values]
+        columns: list[Any] = [pk, ck, *([now] if self.now is None else []), *values]
         for (column, width), rows in zip(self.collections, cells):
             fragments = list(map(_FRAGMENTS, rows))
             if not _is_list(column):
@@ -92,23 +101,83 @@ class Stage:
         keys = {"pk": "pk", "ck": "ck"}
         row = {"kind": sql_literal(REGULAR_KIND), "marker_ts": ts, "marker_ttl": "0", "marker_expiry": "0"}
         conn.execute(_insert_select("rows", {**keys, **row, "tombstone": "NULL"}))
+        self._regular_cells(conn)
         for j, column in enumerate(self.native):
+            if column.kind is not ColumnKind.STATIC:
+                continue
             cell = {**self._cell_keys(column), "ts": ts}
             value = f"v{j}"
             live = {**cell, "path": "x''", "dead": "0", "value": value, "expiry": "0", "ttl": "0"}
             conn.execute(_insert_select("cells", live, f"{value} IS NOT NULL"))
-            dead = {**cell, "path": "x''", "dead": "1", "value": "x''", "expiry": "now", "ttl": "0"}
+            dead = {**cell, "path": "x''", "dead": "1", "value": "x''", "expiry": self.now_sql, "ttl": "0"}
             conn.execute(_insert_select("cells", dead, f"{value} IS NULL"))
         for c, (column, width) in enumerate(self.collections):
             cell = {**self._cell_keys(column), "ts": ts}
-            for i in range(width):
-                path = _list_path(self.ts, i) if _is_list(column) else f"p{c}_{i}"
-                element = {**cell, "path": path, "dead": "0", "value": f"e{c}_{i}"}
-                element.update(expiry="0", ttl="0")
-                conn.execute(_insert_select("cells", element, f"e{c}_{i} IS NOT NULL"))
+            if column.kind is ColumnKind.STATIC:
+                for i in range(width):
+                    path = _list_path(self.ts, i) if _is_list(column) else f"p{c}_{i}"
+                    element = {**cell, "path": path, "dead": "0", "value": f"e{c}_{i}"}
+                    element.update(expiry="0", ttl="0")
+                    conn.execute(_insert_select("cells", element, f"e{c}_{i} IS NOT NULL"))
             tombstone = {k: cell[k] for k in ("pk", "kind", "ck", "col")}
             below = sql_literal(self.ts - 1)
             conn.execute(_insert_select("collection_tombstones", {**tombstone, "ts": below}))
+
+    def _regular_cells(self, conn: sqlite3.Connection) -> None:
+        """Every regular column's cells in one statement, in the table's key order: the stage's
+        rows (in key order) crossed with one *slot* per native column and per collection
+        element position, the slots in (column, path) order. Filled column by column instead,
+        each statement would insert between the cells of the ones before it, splitting pages
+        all over the B-tree; this way SQLite appends. A native column's null is a dead cell; a
+        missing element writes nothing."""
+        slots: list[tuple[bytes, int, str, str, str | None]] = []  # (col, index, value, path, bound path)
+        for j, column in enumerate(self.native):
+            if column.kind is not ColumnKind.STATIC:
+                slots.append((column.name.encode(), 0, f"v{j}", "x''", None))
+        for c, (column, width) in enumerate(self.collections):
+            if column.kind is ColumnKind.STATIC:
+                continue
+            for i in range(width):
+                if _is_list(column):
+                    slots.append((column.name.encode(), i, f"e{c}_{i}", _list_path(self.ts, i), None))
+                else:
+                    slots.append((column.name.encode(), i, f"e{c}_{i}", "NULL", f"p{c}_{i}"))
+        if not slots:
+            return
+        slots.sort()
+        conn.execute("CREATE TEMP TABLE slots (j INTEGER PRIMARY KEY, col TEXT, path BLOB, native INTEGER)")
+        for j, (col, _, value, path, _) in enumerate(slots):
+            native = 1 if value.startswith("v") else 0
+            conn.execute(f"INSERT INTO temp.slots VALUES ({j}, ?, {path}, {native})", (col.decode(),))
+        value_of = " ".join(f"WHEN {j} THEN s.{slot[2]}" for j, slot in enumerate(slots))
+        bound = [(j, slot[4]) for j, slot in enumerate(slots) if slot[4] is not None]
+        path_of = (
+            "CASE c.j " + " ".join(f"WHEN {j} THEN s.{p}" for j, p in bound) + " ELSE c.path END"
+            if bound
+            else "c.path"
+        )
+        ts = sql_literal(self.ts)
+        values = {
+            "pk": "pk",
+            "kind": sql_literal(REGULAR_KIND),
+            "ck": "ck",
+            "col": "col",
+            "path": "path",
+            "ts": ts,
+            "dead": "v IS NULL",
+            "value": "ifnull(v, x'')",
+            "expiry": f"CASE WHEN v IS NULL THEN {self.now_sql} ELSE 0 END",
+            "ttl": "0",
+        }
+        columns, conflict = DATA_TABLE_COLUMNS["cells"]
+        now = ", s.now AS now" if self.now is None else ""
+        conn.execute(
+            f"INSERT INTO cells ({', '.join(columns)}) SELECT {', '.join(values[c] for c in columns)} "
+            f"FROM (SELECT s.rowid AS r, c.j AS o, s.pk AS pk, s.ck AS ck, c.col AS col, "
+            f"c.native AS native, {path_of} AS path, CASE c.j {value_of} END AS v{now} "
+            "FROM temp.stage AS s CROSS JOIN temp.slots AS c) "
+            f"WHERE native OR v IS NOT NULL ORDER BY r, o{conflict}"
+        )
 
     def _cell_keys(self, column: ColumnDef) -> dict[str, str]:
         static = column.kind is ColumnKind.STATIC

@@ -211,7 +211,7 @@ def write_rows(path: Path, layout: Layout, defs: Sequence[ColumnDef], rows: Chun
         if writer.ts is not None:
             staged = [(c, v, widths(v)) for c, v in others if is_multi_cell(c.type)]
             staged = [s for s in staged if s[2] <= MAX_ELEMENTS]
-            stage = Stage(writer.ts, [c for c, _ in natives], [(c, w) for c, _, w in staged])
+            stage = Stage(writer.ts, [c for c, _ in natives], [(c, w) for c, _, w in staged], _same(rows.now))
             stage.create(conn)
             stage.load(conn, rows.pk, rows.ck, rows.now, [v for _, v in natives], [v for _, v, _ in staged])
             stage.fill(conn)

@@ -159,28 +159,35 @@ def _plan(schema: TableSchema, table: Any, names: Sequence[str], last_tokens: tu
     )
 
 
-def _reference(plan: FilePlan, batches: list[pa.RecordBatch], path: Path) -> list[str]:
+def _reference(
+    plan: FilePlan, batches: list[pa.RecordBatch], path: Path, nows: Sequence[int] | None = None
+) -> list[str]:
+    """`nows`: each batch's deletion time (NOW for every batch when not given)."""
     check = checker(plan.mapping, list(plan.input_names), spark_form=False)
     columns = plan.columns()
     rejects, mutations = [], []
-    for row in (r for batch in batches for r in batch.to_pylist()):
+    for now, row in (
+        (n, r) for batch, n in zip(batches, nows or [NOW] * len(batches)) for r in batch.to_pylist()
+    ):
         ok, fitted = check(tuple(row.values()))
         if not ok:
             rejects.append(fitted[0])
             continue
         try:
-            mutations.append(row_mutation(plan.table, columns, fitted, WriteTime(STAMP, 0, NOW)))
+            mutations.append(row_mutation(plan.table, columns, fitted, WriteTime(STAMP, 0, now)))
         except RowNotEncodable as exc:
             rejects.append(str(exc))
     write_tablet_file(path, mutations)
     return rejects
 
 
-def _columnwise(plan: FilePlan, batches: list[pa.RecordBatch], path: Path) -> list[str]:
+def _columnwise(
+    plan: FilePlan, batches: list[pa.RecordBatch], path: Path, nows: Sequence[int] | None = None
+) -> list[str]:
     held: dict[int, TabletRows] = {}
     rejects = []
-    for batch in batches:
-        fitted = fit_batch(plan, batch, NOW)
+    for batch, now in zip(batches, nows or [NOW] * len(batches)):
+        fitted = fit_batch(plan, batch, now)
         rejects += [reason for reason, _ in fitted.rejects]
         for group, chunk in fitted.chunks.items():
             held.setdefault(group, TabletRows(plan.layout)).add(chunk)
@@ -216,8 +223,9 @@ def test_columnwise_rows_reject_and_store_exactly_as_row_at_a_time(
     names = batches[0].schema.names
     last_tokens = (-(2**62), 0, 2**62, 2**63 - 1)
     plan = _plan(schema, table, names, last_tokens)
-    expected = _reference(plan, batches, tmp_path / "reference.db")
-    assert _columnwise(plan, batches, tmp_path / "bulk") == expected
+    nows = [NOW + i for i in range(3)]  # a file's rows then differ in their deletion time (dead cells)
+    expected = _reference(plan, batches, tmp_path / "reference.db", nows)
+    assert _columnwise(plan, batches, tmp_path / "bulk", nows) == expected
     assert 0 < len(expected) < 900
     lists = {name for name, _, _, cql_type, _ in columns if cql_type.startswith("list")}
     got = _contents(sorted(tmp_path.glob("bulk-*.db")), lists)
