@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 from tabletdb.spark.bulk.plan import FilePlan
-from tabletdb.spark.bulk.rows import CORRUPT, fit_batch
+from tabletdb.spark.bulk.rows import CORRUPT, Chunk, _subset, fit_batch
 from tabletdb.spark.bulk.tablet_file import TabletRows, write_rows
 from tabletdb.spark.coerce import map_columns
 from tabletdb.spark.load import checker
@@ -281,3 +281,19 @@ def test_typed_columns_as_spark_hands_parquet_over(tmp_path: Path) -> None:
     assert 0 < len(expected) < count
     got = _contents(sorted(tmp_path.glob("bulk-*.db")), {"tags"})
     assert got == _contents([tmp_path / "reference.db"], {"tags"})
+
+
+def test_a_tablet_takes_its_rows_of_a_batch_in_order_one_row_too() -> None:
+    chunk = Chunk(
+        pk=[b"a", b"b", b"c"],
+        token=[1, 2, 3],
+        ck=[b"", b"", b""],
+        ts=[7, 8, 9],
+        ttl=[0, 0, 60],
+        now=[5, 6, 7],
+        native=[[b"x", None, b"z"]],
+        other=[[None, None, None]],
+    )
+    assert _subset(chunk, [1]) == Chunk([b"b"], [2], [b""], [8], [0], [6], [[None]], [[None]])
+    both = Chunk([b"a", b"c"], [1, 3], [b"", b""], [7, 9], [0, 60], [5, 7], [[b"x", b"z"]], [[None, None]])
+    assert _subset(chunk, [0, 2]) == both
