@@ -3,9 +3,10 @@
 Binding values costs SQLite's Python module about a microsecond per BLOB, and a cell's
 upsert binds its whole key again (partition and clustering key) for every cell of a row. Here
 each row is bound once, into a TEMP table (keys, the native columns' values, the elements of
-non-frozen lists, sets and maps), and every data table is then filled from it with one
-`INSERT ... SELECT` per column (per element position), inside SQLite: the same rows the
-per-cell upserts would write, with the store's own conflict clauses, at a fraction of the cost.
+non-frozen lists, sets and maps), and every data table is then filled from it by
+`INSERT ... SELECT` inside SQLite — all regular columns' cells by one statement, in key order
+(`Stage._regular_cells`), static ones per column: the same rows the per-cell upserts would
+write, with the store's own conflict clauses, at a fraction of the cost.
 
 Used for files whose rows share one write timestamp and have no TTL (every load without
 writetime/TTL fields): then a row's timestamp, TTL and expiry are constants of the statements.
