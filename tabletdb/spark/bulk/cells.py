@@ -12,10 +12,10 @@ whatever it is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from typing import Any
+from itertools import islice, repeat
+from typing import Any, overload
 
 from tabletdb.cql import codec
 from tabletdb.cql.errors import CqlError
@@ -27,8 +27,64 @@ from tabletdb.statements.keys import LIST_MIDDLE, element_path
 
 Fragment = tuple[Any, ...]
 """A cell without its row: (column, path, timestamp, dead, value, expiry, ttl)."""
-RowCells = tuple[tuple[Fragment, ...], tuple[tuple[str, int], ...]]
-"""One row's cells of one column, and its collection tombstones (column, timestamp)."""
+
+
+class ListFragments(Sequence[Fragment]):
+    """The cells of one row's non-frozen list given as serialized elements, made only when
+    asked for: what varies per row is the elements, and a file whose rows share a write time
+    (`staging`) takes them as they are, so a million rows do not build a tuple per element to
+    be taken apart again. Equal to the tuple of its fragments."""
+
+    __slots__ = ("elements", "expiry", "name", "paths", "ts", "ttl")
+
+    def __init__(
+        self, elements: Elements, name: str, paths: list[bytes], ts: int, expiry: int, ttl: int
+    ) -> None:
+        self.elements = elements
+        self.name = name
+        self.paths = paths
+        """At least as many as the elements (more may follow)."""
+        self.ts = ts
+        self.expiry = expiry
+        self.ttl = ttl
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    def __iter__(self) -> Iterator[Fragment]:
+        paths = islice(self.paths, len(self.elements))
+        return zip(
+            repeat(self.name),
+            paths,
+            repeat(self.ts),
+            repeat(0),
+            self.elements,
+            repeat(self.expiry),
+            repeat(self.ttl),
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> Fragment: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Fragment, ...]: ...
+    def __getitem__(self, index: int | slice) -> Fragment | tuple[Fragment, ...]:
+        return tuple(self)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ListFragments):
+            other = tuple(other)
+        return isinstance(other, tuple) and tuple(self) == other
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+RowCells = tuple[Sequence[Fragment], tuple[tuple[str, int], ...]]
+"""One row's cells of one column (a tuple of fragments, or `ListFragments`), and its collection
+tombstones (column, timestamp)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +155,7 @@ def _whole(column: ColumnDef, value: Any, when: WriteTime) -> RowCells:
 def _list_cells(column: ColumnDef, values: Sequence[Any], whens: Sequence[WriteTime | None]) -> Built:
     """`build_cells` for a non-frozen list whose values came serialized (`Elements`, the common
     case): what varies per row is only the elements, so the rest is worked out once per write
-    time (rows of a batch share one) and each row is one C-level `zip`."""
+    time (rows of a batch share one) and each row is one `ListFragments`."""
     name = column.name
     out: list[RowCells | None] = []
     late: dict[int, str] = {}
@@ -128,8 +184,7 @@ def _list_cells(column: ColumnDef, values: Sequence[Any], whens: Sequence[WriteT
             continue
         if len(value) > len(paths):
             paths = _list_paths(ts, len(value))
-        cells = zip(repeat(name), paths, repeat(ts), repeat(0), value, repeat(expiry), repeat(ttl))
-        out.append((tuple(cells), tombstone))
+        out.append((ListFragments(value, name, paths, ts, expiry, ttl), tombstone))
     return Built(out, late)
 
 

@@ -32,12 +32,22 @@ def _integers(name: str, values: pa.Array) -> Fast:
 
 def _millis(values: pa.Array) -> Fast | None:
     """Timestamps as milliseconds since the epoch, floored (sub-millisecond digits dropped
-    towards the past, as `(t - epoch) // 1 ms` does)."""
+    towards the past, as `(t - epoch) // 1 ms` does), in Arrow compute: Arrow's integer division
+    truncates towards zero, so a negative quotient with a remainder is one less."""
     factor = _MICROS.get(values.type.unit)
     if factor is None:
         return None
-    micros = [None if v is None else v * factor // 1000 for v in values.cast(pa.int64()).to_pylist()]
-    return Fast(big_endian(pa.array(micros, pa.int64())), [])
+    raw = values.cast(pa.int64())
+    try:
+        if factor >= 1000:
+            millis = pc.multiply_checked(raw, factor // 1000)
+        else:
+            quotient = pc.divide(raw, 1000)
+            below = pc.less(raw, pc.multiply(quotient, 1000))
+            millis = pc.subtract(quotient, below.cast(pa.int64()))
+    except pa.ArrowInvalid:  # beyond int64 milliseconds: the row-at-a-time rules word it
+        return None
+    return Fast(big_endian(millis), [])
 
 
 def from_typed(type_name: str, values: pa.Array) -> Fast:

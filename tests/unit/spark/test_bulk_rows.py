@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 from tabletdb.spark.bulk.plan import FilePlan
-from tabletdb.spark.bulk.rows import CORRUPT, fit_batch
+from tabletdb.spark.bulk.rows import CORRUPT, Chunk, _subset, fit_batch
 from tabletdb.spark.bulk.tablet_file import TabletRows, write_rows
 from tabletdb.spark.coerce import map_columns
 from tabletdb.spark.load import checker
@@ -159,28 +159,35 @@ def _plan(schema: TableSchema, table: Any, names: Sequence[str], last_tokens: tu
     )
 
 
-def _reference(plan: FilePlan, batches: list[pa.RecordBatch], path: Path) -> list[str]:
+def _reference(
+    plan: FilePlan, batches: list[pa.RecordBatch], path: Path, nows: Sequence[int] | None = None
+) -> list[str]:
+    """`nows`: each batch's deletion time (NOW for every batch when not given)."""
     check = checker(plan.mapping, list(plan.input_names), spark_form=False)
     columns = plan.columns()
     rejects, mutations = [], []
-    for row in (r for batch in batches for r in batch.to_pylist()):
+    for now, row in (
+        (n, r) for batch, n in zip(batches, nows or [NOW] * len(batches)) for r in batch.to_pylist()
+    ):
         ok, fitted = check(tuple(row.values()))
         if not ok:
             rejects.append(fitted[0])
             continue
         try:
-            mutations.append(row_mutation(plan.table, columns, fitted, WriteTime(STAMP, 0, NOW)))
+            mutations.append(row_mutation(plan.table, columns, fitted, WriteTime(STAMP, 0, now)))
         except RowNotEncodable as exc:
             rejects.append(str(exc))
     write_tablet_file(path, mutations)
     return rejects
 
 
-def _columnwise(plan: FilePlan, batches: list[pa.RecordBatch], path: Path) -> list[str]:
+def _columnwise(
+    plan: FilePlan, batches: list[pa.RecordBatch], path: Path, nows: Sequence[int] | None = None
+) -> list[str]:
     held: dict[int, TabletRows] = {}
     rejects = []
-    for batch in batches:
-        fitted = fit_batch(plan, batch, NOW)
+    for batch, now in zip(batches, nows or [NOW] * len(batches)):
+        fitted = fit_batch(plan, batch, now)
         rejects += [reason for reason, _ in fitted.rejects]
         for group, chunk in fitted.chunks.items():
             held.setdefault(group, TabletRows(plan.layout)).add(chunk)
@@ -216,8 +223,9 @@ def test_columnwise_rows_reject_and_store_exactly_as_row_at_a_time(
     names = batches[0].schema.names
     last_tokens = (-(2**62), 0, 2**62, 2**63 - 1)
     plan = _plan(schema, table, names, last_tokens)
-    expected = _reference(plan, batches, tmp_path / "reference.db")
-    assert _columnwise(plan, batches, tmp_path / "bulk") == expected
+    nows = [NOW + i for i in range(3)]  # a file's rows then differ in their deletion time (dead cells)
+    expected = _reference(plan, batches, tmp_path / "reference.db", nows)
+    assert _columnwise(plan, batches, tmp_path / "bulk", nows) == expected
     assert 0 < len(expected) < 900
     lists = {name for name, _, _, cql_type, _ in columns if cql_type.startswith("list")}
     got = _contents(sorted(tmp_path.glob("bulk-*.db")), lists)
@@ -241,11 +249,13 @@ def test_a_row_loaded_twice_is_stored_once_lists_included(tmp_path: Path) -> Non
 
 def test_typed_columns_as_spark_hands_parquet_over(tmp_path: Path) -> None:
     """Arrow-typed input (what Spark gives for Parquet): longs, doubles, booleans, bytes,
-    timestamps in microseconds, dates, strings read as text, arrays and structs."""
+    timestamps in microseconds (some before 1970 with sub-millisecond digits, floored), dates,
+    strings read as text, arrays and structs."""
     import datetime as dt
 
     schema, table = _schema(WIDE)
     at = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+    early = dt.datetime(1969, 12, 31, 23, 59, 59, 998765, tzinfo=dt.UTC)
     count = 200
     columns: dict[str, pa.Array] = {
         "id": pa.array([n // 3 for n in range(count)], pa.int64()),
@@ -253,7 +263,8 @@ def test_typed_columns_as_spark_hands_parquet_over(tmp_path: Path) -> None:
         "name": pa.array([None if n % 7 == 0 else f"n{n}" for n in range(count)]),
         "score": pa.array([n / 3 for n in range(count)], pa.float64()),
         "at": pa.array(
-            [at - dt.timedelta(microseconds=n * 777) for n in range(count)], pa.timestamp("us", "UTC")
+            [(early if n % 5 == 0 else at) - dt.timedelta(microseconds=n * 777) for n in range(count)],
+            pa.timestamp("us", "UTC"),
         ),
         "day": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=n) for n in range(count)], pa.date32()),
         "flag": pa.array([n % 2 == 0 for n in range(count)], pa.bool_()),
@@ -270,3 +281,19 @@ def test_typed_columns_as_spark_hands_parquet_over(tmp_path: Path) -> None:
     assert 0 < len(expected) < count
     got = _contents(sorted(tmp_path.glob("bulk-*.db")), {"tags"})
     assert got == _contents([tmp_path / "reference.db"], {"tags"})
+
+
+def test_a_tablet_takes_its_rows_of_a_batch_in_order_one_row_too() -> None:
+    chunk = Chunk(
+        pk=[b"a", b"b", b"c"],
+        token=[1, 2, 3],
+        ck=[b"", b"", b""],
+        ts=[7, 8, 9],
+        ttl=[0, 0, 60],
+        now=[5, 6, 7],
+        native=[[b"x", None, b"z"]],
+        other=[[None, None, None]],
+    )
+    assert _subset(chunk, [1]) == Chunk([b"b"], [2], [b""], [8], [0], [6], [[None]], [[None]])
+    both = Chunk([b"a", b"c"], [1, 3], [b"", b""], [7, 9], [0, 60], [5, 7], [[b"x", b"z"]], [[None, None]])
+    assert _subset(chunk, [0, 2]) == both
