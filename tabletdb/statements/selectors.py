@@ -66,10 +66,18 @@ _LITERAL_TYPES: dict[str, CqlType] = {
 
 
 def scalar(
-    expr: ast.Expr, table: TableDef, wanted: CqlType | None = None, routines: KeyspaceSchema | None = None
+    expr: ast.Expr,
+    table: TableDef,
+    wanted: CqlType | None = None,
+    routines: KeyspaceSchema | None = None,
+    computed: Mapping[object, Scalar] | None = None,
 ) -> Scalar:
     """Compile `expr`; `wanted` types a constant passed where one type is expected; `routines`
-    is the table's keyspace, whose user-defined functions the expression may call."""
+    is the table's keyspace, whose user-defined functions the expression may call; `computed`:
+    sub-expressions computed elsewhere, each read as the given Scalar (the aggregates under a
+    function of them, `query.select`)."""
+    if computed and expr in computed:
+        return computed[expr]
     if isinstance(expr, ast.ColumnRef):
         col = table.column(expr.name)
         if col is None:
@@ -81,7 +89,7 @@ def scalar(
         value = literal_value(t, expr.kind, expr.text, cql_text(expr))
         return Scalar(cql_text(expr), t, lambda row: value)
     if isinstance(expr, ast.TypeCast):
-        inner = scalar(expr.term, table, expr.type, routines)
+        inner = scalar(expr.term, table, expr.type, routines, computed)
         return Scalar(cql_text(expr), expr.type, inner.eval)
     if isinstance(expr, _COLLECTION_LITERALS):
         t = wanted or literal_type(expr)
@@ -92,9 +100,9 @@ def scalar(
     if isinstance(expr, ast.BindMarker):
         raise InvalidRequest("Bind markers are not supported in the select clause")
     if isinstance(expr, ast.FunctionCall):
-        return _call(expr, table, routines)
+        return _call(expr, table, routines, computed)
     if isinstance(expr, ast.Cast):
-        inner = scalar(expr.expr, table, None, routines)
+        inner = scalar(expr.expr, table, None, routines, computed)
         conv = functions.cast(inner.type, expr.type)
         fn = inner.eval
         return Scalar(f"cast({inner.name} as {expr.type.cql()})", expr.type, lambda row: conv(fn(row)))
@@ -149,13 +157,18 @@ def _frozen(t: CqlType) -> CqlType:
     return t
 
 
-def _call(call: ast.FunctionCall, table: TableDef, routines: KeyspaceSchema | None) -> Scalar:
+def _call(
+    call: ast.FunctionCall,
+    table: TableDef,
+    routines: KeyspaceSchema | None,
+    computed: Mapping[object, Scalar] | None,
+) -> Scalar:
     name = call.name.lower()
     native = call.keyspace in (None, "system") and functions.is_native(name)
     if not native and routines is not None and user_functions.is_user_function(call, table, routines):
 
         def compile_arg(arg: ast.Expr, hint: CqlType | None) -> Scalar:
-            return scalar(arg, table, hint, routines)
+            return scalar(arg, table, hint, routines, computed)
 
         shown, t, fn = user_functions.user_function(call, table, routines, compile_arg)
         return Scalar(shown, t, fn)
@@ -172,7 +185,7 @@ def _call(call: ast.FunctionCall, table: TableDef, routines: KeyspaceSchema | No
         raise InvalidRequest(f"Unknown function {name} called: {cql_text(call)}")
     params = functions.parameter_types(name)
     args = [
-        scalar(a, table, params[i] if params is not None and i < len(params) else None, routines)
+        scalar(a, table, params[i] if params is not None and i < len(params) else None, routines, computed)
         for i, a in enumerate(call.args)
     ]
     fn = functions.resolve(name, [a.type for a in args])
