@@ -9,7 +9,7 @@ level), which asks the replicas of each token range and merges a replica's local
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tabletdb.coordinator.placement import ReplicatedRange
@@ -47,6 +47,8 @@ class OutRow:
     cells: dict[str, LiveCell]
     """The (single-cell) columns' cells, for writetime() and ttl(); a non-frozen UDT field's cell
     under ``column.field`` (``udt_cell_key``)."""
+    elements: dict[str, list[LiveCell]] = field(default_factory=dict)
+    """A non-frozen set's or map's element cells by column, for writetime(m[k]) and ttl(s[e])."""
 
 
 def udt_cell_key(column: str, field: str) -> str:
@@ -56,7 +58,11 @@ def udt_cell_key(column: str, field: str) -> str:
 
 
 def column_values(
-    table: TableDef, row: LiveRow | None, values: dict[str, Any], cells: dict[str, LiveCell]
+    table: TableDef,
+    row: LiveRow | None,
+    values: dict[str, Any],
+    cells: dict[str, LiveCell],
+    elements: dict[str, list[LiveCell]] | None = None,
 ) -> None:
     if row is None:
         return
@@ -72,10 +78,14 @@ def column_values(
             values[name] = codec.deserialize(t, live[0].value)
             cells[name] = live[0]
         elif isinstance(t, SetType):
+            if elements is not None:
+                elements[name] = live
             values[name] = tuple(
                 codec.deserialize(t.element, element_of_path(t.element, c.path)) for c in live
             )
         elif isinstance(t, MapType):
+            if elements is not None:
+                elements[name] = live
             values[name] = tuple(
                 (
                     codec.deserialize(t.key, element_of_path(t.key, c.path)),
@@ -104,7 +114,8 @@ def partition_rows(
         base[col.name] = codec.deserialize(col.type, raw)
     static_values: dict[str, Any] = {}
     static_cells: dict[str, LiveCell] = {}
-    column_values(table, data.static_row, static_values, static_cells)
+    static_elements: dict[str, list[LiveCell]] = {}
+    column_values(table, data.static_row, static_values, static_cells, static_elements)
     emitted = False
     for row in data.rows:
         if keep is not None and not any(s.contains(row.clustering) for s in keep):
@@ -114,11 +125,19 @@ def partition_rows(
             values[col.name] = None if ck_raw is None else codec.deserialize(col.type, ck_raw)
         values.update(static_values)
         cells = dict(static_cells)
-        column_values(table, row, values, cells)
+        elements = dict(static_elements) if static_elements else {}
+        column_values(table, row, values, cells, elements)
         emitted = True
-        yield OutRow(data.token, data.partition_key, row.clustering, values, cells)
+        yield OutRow(data.token, data.partition_key, row.clustering, values, cells, elements)
     if not emitted and static_only_row and data.static_row is not None:
-        yield OutRow(data.token, data.partition_key, STATIC_ONLY, {**base, **static_values}, static_cells)
+        yield OutRow(
+            data.token,
+            data.partition_key,
+            STATIC_ONLY,
+            {**base, **static_values},
+            static_cells,
+            static_elements,
+        )
 
 
 def _resume_slice(base: ClusteringSlice, after: bytes | None, reverse: bool) -> ClusteringSlice:

@@ -36,7 +36,7 @@ from tabletdb.query.point_select import point_select
 from tabletdb.query.scan_select import scan_select
 from tabletdb.query.select import execute_select
 from tabletdb.replica.stores import DataStores
-from tabletdb.schema.model import Catalog, TableDef, ViewDef
+from tabletdb.schema.model import Catalog, KeyspaceSchema, TableDef, ViewDef
 from tabletdb.statements.bound_modification import BoundModification
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.modifications import CurrentCells
@@ -309,13 +309,16 @@ class DataPath:
 
 
 def batch_receivers(
-    stmt: ast.BatchStatement, table_of: Callable[[ast.QualifiedName], TableDef]
+    stmt: ast.BatchStatement,
+    table_of: Callable[[ast.QualifiedName], TableDef],
+    routines_of: Callable[[TableDef], KeyspaceSchema | None] = lambda table: None,
 ) -> list[Receiver]:
     """Bind receivers of a BATCH: its own USING clause's, then each statement's, in order (markers
-    are numbered across it)."""
+    are numbered across it); ``routines_of`` gives a table's keyspace (its user functions)."""
     out = attribute_receivers(stmt.attributes)
     for sub in stmt.statements:
-        out.extend(receivers(sub, table_of(sub.table)))
+        table = table_of(sub.table)
+        out.extend(receivers(sub, table, routines_of(table)))
     return out
 
 

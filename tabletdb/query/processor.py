@@ -181,7 +181,7 @@ class QueryProcessor:
         values = params.values
         if params.names is not None:
             table = self._table_for(stmt, client.keyspace)
-            binds = receivers(stmt, table)
+            binds = receivers(stmt, table, self._routines(table) if table is not None else None)
             values = bind_by_name(stmt.bind_markers, [b.name for b in binds], values, params.names)
         result = await self._run(
             client,
@@ -199,9 +199,9 @@ class QueryProcessor:
         stmt = parse_statement(query)
         table = self._table_for(stmt, keyspace)
         if isinstance(stmt, ast.BatchStatement):
-            binds = batch_receivers(stmt, lambda name: self._user_table(name, keyspace))
+            binds = batch_receivers(stmt, lambda name: self._user_table(name, keyspace), self._routines)
         else:
-            binds = receivers(stmt, table)
+            binds = receivers(stmt, table, self._routines(table) if table is not None else None)
         qid = hashlib.md5(((keyspace or "") + query).encode()).digest()
         ks_name = table.keyspace if table is not None else (keyspace or "")
         tbl_name = table.name if table is not None else ""
@@ -351,7 +351,7 @@ class QueryProcessor:
             )
             return self._select_from(select, params, client)
         return self._data_path().modify(
-            BoundModification(stmt, table, values),
+            BoundModification(stmt, table, values, self._routines(table)),
             params.timestamp,
             params.consistency,
             params.serial_consistency,
@@ -372,7 +372,7 @@ class QueryProcessor:
             )
             return await self._select_from(select, params, client)
         return await self._data_path().modify(
-            BoundModification(stmt, table, values),
+            BoundModification(stmt, table, values, self._routines(table)),
             params.timestamp,
             params.consistency,
             params.serial_consistency,
@@ -393,7 +393,8 @@ class QueryProcessor:
             if not isinstance(stmt, ast.InsertStatement | ast.UpdateStatement | ast.DeleteStatement):
                 raise InvalidRequest("Only INSERT, UPDATE and DELETE statements are allowed in a BATCH")
             self._auth.check(client, stmt, keyspace, self._metadata.catalog)
-            items.append(BoundModification(stmt, self._user_table(stmt.table, keyspace), entry.values))
+            table = self._user_table(stmt.table, keyspace)
+            items.append(BoundModification(stmt, table, entry.values, self._routines(table)))
         kind = {0: "LOGGED", 1: "UNLOGGED", 2: "COUNTER"}.get(batch.type, "LOGGED")
         started = time.perf_counter()
         result = await self._auth.run_limited(
@@ -477,7 +478,7 @@ class QueryProcessor:
             return await self._dml(stmt, self._user_table(stmt.table, keyspace), values, params)
         if isinstance(stmt, ast.BatchStatement):
             tables = [self._user_table(s.table, keyspace) for s in stmt.statements]
-            items, timestamp = bind_batch(stmt, tables, values, params.timestamp)
+            items, timestamp = bind_batch(stmt, tables, values, params.timestamp, self._routines)
             return await self._data_path().batch(
                 stmt.kind.upper(), items, timestamp, params.consistency, params.serial_consistency
             )

@@ -23,12 +23,13 @@ from tabletdb.cql.jsonvalues import to_json
 from tabletdb.cql.results import ColumnSpec, RowsMetadata, RowsResult
 from tabletdb.cql.types import BIGINT, INT, TEXT, CqlType, NativeType, UserType
 from tabletdb.cql.unparse import cql_text
+from tabletdb.query.cell_meta import check_field_meta, element_meta
 from tabletdb.schema.model import ClusteringOrder, ColumnDef, KeyspaceSchema, TableDef
 from tabletdb.statements.bound_select import BoundSelect
 from tabletdb.statements.cells import is_multi_cell
 from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.restrictions import Restrictions
-from tabletdb.statements.selectors import scalar
+from tabletdb.statements.selectors import Scalar, scalar
 from tabletdb.statements.user_functions import is_user_aggregate, user_aggregate
 from tabletdb.views.index_reads import IndexLookup, choose_index, index_rows, unindexed_filtering
 
@@ -44,13 +45,19 @@ class Output:
     name: str
     type: CqlType
     column: str | None
-    kind: str = "column"  # column | writetime | ttl | token | expr | count | min | max | sum | avg | uda
+    kind: str = (
+        "column"  # column | writetime | ttl | token | expr | count | min | max | sum | avg | uda | over
+    )
     fn: RowFn | None = field(default=None, compare=False)
     """For `expr`, and for an aggregate of anything but a plain column: the compiled
     expression (`query.selectors`) a row's value comes from (a user-defined aggregate's: the
     tuple of its arguments)."""
     fold: Callable[[list[Any]], Any] | None = field(default=None, compare=False)
     """For `uda`: the user-defined aggregate over the rows' argument tuples (`udf.calls`)."""
+    inner: tuple[Output, ...] = field(default=(), compare=False)
+    """For `over` (a function of aggregates, `f(max(v))`): the aggregates, computed per group;
+    `post` then computes the result from the group's first row with `AGGREGATE_KEYS` holding them."""
+    post: Callable[[Mapping[str, Any]], Any] | None = field(default=None, compare=False)
 
 
 def outputs_of(
@@ -103,6 +110,9 @@ def _output(sel: ast.Selector, table: TableDef, routines: KeyspaceSchema | None)
         and is_user_aggregate(expr, table, routines)
     ):
         return _user_aggregate_output(sel, expr, table, routines)
+    aggregates = _aggregates_in(expr, table, routines)
+    if aggregates:
+        return _over_aggregates(sel, expr, aggregates, table, routines)
     s = scalar(expr, table, None, routines)
     return Output(sel.alias or s.name, s.type, None, "expr", _on_values(s.eval))
 
@@ -118,14 +128,74 @@ def _user_aggregate_output(
     return Output(sel.alias or uda.name, uda.type, None, "uda", _on_values(uda.arguments), fold)
 
 
+def _is_aggregate(expr: object, table: TableDef, routines: KeyspaceSchema | None) -> bool:
+    if isinstance(expr, ast.CountRows):
+        return True
+    if not isinstance(expr, ast.FunctionCall):
+        return False
+    native = expr.keyspace in (None, "system") and expr.name.lower() in AGGREGATES and len(expr.args) == 1
+    return native or (routines is not None and is_user_aggregate(expr, table, routines))
+
+
+def _aggregates_in(expr: object, table: TableDef, routines: KeyspaceSchema | None) -> list[ast.Expr]:
+    """The aggregates a select-list expression applies functions to (`f(max(v))`), outermost
+    first, each once."""
+    found: list[ast.Expr] = []
+    if isinstance(expr, ast.FunctionCall):
+        subs: tuple[object, ...] = expr.args
+    elif isinstance(expr, ast.Cast):
+        subs = (expr.expr,)
+    elif isinstance(expr, ast.TypeCast):
+        subs = (expr.term,)
+    else:
+        return found
+    for sub in subs:
+        if _is_aggregate(sub, table, routines):
+            if sub not in found:
+                found.append(sub)  # type: ignore[arg-type]
+        else:
+            found.extend(a for a in _aggregates_in(sub, table, routines) if a not in found)
+    return found
+
+
+AGGREGATE_KEYS = tuple(f"\x00aggregate{i}" for i in range(64))
+"""Names no column can have, under which a function of aggregates reads them."""
+
+
+def _over_aggregates(
+    sel: ast.Selector,
+    expr: ast.Expr,
+    aggregates: list[ast.Expr],
+    table: TableDef,
+    routines: KeyspaceSchema | None,
+) -> Output:
+    """A scalar function of aggregates (`f(max(v))`, `toJson(count(*))`, `CAST(avg(v) AS text)`),
+    as ScyllaDB allows: the aggregates are folded per group, then the function applied once."""
+    if len(aggregates) > len(AGGREGATE_KEYS):
+        raise InvalidRequest(f"Too many aggregates in {cql_text(expr)}")
+    inner = tuple(_output(ast.Selector(a), table, routines) for a in aggregates)
+    computed: dict[object, Scalar] = {
+        a: Scalar(o.name, o.type, _reads(key)) for a, o, key in zip(aggregates, inner, AGGREGATE_KEYS)
+    }
+    s = scalar(expr, table, None, routines, computed)
+    return Output(sel.alias or s.name, s.type, None, "over", inner=inner, post=s.eval)
+
+
+def _reads(key: str) -> Callable[[Mapping[str, Any]], Any]:
+    return lambda row: row.get(key)
+
+
 def _cell_meta(sel: ast.Selector, fn: str, arg: ast.Expr, table: TableDef) -> Output:
     out_type = BIGINT if fn == "writetime" else INT
     if isinstance(arg, ast.FieldRef):
         return _field_cell_meta(sel, fn, arg, table)
+    if isinstance(arg, ast.ElementRef):
+        shown, read = element_meta(fn, arg, table)
+        return Output(sel.alias or shown, out_type, None, "expr", read)
     if not isinstance(arg, ast.ColumnRef):
         raise InvalidRequest(
-            f"{fn}() of {cql_text(arg)} is not supported: only of a whole column or a field of a "
-            "non-frozen user type"
+            f"{fn}() of {cql_text(arg)} is not supported: only of a column, a field of a non-frozen "
+            "user type or an element of a non-frozen set or map"
         )
     col = _col(table, arg.name)
     if col.is_primary_key:
@@ -140,13 +210,10 @@ def _field_cell_meta(sel: ast.Selector, fn: str, arg: ast.FieldRef, table: Table
     """``writetime(u.f)``/``ttl(u.f)``: a field of a non-frozen UDT is a cell of its own."""
     col = _col(table, arg.column)
     t = col.type
-    if not isinstance(t, UserType) or arg.field not in t.field_names:
+    check_field_meta(fn, t, col.name, col.is_primary_key)
+    assert isinstance(t, UserType)
+    if arg.field not in t.field_names:
         raise InvalidRequest(f"Invalid field selection: {col.name} has no field {arg.field}")
-    if not t.is_multi_cell:
-        raise InvalidRequest(
-            f"Cannot use selection function {fn} on a field of frozen UDT {col.name}: the value is one "
-            f"cell, use {fn}({col.name})"
-        )
     name = sel.alias or f"{fn}({col.name}.{arg.field})"
     return Output(name, BIGINT if fn == "writetime" else INT, udt_cell_key(col.name, arg.field), fn)
 
@@ -257,7 +324,7 @@ def plan_of(stmt: ast.SelectStatement, table: TableDef, routines: KeyspaceSchema
     names = [col.name for col, _ in point_key or ()]
     plan = SelectPlan(
         outputs,
-        any(o.kind in AGGREGATES or o.kind == "uda" for o in outputs) or bool(stmt.group_by),
+        any(o.kind in AGGREGATES or o.kind in ("uda", "over") for o in outputs) or bool(stmt.group_by),
         _group_key(stmt, table),
         RowsMetadata([ColumnSpec(table.keyspace, table.name, o.name, o.type) for o in outputs]),
         [_is_stored(o, table) for o in outputs],
@@ -462,6 +529,11 @@ def _value(o: Output, row: OutRow) -> Any:
 def _aggregate(outputs: list[Output], rows: list[OutRow]) -> list[Any]:
     out: list[Any] = []
     for o in outputs:
+        if o.kind == "over":
+            assert o.post is not None
+            folded = dict(zip(AGGREGATE_KEYS, _aggregate(list(o.inner), rows)))
+            out.append(o.post({**rows[0].values, **folded} if rows else folded))
+            continue
         values = [o.fn(r) if o.fn is not None else r.values.get(o.column or "") for r in rows]
         if o.kind == "uda":
             assert o.fold is not None

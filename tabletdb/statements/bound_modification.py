@@ -11,13 +11,13 @@ they always had: the part asked for first fails first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT
 from tabletdb.cql.values import Unset, Value
-from tabletdb.schema.model import ColumnDef, TableDef
+from tabletdb.schema.model import ColumnDef, KeyspaceSchema, TableDef
 from tabletdb.statements.conditions import BoundConditions, bind_conditions
 from tabletdb.statements.keys import encode_clustering, partition_key
 from tabletdb.statements.modifications import (
@@ -30,6 +30,7 @@ from tabletdb.statements.modifications import (
 )
 from tabletdb.statements.restrictions import Restrictions
 from tabletdb.statements.terms import Bindings, term_value
+from tabletdb.statements.user_terms import term_functions
 from tabletdb.storage.mutation import Mutation
 
 
@@ -39,11 +40,16 @@ class BoundModification:
     __slots__ = ("_bindings", "_conditions", "_where", "statement", "table")
 
     def __init__(
-        self, statement: ast.ModificationStatement, table: TableDef, values: Sequence[Value]
+        self,
+        statement: ast.ModificationStatement,
+        table: TableDef,
+        values: Sequence[Value],
+        routines: KeyspaceSchema | None = None,
     ) -> None:
+        """``routines``: the table's keyspace, whose user-defined functions its terms may call."""
         self.statement = statement
         self.table = table
-        self._bindings = Bindings(values)
+        self._bindings = Bindings(values, term_functions(routines))
         self._where: Restrictions | None = None
         self._conditions: BoundConditions | None = None
 
@@ -106,12 +112,16 @@ class BoundModification:
 
 
 def bind_batch(
-    stmt: ast.BatchStatement, tables: Sequence[TableDef], values: Sequence[Value], default_ts: int | None
+    stmt: ast.BatchStatement,
+    tables: Sequence[TableDef],
+    values: Sequence[Value],
+    default_ts: int | None,
+    routines_of: Callable[[TableDef], KeyspaceSchema | None] = lambda table: None,
 ) -> tuple[list[BoundModification], int | None]:
     """A BATCH sent as one query text, its statements on ``tables`` (in order) bound to its values
     (markers are numbered across the batch), and its timestamp: ``BEGIN BATCH USING TIMESTAMP t``
     overrides the protocol's ``default_ts``."""
-    bound = [BoundModification(s, t, values) for s, t in zip(stmt.statements, tables)]
+    bound = [BoundModification(s, t, values, routines_of(t)) for s, t in zip(stmt.statements, tables)]
     return bound, _batch_timestamp(stmt.attributes, Bindings(values), default_ts)
 
 

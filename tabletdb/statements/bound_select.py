@@ -21,6 +21,7 @@ from tabletdb.schema.model import ColumnDef, KeyspaceSchema, TableDef
 from tabletdb.statements.relations import BoundRelation, bind_relation, select_filter
 from tabletdb.statements.restrictions import Restrictions, analyze, single_value
 from tabletdb.statements.terms import Bindings, term_bytes, term_value
+from tabletdb.statements.user_terms import term_functions
 
 
 class BoundSelect:
@@ -55,7 +56,7 @@ class BoundSelect:
         """Rows per page the client asked for (None or <= 0: one page)."""
         self.paging_state = paging_state
         """Where the previous page stopped (None: the first page)."""
-        self._bindings = Bindings(values)
+        self._bindings = Bindings(values, term_functions(routines))
         self._key: list[bytes] | None = None
         self._restrictions: Restrictions | None = None
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.types import BIGINT, DURATION, INT, TEXT, CqlType, ListType, MapType, SetType, TupleType
-from tabletdb.schema.model import TableDef
+from tabletdb.schema.model import KeyspaceSchema, TableDef
 from tabletdb.statements import functions
+from tabletdb.statements.user_terms import term_functions
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,20 @@ class Receiver:
     type: CqlType
 
 
-def receivers(stmt: ast.Statement, table: TableDef | None) -> list[Receiver]:
-    """One receiver per bind marker, in marker order."""
-    found: dict[int, Receiver] = {}
+class _Found(dict[int, Receiver]):
+    """Receivers found so far by marker index, and the user functions markers may be passed to."""
+
+    def __init__(self, routines: KeyspaceSchema | None) -> None:
+        super().__init__()
+        self.functions = term_functions(routines)
+
+
+def receivers(
+    stmt: ast.Statement, table: TableDef | None, routines: KeyspaceSchema | None = None
+) -> list[Receiver]:
+    """One receiver per bind marker, in marker order; ``routines``: the table's keyspace, whose
+    user-defined functions type the markers passed to them."""
+    found: dict[int, Receiver] = _Found(routines)
     if isinstance(stmt, ast.SelectStatement):
         _relations(stmt.where, table, found)
         _special(stmt.per_partition_limit, "[per_partition_limit]", INT, found)
@@ -121,6 +133,9 @@ def _function_arguments(call: ast.FunctionCall, receiver: Receiver, found: dict[
     given to an overloaded function needs a type hint, and stays unknown without one)."""
     name = call.name.lower()
     params = (TEXT,) if name == "fromjson" else functions.parameter_types(name)
+    user = found.functions if isinstance(found, _Found) else None
+    if user is not None and user.calls(call):
+        params = user.parameter_types(call)
     for i, arg in enumerate(call.args):
         if isinstance(arg, ast.TypeCast):
             _term(arg, Receiver(f"arg{i}", arg.type), found)

@@ -40,6 +40,7 @@ from tabletdb.cql.unparse import cql_text
 from tabletdb.schema.model import KeyspaceSchema, TableDef
 from tabletdb.statements import functions, user_functions
 from tabletdb.statements.terms import Bindings, term_value
+from tabletdb.statements.user_terms import term_functions
 
 RowFn = Callable[[Mapping[str, Any]], Any]
 
@@ -66,10 +67,18 @@ _LITERAL_TYPES: dict[str, CqlType] = {
 
 
 def scalar(
-    expr: ast.Expr, table: TableDef, wanted: CqlType | None = None, routines: KeyspaceSchema | None = None
+    expr: ast.Expr,
+    table: TableDef,
+    wanted: CqlType | None = None,
+    routines: KeyspaceSchema | None = None,
+    computed: Mapping[object, Scalar] | None = None,
 ) -> Scalar:
     """Compile `expr`; `wanted` types a constant passed where one type is expected; `routines`
-    is the table's keyspace, whose user-defined functions the expression may call."""
+    is the table's keyspace, whose user-defined functions the expression may call; `computed`:
+    sub-expressions computed elsewhere, each read as the given Scalar (the aggregates under a
+    function of them, `query.select`)."""
+    if computed and expr in computed:
+        return computed[expr]
     if isinstance(expr, ast.ColumnRef):
         col = table.column(expr.name)
         if col is None:
@@ -81,7 +90,7 @@ def scalar(
         value = literal_value(t, expr.kind, expr.text, cql_text(expr))
         return Scalar(cql_text(expr), t, lambda row: value)
     if isinstance(expr, ast.TypeCast):
-        inner = scalar(expr.term, table, expr.type, routines)
+        inner = scalar(expr.term, table, expr.type, routines, computed)
         return Scalar(cql_text(expr), expr.type, inner.eval)
     if isinstance(expr, _COLLECTION_LITERALS):
         t = wanted or literal_type(expr)
@@ -92,14 +101,14 @@ def scalar(
     if isinstance(expr, ast.BindMarker):
         raise InvalidRequest("Bind markers are not supported in the select clause")
     if isinstance(expr, ast.FunctionCall):
-        return _call(expr, table, routines)
+        return _call(expr, table, routines, computed)
     if isinstance(expr, ast.Cast):
-        inner = scalar(expr.expr, table, None, routines)
+        inner = scalar(expr.expr, table, None, routines, computed)
         conv = functions.cast(inner.type, expr.type)
         fn = inner.eval
         return Scalar(f"cast({inner.name} as {expr.type.cql()})", expr.type, lambda row: conv(fn(row)))
     if isinstance(expr, ast.ElementRef):
-        return _element(expr, table)
+        return _element(expr, table, routines)
     if isinstance(expr, ast.FieldRef):
         return _field(expr, table)
     raise InvalidRequest(f"{cql_text(expr)} cannot be selected here")
@@ -149,13 +158,18 @@ def _frozen(t: CqlType) -> CqlType:
     return t
 
 
-def _call(call: ast.FunctionCall, table: TableDef, routines: KeyspaceSchema | None) -> Scalar:
+def _call(
+    call: ast.FunctionCall,
+    table: TableDef,
+    routines: KeyspaceSchema | None,
+    computed: Mapping[object, Scalar] | None,
+) -> Scalar:
     name = call.name.lower()
     native = call.keyspace in (None, "system") and functions.is_native(name)
     if not native and routines is not None and user_functions.is_user_function(call, table, routines):
 
         def compile_arg(arg: ast.Expr, hint: CqlType | None) -> Scalar:
-            return scalar(arg, table, hint, routines)
+            return scalar(arg, table, hint, routines, computed)
 
         shown, t, fn = user_functions.user_function(call, table, routines, compile_arg)
         return Scalar(shown, t, fn)
@@ -172,7 +186,7 @@ def _call(call: ast.FunctionCall, table: TableDef, routines: KeyspaceSchema | No
         raise InvalidRequest(f"Unknown function {name} called: {cql_text(call)}")
     params = functions.parameter_types(name)
     args = [
-        scalar(a, table, params[i] if params is not None and i < len(params) else None, routines)
+        scalar(a, table, params[i] if params is not None and i < len(params) else None, routines, computed)
         for i, a in enumerate(call.args)
     ]
     fn = functions.resolve(name, [a.type for a in args])
@@ -186,18 +200,26 @@ def _call(call: ast.FunctionCall, table: TableDef, routines: KeyspaceSchema | No
     return Scalar(shown, fn.return_type, lambda row: fn(*(e(row) for e in evals)))
 
 
-def _constant_key(ref: ast.ElementRef, t: CqlType, where: str) -> Any:
+def _key(ref: ast.ElementRef, t: CqlType, where: str, routines: KeyspaceSchema | None) -> Callable[[], Any]:
+    """The subscript of an element selector, as a function computing it: a constant; ``null``
+    (no element: a null result, as in ScyllaDB); or a function call (`m[f(1)]`), evaluated per
+    row (a generator gives a new value each time) and once here, so a bad call fails at once."""
     key = ref.key.term if isinstance(ref.key, ast.TypeCast) else ref.key
     if isinstance(key, ast.BindMarker):
         raise InvalidRequest("Bind markers are not supported in the select clause")
-    if not isinstance(key, ast.Literal):
-        raise InvalidRequest(
-            f"Invalid element selector {cql_text(ref)}: a constant of type {t.cql()} is needed"
-        )
-    return literal_value(t, key.kind, key.text, where)
+    if isinstance(key, ast.Null):
+        return lambda: None
+    if isinstance(key, ast.Literal):
+        value = literal_value(t, key.kind, key.text, where)
+        return lambda: value
+    if isinstance(key, ast.FunctionCall):
+        call, bindings = key, Bindings((), term_functions(routines))
+        term_value(call, t, where, bindings)
+        return lambda: term_value(call, t, where, bindings)
+    raise InvalidRequest(f"Invalid element selector {cql_text(ref)}: a constant of type {t.cql()} is needed")
 
 
-def _element(ref: ast.ElementRef, table: TableDef) -> Scalar:
+def _element(ref: ast.ElementRef, table: TableDef, routines: KeyspaceSchema | None) -> Scalar:
     col = table.column(ref.column)
     if col is None:
         raise InvalidRequest(f"Undefined column name {ref.column}")
@@ -205,15 +227,19 @@ def _element(ref: ast.ElementRef, table: TableDef) -> Scalar:
     name = col.name
     shown = f"{cql_text(ast.ColumnRef(name))}[{cql_text(ref.key)}]"
     if isinstance(t, MapType):
-        key = _constant_key(ref, t.key, f"key({name})")
-        return Scalar(shown, t.value, lambda row: _map_get(row.get(name), key))
+        key = _key(ref, t.key, f"key({name})", routines)
+        return Scalar(shown, t.value, lambda row: _map_get(row.get(name), key()))
     if isinstance(t, SetType):
-        elem = _constant_key(ref, t.element, f"element({name})")
-        return Scalar(shown, t.element, lambda row: elem if elem in (row.get(name) or ()) else None)
+        elem = _key(ref, t.element, f"element({name})", routines)
+        return Scalar(shown, t.element, lambda row: _set_get(row.get(name), elem()))
     if isinstance(t, ListType):
-        index = _constant_key(ref, INT, f"idx({name})")
-        return Scalar(shown, t.element, lambda row: _list_get(row.get(name), index))
+        index = _key(ref, INT, f"idx({name})", routines)
+        return Scalar(shown, t.element, lambda row: _list_get(row.get(name), index()))
     raise InvalidRequest(f"Column {name} of type {t.cql()} is not a collection: elements cannot be selected")
+
+
+def _set_get(value: Any, element: Any) -> Any:
+    return element if element is not None and element in (value or ()) else None
 
 
 def _map_get(value: Any, key: Any) -> Any:
@@ -223,8 +249,8 @@ def _map_get(value: Any, key: Any) -> Any:
     return None
 
 
-def _list_get(value: Any, index: int) -> Any:
-    if value is None or not 0 <= index < len(value):
+def _list_get(value: Any, index: int | None) -> Any:
+    if value is None or index is None or not 0 <= index < len(value):
         return None
     return value[index]
 

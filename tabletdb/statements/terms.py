@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from tabletdb.cql import ast, codec
 from tabletdb.cql.errors import InvalidRequest
@@ -38,8 +38,19 @@ from tabletdb.cql.values import UNSET, Unset, Value
 from tabletdb.statements import functions
 
 
+class TermFunctions(Protocol):
+    """The user-defined functions a statement's terms may call (`statements.user_terms`)."""
+
+    def calls(self, call: ast.FunctionCall) -> bool: ...
+
+    def result_type(self, call: ast.FunctionCall) -> CqlType: ...
+
+    def value(self, call: ast.FunctionCall, t: CqlType, receiver: str, bindings: Bindings) -> Any: ...
+
+
 class Bindings:
-    """The values bound to a statement's markers, by position (names resolved at bind time).
+    """The values bound to a statement's markers, by position (names resolved at bind time), and
+    the user-defined functions its terms may call (``functions``: its keyspace's, None: none).
 
     A marker read again as the same type is not decoded again, however many restrictions,
     filters, index lookups and mutation builds of one request read it (a retried Paxos round
@@ -48,10 +59,11 @@ class Bindings:
     enough, and a lookup is an index and an identity check rather than a hash of the type.
     """
 
-    __slots__ = ("_decoded", "values")
+    __slots__ = ("_decoded", "functions", "values")
 
-    def __init__(self, values: Sequence[Value]) -> None:
+    def __init__(self, values: Sequence[Value], functions: TermFunctions | None = None) -> None:
         self.values = values
+        self.functions = functions
         self._decoded: list[tuple[CqlType, Any] | None] | None = None
 
     def get(self, marker: ast.BindMarker) -> Value:
@@ -265,19 +277,19 @@ def _function_value(call: ast.FunctionCall, t: CqlType, receiver: str, bindings:
     """A function call where a value is expected: the time and id generators, fromJson (typed
     by the receiver) and the native functions of `statements.functions`, whose result is checked
     against the receiver's type as ScyllaDB checks it (a bigint cannot take a timeuuid)."""
+    user = bindings.functions
+    if user is not None and user.calls(call):
+        return user.value(call, t, receiver, bindings)
     name = call.name.lower()
     if call.keyspace not in (None, "system"):
-        raise InvalidRequest(
-            f"User-defined function {call.keyspace}.{call.name} cannot be called here ({receiver}) "
-            "by this server"
-        )
+        raise InvalidRequest(f"Unknown function {call.keyspace}.{call.name} called ({receiver})")
     if name == "fromjson":
         return _from_json_call(call, t, receiver, bindings)
     if not call.args and name not in _NEED_ARGUMENTS:
         if name not in _GENERATORS:
             raise InvalidRequest(f"Unknown function {name} called")
         return _generated(name, t, receiver)
-    fn = _resolved(call)
+    fn = _resolved(call, user)
     _check_assignable(name, fn.return_type, t, receiver)
     values = []
     for arg, arg_type in zip(call.args, fn.arg_types):
@@ -291,19 +303,42 @@ def _function_value(call: ast.FunctionCall, t: CqlType, receiver: str, bindings:
     return result
 
 
-def _resolved(call: ast.FunctionCall) -> functions.Function:
+def _resolved(call: ast.FunctionCall, user: TermFunctions | None) -> functions.Function:
     name = call.name.lower()
+    if not functions.is_native(name):
+        raise InvalidRequest(f"Unknown function {name} called: {cql_text(call)}")
     params = functions.parameter_types(name)
-    return functions.resolve(name, [_arg_type(name, a, params, i) for i, a in enumerate(call.args)])
+    return functions.resolve(name, [_arg_type(name, a, params, i, user) for i, a in enumerate(call.args)])
 
 
-def _arg_type(name: str, arg: object, params: tuple[CqlType, ...] | None, i: int) -> CqlType:
+def known_type(arg: object) -> CqlType | None:
+    """The type a native function argument has whatever receives it (a type hint's, a native
+    call's result); None when its receiver types it (a constant, a marker, fromJson, a literal)."""
+    if isinstance(arg, ast.TypeCast):
+        return arg.type
+    if isinstance(arg, ast.FunctionCall) and arg.keyspace in (None, "system"):
+        name = arg.name.lower()
+        if not arg.args and name in _GENERATORS:
+            return _GENERATORS[name]
+        if name != "fromjson" and functions.is_native(name):
+            try:
+                return _resolved(arg, None).return_type
+            except InvalidRequest:  # it calls a user function: typed when evaluated
+                return None
+    return None
+
+
+def _arg_type(
+    name: str, arg: object, params: tuple[CqlType, ...] | None, i: int, user: TermFunctions | None
+) -> CqlType:
     """The type of a function argument: a nested call's result, a type hint's type, or else the one
     type the function's parameter takes."""
+    if isinstance(arg, ast.FunctionCall) and user is not None and user.calls(arg):
+        return user.result_type(arg)
     if isinstance(arg, ast.FunctionCall) and arg.name.lower() != "fromjson":
         if not arg.args and arg.name.lower() in _GENERATORS:
             return _GENERATORS[arg.name.lower()]
-        return _resolved(arg).return_type
+        return _resolved(arg, user).return_type
     if isinstance(arg, ast.TypeCast):
         return arg.type
     if params is not None and i < len(params):

@@ -10,6 +10,7 @@ that many arguments. The result column is named `ks.f(args)`, as ScyllaDB names 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -139,19 +140,27 @@ __all__ = [
 def execute_permissions(
     stmt: ast.Statement, catalog: Catalog, current_keyspace: str | None
 ) -> list[tuple[Permission, str]]:
-    """EXECUTE on each user-defined function and aggregate a SELECT's select list may call, as
-    ScyllaDB asks before running it. Overloads are told apart by argument types only once the
-    select list is compiled, so every overload of a called name with that many arguments is
-    asked for (a superset of what runs)."""
-    if not isinstance(stmt, ast.SelectStatement) or not stmt.selectors:
+    """EXECUTE on each user-defined function and aggregate a statement may call, wherever the
+    call is (select list, WHERE, VALUES, SET, IF, function arguments, collection literals; each
+    statement of a BATCH), as ScyllaDB asks before running it. Overloads are told apart by
+    argument types only once the statement is bound, so every overload of a called name with
+    that many arguments is asked for (a superset of what runs)."""
+    if isinstance(stmt, ast.BatchStatement):
+        needs: list[tuple[Permission, str]] = []
+        for sub in stmt.statements:
+            for need in execute_permissions(sub, catalog, current_keyspace):
+                if need not in needs:
+                    needs.append(need)
+        return needs
+    table = getattr(stmt, "table", None)
+    if not isinstance(stmt, ast.SelectStatement | ast.ModificationStatement) or table is None:
         return []
-    ks_name = stmt.table.keyspace or current_keyspace
+    ks_name = table.keyspace or current_keyspace
     ks = None if ks_name is None else catalog.keyspace(ks_name)
     if ks is None or (not ks.functions and not ks.aggregates):
         return []
-    needs: list[tuple[Permission, str]] = []
-    calls = [c for sel in stmt.selectors for c in _calls(sel.expr)]
-    for call in calls:
+    needs = []
+    for call in _calls(stmt):
         if call.keyspace not in (None, ks.name):
             continue
         if call.keyspace is None and functions.is_native(call.name.lower()):
@@ -165,11 +174,16 @@ def execute_permissions(
     return needs
 
 
-def _calls(expr: object) -> list[ast.FunctionCall]:
-    if isinstance(expr, ast.FunctionCall):
-        return [expr, *(c for a in expr.args for c in _calls(a))]
-    if isinstance(expr, ast.Cast):
-        return _calls(expr.expr)
-    if isinstance(expr, ast.TypeCast):
-        return _calls(expr.term)
-    return []
+def _calls(node: object) -> list[ast.FunctionCall]:
+    """Every function call in an AST node, nested ones included (the AST is frozen dataclasses,
+    tuples and scalars)."""
+    found: list[ast.FunctionCall] = []
+    if isinstance(node, ast.FunctionCall):
+        found.append(node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for f in dataclasses.fields(node):
+            found.extend(_calls(getattr(node, f.name)))
+    elif isinstance(node, tuple | list):
+        for item in node:
+            found.extend(_calls(item))
+    return found

@@ -29,6 +29,19 @@ SCHEMA = [
     f"INSERT INTO {KEYSPACE}.t (k, c1, c2, v, b, n) VALUES (1, 2, 'b', 2, 20, 1234567890123456789012345)",
     f"INSERT INTO {KEYSPACE}.t (k, c1, c2) VALUES (2, 1, 'a')",
     f"INSERT INTO {KEYSPACE}.fk (k, c, v) VALUES ({{1, 2}}, {{1: 'a'}}, 1)",
+    # user functions (the fuzz node has ScyllaDB's UDF switches on): one overloaded, one taking
+    # null, one that fails, an aggregate; called wherever FUNCTIONS are
+    f"CREATE FUNCTION {KEYSPACE}.inc(a int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua "
+    "AS 'return a + 1'",
+    f"CREATE FUNCTION {KEYSPACE}.inc(a bigint) RETURNS NULL ON NULL INPUT RETURNS bigint LANGUAGE lua "
+    "AS 'return a + 1'",
+    f"CREATE FUNCTION {KEYSPACE}.named(a int) CALLED ON NULL INPUT RETURNS text LANGUAGE lua "
+    "AS 'return tostring(a)'",
+    f"CREATE FUNCTION {KEYSPACE}.fails(a text) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua "
+    "AS 'return a + 0'",
+    f"CREATE FUNCTION {KEYSPACE}.acc(s int, a int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua "
+    "AS 'return s + a'",
+    f"CREATE AGGREGATE {KEYSPACE}.total(int) SFUNC acc STYPE int INITCOND 0",
 ]
 
 TABLES = {
@@ -90,6 +103,12 @@ FUNCTIONS = [
     "nosuchfunction",
     "system.now",
     "fz.nosuch",
+    "inc",
+    "fz.inc",
+    "named",
+    "fails",
+    "total",
+    "other.inc",
 ]
 
 TYPES = [
@@ -272,7 +291,23 @@ def _selector(table: str) -> st.SearchStrategy[str]:
         ),
         st.tuples(column, st.sampled_from(TYPES)).map(lambda ct: f"cast({ct[0]} AS {ct[1]})"),
         st.tuples(column, term).map(lambda ct: f"{ct[0]}[{ct[1]}]"),
+        st.tuples(column, term, term).map(lambda ctt: f"{ctt[0]}[{ctt[1]}..{ctt[2]}]"),
         st.tuples(column, st.sampled_from(["x", "y", "z"])).map(".".join),
+        # writetime/ttl of elements and fields; functions of aggregates
+        st.tuples(st.sampled_from(["writetime", "ttl"]), column, term).map(
+            lambda fct: f"{fct[0]}({fct[1]}[{fct[2]}])"
+        ),
+        st.tuples(st.sampled_from(["writetime", "ttl"]), column, st.sampled_from(["x", "y"])).map(
+            lambda fcf: f"{fcf[0]}({fcf[1]}.{fcf[2]})"
+        ),
+        st.tuples(
+            st.sampled_from(FUNCTIONS),
+            st.sampled_from(["count", "min", "max", "sum", "avg", "total"]),
+            column,
+        ).map(lambda fac: f"{fac[0]}({fac[1]}({fac[2]}))"),
+        st.tuples(st.sampled_from(["count(*)", "max(v)", "total(v)"]), st.sampled_from(TYPES)).map(
+            lambda at: f"cast({at[0]} AS {at[1]})"
+        ),
         term,
     )
     return st.one_of(plain, st.tuples(plain, st.sampled_from(["a", "b", '"A"'])).map(" AS ".join))

@@ -132,6 +132,35 @@ CASES = [
         ),
     ),
     Case(
+        "call function in VALUES",
+        "INSERT INTO p43.t (k, v) VALUES (1, p43.f(2))",
+        "EXECUTE ON FUNCTION p43.f(int)",
+        ks("p43", f"CREATE FUNCTION p43.f{FN}", f"GRANT MODIFY ON p43.t TO {USER}"),
+    ),
+    Case(
+        "call function in WHERE",
+        "SELECT v FROM p44.t WHERE k = f(1)",
+        "EXECUTE ON FUNCTION p44.f(int)",
+        ks("p44", f"CREATE FUNCTION p44.f{FN}", f"GRANT SELECT ON p44.t TO {USER}"),
+    ),
+    Case(
+        "call function in SET and IF",
+        "UPDATE p45.t SET v = f(3) WHERE k = 1 IF v = f(2)",
+        "EXECUTE ON ALL FUNCTIONS IN KEYSPACE p45",
+        ks(
+            "p45",
+            f"CREATE FUNCTION p45.f{FN}",
+            f"GRANT MODIFY ON p45.t TO {USER}",
+            f"GRANT SELECT ON p45.t TO {USER}",
+        ),
+    ),
+    Case(
+        "call function in a batch",
+        "BEGIN BATCH INSERT INTO p46.t (k, v) VALUES (f(1), 1) APPLY BATCH",
+        "EXECUTE ON FUNCTION p46.f(int)",
+        ks("p46", f"CREATE FUNCTION p46.f{FN}", f"GRANT MODIFY ON p46.t TO {USER}"),
+    ),
+    Case(
         "replace function",
         f"CREATE OR REPLACE FUNCTION p35.f{FN}",
         "ALTER ON FUNCTION p35.f(int)",

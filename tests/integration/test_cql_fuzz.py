@@ -27,8 +27,9 @@ from cassandra import (
 from cassandra.protocol import ConfigurationException, SyntaxException
 from hypothesis import HealthCheck, given, note, settings
 
+from tests.harness.addresses import AddressAllocator
 from tests.harness.clients import scylla_cluster
-from tests.harness.node import TestNode
+from tests.harness.node import UDF_OPTIONS, NodeFactory, TestNode
 from tests.integration.cql_fuzz import SCHEMA, statements
 
 CQL_ERRORS = (
@@ -46,6 +47,18 @@ CQL_ERRORS = (
 )
 """The answers a statement may get besides a result: the CQL errors a client acts on. ServerError,
 a driver decoding failure or a timeout of the client's own wait are not among them."""
+
+
+@pytest.fixture(scope="module")
+def node(address_allocator: AddressAllocator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestNode]:
+    """This module's node takes user-defined functions (ScyllaDB's two switches), so calls of
+    them are fuzzed wherever the grammar puts a function."""
+    factory = NodeFactory(address_allocator, tmp_path_factory.mktemp("fuzz"))
+    try:
+        yield factory.start_node(options=UDF_OPTIONS)
+    finally:
+        problems = factory.cleanup()
+        assert not problems, problems
 
 
 @pytest.fixture(scope="module")
