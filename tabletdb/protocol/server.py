@@ -479,7 +479,7 @@ class _ClientProtocol(asyncio.Protocol):
                 if isinstance(response, RowsResult):
                     session.event(f"Done processing - preparing a result of {len(response.rows)} rows")
                 session.event("Request complete")
-                session.finish()
+                await self.server.traces.finish(session)
             self._respond(stream, request, response, None if session is None else session.session_id)
         finally:
             self.tasks.discard(asyncio.current_task(self._loop))

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import asyncio
 
-from tabletdb.cql.tracing import TraceSession, TraceStore, activate, current, trace
+import msgpack
+
+from tabletdb.cql.tracing import (
+    TraceSession,
+    TraceStore,
+    activate,
+    current,
+    session_from_plain,
+    session_to_plain,
+    trace,
+)
 from tabletdb.systables.traces import events_rows, sessions_rows
 
 
@@ -59,3 +69,26 @@ def test_the_store_keeps_the_newest_sessions_within_their_time_to_live() -> None
     assert store.sessions(now_ms=1_012_000) == sessions[1:]
     assert store.sessions(now_ms=1_020_000) == sessions[2:]
     assert store.get(sessions[0].session_id) is None
+
+
+def test_a_finished_session_goes_to_the_listeners_and_survives_the_wire_form() -> None:
+    """What a peer receives renders the same rows as the coordinator's own session."""
+    store, peer = TraceStore(), TraceStore()
+    got: list[TraceSession] = []
+
+    async def listener(session: TraceSession) -> None:
+        got.append(session)
+        peer.add(session_from_plain(msgpack.unpackb(msgpack.packb(session_to_plain(session)))))
+
+    store.on_finish(listener)
+    session = _session()
+    session.username = "alice"
+    store.add(session)
+    session.event("Parsing a statement")
+    session.event("Request complete")
+    asyncio.run(store.finish(session))
+    assert got == [session] and session.duration_us is not None
+    assert sessions_rows(peer) == sessions_rows(store)
+    assert events_rows(peer) == events_rows(store)
+    peer.add(session_from_plain(session_to_plain(session)))  # a peer never passes it on
+    assert len(peer.sessions()) == 1
