@@ -33,6 +33,8 @@ class TraceEvent:
     activity: str
     source_elapsed_us: int
     thread: str
+    source: str | None = None
+    """The node that recorded it when not the coordinator (a replica's steps, `net.rpc_tracing`)."""
 
 
 @dataclass(slots=True)
@@ -49,6 +51,9 @@ class TraceSession:
     _start: float = field(default_factory=time.monotonic)
     duration_us: int | None = None
     events: list[TraceEvent] = field(default_factory=list)
+    after_finish: Callable[[TraceSession], None] | None = None
+    """Called when events arrive after the session finished (a replica that answered after the
+    consistency level was met): the store shares the session again."""
 
     def event(self, activity: str, thread: str = "shard 0") -> None:
         elapsed = int((time.monotonic() - self._start) * 1_000_000)
@@ -59,10 +64,16 @@ class TraceSession:
         if self.duration_us is None:
             self.duration_us = max(1, int((time.monotonic() - self._start) * 1_000_000))
 
+    def add_late(self, events: list[TraceEvent]) -> None:
+        """Events recorded elsewhere (a replica's steps); shared again if the session is over."""
+        self.events.extend(events)
+        if self.duration_us is not None and self.after_finish is not None:
+            self.after_finish(self)
+
 
 def session_to_plain(session: TraceSession) -> list[Any]:
     """A finished session as plain values (the internode payload that shares it)."""
-    events = [[e.event_id.bytes, e.activity, e.source_elapsed_us, e.thread] for e in session.events]
+    events = [[e.event_id.bytes, e.activity, e.source_elapsed_us, e.thread, e.source] for e in session.events]
     return [
         session.session_id.bytes,
         session.request,
@@ -87,7 +98,7 @@ def session_from_plain(plain: list[Any]) -> TraceSession:
         uuid.UUID(bytes=session_id),
         started,
         duration_us=duration,
-        events=[TraceEvent(uuid.UUID(bytes=e[0]), e[1], e[2], e[3]) for e in events],
+        events=[TraceEvent(uuid.UUID(bytes=e[0]), e[1], e[2], e[3], e[4]) for e in events],
     )
 
 
@@ -118,6 +129,7 @@ class TraceStore:
         self._max = max_sessions
         self._ttl_ms = int(ttl_seconds * 1000)
         self._listeners: list[Callable[[TraceSession], Awaitable[None]]] = []
+        self._late: set[asyncio.Task[None]] = set()
 
     def on_finish(self, listener: Callable[[TraceSession], Awaitable[None]]) -> None:
         """Call `listener` with each session this node finishes (not ones peers shared)."""
@@ -128,7 +140,25 @@ class TraceStore:
         can be read everywhere, so a driver polling any node finds the events with the session."""
         session.finish()
         if self._listeners:
-            await asyncio.gather(*(listener(session) for listener in self._listeners))
+            session.after_finish = self._share_again
+            # Outside the trace: what the listeners send is not part of the traced request.
+            token = _CURRENT.set(None)
+            try:
+                await self._tell(session)
+            finally:
+                _CURRENT.reset(token)
+
+    async def _tell(self, session: TraceSession) -> None:
+        await asyncio.gather(*(listener(session) for listener in self._listeners))
+
+    def _share_again(self, session: TraceSession) -> None:
+        token = _CURRENT.set(None)  # the new task copies this context: untraced
+        try:
+            task = asyncio.get_running_loop().create_task(self._tell(session))
+        finally:
+            _CURRENT.reset(token)
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
 
     def add(self, session: TraceSession) -> None:
         self._sessions[session.session_id] = session

@@ -73,7 +73,8 @@ def test_cqlsh_tracing_on_prints_the_trace(node: TestNode, cqlsh_home: Path) -> 
 def test_a_trace_reads_the_same_from_every_node_of_a_cluster(node_factory: NodeFactory) -> None:
     """The driver polls the trace tables through its load balancing (round robin here), so the
     session and its events must be readable from any node, not only the coordinator's: each
-    trace comes back whole, and each node shows the same events for it."""
+    trace comes back whole, and each node shows the same events for it. The other replica's
+    steps are in the trace, sourced at its address, as ScyllaDB records them."""
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
 
@@ -84,9 +85,11 @@ def test_a_trace_reads_the_same_from_every_node_of_a_cluster(node_factory: NodeF
         session.execute(f"CREATE KEYSPACE trc WITH replication = {replication}")
         session.execute("CREATE TABLE trc.t (k int PRIMARY KEY, v int)")
         traces = []
-        for k in range(4):
-            result = session.execute(f"INSERT INTO trc.t (k, v) VALUES ({k}, {k})", trace=True)
-            traces.append(result.get_query_trace(max_wait_sec=10))
+        for k in range(4):  # at ALL: answered once the other replica's steps are in
+            insert = SimpleStatement(
+                f"INSERT INTO trc.t (k, v) VALUES ({k}, {k})", consistency_level=ConsistencyLevel.ALL
+            )
+            traces.append(session.execute(insert, trace=True).get_query_trace(max_wait_sec=10))
         read = SimpleStatement("SELECT v FROM trc.t WHERE k = 1", consistency_level=ConsistencyLevel.ALL)
         result = session.execute(read, trace=True)
         assert result.one().v == 1
@@ -98,6 +101,14 @@ def test_a_trace_reads_the_same_from_every_node_of_a_cluster(node_factory: NodeF
                 activities,
             )
         assert any("Sending a read of trc.t to replicas" in e.description for e in traces[-1].events)
+        # Each replica's own steps, with its address as the source (RF 2: the other node).
+        for trace, verb in [*((t, "data.apply") for t in traces[:-1]), (traces[-1], "data.read")]:
+            coordinator = str(trace.coordinator)
+            (replica,) = {n.host for n in nodes} - {coordinator}
+            steps = [e.description for e in trace.events if str(e.source) == replica]
+            assert steps[:1] == [f"{verb}: message received from /{coordinator}"], steps
+            assert steps[-1:] == [f"{verb}: handling is done, sending a response to /{coordinator}"], steps
+            assert all(str(e.source) == coordinator for e in trace.events if e.description not in steps)
         last = traces[-1].trace_id
         seen = []
         for node in nodes:
