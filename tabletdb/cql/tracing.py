@@ -6,15 +6,20 @@ along the way (parsing, the coordinator's replica calls, the rows read) adds eve
 `trace(...)`, which costs one context-variable read when nothing is traced. When the request
 ends the session gets its duration and `system_traces.sessions` / `events` show it (rendered
 from a `TraceStore`, like every other system table here: nothing is written to storage).
+A finished session is also handed to the store's listeners (the node sends it to its peers,
+`node.trace_sharing`), so every node shows it: drivers read the trace tables from any node.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
+from typing import Any
 
 MAX_SESSIONS = 1000
 """Finished and running sessions kept per node, oldest dropped first."""
@@ -28,6 +33,8 @@ class TraceEvent:
     activity: str
     source_elapsed_us: int
     thread: str
+    source: str | None = None
+    """The node that recorded it when not the coordinator (a replica's steps, `net.rpc_tracing`)."""
 
 
 @dataclass(slots=True)
@@ -44,6 +51,9 @@ class TraceSession:
     _start: float = field(default_factory=time.monotonic)
     duration_us: int | None = None
     events: list[TraceEvent] = field(default_factory=list)
+    after_finish: Callable[[TraceSession], None] | None = None
+    """Called when events arrive after the session finished (a replica that answered after the
+    consistency level was met): the store shares the session again."""
 
     def event(self, activity: str, thread: str = "shard 0") -> None:
         elapsed = int((time.monotonic() - self._start) * 1_000_000)
@@ -53,6 +63,43 @@ class TraceSession:
         """Record the duration (once): the drivers poll until a session has one."""
         if self.duration_us is None:
             self.duration_us = max(1, int((time.monotonic() - self._start) * 1_000_000))
+
+    def add_late(self, events: list[TraceEvent]) -> None:
+        """Events recorded elsewhere (a replica's steps); shared again if the session is over."""
+        self.events.extend(events)
+        if self.duration_us is not None and self.after_finish is not None:
+            self.after_finish(self)
+
+
+def session_to_plain(session: TraceSession) -> list[Any]:
+    """A finished session as plain values (the internode payload that shares it)."""
+    events = [[e.event_id.bytes, e.activity, e.source_elapsed_us, e.thread, e.source] for e in session.events]
+    return [
+        session.session_id.bytes,
+        session.request,
+        sorted(session.parameters.items()),
+        session.client,
+        session.coordinator,
+        session.username,
+        session.started_at_ms,
+        session.duration_us,
+        events,
+    ]
+
+
+def session_from_plain(plain: list[Any]) -> TraceSession:
+    session_id, request, parameters, client, coordinator, username, started, duration, events = plain
+    return TraceSession(
+        request,
+        {str(k): str(v) for k, v in parameters},
+        client,
+        coordinator,
+        username,
+        uuid.UUID(bytes=session_id),
+        started,
+        duration_us=duration,
+        events=[TraceEvent(uuid.UUID(bytes=e[0]), e[1], e[2], e[3], e[4]) for e in events],
+    )
 
 
 _CURRENT: ContextVar[TraceSession | None] = ContextVar("tabletdb_trace", default=None)
@@ -81,6 +128,37 @@ class TraceStore:
         self._sessions: OrderedDict[uuid.UUID, TraceSession] = OrderedDict()
         self._max = max_sessions
         self._ttl_ms = int(ttl_seconds * 1000)
+        self._listeners: list[Callable[[TraceSession], Awaitable[None]]] = []
+        self._late: set[asyncio.Task[None]] = set()
+
+    def on_finish(self, listener: Callable[[TraceSession], Awaitable[None]]) -> None:
+        """Call `listener` with each session this node finishes (not ones peers shared)."""
+        self._listeners.append(listener)
+
+    async def finish(self, session: TraceSession) -> None:
+        """End `session` and wait for the listeners: the request is answered only after its trace
+        can be read everywhere, so a driver polling any node finds the events with the session."""
+        session.finish()
+        if self._listeners:
+            session.after_finish = self._share_again
+            # Outside the trace: what the listeners send is not part of the traced request.
+            token = _CURRENT.set(None)
+            try:
+                await self._tell(session)
+            finally:
+                _CURRENT.reset(token)
+
+    async def _tell(self, session: TraceSession) -> None:
+        await asyncio.gather(*(listener(session) for listener in self._listeners))
+
+    def _share_again(self, session: TraceSession) -> None:
+        token = _CURRENT.set(None)  # the new task copies this context: untraced
+        try:
+            task = asyncio.get_running_loop().create_task(self._tell(session))
+        finally:
+            _CURRENT.reset(token)
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
 
     def add(self, session: TraceSession) -> None:
         self._sessions[session.session_id] = session

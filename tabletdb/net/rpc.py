@@ -35,9 +35,18 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from tabletdb.cql.tracing import TraceSession
+from tabletdb.cql.tracing import current as current_trace
 from tabletdb.net.faults import FaultInjector
 from tabletdb.net.framing import FrameError, encode_frame, read_frame
 from tabletdb.net.handshake import Authority, HandshakeRefused, Peer, TrustAll
+from tabletdb.net.rpc_tracing import (
+    TRACED_FRAME,
+    add_replica_events,
+    open_replica_trace,
+    replica_events,
+    request_context,
+)
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +169,8 @@ class RpcNode:
         self._inbound: set[_Connection] = set()
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._pending_peer: dict[int, int] = {}
+        # Calls sent from a traced task: msg id -> (peer, the trace its reply's events join).
+        self._traced: dict[int, tuple[int, TraceSession]] = {}
         self._ids = itertools.count(1)
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -227,15 +238,21 @@ class RpcNode:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
         self._pending_peer[msg_id] = peer
+        frame = [Kind.REQUEST, msg_id, verb, self.node_id, payload]
+        session = current_trace()
+        if session is not None:  # the reply brings the replica's events (`net.rpc_tracing`)
+            frame.append(request_context(session))
+            self._traced[msg_id] = (peer, session)
         try:
             async with asyncio.timeout(timeout):
-                await self._send(peer, [Kind.REQUEST, msg_id, verb, self.node_id, payload])
+                await self._send(peer, frame)
                 return await fut
         except TimeoutError:
             raise RpcTimeout(f"{verb} to node {peer}: no response within {timeout}s") from None
         finally:
             self._pending.pop(msg_id, None)
             self._pending_peer.pop(msg_id, None)
+            self._traced.pop(msg_id, None)
 
     def fail_if_injected(self, peer: int, verb: str) -> None:
         """InjectedFailure if the fault injector fails ``verb`` towards ``peer`` (tests only).
@@ -404,7 +421,7 @@ class RpcNode:
         try:
             while True:
                 frame = await read_frame(conn.reader)
-                if not isinstance(frame, list) or len(frame) != 5:
+                if not isinstance(frame, list) or len(frame) not in (5, TRACED_FRAME):
                     raise FrameError(f"malformed RPC frame {frame!r:.100}")
                 if frame[0] == Kind.STREAM:
                     if not first or outbound_peer is not None:  # replies may be on their way
@@ -426,7 +443,7 @@ class RpcNode:
         """Give a dedicated connection to its stream handler, or answer why not. The handler
         answers everything after this; if it fails, the connection is reset (never closed
         cleanly: the other end must not take a cut-short transfer for a whole one)."""
-        _, _, verb, _, payload = frame
+        _, _, verb, _, payload = frame[:5]
         handler = self._stream_handlers.get(verb) if isinstance(verb, str) else None
         refusal = self.authority.refusal(conn.peer, verb) if isinstance(verb, str) else "malformed verb"
         if refusal is None and handler is None:
@@ -449,10 +466,14 @@ class RpcNode:
                 log.exception("node %s: %s to node %s failed", self.node_id, verb, conn.peer.node_id)
 
     def _dispatch(self, conn: _Connection, frame: list[Any]) -> None:
-        kind, msg_id, verb, _claimed_src, payload = frame
+        kind, msg_id, verb, _claimed_src, payload = frame[:5]
         src = conn.peer.node_id  # the handshake's, never the frame's
+        traced = len(frame) == TRACED_FRAME
         if kind in (Kind.RESPONSE, Kind.ERROR):
             fut = self._pending.get(msg_id)
+            waiting = self._traced.get(msg_id) if traced else None
+            if waiting is not None and waiting[0] == src:
+                add_replica_events(waiting[1], self._address(conn, src), frame[5])
             if fut is not None and not fut.done():
                 if kind == Kind.RESPONSE:
                     fut.set_result(payload)
@@ -461,7 +482,7 @@ class RpcNode:
         elif kind in (Kind.REQUEST, Kind.ONE_WAY):
             refusal = self.authority.refusal(conn.peer, verb) if isinstance(verb, str) else "malformed verb"
             if refusal is None:
-                self._spawn(self._handle(conn, kind, msg_id, verb, src, payload))
+                self._spawn(self._handle(conn, kind, msg_id, verb, src, payload, traced))
                 return
             self._warn_once(f"node {self.node_id}: {refusal}")
             if kind == Kind.REQUEST:
@@ -470,10 +491,19 @@ class RpcNode:
                 )
 
     async def _handle(
-        self, conn: _Connection, kind: int, msg_id: int, verb: str, src: int, payload: Any
+        self,
+        conn: _Connection,
+        kind: int,
+        msg_id: int,
+        verb: str,
+        src: int,
+        payload: Any,
+        traced: bool = False,
     ) -> None:
         handler = self._handlers.get(verb)
         reply: list[Any]
+        caller = self._address(conn, src) if traced else ""
+        trace = open_replica_trace(verb, caller) if traced and kind == Kind.REQUEST else None
         if handler is None:
             reply = [Kind.ERROR, msg_id, verb, self.node_id, f"unknown verb {verb!r}"]
         else:
@@ -488,12 +518,21 @@ class RpcNode:
             except Exception as exc:
                 log.exception("node %s: handler for %s from node %s failed", self.node_id, verb, src)
                 reply = [Kind.ERROR, msg_id, verb, self.node_id, f"{type(exc).__name__}: {exc}"]
+        if trace is not None:
+            reply.append(replica_events(trace, verb, caller))
         if kind != Kind.REQUEST or self.faults.should_drop(src):
             return
         delay = self.faults.delay_for(src)
         if delay:
             await asyncio.sleep(delay)
         await self._reply(conn, reply)
+
+    def _address(self, conn: _Connection, peer: int) -> str:
+        """A peer's address for trace events: the one it connected from, else the one it listens on."""
+        if conn.peer.source is not None:
+            return conn.peer.source
+        address = self.address_of(peer)
+        return address[0] if address is not None else f"node {peer}"
 
     async def _reply(self, conn: _Connection, reply: list[Any]) -> None:
         with contextlib.suppress(ConnectionError, OSError):

@@ -46,6 +46,7 @@ from tabletdb.node.port_check import PortsBusy, check_ports
 from tabletdb.node.replica_service import ViewMaintenance, build_data_plane, cluster_placement, timeouts_of
 from tabletdb.node.tablet_load import TabletLoadStats
 from tabletdb.node.topology_events import TopologyEvents, in_ring
+from tabletdb.node.trace_sharing import TraceSharing
 from tabletdb.protocol.responses import SchemaChangeEvent as SchemaChangeEventFrame
 from tabletdb.protocol.responses import StatusChangeEvent, TopologyChangeEvent
 from tabletdb.protocol.server import CqlServer
@@ -216,6 +217,14 @@ class Node:
         self.rest_api: RestApi | None = None
         self.prometheus: PrometheusServer | None = None
         self.ops = self._operator_view()
+        group0 = self.membership.group0
+        TraceSharing(  # traces readable from any node: drivers poll system_traces anywhere
+            self.identity.host_id,
+            traces,
+            group0.rpc if group0 is not None else None,
+            lambda: self.metadata.state.topology.members.values(),
+            self.ops.alive,
+        ).register()
         self.tablet_load = self._tablet_load()
         if isinstance(self.membership, ClusterMember):
             self.membership.tablet_load = self.tablet_load  # the resize re-evaluation polls sizes

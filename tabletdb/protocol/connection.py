@@ -17,7 +17,7 @@ import enum
 import uuid
 from dataclasses import dataclass
 
-from tabletdb.cql.errors import ProtocolError
+from tabletdb.cql.errors import CqlError, InvalidRequest, ProtocolError
 from tabletdb.protocol.extensions import (
     KNOWN_EXTENSIONS,
     LWT_ADD_METADATA_MARK,
@@ -35,9 +35,11 @@ from tabletdb.protocol.frames import (
     PRE_AUTH_MAX_BODY,
     RESPONSE_BIT,
     Compressor,
+    DeclaredTooBig,
     Frame,
     FrameDecoder,
     OpCode,
+    RefusedFrame,
     VersionMismatch,
     compressor_for,
 )
@@ -92,7 +94,7 @@ class ProtocolViolation:
     """Answer `ErrorResponse(error)` on `stream`; if `fatal`, close the connection after writing."""
 
     stream: int
-    error: ProtocolError
+    error: CqlError
     fatal: bool
 
 
@@ -138,7 +140,10 @@ class Connection:
             return []
         events: list[ConnectionEvent] = []
         for frame in self._decoder.feed(data):
-            events.append(self._handle_frame(frame))
+            if isinstance(frame, RefusedFrame):
+                events.append(ProtocolViolation(frame.stream, frame.error, fatal=False))
+            else:
+                events.append(self._handle_frame(frame))
         fatal = self._decoder.fatal
         if fatal is not None:
             self.state = ConnState.CLOSED
@@ -154,8 +159,17 @@ class Connection:
             if frame.flags & FLAG_COMPRESSION:
                 if self.compression is None:
                     raise ProtocolError("Received a compressed frame but no compression was negotiated")
-                limit = self.max_frame_size if self.state is ConnState.READY else PRE_AUTH_MAX_BODY
-                body = self.compression.decompress(body, limit)
+                ready = self.state is ConnState.READY
+                try:
+                    body = self.compression.decompress(
+                        body, self.max_frame_size if ready else PRE_AUTH_MAX_BODY
+                    )
+                except DeclaredTooBig as exc:
+                    if not ready:
+                        raise
+                    # Past the frame limit once inflated: refused as the frame limit is, an
+                    # invalid request (a protocol error makes drivers drop the connection).
+                    return ProtocolViolation(stream, InvalidRequest(exc.message), fatal=False)
                 size += len(body)
             payload: dict[str, bytes | None] | None = None
             if frame.flags & FLAG_CUSTOM_PAYLOAD and frame.opcode in PAYLOAD_OPCODES:

@@ -19,7 +19,7 @@ from typing import Protocol
 import cramjam
 import lz4.block
 
-from tabletdb.cql.errors import ProtocolError
+from tabletdb.cql.errors import CqlError, InvalidRequest, ProtocolError
 
 HEADER = struct.Struct(">BBhBi")
 HEADER_SIZE = HEADER.size  # 9
@@ -91,6 +91,27 @@ class VersionMismatch(FrameFatal):
         self.version = version
 
 
+class DeclaredTooBig(ProtocolError):
+    """A compressed body declaring more than the frame limit: refused before decompressing."""
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedFrame:
+    """A frame refused from its header alone and skipped whole: the stream stays in sync, so the
+    client gets `error` for that request and the connection carries on."""
+
+    stream: int
+    error: CqlError
+
+
+class _TooBig(Exception):
+    def __init__(self, error: CqlError, stream: int, length: int) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.stream = stream
+        self.length = length
+
+
 def encode_frame(version: int, flags: int, stream: int, opcode: int, body: bytes | bytearray) -> bytes:
     return HEADER.pack(version, flags, stream, opcode, len(body)) + body
 
@@ -103,7 +124,7 @@ class FrameDecoder:
     answer the error and close.
     """
 
-    __slots__ = ("_buf", "_max_frame_size", "authenticated", "fatal", "version")
+    __slots__ = ("_buf", "_max_frame_size", "_skip", "authenticated", "fatal", "version")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, authenticated: bool = True) -> None:
         self._buf = bytearray()
@@ -114,13 +135,19 @@ class FrameDecoder:
         # The version the connection speaks, fixed by its first frame; None until then.
         self.version: int | None = None
         self.fatal: FrameFatal | None = None
+        # Body bytes of a refused oversized frame still to discard as they arrive.
+        self._skip = 0
 
-    def feed(self, data: bytes) -> list[Frame]:
+    def feed(self, data: bytes) -> list[Frame | RefusedFrame]:
         if self.fatal is not None:
             return []
+        if self._skip:
+            dropped = min(self._skip, len(data))
+            self._skip -= dropped
+            data = data[dropped:]
         buf = self._buf
         buf += data
-        frames: list[Frame] = []
+        frames: list[Frame | RefusedFrame] = []
         pos = 0
         n = len(buf)
         try:
@@ -130,7 +157,17 @@ class FrameDecoder:
                 if n - pos < HEADER_SIZE:
                     break
                 version, flags, stream, opcode, length = HEADER.unpack_from(buf, pos)
-                self._check_length(length, stream)
+                try:
+                    self._check_length(length, stream)
+                except _TooBig as big:
+                    # Answer from the header and discard the body unread, never buffering it:
+                    # the client is told before it has finished sending, as Cassandra and
+                    # ScyllaDB tell it, instead of meeting a closed socket (Broken pipe).
+                    frames.append(RefusedFrame(big.stream, big.error))
+                    body = min(length, n - pos - HEADER_SIZE)
+                    self._skip = length - body
+                    pos += HEADER_SIZE + body
+                    continue
                 end = pos + HEADER_SIZE + length
                 if end > n:
                     break
@@ -183,10 +220,10 @@ class FrameDecoder:
                 stream,
             )
         if length > self._max_frame_size:
-            raise FrameFatal(
-                f"Request is too big: length {length} exceeds maximum allowed {self._max_frame_size}",
-                stream,
-            )
+            # native_transport_max_frame_size_in_mb: an authenticated client's request, refused
+            # as an invalid request (the class Cassandra and ScyllaDB answer it with).
+            message = f"Request is too big: length {length} exceeds maximum allowed {self._max_frame_size}"
+            raise _TooBig(InvalidRequest(message), stream, length)
 
 
 class Compressor(Protocol):
@@ -253,7 +290,7 @@ def _check_declared(algorithm: str, size: int, limit: int) -> None:
     The frame itself was complete and within limits, so the stream stays in sync: an error for
     that request, the connection kept (the fuzz tests hold it to that)."""
     if size > limit:
-        raise ProtocolError(
+        raise DeclaredTooBig(
             f"Request is too big: {algorithm} decompressed length {size} exceeds maximum allowed {limit}"
         )
 

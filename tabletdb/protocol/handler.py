@@ -34,6 +34,10 @@ class ClientState:
     keyspace: str | None = None
     user: str | None = None
     ready: bool = False
+    # The TLS session of an encrypted connection (system.clients): protocol as ScyllaDB names
+    # it ("TLS1.3") and the negotiated cipher suite; None on a plain connection.
+    ssl_protocol: str | None = None
+    ssl_cipher_suite: str | None = None
     registered: frozenset[str] = frozenset()
     """The event types this connection REGISTERed for (a driver's control connection)."""
     # Free for the handler (e.g. its session object, per-connection prepared cache).
@@ -89,3 +93,10 @@ class Handler(Protocol):
         ...
 
     def connection_closed(self, client: ClientState) -> None: ...
+
+
+def tls_protocol_name(version: str | None) -> str | None:
+    """OpenSSL's protocol name ("TLSv1.3") as ScyllaDB's system.clients shows it ("TLS1.3")."""
+    if version is None:
+        return None
+    return version.replace("TLSv", "TLS", 1)

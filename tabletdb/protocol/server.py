@@ -38,7 +38,7 @@ from tabletdb.protocol.connection import (
 )
 from tabletdb.protocol.extensions import KNOWN_EXTENSIONS
 from tabletdb.protocol.frames import DEFAULT_MAX_FRAME_SIZE
-from tabletdb.protocol.handler import ClientState, Handler
+from tabletdb.protocol.handler import ClientState, Handler, tls_protocol_name
 from tabletdb.protocol.requests import (
     AuthResponse,
     Batch,
@@ -268,6 +268,11 @@ class _ClientProtocol(asyncio.Protocol):
         shard = server._assign_shard(peer[1], self.shard_aware)
         sockname = transport.get_extra_info("sockname") or ("", 0)
         self.client = ClientState(next(server._ids), (peer[0], peer[1]), shard, local_port=sockname[1])
+        tls = transport.get_extra_info("ssl_object")
+        if tls is not None:  # asyncio calls connection_made once the handshake is done
+            self.client.ssl_protocol = tls_protocol_name(tls.version())
+            cipher = tls.cipher()
+            self.client.ssl_cipher_suite = cipher[0] if cipher else None
         if server.max_connections is not None and len(server._clients) >= server.max_connections:
             _log.warning(
                 "refusing CQL connection from %s: native_transport_max_concurrent_connections (%d) reached",
@@ -474,7 +479,7 @@ class _ClientProtocol(asyncio.Protocol):
                 if isinstance(response, RowsResult):
                     session.event(f"Done processing - preparing a result of {len(response.rows)} rows")
                 session.event("Request complete")
-                session.finish()
+                await self.server.traces.finish(session)
             self._respond(stream, request, response, None if session is None else session.session_id)
         finally:
             self.tasks.discard(asyncio.current_task(self._loop))

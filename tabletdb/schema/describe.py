@@ -183,7 +183,10 @@ def table_statement(table: TableDef, with_internals: bool = False) -> str:
     return text
 
 
-def index_statement(keyspace: str, index: IndexDef) -> str:
+def index_statement(keyspace: str, index: IndexDef, with_internals: bool = False) -> str:
+    """CREATE INDEX. WITH INTERNALS adds `ID = <entries table id>` first (the index's own table,
+    as ScyllaDB prints its backing view's id), so a restore keeps it; indexes with no entries
+    table have no id to print."""
     target = describe_target(index.target)
     head = "CREATE CUSTOM INDEX" if index.kind is IndexKind.CUSTOM else "CREATE INDEX"
     text = f"{head} {q(index.name)} ON {q(keyspace)}.{q(index.table)}({target})"
@@ -192,12 +195,13 @@ def index_statement(keyspace: str, index: IndexDef) -> str:
         extra = [(k, v) for k, v in index.options if k not in ("target", "class_name")]
         if extra:
             text += f" WITH OPTIONS = {_map(extra)}"
+    given = [f"ID = {index.table_id}"] if with_internals and index.table_id is not None else []
     if index.table_options is not None:
         # The properties CREATE INDEX ... WITH set: those that differ from a table's defaults.
         defaults = set(_options(TableOptions(), True))
-        given = [o for o in _options(index.table_options, True) if o not in defaults]
-        if given:
-            text += " WITH " + "\n    AND ".join(given)
+        given += [o for o in _options(index.table_options, True) if o not in defaults]
+    if given:
+        text += " WITH " + "\n    AND ".join(given)
     return text + ";\n"
 
 
@@ -266,7 +270,8 @@ def table_rows(ks: KeyspaceSchema, table: TableDef, with_internals: bool = False
         return [DescribeRow(kq, "table", q(table.name), cdc_log_table_statement(table))]
     result = [DescribeRow(kq, "table", q(table.name), table_statement(table, with_internals))]
     for index in sorted(table.indexes, key=lambda i: i.name):
-        result.append(DescribeRow(kq, "index", q(index.name), index_statement(ks.name, index)))
+        statement = index_statement(ks.name, index, with_internals)
+        result.append(DescribeRow(kq, "index", q(index.name), statement))
     for view in ks.views_of(table.name):
         result.append(DescribeRow(kq, "view", q(view.name), view_statement(view, with_internals)))
     log = ks.tables.get(table.name + CDC_LOG_SUFFIX)
@@ -346,7 +351,7 @@ def object_rows(
         return [DescribeRow(kq, "view", q(name), view_statement(ks.views[name], with_internals))]
     found = catalog.find_index(keyspace, name)
     if found is not None:
-        return [DescribeRow(kq, "index", q(name), index_statement(keyspace, found[1]))]
+        return [DescribeRow(kq, "index", q(name), index_statement(keyspace, found[1], with_internals))]
     if name in ks.types:
         return [DescribeRow(kq, "type", q(name), type_statement(ks.types[name]))]
     functions = [ks.functions[k] for k in sorted(ks.functions) if k[0] == name]

@@ -44,12 +44,10 @@ def index_properties(given: Mapping[str, object]) -> tuple[TableOptions | None, 
     return apply_options(TableOptions(), rest, for_view=True), table_id
 
 
-def check_index_can_hold(has_table: bool, custom_class: str | None, given: Mapping[str, object]) -> None:
+def check_index_can_hold(has_table: bool, given: Mapping[str, object]) -> None:
     """Refuse properties on an index without an entries table, naming why."""
     if not given or has_table:
         return
-    if custom_class == "vector_index":
-        raise InvalidRequest("You cannot use view properties with a vector index")
     names = ", ".join(sorted(given))
     raise InvalidRequest(
         f"Index properties ({names}) apply to an index's own entries table; custom, local and "

@@ -99,6 +99,10 @@ class ClientInfo(Protocol):
     @property
     def shard(self) -> int: ...
     @property
+    def ssl_protocol(self) -> str | None: ...
+    @property
+    def ssl_cipher_suite(self) -> str | None: ...
+    @property
     def user(self) -> str | None: ...
 
 
@@ -206,7 +210,9 @@ CLIENTS_TABLE = system_table(
         "hostname": TEXT,
         "protocol_version": INT,
         "shard_id": INT,
+        "ssl_cipher_suite": TEXT,
         "ssl_enabled": BOOLEAN,
+        "ssl_protocol": TEXT,
         "username": TEXT,
     },
     "list of connected clients",
@@ -289,7 +295,9 @@ def _clients_rows(state: SystemState) -> list[Row]:
                 "hostname": None,
                 "protocol_version": c.protocol_version,
                 "shard_id": c.shard,
-                "ssl_enabled": False,
+                "ssl_cipher_suite": c.ssl_cipher_suite,
+                "ssl_enabled": c.ssl_protocol is not None,
+                "ssl_protocol": c.ssl_protocol,
                 "username": c.user or "anonymous",
             }
         )

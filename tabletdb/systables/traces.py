@@ -87,8 +87,10 @@ def sessions_rows(store: TraceStore) -> list[Row]:
 def events_rows(store: TraceStore) -> list[Row]:
     rows = []
     for s in sorted(store.sessions(), key=lambda s: s.session_id.bytes):
-        source = _inet(s.coordinator)
-        for e in list(s.events):
+        coordinator = _inet(s.coordinator)
+        # In event_id (timeuuid) order, the clustering order: a replica's steps arrive with its
+        # answer but happened before the coordinator's later events.
+        for e in sorted(s.events, key=lambda e: (e.event_id.time, e.event_id.bytes)):
             rows.append(
                 {
                     "session_id": s.session_id,
@@ -96,7 +98,7 @@ def events_rows(store: TraceStore) -> list[Row]:
                     "activity": e.activity,
                     "scylla_parent_id": 0,
                     "scylla_span_id": 0,
-                    "source": source,
+                    "source": coordinator if e.source is None else _inet(e.source),
                     "source_elapsed": e.source_elapsed_us,
                     "thread": e.thread,
                 }

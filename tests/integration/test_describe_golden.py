@@ -252,3 +252,27 @@ def test_desc_cluster_shows_range_ownership_of_the_vnode_keyspace_in_use(session
     ownership = row.range_ownership
     assert set(ownership) == set(local.tokens)
     assert all(list(v) == [str(local.broadcast_address)] for v in ownership.values())
+
+
+def test_internals_give_an_index_its_entries_table_id_and_a_restore_keeps_it(session: Any) -> None:
+    """DESC ... WITH INTERNALS prints an index's ID first, indented as its other properties;
+    running the printed statement after a DROP INDEX brings the index back under the same ID."""
+    session.execute("CREATE TABLE gold.ix (k int PRIMARY KEY, v int, w int)")
+    session.execute("CREATE INDEX ix_v ON gold.ix (v)")
+    session.execute("CREATE INDEX ix_w ON gold.ix (w) WITH gc_grace_seconds = 100")
+    plain = {r.name: r.create_statement for r in session.execute("DESC TABLE gold.ix")}
+    assert plain["ix_v"] == "CREATE INDEX ix_v ON gold.ix(v);\n"
+    internals = {r.name: r.create_statement for r in session.execute("DESC TABLE gold.ix WITH INTERNALS")}
+    expected = r"CREATE INDEX ix_v ON gold\.ix\(v\) WITH ID = [0-9a-f-]{36};\n"
+    assert re.fullmatch(expected, internals["ix_v"]), internals["ix_v"]
+    assert re.fullmatch(
+        r"CREATE INDEX ix_w ON gold\.ix\(w\) WITH ID = [0-9a-f-]{36}\n    AND gc_grace_seconds = 100;\n",
+        internals["ix_w"],
+    ), internals["ix_w"]
+    assert internals["ix_v"] != internals["ix_w"].split("\n")[0]
+    session.execute("DROP INDEX gold.ix_v")
+    session.execute(internals["ix_v"])
+    again = session.execute("DESC INDEX gold.ix_v WITH INTERNALS").one().create_statement
+    assert again == internals["ix_v"]
+    session.execute("INSERT INTO gold.ix (k, v, w) VALUES (1, 2, 3)")
+    assert [r.k for r in session.execute("SELECT k FROM gold.ix WHERE v = 2")] == [1]

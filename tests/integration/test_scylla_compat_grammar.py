@@ -42,8 +42,21 @@ def test_keyspace_and_table_names_up_to_192_characters(node: TestNode) -> None:
             session.execute(f"CREATE TABLE {keyspace}.{table}x (k int PRIMARY KEY)")
 
 
-@pytest.mark.parametrize("class_name", ["org.apache.cassandra.index.sasi.SASIIndex", "SASIIndex"])
-def test_sasi_indexes_are_refused_as_scylladb_refuses_them(node: TestNode, class_name: str) -> None:
+CUSTOM_CLASSES = [
+    "org.apache.cassandra.index.sasi.SASIIndex",
+    "SASIIndex",
+    "org.apache.cassandra.index.sai.StorageAttachedIndex",
+    "vector_index",
+    "org.example.MyIndex",
+]
+
+
+@pytest.mark.parametrize("class_name", CUSTOM_CLASSES)
+def test_custom_index_classes_are_refused_as_scylladb_refuses_unknown_ones(
+    node: TestNode, class_name: str
+) -> None:
+    """No custom class is implemented here, so none is taken (ScyllaDB refuses each class it has
+    no implementation for); no index is left behind and the column still needs ALLOW FILTERING."""
     with scylla_cluster(node) as cluster:
         session: Any = cluster.connect()
         replication = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
@@ -51,7 +64,11 @@ def test_sasi_indexes_are_refused_as_scylladb_refuses_them(node: TestNode, class
         session.execute("CREATE TABLE IF NOT EXISTS sasi.t (k int PRIMARY KEY, v text)")
         with pytest.raises(InvalidRequest, match=f"Non-supported custom class '{class_name}' provided"):
             session.execute(f"CREATE CUSTOM INDEX ON sasi.t (v) USING '{class_name}'")
+        with pytest.raises(InvalidRequest, match=f"Non-supported custom class '{class_name}' provided"):
+            session.execute(f"CREATE CUSTOM INDEX IF NOT EXISTS named ON sasi.t (v) USING '{class_name}'")
         assert (
             session.execute("SELECT index_name FROM system_schema.indexes WHERE keyspace_name = 'sasi'").one()
             is None
         )
+        with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+            session.execute("SELECT k FROM sasi.t WHERE v = 'x'")

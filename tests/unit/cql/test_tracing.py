@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
-from tabletdb.cql.tracing import TraceSession, TraceStore, activate, current, trace
+import msgpack
+
+from tabletdb.cql.tracing import (
+    TraceSession,
+    TraceStore,
+    activate,
+    current,
+    session_from_plain,
+    session_to_plain,
+    trace,
+)
 from tabletdb.systables.traces import events_rows, sessions_rows
 
 
@@ -59,3 +70,59 @@ def test_the_store_keeps_the_newest_sessions_within_their_time_to_live() -> None
     assert store.sessions(now_ms=1_012_000) == sessions[1:]
     assert store.sessions(now_ms=1_020_000) == sessions[2:]
     assert store.get(sessions[0].session_id) is None
+
+
+def test_a_finished_session_goes_to_the_listeners_and_survives_the_wire_form() -> None:
+    """What a peer receives renders the same rows as the coordinator's own session."""
+    store, peer = TraceStore(), TraceStore()
+    got: list[TraceSession] = []
+
+    async def listener(session: TraceSession) -> None:
+        got.append(session)
+        peer.add(session_from_plain(msgpack.unpackb(msgpack.packb(session_to_plain(session)))))
+
+    store.on_finish(listener)
+    session = _session()
+    session.username = "alice"
+    store.add(session)
+    session.event("Parsing a statement")
+    session.event("Request complete")
+    asyncio.run(store.finish(session))
+    assert got == [session] and session.duration_us is not None
+    assert sessions_rows(peer) == sessions_rows(store)
+    assert events_rows(peer) == events_rows(store)
+    peer.add(session_from_plain(session_to_plain(session)))  # a peer never passes it on
+    assert len(peer.sessions()) == 1
+
+
+def test_events_arriving_after_the_finish_are_shared_again_in_clustering_order() -> None:
+    """A replica that answers after the consistency level was met adds its steps late: the
+    session goes to the listeners again, and the rows stay in event_id order."""
+    store = TraceStore()
+    told: list[int] = []
+
+    async def listener(session: TraceSession) -> None:
+        told.append(len(session.events))
+
+    store.on_finish(listener)
+    session = _session()
+    store.add(session)
+    session.event("Sending 1 mutation(s)")
+    replica = TraceSession("data.apply", {}, "", "")
+    replica.event("data.apply: message received")
+    session.event("Request complete")
+
+    async def run() -> None:
+        await store.finish(session)
+        session.add_late([replace(e, source="10.0.0.3") for e in replica.events])
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert told == [2, 3]
+    rows = events_rows(store)
+    assert [r["activity"] for r in rows] == [
+        "Sending 1 mutation(s)",
+        "data.apply: message received",
+        "Request complete",
+    ]
+    assert str(rows[1]["source"]) == "10.0.0.3" and str(rows[2]["source"]) == "10.0.0.2"

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tabletdb.cql.tracing import TraceSession, activate, current, trace
 from tabletdb.net.framing import LENGTH, MAX_FRAME, FrameDecoder, FrameError, encode_frame
 from tabletdb.net.rpc import InjectedFailure, PeerUnreachable, RemoteError, RpcNode, RpcTimeout
 
@@ -156,5 +157,47 @@ def test_reconnects_after_the_peer_restarts() -> None:
             await a.call(9, "echo", 1)
         await a.stop()
         await b2.stop()
+
+    asyncio.run(main())
+
+
+def test_a_traced_call_brings_back_the_replicas_steps_and_an_untraced_one_nothing() -> None:
+    """The handler runs inside a trace of its own (its `trace(...)` calls land there); the reply
+    carries those events to the caller's session, sourced at the replica's address."""
+
+    async def main() -> None:
+        a, b = await _pair()
+        seen: list[TraceSession | None] = []
+
+        async def read(src: int, payload: Any) -> Any:
+            seen.append(current())
+            trace("Querying %d rows", 3)
+            return payload
+
+        async def broken(src: int, payload: Any) -> None:
+            raise ValueError("bad input")
+
+        b.register("data.read", read)
+        b.register("broken", broken)
+        assert await a.call(2, "data.read", "untraced") == "untraced"
+        assert seen == [None]
+
+        session = TraceSession("Execute CQL3 query", {}, "127.0.0.9", "127.0.0.1")
+        activate(session)
+        trace("Sending a read")
+        assert await a.call(2, "data.read", "traced") == "traced"
+        with pytest.raises(RemoteError, match="bad input"):
+            await a.call(2, "broken")
+        assert seen[1] is not None and seen[1] is not session
+        assert [(e.activity, e.source) for e in session.events] == [
+            ("Sending a read", None),
+            ("data.read: message received from /127.0.0.1", "127.0.0.1"),
+            ("Querying 3 rows", "127.0.0.1"),
+            ("data.read: handling is done, sending a response to /127.0.0.1", "127.0.0.1"),
+            ("broken: message received from /127.0.0.1", "127.0.0.1"),
+            ("broken: handling is done, sending a response to /127.0.0.1", "127.0.0.1"),
+        ]
+        await a.stop()
+        await b.stop()
 
     asyncio.run(main())

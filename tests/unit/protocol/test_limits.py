@@ -11,6 +11,7 @@ import lz4.block
 import pytest
 from cassandra import protocol as dp
 
+from tabletdb.cql.errors import InvalidRequest
 from tabletdb.protocol.budget import InFlightBudget
 from tabletdb.protocol.connection import Connection, ConnState, ProtocolViolation, RequestReceived
 from tabletdb.protocol.frames import PRE_AUTH_MAX_BODY, OpCode, encode_frame
@@ -97,6 +98,25 @@ def test_declared_size_is_checked_against_the_frame_limit_once_ready() -> None:
     (bad,) = conn.receive_data(encode_frame(4, 0x01, 7, OpCode.QUERY, _lz4_bomb(1001)))
     assert isinstance(bad, ProtocolViolation)
     assert "lz4 decompressed length 1001 exceeds maximum allowed 1000" in bad.error.message
+
+
+def test_oversized_frame_once_ready_is_answered_and_skipped_and_the_connection_goes_on() -> None:
+    """Past native_transport_max_frame_size the request is refused from its header as an invalid
+    request; its body is discarded as it arrives (never buffered) and the next frame is served."""
+    conn = Connection(max_frame_size=1000)
+    (ev,) = conn.receive_data(request_frame(dp.StartupMessage("3.3.1", {"CQL_VERSION": "3.0.0"})))
+    conn.send(ev.stream, conn.startup_response(), ev.request)
+    size = 5000
+    (bad,) = conn.receive_data(struct.pack(">BBhBi", 4, 0, 9, OpCode.QUERY, size) + b"x" * 100)
+    assert isinstance(bad, ProtocolViolation) and not bad.fatal and bad.stream == 9
+    assert isinstance(bad.error, InvalidRequest)
+    assert bad.error.message == f"Request is too big: length {size} exceeds maximum allowed 1000"
+    assert conn.receive_data(b"x" * 4000) == []
+    following = request_frame(dp.QueryMessage("SELECT * FROM t", 1), stream=10)
+    # The last body bytes and the next request arrive in one read.
+    (ok,) = conn.receive_data(b"x" * 900 + following)
+    assert isinstance(ok, RequestReceived) and ok.stream == 10
+    assert conn.state is ConnState.READY
 
 
 def test_budget_grants_at_once_while_there_is_room() -> None:

@@ -16,8 +16,10 @@ from tabletdb.cql.values import UNSET
 from tabletdb.protocol import wire
 from tabletdb.protocol.frames import (
     FIRST_FRAME_MAX_BODY,
+    Frame,
     FrameDecoder,
     Lz4Compressor,
+    RefusedFrame,
     SnappyCompressor,
     VersionMismatch,
     compressor_for,
@@ -160,9 +162,11 @@ def test_first_frame_limit_and_max_frame_size() -> None:
 
     dec = FrameDecoder(max_frame_size=1000)
     assert len(dec.feed(_frame(0, 5, b""))) == 1
-    dec.feed(struct.pack(">BBhBi", 4, 0, 9, 7, 1001))
-    assert dec.fatal is not None and "exceeds maximum allowed 1000" in dec.fatal.message
-    assert dec.feed(_frame(0, 5, b"")) == []  # dead after a fatal error
+    (refused,) = dec.feed(struct.pack(">BBhBi", 4, 0, 9, 7, 1001) + b"x" * 1000)
+    assert isinstance(refused, RefusedFrame) and refused.stream == 9
+    assert "exceeds maximum allowed 1000" in refused.error.message and dec.fatal is None
+    (after,) = dec.feed(b"x" + _frame(0, 5, b""))  # the body skipped, the next frame read
+    assert isinstance(after, Frame) and after.opcode == 5
 
 
 def test_negative_length_and_version_change_are_fatal() -> None:

@@ -154,11 +154,10 @@ def test_create_index_targets_and_events() -> None:
         create_index(catalog, "ks", "t", "other", "v")
     with pytest.raises(InvalidRequest, match="dependent secondary indexes"):
         alter_table_drop(catalog, "ks", "t", ["v"], 5)
-    custom = apply(
-        catalog, create_index(catalog, "ks", "t", "vec", "c", custom_class="vector_index", options={"x": "1"})
-    )
-    vec = custom.table("ks", "t").index("vec")  # type: ignore[union-attr]
-    assert vec is not None and vec.kind is IndexKind.CUSTOM and vec.custom_class == "vector_index"
+    sai = "org.apache.cassandra.index.sai.StorageAttachedIndex"
+    for custom_class in ("vector_index", sai, "org.x.Custom"):
+        with pytest.raises(InvalidRequest, match=f"Non-supported custom class '{custom_class}' provided"):
+            create_index(catalog, "ks", "t", "vec", "c", custom_class=custom_class, options={"x": "1"})
     dropped = apply(catalog, drop_index(catalog, "ks", "mk"))
     assert dropped.find_index("ks", "mk") is None and dropped.find_index("ks", "sv") is not None
     with pytest.raises(InvalidRequest, match="could not be found in any of the tables of keyspace 'ks'"):

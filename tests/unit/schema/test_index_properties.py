@@ -92,17 +92,6 @@ def test_what_a_view_refuses_an_index_refuses(properties: dict[str, Any], messag
 
 def test_indexes_without_an_entries_table_refuse_properties() -> None:
     catalog = _catalog()
-    with pytest.raises(InvalidRequest, match="You cannot use view properties with a vector index"):
-        create_index(
-            catalog,
-            "ks",
-            "t",
-            "i",
-            "v",
-            custom_class="vector_index",
-            properties={"comment": "x"},
-            table_id=next_id(),
-        )
     with pytest.raises(InvalidRequest, match=r"Index properties \(comment\) apply to an index's own entries"):
         create_index(catalog, "ks", "t", "i", "v", local_partition_key=["k"], properties={"comment": "x"})
     with pytest.raises(InvalidRequest, match=r"Index properties \(gc_grace_seconds\)"):

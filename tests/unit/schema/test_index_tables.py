@@ -47,15 +47,12 @@ def test_entries_table_shape_per_target_kind() -> None:
     assert catalog.by_id(entries.id) == entries
 
 
-def test_custom_and_static_indexes_have_no_entries_table() -> None:
+def test_static_indexes_have_no_entries_table() -> None:
     catalog = _catalog()
     catalog = apply(catalog, create_index(catalog, "ks", "t", "si", "s", table_id=next_id()))
-    catalog = apply(
-        catalog, create_index(catalog, "ks", "t", "ci", "v", custom_class="org.x.Custom", table_id=next_id())
-    )
     base = catalog.table("ks", "t")
     assert base is not None
-    assert [i.table_id for i in base.indexes] == [None, None]
+    assert [i.table_id for i in base.indexes] == [None]
     assert all(index_table(base, i) is None for i in base.indexes)
 
 
