@@ -1,18 +1,24 @@
 """A paged ``SELECT *`` of a table with non-frozen collections through a real node and
-scylla-driver (issue 19 item 5): every INSERT into such a table writes a collection tombstone,
-and the replica decides those partitions and assembles the collections in SQL. Whatever was
-written comes back: whole values that replaced earlier ones, appends and prepends, elements
-deleted by index, value and key, deleted collections, expired elements, a user type's fields,
-over eight tablets, pages crossing tablet and partition boundaries, at ONE and QUORUM."""
+scylla-driver, and the Spark data source's read of one (issue 19 item 5): every INSERT into such
+a table writes a collection tombstone, and the replica decides those partitions and assembles
+the collections in SQL. Whatever was written comes back: whole values that replaced earlier
+ones, appends and prepends, elements deleted by index, value and key, deleted collections,
+expired elements, a user type's fields, over eight tablets, pages crossing tablet and partition
+boundaries, at ONE and QUORUM."""
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from datetime import date
 from typing import Any
 
+import pytest
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
+
+from tests.harness.node import TestNode
 
 Row = tuple[Any, ...]
 
@@ -97,3 +103,45 @@ def test_a_paged_scan_returns_the_collections_written(session: Any) -> None:
 def _normal(row: Row) -> Row:
     key, name, tags, s, m, u, x = row
     return (key, name, tags, None if s is None else sorted(s), m, u, x)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    pytest.importorskip("pyspark")
+    from tabletdb.spark.session import spark_session
+
+    yield spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
+
+
+def test_the_spark_read_of_a_list_table_returns_what_was_written(
+    spark: Any, node: TestNode, session: Any
+) -> None:
+    """The user's table shape: its list and set columns reach Spark in Arrow batches."""
+    session.execute(
+        "CREATE KEYSPACE IF NOT EXISTS scs WITH replication = "
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'initial': 4}"
+    )
+    session.execute(
+        "CREATE TABLE IF NOT EXISTS scs.t (id uuid PRIMARY KEY, name text, tags list<text>, s set<int>,"
+        " d date, x double, ok boolean)"
+    )
+    insert = session.prepare("INSERT INTO scs.t (id, name, tags, s, d, x, ok) VALUES (?, ?, ?, ?, ?, ?, ?)")
+    live: dict[str, list[Any]] = {}
+    for i in range(40):
+        key = uuid.UUID(int=i + 1)
+        row = [f"n{i}", [f"t{i}", "a"] if i % 4 else None, {i} if i % 3 else None, date(2024, 1, 1 + i % 28)]
+        row += [i / 3, i % 2 == 0]
+        session.execute(insert, (key, *row))
+        live[str(key)] = row
+    session.execute("UPDATE scs.t SET tags = ['only'] WHERE id = %s", (uuid.UUID(int=2),))
+    live[str(uuid.UUID(int=2))][1] = ["only"]
+    session.execute("DELETE tags[1] FROM scs.t WHERE id = %s", (uuid.UUID(int=3),))
+    live[str(uuid.UUID(int=3))][1] = ["t2"]
+    session.execute("DELETE tags, s FROM scs.t WHERE id = %s", (uuid.UUID(int=6),))
+    live[str(uuid.UUID(int=6))][1:3] = [None, None]
+    options = {"hosts": node.host, "port": str(node.port), "table": "scs.t", "consistency": "ONE"}
+    got = spark.read.format("tabletdb").options(**options).load().collect()
+    assert sorted((r.id, r.name, r.tags, r.s, r.d, r.x, r.ok) for r in got) == sorted(
+        (key, name, tags, None if s is None else sorted(s), d, x, ok)
+        for key, (name, tags, s, d, x, ok) in live.items()
+    )
