@@ -5,11 +5,11 @@ decoded values -> filter -> encode) serves at tens of microseconds per row take 
 when they can:
 
 * **Plain scan**: every output a column (no functions, aggregates, JSON, DISTINCT, ORDER BY,
-  PER PARTITION LIMIT), no restriction but a token range, a table without static columns and
-  no non-frozen collection selected. Replicas return each live row as its keys and the stored
-  bytes of the asked columns (``storage.range_reads``: liveness decided in SQL); this module
-  only splits the keys into components and sends the bytes, decoding and encoding again only
-  the types whose stored bytes are not already canonical (as ``select.encode_rows``).
+  PER PARTITION LIMIT), no restriction but a token range, a table without static columns.
+  Replicas return each live row as its keys and the stored bytes of the asked columns, a
+  non-frozen collection's or user type's live cells packed in SQL (``storage.range_reads``:
+  liveness decided in SQL); this module only splits the keys into components and sends the
+  bytes, turning into CQL values only what is not one already (``query.scan_values``).
 * **COUNT(*)** (``count(*)`` / ``count(1)`` outputs only, no restriction but a token range, no
   GROUP BY, no paging state): each range's replica counts in SQLite and the coordinator adds.
 
@@ -33,14 +33,12 @@ from tabletdb.coordinator.range_reads import RangeReads
 from tabletdb.coordinator.rows import PartitionSource
 from tabletdb.cql import codec
 from tabletdb.cql.results import RowsResult
-from tabletdb.cql.types import DOUBLE, CqlType, NativeType
 from tabletdb.dht.token import MIN_TOKEN, TokenRange
+from tabletdb.query.scan_values import Encoder, encoder_of
 from tabletdb.query.select import PAGING_VERSION, SelectPlan, decode_paging_state, plan_of
 from tabletdb.schema.model import TableDef
 from tabletdb.schema.tables import ColumnKind
 from tabletdb.statements.bound_select import BoundSelect
-from tabletdb.statements.cells import is_multi_cell
-from tabletdb.statements.insert_plan import PASS_THROUGH
 from tabletdb.statements.keys import decode_clustering, split_key
 from tabletdb.statements.restrictions import Restrictions
 from tabletdb.storage.tablet_store import ScanPosition
@@ -52,8 +50,6 @@ CLUSTERING_CACHE = 4096
 """Decoded clustering keys one page's row builder keeps."""
 COUNTS_IN_FLIGHT = 8
 """Ranges counted at once."""
-
-Encoder = Callable[[bytes | None], bytes | None]
 
 
 async def scan_select(
@@ -98,7 +94,7 @@ def _plain_outputs(plan: SelectPlan, table: TableDef) -> bool:
         return False
     for o in plan.outputs:
         col = table.column(o.column) if o.kind == "column" and o.column is not None else None
-        if col is None or is_multi_cell(col.type):
+        if col is None:
             return False
     return True
 
@@ -155,31 +151,6 @@ async def _count_pages(
         if page.next_position is None:
             return total
         position = page.next_position
-
-
-def _encoder(t: CqlType) -> Encoder | None:
-    """None: stored bytes are sent as they are; else decoded and encoded again (``select._value``)."""
-    if isinstance(t, NativeType) and t.name in PASS_THROUGH:
-        return None
-    if isinstance(t, NativeType) and t.name == "double":
-        return _double
-
-    def again(raw: bytes | None) -> bytes | None:
-        if raw is None:
-            return None
-        value = codec.deserialize(t, raw)
-        return None if value is None else codec.serialize(t, value)
-
-    return again
-
-
-def _double(raw: bytes | None) -> bytes | None:
-    """A double decoded and encoded again is its 8 bytes unchanged (CPython copies IEEE doubles
-    bit for bit, NaN payloads too); only empty or malformed values need the codec."""
-    if raw is None or len(raw) == 8:
-        return raw
-    value = codec.deserialize(DOUBLE, raw)
-    return None if value is None else codec.serialize(DOUBLE, value)
 
 
 async def _scan(
@@ -242,7 +213,7 @@ def _row_builder(
     for o in plan.outputs:
         col = table.column(o.column or "")
         assert col is not None
-        encoder = _encoder(col.type)
+        encoder = encoder_of(col.type)
         if col.kind is ColumnKind.PARTITION_KEY:
             sources.append((0, pk_names.index(col.name), encoder))
         elif col.kind is ColumnKind.CLUSTERING:

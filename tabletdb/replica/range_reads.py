@@ -12,9 +12,12 @@ import asyncio
 import heapq
 from collections.abc import Callable, Iterator, Sequence
 
+from tabletdb.cql.types import CqlType, ListType, MapType, SetType, UserType
 from tabletdb.dht.token import TokenRange
 from tabletdb.replica.stores import DataStores
 from tabletdb.schema.model import TableDef
+from tabletdb.statements.cells import is_multi_cell
+from tabletdb.storage.column_reads import ColumnRead, Shape
 from tabletdb.storage.range_reads import ValuesRow
 from tabletdb.storage.tablet_store import ScanPosition, TabletStore
 
@@ -51,8 +54,10 @@ def live_values(
     limit: int,
     after: ScanPosition | None,
 ) -> tuple[list[ValuesRow], ScanPosition | None]:
-    """Up to ``limit`` live rows of ``token_range`` after ``after``, with the values of ``columns``,
-    and the position to resume from (None: the range is exhausted here)."""
+    """Up to ``limit`` live rows of ``token_range`` after ``after``, with the values of ``columns``
+    (as ``column_reads`` packs them: ``shape_of`` their types), and the position to resume from
+    (None: the range is exhausted here)."""
+    reads = column_reads(table, columns)
     out: list[ValuesRow] = []
     for segment in stores.segments(table):
         for piece in segment.token_range.intersect(token_range):
@@ -60,12 +65,12 @@ def live_values(
                 continue
             wanted = limit - len(out)
             if len(segment.stores) == 1:
-                rows, nxt = segment.stores[0].live_values(piece, now, columns, limit=wanted, after=after)
+                rows, nxt = segment.stores[0].live_values(piece, now, reads, limit=wanted, after=after)
                 out += rows
                 if nxt is not None:
                     return out, nxt
                 continue
-            merged = heapq.merge(*(_stream(s, piece, now, columns, after) for s in segment.stores))
+            merged = heapq.merge(*(_stream(s, piece, now, reads, after) for s in segment.stores))
             for row in merged:
                 out.append(row)
                 if len(out) >= limit:
@@ -73,8 +78,32 @@ def live_values(
     return out, None
 
 
+def shape_of(t: CqlType) -> Shape:
+    """How a value page returns a column of type ``t`` (``storage.column_reads``)."""
+    if not is_multi_cell(t):
+        return Shape.CELL
+    if isinstance(t, ListType):
+        return Shape.VALUES
+    if isinstance(t, SetType):
+        return Shape.PATHS
+    if isinstance(t, MapType):
+        return Shape.PAIRS
+    assert isinstance(t, UserType)
+    return Shape.TIMED
+
+
+def column_reads(table: TableDef, columns: Sequence[str]) -> tuple[ColumnRead, ...]:
+    """``columns`` of ``table`` with their shapes. A name this replica's schema does not know yet
+    (a column just added elsewhere) is read as a single cell: it has no value here either way."""
+    out: list[ColumnRead] = []
+    for name in columns:
+        col = table.column(name)
+        out.append((name, Shape.CELL if col is None else shape_of(col.type)))
+    return tuple(out)
+
+
 def _stream(
-    store: TabletStore, piece: TokenRange, now: int, columns: Sequence[str], after: ScanPosition | None
+    store: TabletStore, piece: TokenRange, now: int, columns: Sequence[ColumnRead], after: ScanPosition | None
 ) -> Iterator[ValuesRow]:
     position = after
     while True:

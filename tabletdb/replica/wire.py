@@ -38,7 +38,7 @@ VERB_COUNT = "data.count"
 """``[start, end, now]`` -> the CQL rows of that range on the replica (``replica.range_reads``)."""
 VERB_VALUES = "data.values"
 """``[start, end, now, columns, limit, after]`` -> ``[rows, next]``: live rows with the values of
-single-cell columns (``replica.range_reads.live_values``)."""
+the named columns, a multi-cell one as its packed live cells (``replica.range_reads.live_values``)."""
 
 Plain = list[Any]
 

@@ -7,9 +7,10 @@ the partitions are groups of keys, each key one ``WHERE pk = ?`` read. A pushed 
 is appended to either.
 
 Each page of rows is handed to Spark as one ``pyarrow.RecordBatch`` when every column is of an
-atomic Spark type (numbers, strings, binary, boolean, date, timestamp): Spark then skips its
-per-row conversion of Python tuples. Tables with collections, tuples or UDTs are handed over as
-tuples, which Spark converts itself.
+atomic Spark type (numbers, strings, binary, boolean, date, timestamp) or a list or set of one
+(a ``list<text>`` column is common): Spark then skips its per-row conversion of Python tuples.
+Tables with maps, tuples, UDTs or nested collections are handed over as tuples, which Spark
+converts itself.
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ _ATOMIC = (
     st.DateType,
     st.TimestampType,
 )
+
+
+def _arrow_ready(t: st.DataType) -> bool:
+    """Values Spark takes as Arrow columns: atomic ones, and lists and sets of them."""
+    if isinstance(t, st.ArrayType):
+        return isinstance(t.elementType, _ATOMIC)
+    return isinstance(t, _ATOMIC)
 
 
 class ScanPartition(InputPartition):
@@ -103,7 +111,7 @@ class TabletdbReader(DataSourceReader):
         )
         types = [c.cql_type for c in self.columns]
         schema = spark_schema(self.columns)
-        if all(isinstance(f.dataType, _ATOMIC) for f in schema.fields):
+        if all(_arrow_ready(f.dataType) for f in schema.fields):
             arrow = to_arrow_schema(schema, timezone="UTC")
             for rows in pages:
                 if rows:

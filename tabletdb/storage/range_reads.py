@@ -1,25 +1,29 @@
-"""Range reads decided inside SQLite: live-row counts and row pages of single-cell columns.
+"""Range reads decided inside SQLite: live-row counts and row pages of a token range.
 
 ``read_path`` decides liveness in Python, cell by cell, which a full scan or a ``COUNT(*)`` pays
 for every row (issue 19: 158 s for a 1M-row count). Here the same rules run as SQL over a token
 range, so SQLite walks the partitions, rows and cells in C and Python sees one result row per
 CQL row (a page) or one number (a count).
 
-Only the common partition is decided in SQL: ``partitions.flags`` 0, i.e. no static row, no
-range tombstone and no collection tombstone ever written to it. Then a regular row is deleted
-at ``D`` = the later of the partition's and the row's tombstones (NULL: never), and
+The common partition is decided in SQL: ``partitions.flags`` 0 (no static row, range or
+collection tombstone ever written to it) or only ``HAS_COLLECTION_TOMBSTONES`` — every row an
+INSERT writes into a table with a non-frozen collection has one, so those are common too. A
+regular row is deleted at ``D`` = the later of the partition's and the row's tombstones (NULL:
+never), and
 
 * the row marker is live if ``marker_ts > D`` and it has not expired (``marker_expiry`` 0 or
   after ``now``), a cell if it is not a tombstone (``dead`` 0), ``ts > D`` and not expired —
-  ``reconcile.is_live`` exactly;
+  ``reconcile.is_live`` exactly — and no collection tombstone of its (row, column) has
+  ``ts >= c.ts`` (``read_path._live_cells``);
 * the row is live if its marker or any of its cells is (``read_path.PartitionReader._live_row``).
+  A row with a live marker is live whatever its collections hold, so an INSERT-written row
+  never reaches the tombstone look-up.
 
-Counts also decide partitions whose only flag is ``HAS_COLLECTION_TOMBSTONES`` — every row an
-INSERT writes into a table with a non-frozen collection has one — in SQL: such a tombstone only
-shadows the cells of its own column written at or before it, so a cell counts when it is live as
-above and no tombstone of its (row, column) has ``ts >= c.ts`` (``read_path._live_cells``). A row
-with a live marker is live whatever its collections hold, so an INSERT-written row never reaches
-that look-up.
+A collection tombstone only ever names a multi-cell column (``statements.cells.whole_value``; a
+dropped column comes back only with its old type), so a single-cell value skips that look-up,
+and a page joins each asked multi-cell column's tombstone once per row. A page returns each
+asked column as its ``column_reads.Shape`` says: a single cell's value, or a multi-cell column's
+live cells packed in path order by ``group_concat`` (``column_reads``).
 
 A partition with any other flag set comes back as one result row without a clustering key and the
 caller reads it with ``PartitionReader`` (the same code the general read uses), so the answers
@@ -33,9 +37,9 @@ import sqlite3
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
+from tabletdb.storage.column_reads import ColumnRead, Shape, from_sql, sql_literal, value_sql, values_of_row
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice
 from tabletdb.storage.read_path import PartitionReader
-from tabletdb.storage.reconcile import LiveRow
 from tabletdb.storage.sqlite_schema import HAS_COLLECTION_TOMBSTONES, REGULAR_KIND
 
 _DELETED_AT = "coalesce(max(p.tombstone, r.tombstone), p.tombstone, r.tombstone)"
@@ -56,10 +60,9 @@ def _row_live(cell_live: str) -> str:
     )
 
 
-_ROW_LIVE = _row_live(_CELL_LIVE)
-
+_DECIDED_FLAGS = (0, HAS_COLLECTION_TOMBSTONES)
 _COUNTED_FLAGS = f"(0, {HAS_COLLECTION_TOMBSTONES})"
-"""Partitions a count decides in SQL (module docstring)."""
+"""Partitions counts and value pages decide in SQL (module docstring)."""
 _CELL_COUNTED = (
     f"{_CELL_LIVE} AND NOT EXISTS (SELECT 1 FROM collection_tombstones t WHERE t.pk = c.pk"
     " AND t.kind = c.kind AND t.ck = c.ck AND t.col = c.col AND t.ts >= c.ts)"
@@ -109,25 +112,29 @@ def count_live_rows(conn: sqlite3.Connection, start: int, end: int, now: int) ->
     return total
 
 
-def _value_column(column: str) -> str:
-    literal = "'" + column.replace("'", "''") + "'"
-    return (
-        "(SELECT c.value FROM cells c WHERE c.pk = r.pk AND c.kind = r.kind AND c.ck = r.ck"
-        f" AND c.col = {literal} AND c.path = x'' AND {_CELL_LIVE})"
-    )
+_values_sql: dict[tuple[tuple[ColumnRead, ...], int], str] = {}
 
 
-_values_sql: dict[tuple[tuple[str, ...], int], str] = {}
-
-
-def _rows_sql(columns: tuple[str, ...], resume: int) -> str:
+def _rows_sql(columns: tuple[ColumnRead, ...], resume: int) -> str:
     """Partitions of the range in (token, key) order, each joined to its live rows in clustering
     order (flagged partitions, and partitions with no live row, as one row with NULL ``ck``).
-    ``resume``: 0 from the range's start, 1 after a whole partition, 2 after a row."""
+    ``resume``: 0 from the range's start, 1 after a whole partition, 2 after a row. Each
+    multi-cell column joins its collection tombstone once per row (only in partitions that have
+    any), which its cells' liveness then reads."""
     sql = _values_sql.get((columns, resume))
     if sql is not None:
         return sql
-    values = "".join(", " + _value_column(c) for c in columns)
+    values = ""
+    tombstones = ""
+    for i, (name, shape) in enumerate(columns):
+        tombstone = "NULL"
+        if shape is not Shape.CELL:
+            tombstone = f"t{i}.ts"
+            tombstones += (
+                f" LEFT JOIN collection_tombstones t{i} ON p.flags != 0 AND t{i}.pk = r.pk"
+                f" AND t{i}.kind = r.kind AND t{i}.ck = r.ck AND t{i}.col = {sql_literal(name)}"
+            )
+        values += ", " + value_sql(name, shape, _CELL_LIVE, tombstone)
     after_row = " AND (p.pk != :after_pk OR r.ck > :after_ck)" if resume == 2 else ""
     where = ""
     if resume == 1:
@@ -136,7 +143,8 @@ def _rows_sql(columns: tuple[str, ...], resume: int) -> str:
         where = " AND (p.token, p.pk) >= (:after_token, :after_pk)"
     sql = _values_sql[columns, resume] = (
         f"SELECT p.token, p.pk, p.flags, p.tombstone, r.ck{values} FROM partitions p"
-        f" LEFT JOIN rows r ON p.flags = 0 AND r.pk = p.pk AND r.kind = :kind{after_row} AND {_ROW_LIVE}"
+        f" LEFT JOIN rows r ON p.flags IN {_COUNTED_FLAGS} AND r.pk = p.pk AND r.kind = :kind{after_row}"
+        f" AND {_ROW_COUNTED}{tombstones}"
         f" WHERE p.token > :start AND p.token <= :end{where} ORDER BY p.token, p.pk, r.ck"
     )
     return sql
@@ -147,28 +155,32 @@ def live_rows(
     start: int,
     end: int,
     now: int,
-    columns: Sequence[str],
+    columns: Sequence[ColumnRead],
     after: tuple[int, bytes, bytes | None] | None,
 ) -> Generator[ValuesRow, None, None]:
     """Live regular rows of ``(start, end]`` after ``after`` ((token, key, clustering key or None
     for "after the whole partition")), in (token, key, clustering) order, with the live values of
-    ``columns`` (single-cell columns). Partitions with static data are read as the general path
-    reads them, but yield only their regular rows: callers serve tables without static columns.
+    ``columns`` as their shapes ask (``column_reads``). Partitions with static data are read as
+    the general path reads them, but yield only their regular rows: callers serve tables without
+    static columns.
 
     A generator over an open statement: close it (or exhaust it) so the read snapshot is released.
     """
-    cols = tuple(columns)
+    cols = tuple((name, Shape(shape)) for name, shape in columns)
     params: dict[str, Any] = {"kind": REGULAR_KIND, "start": start, "end": end, "now": now}
     resume = 0
     if after is not None:
         resume = 1 if after[2] is None else 2
         params.update(after_token=after[0], after_pk=after[1], after_ck=after[2])
+    packed = [i for i, (_, shape) in enumerate(cols) if shape is not Shape.CELL]
     cursor = conn.execute(_rows_sql(cols, resume), params)
     try:
         for token, pk, flags, tombstone, ck, *values in cursor:
             if ck is not None:
+                for i in packed:
+                    values[i] = from_sql(values[i])
                 yield token, pk, ck, tuple(values)
-            elif flags:
+            elif flags not in _DECIDED_FLAGS:
                 yield from _general_rows(conn, token, pk, tombstone, flags, now, cols, after)
     finally:
         cursor.close()
@@ -181,7 +193,7 @@ def _general_rows(
     tombstone: int | None,
     flags: int,
     now: int,
-    columns: tuple[str, ...],
+    columns: tuple[ColumnRead, ...],
     after: tuple[int, bytes, bytes | None] | None,
 ) -> Iterator[ValuesRow]:
     slice_ = FULL_SLICE
@@ -190,14 +202,6 @@ def _general_rows(
     rows = PartitionReader(conn, pk, token, tombstone, flags, now).regular_rows(slice_, False)
     try:
         for row in rows:
-            yield token, pk, row.clustering, _values_of(row, columns)
+            yield token, pk, row.clustering, values_of_row(row, columns)
     finally:
         rows.close()
-
-
-def _values_of(row: LiveRow, columns: tuple[str, ...]) -> tuple[bytes | None, ...]:
-    found: dict[str, bytes] = {}
-    for cell in row.cells:
-        if cell.path == b"" and cell.column not in found:
-            found[cell.column] = cell.value
-    return tuple(found.get(c) for c in columns)

@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from tabletdb.dht.token import TokenRange
 from tabletdb.storage.batch_rows import UPSERTS, BatchRows, batch_rows
+from tabletdb.storage.column_reads import ColumnRead
 from tabletdb.storage.compaction import Garbage, KeyRange, compact, key_chunks, measure
 from tabletdb.storage.corruption import is_corruption, quick_check
 from tabletdb.storage.deferred_rows import DeferredRows
@@ -519,14 +520,14 @@ class TabletStore:
         self,
         token_range: TokenRange,
         now: int,
-        columns: Sequence[str],
+        columns: Sequence[ColumnRead],
         *,
         limit: int,
         after: ScanPosition | None = None,
     ) -> tuple[list[ValuesRow], ScanPosition | None]:
         """Up to ``limit`` live regular rows of the range after ``after`` with the live values of
-        single-cell ``columns`` (``range_reads.live_rows``), and where to resume (None: the range
-        is exhausted). For tables without static columns: static rows are not returned."""
+        ``columns`` as their shapes ask (``range_reads.live_rows``), and where to resume (None: the
+        range is exhausted). For tables without static columns: static rows are not returned."""
         if limit < 1:
             raise ValueError(f"scan limit must be at least 1, got {limit}")
         self._refuse_unserved()

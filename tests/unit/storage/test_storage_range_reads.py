@@ -7,33 +7,49 @@ scan returns, and the value pages, concatenated from any page size, the scan's r
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 from tablet_store_strategies import NOW, SETTINGS, mutations
 
 from tabletdb.dht.token import FULL_RING, MAX_TOKEN, MIN_TOKEN, TokenRange
+from tabletdb.storage.column_reads import ColumnRead, Shape
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
 from tabletdb.storage.range_reads import ValuesRow
 from tabletdb.storage.tablet_store import ScanPosition, TabletStore
 
-COLUMNS = ("v", "w", "m")
+COLUMNS: tuple[ColumnRead, ...] = (("v", Shape.CELL), ("w", Shape.CELL), ("m", Shape.CELL))
+"""``m`` is the strategies' multi-cell column: as a single cell it has no value."""
+SHAPED: tuple[ColumnRead, ...] = (
+    ("m", Shape.VALUES),
+    ("v", Shape.CELL),
+    ("m", Shape.PATHS),
+    ("m", Shape.PAIRS),
+    ("m", Shape.TIMED),
+)
 
 
-def _plain(m: Mutation, rare: bool) -> Mutation:
-    """``m`` or, unless ``rare``, ``m`` without static rows, range and collection tombstones: the
-    partitions the SQL decides by itself (flags 0)."""
-    if rare:
+def _plain(m: Mutation, kind: int) -> Mutation:
+    """``m`` as it is (``kind`` 0: static rows, range tombstones, read by ``PartitionReader``),
+    without static rows and range tombstones (1: collection tombstones, decided in SQL), or
+    without all three (flags 0, decided in SQL): the partitions of each kind are common enough."""
+    if kind == 0:
         return m
     rows = tuple(
-        RowWrite(r.clustering, False, r.marker, r.tombstone, r.cells, ()) for r in m.rows if not r.static
+        RowWrite(
+            r.clustering, False, r.marker, r.tombstone, r.cells, r.collection_tombstones if kind == 1 else ()
+        )
+        for r in m.rows
+        if not r.static
     )
     return Mutation(m.partition_key, m.token, m.partition_tombstone, rows, ())
 
 
-def _store(muts: list[Mutation], rare: list[bool]) -> TabletStore:
+def _store(muts: list[Mutation], kinds: list[int]) -> TabletStore:
     store = TabletStore(":memory:")
-    for m, r in zip(muts, rare):
-        store.apply([_plain(m, r)])
+    for m, kind in zip(muts, kinds):
+        store.apply([_plain(m, kind)])
     return store
 
 
@@ -43,15 +59,35 @@ def _scanned(store: TabletStore, now: int, token_range: TokenRange = FULL_RING) 
     return list(page.partitions)
 
 
-def _expected_values(store: TabletStore, now: int) -> list[ValuesRow]:
+def _expected_values(store: TabletStore, now: int, columns: tuple[ColumnRead, ...]) -> list[ValuesRow]:
     out = []
     for data in _scanned(store, now):
         for row in data.rows:  # type: ignore[attr-defined]
-            found: dict[str, bytes] = {}
-            for cell in row.cells:
-                if cell.path == b"" and cell.column not in found:
-                    found[cell.column] = cell.value
-            out.append((data.token, data.partition_key, row.clustering, tuple(found.get(c) for c in COLUMNS)))  # type: ignore[attr-defined]
+            values = tuple(_expected_value(row.cells, name, shape) for name, shape in columns)
+            out.append((data.token, data.partition_key, row.clustering, values))  # type: ignore[attr-defined]
+    return out
+
+
+def _expected_value(cells: Any, column: str, shape: Shape) -> bytes | None:
+    """The general scan's live cells of ``column`` in ``column_reads``' layout, written out."""
+    mine = [c for c in cells if c.column == column]
+    if shape is Shape.CELL:
+        return next((c.value for c in mine if c.path == b""), None)
+    if not mine:
+        return None
+
+    def item(b: bytes) -> bytes:
+        return len(b).to_bytes(4, "big") + b
+
+    out = len(mine).to_bytes(4, "big")
+    for c in sorted(mine, key=lambda c: c.path):
+        parts = {
+            Shape.VALUES: [c.value],
+            Shape.PATHS: [c.path],
+            Shape.PAIRS: [c.path, c.value],
+            Shape.TIMED: [c.path, c.value, c.timestamp.to_bytes(8, "big", signed=True)],
+        }[shape]
+        out += b"".join(item(p) for p in parts)
     return out
 
 
@@ -61,7 +97,7 @@ def _expected_values(store: TabletStore, now: int) -> list[ValuesRow]:
     st.integers(NOW - 3, NOW + 3),
 )
 def test_count_equals_full_scan(pairs: list[tuple[Mutation, int]], now: int) -> None:
-    store = _store([m for m, _ in pairs], [r == 0 for _, r in pairs])
+    store = _store([m for m, _ in pairs], [min(r, 2) for _, r in pairs])
     with store:
         expected = sum(d.row_count for d in _scanned(store, now))  # type: ignore[attr-defined]
         assert store.count_live(FULL_RING, now) == expected
@@ -72,15 +108,23 @@ def test_count_equals_full_scan(pairs: list[tuple[Mutation, int]], now: int) -> 
     st.lists(st.tuples(mutations(), st.integers(0, 4)), max_size=14),
     st.integers(NOW - 3, NOW + 3),
     st.integers(1, 5),
+    st.sampled_from([COLUMNS, SHAPED]),
+    st.booleans(),
 )
-def test_value_pages_concatenate_to_the_scan(pairs: list[tuple[Mutation, int]], now: int, page: int) -> None:
-    store = _store([m for m, _ in pairs], [r == 0 for _, r in pairs])
+def test_value_pages_concatenate_to_the_scan(
+    pairs: list[tuple[Mutation, int]], now: int, page: int, columns: tuple[ColumnRead, ...], common: bool
+) -> None:
+    """Multi-cell columns (``SHAPED``) come back as the scan's live cells packed in path order,
+    collection tombstones, deleted elements and expiring ones included. With ``common`` no
+    partition is left to ``PartitionReader``: with four keys one rare write would otherwise flag
+    most of them."""
+    store = _store([m for m, _ in pairs], [max(int(common), min(r, 2)) for _, r in pairs])
     with store:
-        expected = _expected_values(store, now)
+        expected = _expected_values(store, now, columns)
         got = []
         after: ScanPosition | None = None
         for _ in range(100):
-            rows, after = store.live_values(FULL_RING, now, COLUMNS, limit=page, after=after)
+            rows, after = store.live_values(FULL_RING, now, columns, limit=page, after=after)
             assert len(rows) <= page
             got += rows
             if after is None:
@@ -121,7 +165,7 @@ def test_expired_and_deleted_rows_are_not_counted() -> None:
             ]
         )
         assert store.count_live(FULL_RING, NOW) == 3
-        rows, nxt = store.live_values(FULL_RING, NOW, ("v",), limit=10)
+        rows, nxt = store.live_values(FULL_RING, NOW, (("v", Shape.CELL),), limit=10)
         assert [(r[2], r[3]) for r in rows] == [(b"\x01", (None,)), (b"\x03", (b"x",)), (b"\x06", (None,))]
         assert nxt is None
         store.apply([Mutation(key, token, partition_tombstone=5)])
@@ -165,3 +209,39 @@ def _token(key: bytes) -> int:
     from tabletdb.dht import token_of
 
     return token_of(key)
+
+
+def test_collection_elements_come_back_packed_without_the_shadowed_ones() -> None:
+    """An INSERT's collection tombstone shadows the elements written before it, not its own."""
+    key = b"l"
+    token = _token(key)
+    rows = (
+        RowWrite(
+            b"\x01",
+            marker=RowMarker(5),
+            cells=(
+                Cell("m", b"old", 3, path=b"\x00"),
+                Cell("m", b"a", 5, path=b"\x02"),
+                Cell("m", b"b", 5, path=b"\x01"),
+            ),
+            collection_tombstones=(("m", 4),),
+        ),
+        RowWrite(
+            b"\x02",
+            marker=RowMarker(5),
+            cells=(Cell("m", b"gone", 4, path=b"\x01"),),
+            collection_tombstones=(("m", 4),),
+        ),
+    )
+    with TabletStore(":memory:") as store:
+        store.apply([Mutation(key, token, rows=rows)])
+        got, _ = store.live_values(FULL_RING, NOW, (("m", Shape.VALUES), ("m", Shape.PAIRS)), limit=10)
+        item = lambda b: len(b).to_bytes(4, "big") + b  # noqa: E731
+        count = lambda n: n.to_bytes(4, "big")  # noqa: E731
+        assert [r[3] for r in got] == [
+            (
+                count(2) + item(b"b") + item(b"a"),
+                count(2) + item(b"\x01") + item(b"b") + item(b"\x02") + item(b"a"),
+            ),
+            (None, None),
+        ]
