@@ -28,8 +28,8 @@ from pathlib import Path
 
 from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.storage.fsync import fsync_path
+from tabletdb.storage.images.pinned_image import PinnedImage, pin_store
 from tabletdb.storage.mutation import Mutation
-from tabletdb.storage.pinned_image import PinnedImage, pin_store
 from tabletdb.storage.range_reads import count_live_rows
 from tabletdb.storage.stored_mutations import mutations_for_partition
 from tabletdb.storage.tablet_store import StorageError, TabletStore

@@ -32,7 +32,7 @@ from tabletdb.storage.compaction import Garbage, KeyRange, compact, key_chunks, 
 from tabletdb.storage.corruption import is_corruption, quick_check
 from tabletdb.storage.deferred_rows import DeferredRows
 from tabletdb.storage.fsync import fsync_path
-from tabletdb.storage.image_merge import SOURCE, merge_attached
+from tabletdb.storage.images.image_merge import SOURCE, merge_attached
 from tabletdb.storage.mutation import FULL_SLICE, Bound, ClusteringSlice, Mutation
 from tabletdb.storage.range_reads import ValuesRow, count_live_rows, live_rows
 from tabletdb.storage.read_path import PartitionReader, read_row_cells, read_simple_partition

@@ -32,7 +32,7 @@ from tabletdb.node import tablet_streaming
 from tabletdb.node.tablet_streaming import TabletStreaming
 from tabletdb.replica.local import LocalReplica
 from tabletdb.replica.storage_service import StorageService
-from tabletdb.storage import pinned_image
+from tabletdb.storage.images import pinned_image
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
 from tabletdb.tablets.allocation import NodeCapacity, new_tablet_map
 from tabletdb.tablets.migration import Migration, advance_stage, begin_migration

@@ -23,7 +23,7 @@ from tabletdb.spark.tablet_rows import table_def
 from tabletdb.statements.cells import WriteTime
 from tabletdb.statements.modifications import build_insert
 from tabletdb.statements.terms import Bindings
-from tabletdb.storage.image_validation import validate_image
+from tabletdb.storage.images.image_validation import validate_image
 from tabletdb.storage.mutation import Mutation
 from tabletdb.storage.sqlite_schema import DATA_TABLES
 from tabletdb.storage.tablet_store import TabletStore

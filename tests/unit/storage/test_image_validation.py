@@ -14,7 +14,7 @@ from tabletdb.cql.types import BLOB, INT
 from tabletdb.dht import token_of
 from tabletdb.dht.token import FULL_RING, TokenRange
 from tabletdb.schema.model import ColumnDef, ColumnKind, TableDef
-from tabletdb.storage.image_validation import FUTURE_TIMESTAMP_LIMIT_US, ImageRejected, validate_image
+from tabletdb.storage.images.image_validation import FUTURE_TIMESTAMP_LIMIT_US, ImageRejected, validate_image
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
 from tabletdb.storage.snapshot_files import snapshot_to
 from tabletdb.storage.tablet_store import TabletStore

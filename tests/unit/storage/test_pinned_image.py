@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tabletdb.dht import token_of
-from tabletdb.storage import pinned_image
+from tabletdb.storage.images import pinned_image
+from tabletdb.storage.images.pinned_image import as_rollback_file, pin_store, pin_store_with_log
+from tabletdb.storage.images.wal_frames import replay_into
 from tabletdb.storage.mutation import Cell, Mutation, RowMarker, RowWrite
-from tabletdb.storage.pinned_image import as_rollback_file, pin_store, pin_store_with_log
 from tabletdb.storage.snapshot_files import SIDE_FILES, check_image
 from tabletdb.storage.tablet_store import TabletStore
-from tabletdb.storage.wal_frames import replay_into
 
 BLOB = 3000
 

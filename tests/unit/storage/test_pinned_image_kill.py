@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tabletdb.storage.pinned_image import pin_store_with_log
+from tabletdb.storage.images.pinned_image import pin_store_with_log
 from tabletdb.storage.tablet_store import TabletStore
 from tests.unit.storage.test_pinned_image import checkpoint, keys_in, write
 

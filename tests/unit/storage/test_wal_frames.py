@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tabletdb.storage.images.wal_frames import (
+    FRAME_HEADER,
+    LOG_HEADER,
+    committed_prefix,
+    page_size_of,
+    replay_into,
+)
 from tabletdb.storage.tablet_store import StorageError
-from tabletdb.storage.wal_frames import FRAME_HEADER, LOG_HEADER, committed_prefix, page_size_of, replay_into
 
 
 def _wal_of(tmp: Path, transactions: int) -> tuple[Path, bytes]:

@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from tabletdb.storage.images.wal_frames import committed_prefix, page_size_of
 from tabletdb.storage.tablet_store import StorageError, TabletStore
-from tabletdb.storage.wal_frames import committed_prefix, page_size_of
 
 log = logging.getLogger(__name__)
 
