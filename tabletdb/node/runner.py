@@ -60,7 +60,7 @@ from tabletdb.replica.storage_service import StorageService
 from tabletdb.schema.ddl_common import SchemaChangeEvent, SchemaConfig
 from tabletdb.storage.commit_records import CommitLogCorrupt
 from tabletdb.storage.corruption import CorruptFile
-from tabletdb.storage.image_validation import FUTURE_TIMESTAMP_LIMIT_US
+from tabletdb.storage.images.image_validation import FUTURE_TIMESTAMP_LIMIT_US
 from tabletdb.systables.node_info import NodeInfo, PeerInfo
 from tabletdb.systables.topology import ClusterTopology
 from tabletdb.tablets.count import SizingConfig

@@ -25,7 +25,7 @@ from typing import BinaryIO
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.tablet_images import local_tablet_path
 from tabletdb.schema.model import TableDef
-from tabletdb.storage.pinned_image import pin_store_with_log
+from tabletdb.storage.images.pinned_image import pin_store_with_log
 from tabletdb.storage.snapshot_files import snapshot_to
 from tabletdb.storage.tablet_store import StorageError
 

@@ -58,10 +58,10 @@ from tabletdb.replica.shard_moves import ShardMoveBusy, move_between_shards
 from tabletdb.replica.storage_service import StorageService
 from tabletdb.replica.tablet_images import copy_tablet, drop_tablet, install_tablet
 from tabletdb.replica.verbs import TableOf, wait_for_table
-from tabletdb.storage.pinned_image import as_rollback_file
+from tabletdb.storage.images.pinned_image import as_rollback_file
+from tabletdb.storage.images.wal_frames import replay_into
 from tabletdb.storage.snapshot_files import check_image
 from tabletdb.storage.tablet_store import StorageError
-from tabletdb.storage.wal_frames import replay_into
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
-import pytest
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
@@ -103,14 +101,6 @@ def test_a_paged_scan_returns_the_collections_written(session: Any) -> None:
 def _normal(row: Row) -> Row:
     key, name, tags, s, m, u, x = row
     return (key, name, tags, None if s is None else sorted(s), m, u, x)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    pytest.importorskip("pyspark")
-    from tabletdb.spark.session import spark_session
-
-    yield spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
 
 
 def test_the_spark_read_of_a_list_table_returns_what_was_written(

@@ -56,7 +56,7 @@ from tabletdb.replica.tablet_images import may_replace_whole, merge_image
 from tabletdb.schema.model import TableDef
 from tabletdb.storage.data_paths import table_directory_name
 from tabletdb.storage.fsync import fsync_path
-from tabletdb.storage.image_validation import ImageRejected, validate_image
+from tabletdb.storage.images.image_validation import ImageRejected, validate_image
 from tabletdb.storage.snapshot_files import (
     file_sha256,
     live_row_count,

@@ -27,7 +27,7 @@ from tabletdb.spark.bulk.keys import row_keys
 from tabletdb.spark.bulk.plan import FilePlan
 from tabletdb.spark.coerce import RowRejected, json_object_row, whole_number
 from tabletdb.statements.cells import WriteTime
-from tabletdb.storage.image_validation import FUTURE_TIMESTAMP_LIMIT_US
+from tabletdb.storage.images.image_validation import FUTURE_TIMESTAMP_LIMIT_US
 
 CORRUPT = "_corrupt_record"
 MALFORMED = "malformed record (wrong number of fields or bad quoting)"
