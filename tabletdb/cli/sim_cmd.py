@@ -159,9 +159,9 @@ def topology_command(
         raise SystemExit(1)
 
 
-def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
-    seed, length_ms, planted_bug, node_barrier = args
-    return run_resize_seed(seed, length_ms=length_ms, planted_bug=planted_bug, node_barrier=node_barrier)
+def _one_resize(args: tuple[int, int, str]) -> ResizeSeedResult:
+    seed, length_ms, planted_bug = args
+    return run_resize_seed(seed, length_ms=length_ms, planted_bug=planted_bug)
 
 
 @sim_group.command(name="resize")
@@ -180,13 +180,6 @@ def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
     default=None,
     help="Run with a deliberate bug the checkers must catch.",
 )
-@click.option(
-    "--node-barrier",
-    is_flag=True,
-    help="Barriers skip nodes the coordinator cannot reach, as a node's do (finds stale reads on "
-    "the side of a partition cut off mid-migration, a known bug; off: a barrier waits for every "
-    "node that is up).",
-)
 @JOBS
 @VERBOSE
 @click.option("--trace", is_flag=True, help="Print each failing seed's event trace (its last 60 lines).")
@@ -195,7 +188,6 @@ def resize_command(
     start: int,
     length_ms: int,
     planted_bug: str | None,
-    node_barrier: bool,
     jobs: int,
     verbose: bool,
     trace: bool,
@@ -203,7 +195,7 @@ def resize_command(
     """Run seeds START..START+SEEDS-1 of the tablet split/merge simulation."""
     started = time.perf_counter()
     failing = splits = merges = 0
-    work = [(seed, length_ms, planted_bug or "", node_barrier) for seed in range(start, start + seeds)]
+    work = [(seed, length_ms, planted_bug or "") for seed in range(start, start + seeds)]
     for result in _run_seeds(_one_resize, work, jobs, pool_from=8, chunksize=2):
         splits += result.splits
         merges += result.merges

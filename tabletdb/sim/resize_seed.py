@@ -62,8 +62,6 @@ class ResizeSeedResult:
     seed: int
     length_ms: int
     planted_bug: str = ""
-    node_barrier: bool = False
-    """Barriers as the node's shell runs them (skipping nodes the coordinator cannot reach)."""
     violations: list[str] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
     splits: int = 0
@@ -93,7 +91,6 @@ class ResizeSeedResult:
 
     def replay_command(self) -> str:
         bug = f" --planted-bug {self.planted_bug}" if self.planted_bug else ""
-        bug += " --node-barrier" if self.node_barrier else ""
         return f"tabletdb sim resize --start {self.seed} --seeds 1 --length-ms {self.length_ms}{bug}"
 
     def describe(self) -> str:
@@ -111,7 +108,7 @@ class ResizeSeedResult:
 
 
 class SeedRun:
-    def __init__(self, seed: int, length_ms: int, planted_bug: str, node_barrier: bool = False) -> None:
+    def __init__(self, seed: int, length_ms: int, planted_bug: str) -> None:
         self.rng = random.Random(seed)
         self.loop = EventLoop()
         self.rf = self.rng.choice([2, 3])
@@ -121,7 +118,6 @@ class SeedRun:
         config = co.CoordinatorConfig(rollback_after_ms=self.rng.choice([150, 400, 10_000_000]))
         self.coordinator = ResizeCoordinator(self.world, config, SIZING)
         self.coordinator.skip_copy = planted_bug == "resize-copy-skipped"
-        self.coordinator.node_barrier = node_barrier
         self.coordinator.balancing = True
         self.coordinator.after_commit = self._maybe_crash_coordinator
         self.length_ms = length_ms
@@ -390,19 +386,14 @@ def _count(trace: list[str], words: str) -> int:
     return sum(1 for line in trace if " commit " in line and words in line)
 
 
-def run_resize_seed(
-    seed: int, length_ms: int = 6_000, planted_bug: str = "", node_barrier: bool = False
-) -> ResizeSeedResult:
-    """Simulate one seed; a finding (or a crash of the simulation) lands in the result.
-    ``node_barrier``: barriers skip the nodes the coordinator cannot reach, as the node's shell
-    does; it finds stale reads on the side of a partition cut off mid-migration (reads are not
-    fenced: a known bug), so it is off by default, where a barrier waits for every node that is
-    up, as the topology simulation's does."""
+def run_resize_seed(seed: int, length_ms: int = 6_000, planted_bug: str = "") -> ResizeSeedResult:
+    """Simulate one seed; a finding (or a crash of the simulation) lands in the result. Barriers
+    run as the node's shell runs them (``topo_coordinator.Coordinator._barrier``)."""
     if planted_bug and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
     started = time.perf_counter()
-    result = ResizeSeedResult(seed, length_ms, planted_bug, node_barrier)
-    run = SeedRun(seed, length_ms, planted_bug, node_barrier)
+    result = ResizeSeedResult(seed, length_ms, planted_bug)
+    run = SeedRun(seed, length_ms, planted_bug)
     try:
         run.run(result)
     except Exception:
@@ -425,6 +416,6 @@ def run_resize_seed(
 
 
 def run_resize_seeds(
-    start: int, count: int, length_ms: int = 6_000, planted_bug: str = "", node_barrier: bool = False
+    start: int, count: int, length_ms: int = 6_000, planted_bug: str = ""
 ) -> list[ResizeSeedResult]:
-    return [run_resize_seed(s, length_ms, planted_bug, node_barrier) for s in range(start, start + count)]
+    return [run_resize_seed(s, length_ms, planted_bug) for s in range(start, start + count)]
