@@ -548,8 +548,8 @@ def _begin_rollback(
 
 
 def _rolling_back(view: View, obs: Observations, tr: Transition, new_id: uuid.UUID) -> Action:
-    """Once every live node has seen the reverted maps, restore the node states and record why
-    the request failed (a joining node is LEFT: it must be wiped before it tries again).
+    """Once every member that is up has seen the reverted maps, restore the node states and record
+    why the request failed (a joining node is LEFT: it must be wiped before it tries again).
 
     This barrier passes without the nodes that are down (often the reason for the rollback): no
     read had switched, so a node still on an older map reads the replicas the reverted map reads
