@@ -177,9 +177,9 @@ def topology_command(
     _finish(failing, started, f"seeds: {seeds}, requests finished: {finished}, rolled back: {rolled_back}")
 
 
-def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
-    seed, length_ms, planted_bug, node_barrier = args
-    return run_resize_seed(seed, length_ms=length_ms, planted_bug=planted_bug, node_barrier=node_barrier)
+def _one_resize(args: tuple[int, int, str]) -> ResizeSeedResult:
+    seed, length_ms, planted_bug = args
+    return run_resize_seed(seed, length_ms=length_ms, planted_bug=planted_bug)
 
 
 @sim_group.command(name="resize")
@@ -193,13 +193,6 @@ def _one_resize(args: tuple[int, int, str, bool]) -> ResizeSeedResult:
     help="Virtual milliseconds of faults and growing/shrinking tables per seed (then all faults heal).",
 )
 @_planted_bug(RESIZE_BUGS)
-@click.option(
-    "--node-barrier",
-    is_flag=True,
-    help="Barriers skip nodes the coordinator cannot reach, as a node's do (finds stale reads on "
-    "the side of a partition cut off mid-migration, a known bug; off: a barrier waits for every "
-    "node that is up).",
-)
 @JOBS
 @VERBOSE
 @TRACE
@@ -208,7 +201,6 @@ def resize_command(
     start: int,
     length_ms: int,
     planted_bug: str | None,
-    node_barrier: bool,
     jobs: int,
     verbose: bool,
     trace: bool,
@@ -216,7 +208,7 @@ def resize_command(
     """Run seeds START..START+SEEDS-1 of the tablet split/merge simulation."""
     started = time.perf_counter()
     failing = splits = merges = 0
-    work = [(seed, length_ms, planted_bug or "", node_barrier) for seed in range(start, start + seeds)]
+    work = [(seed, length_ms, planted_bug or "") for seed in range(start, start + seeds)]
     for result in _shown(_run_seeds(_one_resize, work, jobs, pool_from=8, chunksize=2), verbose, trace):
         splits += result.splits
         merges += result.merges

@@ -47,8 +47,6 @@ class ResizeCoordinator(Coordinator):
         """Chance that a copy's or a poll's answer is lost."""
         self.skip_copy = False
         """Planted bug: resize copies are reported done without copying anything."""
-        self.node_barrier = False
-        """Barriers skip the nodes the coordinator cannot reach, as the node's shell does."""
         self._reset_polls()
 
     def _reset_polls(self) -> None:
@@ -116,24 +114,6 @@ class ResizeCoordinator(Coordinator):
             resize=inputs,
             catalog=snap.catalog,
         )
-
-    def _barrier(self, epoch: int, me: uuid.UUID, action: co.Barrier) -> None:
-        """With ``node_barrier``, as the node's shell does it: every node the coordinator sees
-        alive (reachable here) must have applied the version, and one it cannot reach is skipped,
-        even one that is up and serving on the other side of a partition. Without, the topology
-        simulation's barrier, which waits for every node that is up."""
-        if not self.node_barrier:
-            super()._barrier(epoch, me, action)
-            return
-        w = self.world
-        if not self._current(epoch):
-            return
-        self.busy = False
-        live = [h for h in action.nodes if h in w.hosts and w.reachable(me, h)]
-        for h in live:
-            w.catch_up(h, full=True)
-        if all(w.view_of(h).topology.version >= action.version for h in live):
-            self.obs = replace(self.obs, barrier_version=action.version)
 
     def other_action(self, action: co.Action, epoch: int, me: uuid.UUID, delay: int) -> None:
         assert isinstance(action, rs.ResizeFiles), type(action).__name__

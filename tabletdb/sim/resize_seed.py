@@ -57,8 +57,6 @@ SETTLE_BOUND_COMMITS = 400
 class ResizeSeedResult(SeedOutcome):
     length_ms: int
     planted_bug: str = ""
-    node_barrier: bool = False
-    """Barriers as the node's shell runs them (skipping nodes the coordinator cannot reach)."""
     splits: int = 0
     merges: int = 0
     resize_rollbacks: int = 0
@@ -73,7 +71,6 @@ class ResizeSeedResult(SeedOutcome):
 
     def replay_command(self) -> str:
         bug = f" --planted-bug {self.planted_bug}" if self.planted_bug else ""
-        bug += " --node-barrier" if self.node_barrier else ""
         return f"tabletdb sim resize --start {self.seed} --seeds 1 --length-ms {self.length_ms}{bug}"
 
     def describe(self) -> str:
@@ -92,7 +89,7 @@ class SeedRun(SimRun[ResizeSeedResult]):
     world: ResizeWorld
     coordinator: ResizeCoordinator
 
-    def __init__(self, seed: int, length_ms: int, planted_bug: str, node_barrier: bool = False) -> None:
+    def __init__(self, seed: int, length_ms: int, planted_bug: str) -> None:
         super().__init__()
         self.rng = random.Random(seed)
         self.loop = EventLoop()
@@ -103,7 +100,6 @@ class SeedRun(SimRun[ResizeSeedResult]):
         config = co.CoordinatorConfig(rollback_after_ms=self.rng.choice([150, 400, 10_000_000]))
         self.coordinator = ResizeCoordinator(self.world, config, SIZING)
         self.coordinator.skip_copy = planted_bug == "resize-copy-skipped"
-        self.coordinator.node_barrier = node_barrier
         self.coordinator.balancing = True
         self.coordinator.after_commit = self._maybe_crash_coordinator
         self.length_ms = length_ms
@@ -300,18 +296,13 @@ def _count(trace: list[str], words: str) -> int:
     return sum(1 for line in trace if " commit " in line and words in line)
 
 
-def run_resize_seed(
-    seed: int, length_ms: int = 6_000, planted_bug: str = "", node_barrier: bool = False
-) -> ResizeSeedResult:
-    """Simulate one seed; a finding (or a crash of the simulation) lands in the result.
-    ``node_barrier``: barriers skip the nodes the coordinator cannot reach, as the node's shell
-    does; it finds stale reads on the side of a partition cut off mid-migration (reads are not
-    fenced: a known bug), so it is off by default, where a barrier waits for every node that is
-    up, as the topology simulation's does."""
+def run_resize_seed(seed: int, length_ms: int = 6_000, planted_bug: str = "") -> ResizeSeedResult:
+    """Simulate one seed; a finding (or a crash of the simulation) lands in the result. Barriers
+    run as the node's shell runs them (``topo_coordinator.Coordinator._barrier``)."""
     if planted_bug and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
-    result = ResizeSeedResult(seed, length_ms, planted_bug, node_barrier)
-    run = simulate(lambda: SeedRun(seed, length_ms, planted_bug, node_barrier), result)
+    result = ResizeSeedResult(seed, length_ms, planted_bug)
+    run = simulate(lambda: SeedRun(seed, length_ms, planted_bug), result)
     trace = result.trace
     result.splits = _count(trace, ": split of table")
     result.merges = _count(trace, ": merge of table")
@@ -323,6 +314,6 @@ def run_resize_seed(
 
 
 def run_resize_seeds(
-    start: int, count: int, length_ms: int = 6_000, planted_bug: str = "", node_barrier: bool = False
+    start: int, count: int, length_ms: int = 6_000, planted_bug: str = ""
 ) -> list[ResizeSeedResult]:
-    return [run_resize_seed(s, length_ms, planted_bug, node_barrier) for s in range(start, start + count)]
+    return [run_resize_seed(s, length_ms, planted_bug) for s in range(start, start + count)]

@@ -125,12 +125,16 @@ class Coordinator:
                 self.after_commit(command)
 
     def _barrier(self, epoch: int, me: uuid.UUID, action: co.Barrier) -> None:
+        """As the node's shell (``topology_task``) runs it: the nodes the coordinator reaches are
+        caught up (their read barrier); one it cannot reach, crashed or cut off alike, holds the
+        barrier back unless ``skip_down`` (``co.Barrier.asks``)."""
         w = self.world
         if not self._current(epoch):
             return
         self.busy = False
-        live = [h for h in action.nodes if h in w.hosts and w.hosts[h].up]
-        if not all(w.reachable(me, h) for h in live):
+        reached = frozenset(h for h in action.nodes if h in w.hosts and w.reachable(me, h))
+        live, down = action.asks(reached)
+        if down:
             return
         for h in live:
             w.catch_up(h, full=True)

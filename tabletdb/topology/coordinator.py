@@ -7,8 +7,9 @@ coordinator simply gathers again; so a coordinator that crashes at any point is 
 that resumes from the same state (or, if the request can no longer finish, rolls it back).
 
 Tablet migrations of a request advance in lockstep, stage by stage (`tablets.migration`):
-before each stage change every live node must have seen the current version (the barrier), so
-no node still routes by the previous stage when the next begins, and the fence moves up to it.
+before each stage change every member must have seen the current version (the barrier; a member
+that is down holds it back until it is back or declared dead, ``barrier_members``), so no node
+still routes by the previous stage when the next begins, and the fence moves up to it.
 Reads switch only after streaming has finished for every moving tablet; old replicas are
 cleaned only after reads switched. Vnode keyspaces follow the token ring: once a request's
 tablets are done its ring change runs through the same barriers and fences (``vnode_phase``),
@@ -84,7 +85,7 @@ class Observations:
     now_ms: int = 0
     down_since: Mapping[uuid.UUID, int] = field(default_factory=dict)
     barrier_version: int = -1
-    """The highest topology version a global barrier confirmed on every live node."""
+    """The highest topology version a global barrier confirmed on every node it waits for."""
     streamed: frozenset[MoveKey] = frozenset()
     cleaned: frozenset[MoveKey] = frozenset()
     ranges_streamed: frozenset[vp.RangeKey] = frozenset()
@@ -117,9 +118,22 @@ class Idle:
 
 @dataclass(frozen=True)
 class Barrier:
+    """Every node of ``nodes`` must have applied ``version`` (its Raft read barrier answers it)
+    before the coordinator moves on. A node the failure detector calls down is not skipped: it
+    may be cut off and still serving by its old map (a crashed node catches up before it serves,
+    a partitioned one does not, and the detector cannot tell them apart). The barrier waits until
+    it answers or the operator declares it dead (``barrier_members``); only a rollback's barrier,
+    ``skip_down``, passes without the nodes that are down (see ``_rolling_back``)."""
+
     version: int
     nodes: tuple[uuid.UUID, ...]
-    """Nodes that must have seen `version`; a dead one is skipped (it catches up on restart)."""
+    skip_down: bool = False
+
+    def asks(self, alive: frozenset[uuid.UUID]) -> tuple[tuple[uuid.UUID, ...], tuple[uuid.UUID, ...]]:
+        """(the nodes to ask, the nodes that are down and hold the barrier back)."""
+        asked = tuple(h for h in self.nodes if h in alive)
+        down = () if self.skip_down else tuple(h for h in self.nodes if h not in alive)
+        return asked, down
 
 
 @dataclass(frozen=True)
@@ -178,9 +192,26 @@ def _moving(tablets: Mapping[uuid.UUID, TabletMap]) -> list[_Moving]:
     ]
 
 
-def _members(topology: TopologyState) -> tuple[uuid.UUID, ...]:
+def barrier_members(topology: TopologyState) -> tuple[uuid.UUID, ...]:
+    """The nodes a barrier waits for: every member but those that left and those the operator
+    declared dead — ignored ones, and the node a queued or running removenode removes or a
+    replace replaces, with their ``ignore_nodes`` (a removenode of a live node is refused), so a
+    dead node holds barriers back only until the operator removes it (as ScyllaDB's barrier
+    excludes only the nodes it is told to ignore)."""
+    dead = set(topology.ignored)
+    requests = [*topology.queue, *([topology.transition.request] if topology.transition else [])]
+    for r in requests:
+        dead |= r.ignore_nodes
+        if r.kind is RequestKind.REMOVE:
+            dead.add(r.host_id)
+        elif r.kind is RequestKind.REPLACE and r.replaced_id is not None:
+            dead.add(r.replaced_id)
     return tuple(
-        sorted(h for h, n in topology.nodes.items() if n.state not in (NodeState.LEFT, NodeState.NONE))
+        sorted(
+            h
+            for h, n in topology.nodes.items()
+            if n.state not in (NodeState.LEFT, NodeState.NONE) and h not in dead
+        )
     )
 
 
@@ -239,7 +270,7 @@ def step(
         if failure:
             return _begin_rollback(view, tr, moving, failure, new_id)
     if obs.barrier_version < t.version:
-        return Barrier(t.version, _members(t))
+        return Barrier(t.version, barrier_members(t))
     if not moving:
         if tr.request.kind is RequestKind.KEYSPACE_RF_CHANGE:
             return _rf_step(
@@ -296,10 +327,10 @@ def _cleanup(view: View, obs: Observations, new_id: uuid.UUID) -> Action | None:
     """Cleanup of vnode ranges while no request runs (``vnode_phase.cleanup``), after a barrier:
     the node cleans by the ring every live node routes by."""
     t = view.topology
-    if not vp.pending_cleanup(t):
-        return None
+    if not any(h in obs.alive for h in vp.pending_cleanup(t)):
+        return None  # nothing to do until one is back: no barrier either (a dead member holds it)
     if obs.barrier_version < t.version:
-        return Barrier(t.version, _members(t))
+        return Barrier(t.version, barrier_members(t))
     found = vp.cleanup(t, obs.alive, obs.ranges_cleaned)
     if isinstance(found, vp.Next):
         return _command(view, new_id, found.topology, [], found.reason)
@@ -326,7 +357,7 @@ def _resize(view: View, obs: Observations, new_id: uuid.UUID, config: Coordinato
     if why:
         return Propose(rs.roll_back(t, group, why, new_id))
     if obs.barrier_version < t.version:
-        return Barrier(t.version, _members(t))
+        return Barrier(t.version, barrier_members(t))
     tasks = rs.tasks(group, rs.base_of(group, view.resize), t.version, obs.resized)
     if tasks:
         return rs.ResizeFiles(tasks)
@@ -349,7 +380,7 @@ def _vnode_phase(
         why = f"roll back {tr.request.kind.value} of {tr.request.host_id}"
         return _command(view, new_id, after, [], why)
     if obs.barrier_version < t.version:
-        return Barrier(t.version, _members(t))
+        return Barrier(t.version, barrier_members(t))
     found = vp.advance(t, tr, view.vnode, obs.alive, obs.ranges_streamed)
     if found is None:
         return _finish(view, tr.request, new_id)
@@ -517,11 +548,16 @@ def _begin_rollback(
 
 
 def _rolling_back(view: View, obs: Observations, tr: Transition, new_id: uuid.UUID) -> Action:
-    """Once every live node has seen the reverted maps, restore the node states and record why
-    the request failed (a joining node is LEFT: it must be wiped before it tries again)."""
+    """Once every member that is up has seen the reverted maps, restore the node states and record
+    why the request failed (a joining node is LEFT: it must be wiped before it tries again).
+
+    This barrier passes without the nodes that are down (often the reason for the rollback): no
+    read had switched, so a node still on an older map reads the replicas the reverted map reads
+    and writes a superset of them; the fence the finish raises refuses its writes, and the next
+    request's barriers wait for it again."""
     t = view.topology
     if obs.barrier_version < t.version:
-        return Barrier(t.version, _members(t))
+        return Barrier(t.version, barrier_members(t), skip_down=True)
     request = tr.request
     leftovers = [
         CleanupTask((request.request_id, table_id, tablet_id), target)

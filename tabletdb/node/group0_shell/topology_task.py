@@ -1,7 +1,8 @@
 """The topology coordinator's shell: runs ``topology.coordinator.step`` while this node leads group0.
 
 Each turn builds the step's view from group0's state as this node applied it, runs the pure step
-and carries out its action: a barrier (every live member's read barrier answers the version),
+and carries out its action: a barrier (every member's read barrier answers the version; one the
+failure detector calls down holds it back, ``co.Barrier``),
 streaming and cleanup of tablet replicas, or a command proposed through group0 (applied, or
 refused by its state-id guard if another coordinator moved the state on). What it saw lives in
 ``Observations`` here and is dropped when leadership is lost: a new leader gathers it again, and
@@ -125,6 +126,8 @@ class TopologyTask:
         self._sizes_at_ms: int | None = None
         self._sizes_maps: Mapping[uuid.UUID, TabletMap] | None = None
         self._resize_sizes = _SizesPoll()
+        self._barrier_held: tuple[int, frozenset[uuid.UUID]] | None = None
+        """The version and nodes a barrier last waited for (logged at INFO once, then DEBUG)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Step while this node leads group0, until ``stop`` is set."""
@@ -276,13 +279,20 @@ class TopologyTask:
         return done
 
     async def _barrier(self, action: co.Barrier, alive: frozenset[uuid.UUID]) -> None:
-        live = [h for h in action.nodes if h in alive]
+        """Ask the members the failure detector calls alive; one it calls down holds the barrier
+        back (unless ``skip_down``): it may be cut off, not dead, and serving by its old map."""
+        live, down = action.asks(alive)
         answers = await asyncio.gather(*(self.io.barrier(h) for h in live), return_exceptions=True)
-        behind = {h: a for h, a in zip(live, answers) if not isinstance(a, int) or a < action.version}
+        behind: dict[uuid.UUID, object] = {h: "down" for h in down}
+        behind |= {h: a for h, a in zip(live, answers) if not isinstance(a, int) or a < action.version}
         if behind:
-            log.info("topology barrier on version %d not reached yet: %s", action.version, behind)
+            held = (action.version, frozenset(behind))
+            level = logging.DEBUG if held == self._barrier_held else logging.INFO  # once per change
+            self._barrier_held = held
+            log.log(level, "topology barrier on version %d not reached yet: %s", action.version, behind)
             await asyncio.sleep(RETRY_WAIT)
             return
+        self._barrier_held = None
         self.obs = replace(self.obs, barrier_version=action.version)
 
     async def _each(

@@ -1,5 +1,6 @@
-"""A perfect-world shell for the pure topology coordinator in tests: every barrier, stream and
-cleanup succeeds at once, and commands apply in order (unless a test says otherwise)."""
+"""A perfect-world shell for the pure topology coordinator in tests: every stream and cleanup
+succeeds at once, a barrier too unless a member it waits for is down (as on a node,
+``Barrier.asks``), and commands apply in order (unless a test says otherwise)."""
 
 from __future__ import annotations
 
@@ -84,7 +85,9 @@ class Cluster:
 
     def execute(self, action: co.Action) -> None:
         if isinstance(action, co.Barrier):
-            self.obs = replace(self.obs, barrier_version=action.version)
+            _, down = action.asks(frozenset(self.alive))  # a member that is down holds it back
+            if not down:
+                self.obs = replace(self.obs, barrier_version=action.version)
         elif isinstance(action, co.Stream):
             self.obs = replace(self.obs, streamed=self.obs.streamed | {t.key for t in action.tasks})
         elif isinstance(action, co.Cleanup):

@@ -183,6 +183,15 @@ def test_no_history_separates_a_log_from_its_base(history: list[str], rnd: rando
     c.alive |= {h for h in c.topology.nodes if h not in dead}
     c.obs = replace(c.obs, down_since={h: 0 for h in dead}, now_ms=10**9)
     c.balancing = False  # a round can keep choosing a dead node nobody removed; requests must end
+    for h in sorted(dead):  # a dead member holds barriers until the operator removes it
+        if c.topology.state_of(h) is NodeState.NORMAL:
+            try:
+                removal = enqueue(
+                    c.topology, Request(new_id(), RequestKind.REMOVE, h), frozenset(c.alive), new_id()
+                )
+            except RequestRefused:
+                continue  # already queued for it
+            assert c.apply(removal)
     for _ in range(3000):
         action = c.step()
         if isinstance(action, co.Idle):

@@ -205,13 +205,20 @@ def test_rf_3_to_2_drops_one_replica_per_tablet_and_deletes_its_file() -> None:
     assert request.request_id == c.topology.results[-1].request.request_id
 
 
-def test_a_drop_does_not_wait_for_a_dead_replica_and_drops_it_first() -> None:
+def test_a_drop_needs_no_stream_from_a_dead_replica_and_drops_it_first() -> None:
+    """Its barriers wait for the dead member until the operator's removenode declares it dead
+    (it may be cut off, not dead); the drop itself needs nothing from it and never rolls back."""
     c = rf_cluster(THREE_RACKS, {"dc1": 3}, tables=1, cdc=False)
     c.alive.discard(host(2))
     c.obs = replace(c.obs, now_ms=0, down_since={host(2): 0})
     c.alter(dc1=2)
+    for _ in range(50):
+        c.obs = replace(c.obs, now_ms=c.obs.now_ms + 10_000)
+        c.execute(c.step())
+    assert c.topology.transition is not None and c.topology.results == ()
+    c.request(RequestKind.REMOVE, host(2))
     c.run(before=lambda cl: setattr(cl, "obs", replace(cl.obs, now_ms=cl.obs.now_ms + 10_000)))
-    assert not c.topology.results[-1].error
+    assert not c.topology.results[0].error
     assert all(host(2) not in t.replica_hosts() for tm in c.tablets.values() for t in tm.tablets)
 
 

@@ -129,3 +129,37 @@ def test_removenode_rolls_back_when_another_dead_node_is_needed_and_not_ignored(
     (result,) = c.topology.results
     assert f"node {other} has been down" in result.error and "rolled back" in result.error
     assert c.topology.state_of(removed) is NodeState.NORMAL
+
+
+def test_a_barrier_waits_for_a_member_that_is_down_until_a_removenode_declares_it_dead() -> None:
+    """A node the failure detector calls down may be cut off and serving by its old map, so the
+    barrier of a running move waits for it; the removenode the operator queues for it (refused
+    for a live node) excludes it, and so do the nodes its ``ignore_nodes`` names."""
+    c = cluster(nodes=5, tablets=10)
+    leaving, dead, other = host(0), host(3), host(4)
+    c.request(RequestKind.LEAVE, leaving)
+    c.execute(c.step())  # the decommission starts: its moves are in flight
+    c.alive -= {dead, other}
+    barrier = c.step()
+    assert isinstance(barrier, co.Barrier) and not barrier.skip_down
+    assert {dead, other} <= set(barrier.nodes)
+    live = tuple(h for h in barrier.nodes if h in c.alive)
+    assert barrier.asks(frozenset(c.alive)) == (live, (dead, other))
+    c.execute(barrier)
+    assert c.obs.barrier_version < c.topology.version  # held back: nothing moves on
+    removal = Request(new_id(), RequestKind.REMOVE, dead, ignore_nodes=frozenset({other}))
+    assert c.apply(enqueue(c.topology, removal, frozenset(c.alive), new_id()))
+    assert set(co.barrier_members(c.topology)) == {host(0), host(1), host(2)}
+    c.run()
+    decommission, removal_result = c.topology.results  # the removenode ends too (here refused:
+    assert decommission.error == "" and removal_result.request == removal  # too few nodes for RF 3)
+    assert c.topology.state_of(leaving) is NodeState.LEFT and c.topology.transition is None
+
+
+def test_a_rollback_barrier_passes_without_the_nodes_that_are_down() -> None:
+    """Rolled back moves had not switched reads: a node on an older map reads what the reverted
+    map reads, so the rollback does not wait for the dead node that caused it."""
+    c, removed, other = _two_dead(ignore=False)
+    rollback = [a for a in c.actions if isinstance(a, co.Barrier) and a.skip_down]
+    assert rollback and all(other in a.nodes and removed not in a.nodes for a in rollback)
+    assert c.topology.transition is None and c.topology.queue == ()

@@ -211,9 +211,9 @@ def test_a_rolled_back_decommission_deletes_the_copies_it_streamed_to_its_target
             async with asyncio.timeout(120):
                 while not any(t.stage is TransitionStage.STREAMING for t in _tablets(group0)):
                     await task.step_once()
+                assert isinstance(await task.step_once(), co.Barrier)  # every node is at streaming
                 dead.add(leaving)  # seen down from now on; its files are still read by the stream
-                while not isinstance(await task.step_once(), co.Stream):
-                    pass
+                assert isinstance(await task.step_once(), co.Stream)
                 copies = {i: _files(c, i) - before[i] for i in (0, 1)}
                 assert any(copies.values())  # the targets hold streamed copies
                 now[0] = 5_000  # down long enough: roll back (reads have not switched)
