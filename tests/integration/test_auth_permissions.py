@@ -320,32 +320,32 @@ def test_function_resources_take_only_the_permissions_scylladb_applies_to_them(
     does not exist yet); a function takes ALTER, DROP, AUTHORIZE, EXECUTE. Grants on functions
     or keyspaces that do not exist are refused. CREATE OR REPLACE needs CREATE and ALTER."""
     admin, user = sessions
-    for statement in ks("p43", f"CREATE FUNCTION p43.f{FN}"):
+    for statement in ks("p47", f"CREATE FUNCTION p47.f{FN}"):
         admin.execute(statement)
     with pytest.raises(InvalidRequest, match="does not support the requested permissions: CREATE"):
-        admin.execute(f"GRANT CREATE ON FUNCTION p43.f(int) TO {USER}")
+        admin.execute(f"GRANT CREATE ON FUNCTION p47.f(int) TO {USER}")
     for permission in ("ALTER", "DROP", "AUTHORIZE", "EXECUTE"):
-        admin.execute(f"GRANT {permission} ON FUNCTION p43.f(int) TO {USER}")
-    for resource in ("ALL FUNCTIONS IN KEYSPACE p43", "ALL FUNCTIONS"):
+        admin.execute(f"GRANT {permission} ON FUNCTION p47.f(int) TO {USER}")
+    for resource in ("ALL FUNCTIONS IN KEYSPACE p47", "ALL FUNCTIONS"):
         for permission in ("CREATE", "ALTER", "DROP", "AUTHORIZE", "EXECUTE"):
             admin.execute(f"GRANT {permission} ON {resource} TO {USER}")
             admin.execute(f"REVOKE {permission} ON {resource} FROM {USER}")
     for permission in ("SELECT", "MODIFY", "DESCRIBE"):
         with pytest.raises(InvalidRequest, match="support the requested permissions"):
-            admin.execute(f"GRANT {permission} ON FUNCTION p43.f(int) TO {USER}")
+            admin.execute(f"GRANT {permission} ON FUNCTION p47.f(int) TO {USER}")
     with pytest.raises(InvalidRequest, match="doesn't exist"):
-        admin.execute(f"GRANT EXECUTE ON FUNCTION p43.nope(int) TO {USER}")
+        admin.execute(f"GRANT EXECUTE ON FUNCTION p47.nope(int) TO {USER}")
     with pytest.raises(InvalidRequest, match="doesn't exist"):
-        admin.execute(f"GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE p43_nope TO {USER}")
+        admin.execute(f"GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE p47_nope TO {USER}")
     held = {(r.resource, r.permission) for r in admin.execute(f"LIST ALL PERMISSIONS OF {USER} NORECURSIVE")}
-    assert {p for r, p in held if r == "<function p43.f(int)>"} == {"ALTER", "DROP", "AUTHORIZE", "EXECUTE"}
+    assert {p for r, p in held if r == "<function p47.f(int)>"} == {"ALTER", "DROP", "AUTHORIZE", "EXECUTE"}
 
-    replace = f"CREATE OR REPLACE FUNCTION p43.f{FN}"
+    replace = f"CREATE OR REPLACE FUNCTION p47.f{FN}"
     with pytest.raises(Unauthorized, match="CREATE"):  # ALTER on the function is not enough
         user.execute(replace)
-    admin.execute(f"GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE p43 TO {USER}")
-    admin.execute(f"REVOKE ALTER ON FUNCTION p43.f(int) FROM {USER}")
+    admin.execute(f"GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE p47 TO {USER}")
+    admin.execute(f"REVOKE ALTER ON FUNCTION p47.f(int) FROM {USER}")
     with pytest.raises(Unauthorized, match="ALTER"):  # nor CREATE alone
         user.execute(replace)
-    admin.execute(f"GRANT ALTER ON FUNCTION p43.f(int) TO {USER}")
+    admin.execute(f"GRANT ALTER ON FUNCTION p47.f(int) TO {USER}")
     user.execute(replace)
