@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
 
 from tabletdb.net.file_bytes import (
@@ -93,7 +94,7 @@ async def connect(rpc: RpcNode, peer: int) -> socket.socket:
     except OSError as exc:
         raise PeerUnreachable(f"node {peer} at {host}:{port}: {exc!r}") from exc
     sock = socket.socket(family, kind, proto)
-    try:
+    with _closed_on_failure(sock, f"node {peer} at {host}:{port}"):
         sock.setblocking(False)
         source = rpc.source_address()
         if source is not None:
@@ -105,13 +106,21 @@ async def connect(rpc: RpcNode, peer: int) -> socket.socket:
                 sock, encode_frame([Kind.HELLO, 0, "", rpc.node_id, rpc.authority.hello(peer)])
             )
             admit_hello_reply(rpc.authority, await _frame(loop, sock), False, peer)
-        return sock
+    return sock
+
+
+@contextlib.contextmanager
+def _closed_on_failure(sock: socket.socket, where: str) -> Iterator[None]:
+    """Close ``sock`` if the block raises; protocol and network failures become PeerUnreachable
+    naming ``where`` (a refusal's text as is, an OS error with its type)."""
+    try:
+        yield
     except (HandshakeRefused, FrameError) as exc:
         sock.close()
-        raise PeerUnreachable(f"node {peer} at {host}:{port}: {exc}") from None
+        raise PeerUnreachable(f"{where}: {exc}") from None
     except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
         sock.close()
-        raise PeerUnreachable(f"node {peer} at {host}:{port}: {exc!r}") from exc
+        raise PeerUnreachable(f"{where}: {exc!r}") from exc
     except BaseException:
         sock.close()
         raise
@@ -123,7 +132,7 @@ async def open_stream(
     """``dial``'s second half on a socket from ``connect``: the STREAM frame, and the handler's
     first answer. Closes the socket if it raises."""
     loop = asyncio.get_running_loop()
-    try:
+    with _closed_on_failure(sock, f"node {peer}: {verb}"):
         await loop.sock_sendall(sock, encode_frame([Kind.STREAM, 0, verb, rpc.node_id, payload]))
         async with asyncio.timeout(timeout):
             answer = await _frame(loop, sock)
@@ -131,16 +140,7 @@ async def open_stream(
             raise FrameError(f"answered {verb} with {answer!r:.100}")
         if answer[0] == Kind.ERROR:
             raise RemoteError(f"node {peer}: {answer[4]}")
-        return sock, answer[4]
-    except FrameError as exc:
-        sock.close()
-        raise PeerUnreachable(f"node {peer}: {verb}: {exc}") from None
-    except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
-        sock.close()
-        raise PeerUnreachable(f"node {peer}: {verb}: {exc!r}") from exc
-    except BaseException:
-        sock.close()
-        raise
+    return sock, answer[4]
 
 
 async def _frame(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> Any:

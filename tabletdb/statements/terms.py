@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from tabletdb.cql import ast, codec
@@ -291,15 +291,30 @@ def _function_value(call: ast.FunctionCall, t: CqlType, receiver: str, bindings:
         return _generated(name, t, receiver)
     fn = _resolved(call, user)
     _check_assignable(name, fn.return_type, t, receiver)
+    return apply_call(call, fn, fn.arg_types, fn.return_type, name, t, receiver, bindings)
+
+
+def apply_call(
+    call: ast.FunctionCall,
+    fn: Callable[..., Any],
+    arg_types: Sequence[CqlType],
+    return_type: CqlType,
+    shown: str,
+    t: CqlType,
+    receiver: str,
+    bindings: Bindings,
+) -> Any:
+    """``fn`` of ``call``'s arguments read as ``arg_types``; a blob receiver takes the result
+    serialized (built-in and user functions share this step once their overload is chosen)."""
     values = []
-    for arg, arg_type in zip(call.args, fn.arg_types):
-        v = term_value(arg, arg_type, f"arg of {name} ({receiver})", bindings)  # type: ignore[arg-type]
+    for arg, arg_type in zip(call.args, arg_types):
+        v = term_value(arg, arg_type, f"arg of {shown} ({receiver})", bindings)  # type: ignore[arg-type]
         if v is UNSET:
-            raise InvalidRequest(f"Invalid unset value for argument in call to function {name}")
+            raise InvalidRequest(f"Invalid unset value for argument in call to function {shown}")
         values.append(v)
     result = fn(*values)
-    if t == BLOB and fn.return_type != BLOB and result is not None:
-        return codec.serialize(fn.return_type, result)
+    if t == BLOB and return_type != BLOB and result is not None:
+        return codec.serialize(return_type, result)
     return result
 
 

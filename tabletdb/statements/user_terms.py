@@ -17,15 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tabletdb.cql import ast, codec
+from tabletdb.cql import ast
 from tabletdb.cql.errors import InvalidRequest
 from tabletdb.cql.literals import literal_value
 from tabletdb.cql.types import BLOB, CqlType
 from tabletdb.cql.unparse import cql_text
-from tabletdb.cql.values import UNSET
 from tabletdb.schema.model import FunctionDef, KeyspaceSchema
 from tabletdb.statements import functions
-from tabletdb.statements.terms import Bindings, known_type, term_value
+from tabletdb.statements.terms import Bindings, apply_call, known_type
 from tabletdb.statements.user_functions import loose
 from tabletdb.udf.calls import scalar_function
 
@@ -66,16 +65,8 @@ class UserTermFunctions:
                 f"Type error: cannot assign result of function {shown} (type {function.return_type.cql()}) "
                 f"to {receiver} (type {t.cql()})"
             )
-        values = []
-        for arg, param in zip(call.args, function.argument_types):
-            v = term_value(arg, param, f"arg of {shown} ({receiver})", bindings)  # type: ignore[arg-type]
-            if v is UNSET:
-                raise InvalidRequest(f"Invalid unset value for argument in call to function {shown}")
-            values.append(v)
-        result = scalar_function(function)(*values)
-        if t == BLOB and function.return_type != BLOB and result is not None:
-            return codec.serialize(function.return_type, result)
-        return result
+        run, types = scalar_function(function), function.argument_types
+        return apply_call(call, run, types, function.return_type, shown, t, receiver, bindings)
 
     def _function(self, call: ast.FunctionCall) -> FunctionDef:
         ks = self._routines
